@@ -1,0 +1,33 @@
+/**
+ * findOne: one record by primary key.
+ *
+ * @module
+ */
+import type { BlueprintQuery } from '../criteria/types.ts'
+import { validateFind } from '../criteria/validate.ts'
+import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
+import type { Model } from '../models/model.ts'
+import type { JsonRecord } from '../sql/records.ts'
+import { parseId, type ActionContext } from './context.ts'
+
+/**
+ * Finds the record whose primary key is `rawId`. Of the query, `select`, `omit`, `populate` and
+ * `populateLimit` apply, and `where` narrows the match (a `parseBlueprintOptions` hook can use it
+ * to hide records: a record outside `where` is a 404 like a missing one).
+ *
+ * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND and the coded 400s of the criteria pipeline.
+ */
+export async function findOne (ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery): Promise<JsonRecord> {
+  const id = parseId(model, rawId, 'id')
+  const pk = model.primaryKey.name
+  const criteria = validateFind({
+    ...query,
+    where: Object.keys(query.where).length === 0 ? { [pk]: id } : { and: [{ [pk]: id }, query.where] },
+    limit: 1,
+    skip: 0,
+    sort: []
+  }, model, ctx.registry, ctx.bounds)
+  const [record] = await ctx.loader.find(ctx.run, model, criteria)
+  if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+  return record
+}

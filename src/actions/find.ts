@@ -1,0 +1,21 @@
+/**
+ * find: the records that match a query.
+ *
+ * @module
+ */
+import type { BlueprintQuery } from '../criteria/types.ts'
+import { validateFind } from '../criteria/validate.ts'
+import type { Model } from '../models/model.ts'
+import type { JsonRecord } from '../sql/records.ts'
+import type { ActionContext } from './context.ts'
+
+/**
+ * Runs a find. Associations are populated as the query says, with one statement per populated
+ * association whatever the number of records.
+ *
+ * @throws the coded 400 errors of the criteria pipeline.
+ */
+export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery): Promise<JsonRecord[]> {
+  const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
+  return ctx.loader.find(ctx.run, model, criteria)
+}

@@ -1,0 +1,37 @@
+/**
+ * populate: the associated record(s) of one record, `GET /m/:id/:association`.
+ *
+ * @module
+ */
+import type { BlueprintQuery } from '../criteria/types.ts'
+import { validateFind } from '../criteria/validate.ts'
+import { BP_ERR_ASSOCIATION_EMPTY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
+import type { Association, Model } from '../models/model.ts'
+import type { JsonRecord } from '../sql/records.ts'
+import { parseId, type ActionContext } from './context.ts'
+
+/**
+ * The children of a collection (filtered, sorted and paged by `query`, which describes the
+ * children; `populate` is ignored: children never carry their own collections), or the record of a
+ * singular association.
+ *
+ * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (no parent), BP_ERR_ASSOCIATION_EMPTY
+ * (singular association empty or dangling) and the coded 400s of the criteria pipeline.
+ */
+export async function populate (ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery): Promise<JsonRecord[] | JsonRecord> {
+  const id = parseId(model, rawId, 'id')
+  const child = ctx.registry.get(association.target) as Model
+  if (association.kind === 'collection') {
+    const criteria = validateFind({ ...query, populate: false }, child, ctx.registry, ctx.bounds)
+    const parent = await ctx.loader.column(ctx.run, model, id, model.primaryKey.column)
+    if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+    return ctx.loader.children(ctx.run, association, parent.value, criteria)
+  }
+  const parent = await ctx.loader.column(ctx.run, model, id, association.column)
+  if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+  const record = parent.value === null
+    ? undefined
+    : (await ctx.loader.find(ctx.run, child, validateFind({ ...query, where: { [child.primaryKey.name]: parent.value }, limit: 1, populate: false }, child, ctx.registry, ctx.bounds)))[0]
+  if (record === undefined) throw new BP_ERR_ASSOCIATION_EMPTY(model.identity, rawId, association.name)
+  return record
+}

@@ -1,0 +1,156 @@
+/**
+ * Parsing: the query string of a find (or populate) request becomes a {@link BlueprintQuery}.
+ * Only syntax is checked here (JSON, numbers, list shapes); names and values are checked against
+ * the model afterwards, in `validate.ts`, so that `parseBlueprintOptions` output is checked too.
+ *
+ * @module
+ */
+import {
+  BP_ERR_INVALID_JSON, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP,
+  BP_ERR_INVALID_SORT, BP_ERR_INVALID_WHERE, BP_ERR_PARAMETER_NOT_ALLOWED, BP_ERR_SELECT_AND_OMIT
+} from '../errors.ts'
+import type { Model } from '../models/model.ts'
+import { describe } from '../models/values.ts'
+import { FIND_PARAMETERS } from './operators.ts'
+import type { BlueprintQuery, SortDirection } from './types.ts'
+
+/** A parsed query string: every value a string, or an array of strings for a repeated key. */
+export type QueryString = Readonly<Record<string, string | string[] | undefined>>
+
+/** Defaults a request starts from. */
+export interface QueryDefaults {
+  readonly limit: number
+  readonly populateLimit: number
+}
+
+const NATURAL = /^\d+$/
+
+/**
+ * Parses the query string of `GET /m` (and of `GET /m/:id/:collection`, whose criteria apply to
+ * the children).
+ */
+export function parseFind (query: QueryString, model: Model, defaults: QueryDefaults): BlueprintQuery {
+  return {
+    where: parseWhere(query, model),
+    limit: query.limit === undefined ? defaults.limit : parseLimit(single(query, 'limit')),
+    skip: query.skip === undefined ? 0 : parseSkip(single(query, 'skip')),
+    sort: query.sort === undefined ? [] : parseSort(query.sort),
+    ...parseFields(query),
+    populate: parsePopulate(query),
+    populateLimit: defaults.populateLimit
+  }
+}
+
+/** `select`, `omit`: comma lists, not both. */
+export function parseFields (query: QueryString): Pick<BlueprintQuery, 'select' | 'omit'> {
+  if (query.select !== undefined && query.omit !== undefined) throw new BP_ERR_SELECT_AND_OMIT()
+  if (query.select !== undefined) return { select: list(query, 'select') }
+  if (query.omit !== undefined) return { omit: list(query, 'omit') }
+  return {}
+}
+
+/** `populate`: absent or empty → every association; `false` → none; else a comma list. */
+export function parsePopulate (query: QueryString): boolean | string[] {
+  if (query.populate === undefined || query.populate === '') return true
+  if (query.populate === 'false') return false
+  return list(query, 'populate')
+}
+
+function parseWhere (query: QueryString, model: Model): Record<string, unknown> {
+  if (query.where === undefined) {
+    // Attribute-named parameters, each an equality (a repeated key is an `in`).
+    const where: Record<string, unknown> = {}
+    for (const key of Object.keys(query)) {
+      if (!FIND_PARAMETERS.has(key)) where[key] = query[key]
+    }
+    return where
+  }
+  const text = single(query, 'where')
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    throw new BP_ERR_INVALID_JSON('where', (err as Error).message)
+  }
+  // Waterline's primary-key shorthands: `where=3`, `where="abc"`, `where=[1,2]`.
+  if (typeof value === 'number' || typeof value === 'string') return { [model.primaryKey.name]: value }
+  if (Array.isArray(value)) return { [model.primaryKey.name]: { in: value } }
+  if (typeof value !== 'object' || value === null) {
+    throw new BP_ERR_INVALID_WHERE(`expected a JSON dictionary, got ${describe(value)}`)
+  }
+  return value as Record<string, unknown>
+}
+
+function parseLimit (text: string): number {
+  if (text === 'Infinity') return Infinity
+  const limit = NATURAL.test(text) ? Number(text) : NaN
+  if (!Number.isSafeInteger(limit)) throw new BP_ERR_INVALID_LIMIT('limit', describe(text))
+  return limit
+}
+
+function parseSkip (text: string): number {
+  const skip = NATURAL.test(text) ? Number(text) : NaN
+  if (!Number.isSafeInteger(skip)) throw new BP_ERR_INVALID_SKIP(describe(text))
+  return skip
+}
+
+/**
+ * `sort`: `name`, `name DESC`, `a ASC, b DESC`, a JSON array of such strings and/or one-key
+ * dictionaries (`[{"name":"DESC"}]`), a JSON dictionary (`{"name":"DESC","age":"ASC"}`); a
+ * repeated `sort` parameter adds keys in order.
+ */
+function parseSort (raw: string | string[]): BlueprintQuery['sort'] {
+  const keys: BlueprintQuery['sort'] = []
+  for (const text of Array.isArray(raw) ? raw : [raw]) {
+    const trimmed = text.trim()
+    if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
+      let value: unknown
+      try {
+        value = JSON.parse(trimmed)
+      } catch (err) {
+        throw new BP_ERR_INVALID_JSON('sort', (err as Error).message)
+      }
+      for (const item of Array.isArray(value) ? value : [value]) sortItem(item, keys)
+    } else {
+      for (const piece of trimmed.split(',')) sortItem(piece, keys)
+    }
+  }
+  return keys
+}
+
+function sortItem (item: unknown, keys: BlueprintQuery['sort']): void {
+  if (typeof item === 'string') {
+    const words = item.trim().split(/\s+/)
+    if (words[0] === '' || words.length > 2) throw new BP_ERR_INVALID_SORT(`expected "attribute" or "attribute ASC|DESC", got ${describe(item)}`)
+    keys.push({ attribute: words[0], direction: direction(words[1] ?? 'ASC') })
+    return
+  }
+  if (typeof item !== 'object' || item === null || Array.isArray(item) || Object.keys(item).length === 0) {
+    throw new BP_ERR_INVALID_SORT(`expected a string or a dictionary of attribute → direction, got ${describe(item)}`)
+  }
+  for (const [attribute, value] of Object.entries(item)) keys.push({ attribute, direction: direction(value) })
+}
+
+function direction (value: unknown): SortDirection {
+  if (value === 1) return 'ASC'
+  if (value === -1) return 'DESC'
+  const upper = typeof value === 'string' ? value.toUpperCase() : ''
+  if (upper === 'ASC' || upper === 'DESC') return upper
+  throw new BP_ERR_INVALID_SORT(`the direction must be ASC or DESC, got ${describe(value)}`)
+}
+
+function list (query: QueryString, name: string): string[] {
+  const items = single(query, name).split(',').map(item => item.trim())
+  if (items.some(item => item === '')) {
+    if (name === 'populate') throw new BP_ERR_INVALID_POPULATE('expected a comma-separated list of associations, or false')
+    throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, 'expected a comma-separated list of attribute names')
+  }
+  return items
+}
+
+/** A parameter that may appear once. */
+function single (query: QueryString, name: string): string {
+  const value = query[name]
+  if (Array.isArray(value)) throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, 'it was given more than once')
+  return value as string
+}

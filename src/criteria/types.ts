@@ -1,0 +1,79 @@
+/**
+ * The shapes that flow through the criteria pipeline:
+ * request → {@link BlueprintQuery} (parsed, defaults applied; what `parseBlueprintOptions` sees)
+ * → {@link Criteria} (validated against the model; what the SQL builder reads).
+ *
+ * @module
+ */
+import type { PatternToken } from '../sql/dialect.ts'
+import type { Attribute, AttributeType, CollectionAssociation, SingularAssociation } from '../models/model.ts'
+
+/** A sort direction. */
+export type SortDirection = 'ASC' | 'DESC'
+
+/**
+ * A find request after parsing, before it is checked against the model. `parseBlueprintOptions`
+ * receives it and may return a changed copy; the result is then validated exactly like input from
+ * the client, so a hook cannot produce an invalid query either.
+ */
+export interface BlueprintQuery {
+  /** Waterline `where` dictionary (`{}` matches everything). */
+  where: Record<string, unknown>
+  /** Maximum number of records; `Infinity` for no limit. Default 30. */
+  limit: number
+  /** Records to skip. Default 0. */
+  skip: number
+  /** Sort keys in order of precedence. Default `[]` (ascending by primary key). */
+  sort: Array<{ attribute: string, direction: SortDirection }>
+  /** Attributes to return (the primary key is always returned). */
+  select?: string[]
+  /** Attributes to leave out. */
+  omit?: string[]
+  /**
+   * Associations to populate: `true` = every association (collections capped at
+   * `populateLimit`), `false` = none, a list = exactly those (collections not capped).
+   */
+  populate: boolean | string[]
+  /** Cap on the children of each collection populated by default. Default 30. */
+  populateLimit: number
+}
+
+/** A validated filter, ready to be written as SQL. */
+export type WhereNode =
+  | { readonly kind: 'all' }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'and' | 'or', readonly items: readonly WhereNode[] }
+  | { readonly kind: 'compare', readonly target: Target, readonly op: '=' | '<>' | '<' | '<=' | '>' | '>=', readonly value: unknown }
+  | { readonly kind: 'null', readonly target: Target, readonly negate: boolean }
+  | { readonly kind: 'in', readonly target: Target, readonly negate: boolean, readonly values: readonly unknown[] }
+  | { readonly kind: 'match', readonly target: Target, readonly tokens: readonly PatternToken[] }
+
+/** A column that a filter or a sort key reads, with the type of its values. */
+export interface Target {
+  readonly name: string
+  readonly column: string
+  readonly type: AttributeType
+  readonly nullable: boolean
+}
+
+/** Which fields of a record are returned and which associations are populated. */
+export interface Projection {
+  /** Scalar attributes to return, the primary key first. */
+  readonly attributes: readonly Attribute[]
+  /** Singular associations to return, with whether each is populated. */
+  readonly singulars: ReadonlyArray<{ readonly association: SingularAssociation, readonly populate: boolean }>
+  /** Collections to populate, each with its cap on children. */
+  readonly collections: ReadonlyArray<{ readonly association: CollectionAssociation, readonly limit: number }>
+}
+
+/** A validated find: the SQL builder's input. */
+export interface Criteria {
+  readonly where: WhereNode
+  readonly limit: number
+  readonly skip: number
+  /** Sort keys; the primary key is always the last one so that pages are stable. */
+  readonly sort: ReadonlyArray<{ readonly target: Target, readonly direction: SortDirection }>
+  readonly projection: Projection
+  /** Fold ASCII case in `contains`, `startsWith`, `endsWith` and `like`. */
+  readonly caseInsensitive: boolean
+}

@@ -1,0 +1,105 @@
+/**
+ * Validation: a {@link BlueprintQuery} checked against a model becomes {@link Criteria}.
+ *
+ * @module
+ */
+import {
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP,
+  BP_ERR_INVALID_SORT, BP_ERR_LIMIT_TOO_LARGE, BP_ERR_SELECT_AND_OMIT, BP_ERR_UNKNOWN_ATTRIBUTE, didYouMean
+} from '../errors.ts'
+import type { Attribute, Model } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import { describe } from '../models/values.ts'
+import type { BlueprintQuery, Criteria, Projection } from './types.ts'
+import { buildWhere, targetOf } from './where.ts'
+
+/** Settings that bound a query. */
+export interface Bounds {
+  /** Largest `limit` accepted (Infinity: none). Also caps explicitly populated collections. */
+  readonly maxLimit: number
+  readonly caseInsensitive: boolean
+}
+
+/**
+ * Checks a find query against its model.
+ *
+ * @throws the coded 400 errors of `errors.ts` for any name or value the model does not accept.
+ */
+export function validateFind (query: BlueprintQuery, model: Model, registry: ModelRegistry, bounds: Bounds): Criteria {
+  checkWhole('limit', query.limit, true)
+  checkWhole('skip', query.skip, false)
+  checkWhole('populateLimit', query.populateLimit, true)
+  if (query.limit > bounds.maxLimit) throw new BP_ERR_LIMIT_TOO_LARGE(String(query.limit), String(bounds.maxLimit))
+  const sort: Array<Criteria['sort'][number]> = []
+  const seen = new Set<string>()
+  for (const key of query.sort) {
+    const target = targetOf(model, registry, key.attribute, 'sort')
+    if (seen.has(target.name)) throw new BP_ERR_INVALID_SORT(`\`${target.name}\` appears twice`)
+    if (key.direction !== 'ASC' && key.direction !== 'DESC') throw new BP_ERR_INVALID_SORT(`the direction must be ASC or DESC, got ${describe(key.direction)}`)
+    seen.add(target.name)
+    sort.push({ target, direction: key.direction })
+  }
+  // The primary key breaks ties, so that pages never overlap and both databases agree.
+  if (!seen.has(model.primaryKey.name)) sort.push({ target: model.primaryKey, direction: 'ASC' })
+  return {
+    where: buildWhere(model, registry, query.where),
+    limit: query.limit,
+    skip: query.skip,
+    sort,
+    projection: validateProjection(query, model, bounds),
+    caseInsensitive: bounds.caseInsensitive
+  }
+}
+
+/**
+ * Checks `select`, `omit` and `populate` against a model (find and findOne).
+ *
+ * `select` / `omit` name scalar attributes and singular associations; a singular association left
+ * out is neither returned nor populated. Collections are governed by `populate` alone.
+ */
+export function validateProjection (query: Pick<BlueprintQuery, 'select' | 'omit' | 'populate' | 'populateLimit'>, model: Model, bounds: Pick<Bounds, 'maxLimit'>): Projection {
+  if (query.select !== undefined && query.omit !== undefined) throw new BP_ERR_SELECT_AND_OMIT()
+  const named = new Set<string>()
+  for (const name of query.select ?? query.omit ?? []) {
+    const param = query.select !== undefined ? 'select' : 'omit'
+    if (model.collections.has(name)) {
+      throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, 'it is a collection; choose collections with `populate`')
+    }
+    if (!model.attributes.has(name) && !model.singulars.has(name)) {
+      throw new BP_ERR_UNKNOWN_ATTRIBUTE(param, name, model.identity, didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
+    }
+    if (param === 'omit' && name === model.primaryKey.name) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('omit', name, 'the primary key is always returned')
+    named.add(name)
+  }
+  const keep = (name: string): boolean => query.select !== undefined
+    ? named.has(name) || name === model.primaryKey.name
+    : !named.has(name)
+
+  let populated: Set<string>
+  if (query.populate === true) populated = new Set([...model.singulars.keys(), ...model.collections.keys()])
+  else if (query.populate === false) populated = new Set()
+  else {
+    populated = new Set()
+    for (const name of query.populate) {
+      if (!model.singulars.has(name) && !model.collections.has(name)) {
+        const reason = model.attributes.has(name) ? 'is an attribute, not an association' : `is not an association of ${model.identity}`
+        throw new BP_ERR_INVALID_POPULATE(`\`${name}\` ${reason}${didYouMean(name, [...model.singulars.keys(), ...model.collections.keys()])}`)
+      }
+      if (model.singulars.has(name) && !keep(name)) throw new BP_ERR_INVALID_POPULATE(`\`${name}\` is populated but left out by select/omit`)
+      populated.add(name)
+    }
+  }
+  // Default population caps collections; an explicit list only caps them at maxLimit.
+  const collectionLimit = query.populate === true ? query.populateLimit : bounds.maxLimit
+  return {
+    attributes: [...model.attributes.values()].filter((a: Attribute) => keep(a.name)),
+    singulars: [...model.singulars.values()].filter(a => keep(a.name)).map(association => ({ association, populate: populated.has(association.name) })),
+    collections: [...model.collections.values()].filter(a => populated.has(a.name)).map(association => ({ association, limit: collectionLimit }))
+  }
+}
+
+function checkWhole (name: string, value: number, infinite: boolean): void {
+  if ((infinite && value === Infinity) || (Number.isSafeInteger(value) && value >= 0)) return
+  if (name === 'skip') throw new BP_ERR_INVALID_SKIP(describe(value))
+  throw new BP_ERR_INVALID_LIMIT(name, describe(value))
+}

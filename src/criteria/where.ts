@@ -1,0 +1,190 @@
+/**
+ * `where` validation: a Waterline where dictionary, checked against a model, becomes a
+ * {@link WhereNode} tree. Every name and value is checked here; the SQL builder trusts the tree.
+ *
+ * @module
+ */
+import {
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_INVALID_WHERE, BP_ERR_RETIRED_MODIFIER,
+  BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_UNKNOWN_MODIFIER, didYouMean
+} from '../errors.ts'
+import type { Model } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import { INVALID, coerce, describe } from '../models/values.ts'
+import type { PatternToken } from '../sql/dialect.ts'
+import { MODIFIERS, RETIRED_MODIFIERS, has } from './operators.ts'
+import type { Target, WhereNode } from './types.ts'
+
+/** Deepest nesting of `and` / `or` accepted. */
+export const MAX_WHERE_DEPTH = 16
+
+const ALL: WhereNode = { kind: 'all' }
+const NONE: WhereNode = { kind: 'none' }
+
+/** Where a `where` comes from, for error messages. */
+interface Scope {
+  readonly model: Model
+  readonly registry: ModelRegistry
+  /** The request parameter the filter came from (`where`, or an attribute name). */
+  readonly param: string
+}
+
+/**
+ * Validates a where dictionary against a model.
+ *
+ * @param param - the request parameter that carried it, named in error messages.
+ * @throws BP_ERR_INVALID_WHERE, BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_ATTRIBUTE_NOT_ALLOWED,
+ * BP_ERR_UNKNOWN_MODIFIER, BP_ERR_RETIRED_MODIFIER, BP_ERR_INVALID_VALUE.
+ */
+export function buildWhere (model: Model, registry: ModelRegistry, where: unknown, param = 'where'): WhereNode {
+  return dictionary({ model, registry, param }, where, 0)
+}
+
+/** The column a filter or sort key on `name` reads: a scalar attribute or a singular association. */
+export function targetOf (model: Model, registry: ModelRegistry, name: string, param: string): Target {
+  const attribute = model.attributes.get(name)
+  if (attribute !== undefined) return attribute
+  const singular = model.singulars.get(name)
+  if (singular !== undefined) {
+    // A singular association is compared by its foreign key, typed like the target's primary key.
+    const targetPk = (registry.get(singular.target) as Model).primaryKey
+    return { name, column: singular.column, type: targetPk.type, nullable: singular.nullable }
+  }
+  if (model.collections.has(name)) {
+    throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, `it is a collection of ${model.identity}; collections cannot be filtered or sorted`)
+  }
+  throw new BP_ERR_UNKNOWN_ATTRIBUTE(param, name, model.identity,
+    didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
+}
+
+function dictionary (scope: Scope, where: unknown, depth: number): WhereNode {
+  if (typeof where !== 'object' || where === null || Array.isArray(where)) {
+    throw new BP_ERR_INVALID_WHERE(`expected a dictionary of constraints, got ${describe(where)}`)
+  }
+  if (depth > MAX_WHERE_DEPTH) throw new BP_ERR_INVALID_WHERE(`and/or are nested deeper than ${MAX_WHERE_DEPTH} levels`)
+  const items: WhereNode[] = []
+  for (const key of Object.keys(where)) {
+    const value = (where as Record<string, unknown>)[key]
+    if (key === 'and' || key === 'or') items.push(predicate(scope, key, value, depth))
+    else items.push(constraint(scope, key, value))
+  }
+  return combine('and', items)
+}
+
+function predicate (scope: Scope, kind: 'and' | 'or', value: unknown, depth: number): WhereNode {
+  if (!Array.isArray(value)) throw new BP_ERR_INVALID_WHERE(`\`${kind}\` must be an array of dictionaries, got ${describe(value)}`)
+  return combine(kind, value.map(item => dictionary(scope, item, depth + 1)))
+}
+
+/** Joins nodes, folding away branches that match everything or nothing. */
+function combine (kind: 'and' | 'or', nodes: WhereNode[]): WhereNode {
+  const absorbing = kind === 'and' ? 'none' : 'all'
+  const neutral = kind === 'and' ? 'all' : 'none'
+  const kept: WhereNode[] = []
+  for (const node of nodes) {
+    if (node.kind === absorbing) return node
+    if (node.kind !== neutral) kept.push(node)
+  }
+  if (kept.length === 0) return kind === 'and' ? ALL : NONE
+  return kept.length === 1 ? kept[0] : { kind, items: kept }
+}
+
+function constraint (scope: Scope, name: string, value: unknown): WhereNode {
+  const target = targetOf(scope.model, scope.registry, name, scope.param)
+  if (value === null) return { kind: 'null', target, negate: false }
+  if (Array.isArray(value)) return membership(scope, target, value, false, 'in')
+  if (typeof value === 'object') {
+    const modifiers = Object.keys(value as object)
+    if (modifiers.length === 0) throw new BP_ERR_INVALID_WHERE(`the constraint on \`${name}\` is an empty dictionary`)
+    return combine('and', modifiers.map(modifier => modified(scope, target, modifier, (value as Record<string, unknown>)[modifier])))
+  }
+  return { kind: 'compare', target, op: '=', value: scalar(scope, target, value) }
+}
+
+function modified (scope: Scope, target: Target, name: string, value: unknown): WhereNode {
+  if (!has(MODIFIERS, name)) {
+    if (has(RETIRED_MODIFIERS, name)) throw new BP_ERR_RETIRED_MODIFIER(name, target.name, RETIRED_MODIFIERS[name])
+    throw new BP_ERR_UNKNOWN_MODIFIER(name, target.name, didYouMean(name, Object.keys(MODIFIERS)))
+  }
+  const modifier = MODIFIERS[name]
+  switch (modifier.kind) {
+    case 'compare':
+      if (target.type === 'boolean' || target.type === 'json') notFor(scope, target, name)
+      if (value === null) invalid(scope, target, `\`${name}\` cannot compare with null`)
+      return { kind: 'compare', target, op: modifier.sql as '<', value: scalar(scope, target, value) }
+    case 'not-equal':
+      if (value === null) return { kind: 'null', target, negate: true }
+      if (Array.isArray(value)) return membership(scope, target, value, true, name)
+      return { kind: 'compare', target, op: '<>', value: scalar(scope, target, value) }
+    case 'in':
+    case 'nin':
+      if (!Array.isArray(value)) invalid(scope, target, `\`${name}\` takes an array, got ${describe(value)}`)
+      return membership(scope, target, value as unknown[], modifier.kind === 'nin', name)
+    default:
+      return pattern(scope, target, modifier.kind, name, value)
+  }
+}
+
+function membership (scope: Scope, target: Target, values: unknown[], negate: boolean, name: string): WhereNode {
+  const coerced = values.map(item => {
+    if (item === null) invalid(scope, target, `\`${name}\` cannot hold null (use \`${negate ? '!=' : '='}\` null)`)
+    return scalar(scope, target, item)
+  })
+  if (coerced.length === 0) return negate ? ALL : NONE
+  return { kind: 'in', target, negate, values: coerced }
+}
+
+function pattern (scope: Scope, target: Target, kind: string, name: string, value: unknown): WhereNode {
+  if (target.type !== 'string') notFor(scope, target, name)
+  if (typeof value === 'number' && Number.isFinite(value)) value = String(value)
+  if (typeof value !== 'string') return invalid(scope, target, `\`${name}\` takes a string, got ${describe(value)}`)
+  const any = { wildcard: 'any' } as const
+  let tokens: PatternToken[]
+  if (kind === 'contains') tokens = [any, value, any]
+  else if (kind === 'startsWith') tokens = [value, any]
+  else if (kind === 'endsWith') tokens = [any, value]
+  else {
+    if (value === '') invalid(scope, target, '`like` takes a non-empty pattern')
+    tokens = likeTokens(value)
+  }
+  // contains/startsWith/endsWith "" match every value, null included (as in Waterline).
+  if (value === '' && kind !== 'like') return ALL
+  return { kind: 'match', target, tokens }
+}
+
+/**
+ * A `like` pattern: `%` any run of characters, `_` one character, `\` makes the next character
+ * literal (a trailing `\` is a literal backslash).
+ */
+function likeTokens (pattern: string): PatternToken[] {
+  const tokens: PatternToken[] = []
+  let literal = ''
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]
+    if (c === '\\' && i + 1 < pattern.length) {
+      literal += pattern[++i]
+    } else if (c === '%' || c === '_') {
+      if (literal !== '') tokens.push(literal)
+      literal = ''
+      tokens.push({ wildcard: c === '%' ? 'any' : 'one' })
+    } else {
+      literal += c
+    }
+  }
+  if (literal !== '') tokens.push(literal)
+  return tokens
+}
+
+function scalar (scope: Scope, target: Target, value: unknown): unknown {
+  if (target.type === 'json') notFor(scope, target, 'a value other than null')
+  const coerced = coerce(target.type, value)
+  return coerced === INVALID ? invalid(scope, target, `${describe(value)} is not a valid ${target.type}`) : coerced
+}
+
+function invalid (scope: Scope, target: Target, reason: string): never {
+  throw new BP_ERR_INVALID_VALUE(scope.param, target.name, reason)
+}
+
+function notFor (scope: Scope, target: Target, what: string): never {
+  throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(scope.param, target.name, `${what} does not apply to a ${target.type} attribute`)
+}

@@ -1,0 +1,155 @@
+/**
+ * Every error that fastify-blueprints throws, in one place.
+ *
+ * Each constructor is made with `@fastify/error`, so an instance carries a stable `code`, the HTTP
+ * `statusCode` and a message built from a `%s` template. Fastify's default error handler turns
+ * them into the JSON body `{ statusCode, code, error, message }`. `docs/errors.md` lists the same
+ * codes; a test keeps the two in sync.
+ *
+ * @module
+ */
+import createError from '@fastify/error'
+
+// Client errors are expected and frequent: a stack trace would cost time and say nothing.
+const NO_STACK = false
+
+/** The request names a record (parent, child or the record itself) that does not exist. 404. */
+export const BP_ERR_RECORD_NOT_FOUND = createError<'BP_ERR_RECORD_NOT_FOUND', 404, [string, string]>(
+  'BP_ERR_RECORD_NOT_FOUND', 'No %s record has the primary key %s', 404, undefined, NO_STACK)
+
+/** A populate request for a singular association whose value is empty. 404. */
+export const BP_ERR_ASSOCIATION_EMPTY = createError<'BP_ERR_ASSOCIATION_EMPTY', 404, [string, string, string]>(
+  'BP_ERR_ASSOCIATION_EMPTY', 'The %s record %s has no `%s`', 404, undefined, NO_STACK)
+
+/** A route parameter (`:id`, `:fk`) cannot be read as the primary key type. 400. */
+export const BP_ERR_INVALID_ID = createError<'BP_ERR_INVALID_ID', 400, [string, string]>(
+  'BP_ERR_INVALID_ID', 'The `%s` parameter %s', 400, undefined, NO_STACK)
+
+/** A query parameter that must hold JSON (`where`, `sort`) does not parse. 400. */
+export const BP_ERR_INVALID_JSON = createError<'BP_ERR_INVALID_JSON', 400, [string, string]>(
+  'BP_ERR_INVALID_JSON', 'The `%s` parameter is not valid JSON: %s', 400, undefined, NO_STACK)
+
+/** `where` (or a clause inside it) has the wrong shape. 400. */
+export const BP_ERR_INVALID_WHERE = createError<'BP_ERR_INVALID_WHERE', 400, [string]>(
+  'BP_ERR_INVALID_WHERE', 'Invalid `where`: %s', 400, undefined, NO_STACK)
+
+/** A filter, sort, select, omit or populate names something the model does not have. 400. */
+export const BP_ERR_UNKNOWN_ATTRIBUTE = createError<'BP_ERR_UNKNOWN_ATTRIBUTE', 400, [string, string, string, string]>(
+  'BP_ERR_UNKNOWN_ATTRIBUTE', 'The `%s` parameter names `%s`, which is not an attribute of %s%s', 400, undefined, NO_STACK)
+
+/** An attribute exists but cannot be used the way the parameter asks. 400. */
+export const BP_ERR_ATTRIBUTE_NOT_ALLOWED = createError<'BP_ERR_ATTRIBUTE_NOT_ALLOWED', 400, [string, string, string]>(
+  'BP_ERR_ATTRIBUTE_NOT_ALLOWED', 'The `%s` parameter cannot use `%s`: %s', 400, undefined, NO_STACK)
+
+/** A `where` modifier that does not exist. 400. */
+export const BP_ERR_UNKNOWN_MODIFIER = createError<'BP_ERR_UNKNOWN_MODIFIER', 400, [string, string, string]>(
+  'BP_ERR_UNKNOWN_MODIFIER', 'Invalid `where`: `%s` is not a modifier (on `%s`)%s', 400, undefined, NO_STACK)
+
+/** A long-form modifier that Sails 1.0 removed (`lessThan`, …). 400. */
+export const BP_ERR_RETIRED_MODIFIER = createError<'BP_ERR_RETIRED_MODIFIER', 400, [string, string, string]>(
+  'BP_ERR_RETIRED_MODIFIER', 'Invalid `where`: the modifier `%s` (on `%s`) was removed in Sails 1.0; use `%s`', 400, undefined, NO_STACK)
+
+/** A value cannot be read as the type of the attribute it is compared with. 400. */
+export const BP_ERR_INVALID_VALUE = createError<'BP_ERR_INVALID_VALUE', 400, [string, string, string]>(
+  'BP_ERR_INVALID_VALUE', 'The `%s` parameter has an invalid value for `%s`: %s', 400, undefined, NO_STACK)
+
+/** `limit` is not a natural number or `Infinity`. 400. */
+export const BP_ERR_INVALID_LIMIT = createError<'BP_ERR_INVALID_LIMIT', 400, [string, string]>(
+  'BP_ERR_INVALID_LIMIT', 'The `%s` parameter must be a whole number from 0 up, or Infinity; got %s', 400, undefined, NO_STACK)
+
+/** `limit` is above the configured `maxLimit`. 400. */
+export const BP_ERR_LIMIT_TOO_LARGE = createError<'BP_ERR_LIMIT_TOO_LARGE', 400, [string, string]>(
+  'BP_ERR_LIMIT_TOO_LARGE', 'The `limit` parameter is %s, above the maximum of %s', 400, undefined, NO_STACK)
+
+/** `skip` is negative or not a whole number. 400. */
+export const BP_ERR_INVALID_SKIP = createError<'BP_ERR_INVALID_SKIP', 400, [string]>(
+  'BP_ERR_INVALID_SKIP', 'The `skip` parameter must be a whole number from 0 up; got %s', 400, undefined, NO_STACK)
+
+/** `sort` has the wrong shape or direction. 400. */
+export const BP_ERR_INVALID_SORT = createError<'BP_ERR_INVALID_SORT', 400, [string]>(
+  'BP_ERR_INVALID_SORT', 'Invalid `sort`: %s', 400, undefined, NO_STACK)
+
+/** `select` and `omit` were both given. 400. */
+export const BP_ERR_SELECT_AND_OMIT = createError<'BP_ERR_SELECT_AND_OMIT', 400>(
+  'BP_ERR_SELECT_AND_OMIT', 'The `select` and `omit` parameters cannot be used together', 400, undefined, NO_STACK)
+
+/** `populate` names something that is not an association, or is malformed. 400. */
+export const BP_ERR_INVALID_POPULATE = createError<'BP_ERR_INVALID_POPULATE', 400, [string]>(
+  'BP_ERR_INVALID_POPULATE', 'Invalid `populate`: %s', 400, undefined, NO_STACK)
+
+/** A criteria parameter was given where it has no meaning (e.g. `limit` on a singular populate). 400. */
+export const BP_ERR_PARAMETER_NOT_ALLOWED = createError<'BP_ERR_PARAMETER_NOT_ALLOWED', 400, [string, string]>(
+  'BP_ERR_PARAMETER_NOT_ALLOWED', 'The `%s` parameter is not allowed here: %s', 400, undefined, NO_STACK)
+
+/** The plugin was registered with invalid options. Thrown at start-up, never per request. */
+export const BP_ERR_INVALID_OPTION = createError<'BP_ERR_INVALID_OPTION', 500, [string]>(
+  'BP_ERR_INVALID_OPTION', 'fastify-blueprints: invalid option: %s', 500)
+
+/** The ORM runs on a database this plugin does not translate criteria for. Thrown at start-up. */
+export const BP_ERR_UNSUPPORTED_DATABASE = createError<'BP_ERR_UNSUPPORTED_DATABASE', 500, [string]>(
+  'BP_ERR_UNSUPPORTED_DATABASE', 'fastify-blueprints: unsupported database platform %s (PostgreSQL and SQLite are supported)', 500)
+
+/**
+ * Every error constructor, keyed by its code. `docs/errors.md` documents exactly these keys.
+ *
+ * @example
+ * ```ts
+ * import { errors } from 'fastify-blueprints'
+ * if (err.code === errors.BP_ERR_RECORD_NOT_FOUND.prototype.code) reply.code(404)
+ * ```
+ */
+export const errors = {
+  BP_ERR_RECORD_NOT_FOUND,
+  BP_ERR_ASSOCIATION_EMPTY,
+  BP_ERR_INVALID_ID,
+  BP_ERR_INVALID_JSON,
+  BP_ERR_INVALID_WHERE,
+  BP_ERR_UNKNOWN_ATTRIBUTE,
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED,
+  BP_ERR_UNKNOWN_MODIFIER,
+  BP_ERR_RETIRED_MODIFIER,
+  BP_ERR_INVALID_VALUE,
+  BP_ERR_INVALID_LIMIT,
+  BP_ERR_LIMIT_TOO_LARGE,
+  BP_ERR_INVALID_SKIP,
+  BP_ERR_INVALID_SORT,
+  BP_ERR_SELECT_AND_OMIT,
+  BP_ERR_INVALID_POPULATE,
+  BP_ERR_PARAMETER_NOT_ALLOWED,
+  BP_ERR_INVALID_OPTION,
+  BP_ERR_UNSUPPORTED_DATABASE
+} as const
+
+/**
+ * "Did you mean …?" for a name that is close to one of the known names (edit distance ≤ 2).
+ *
+ * @returns the suffix to append to a message, or `''` when nothing is close.
+ * @example
+ * ```ts
+ * didYouMean('nmae', ['name', 'age']) // ' (did you mean `name`?)'
+ * ```
+ */
+export function didYouMean (name: string, known: Iterable<string>): string {
+  let best: string | undefined
+  let bestDistance = 3
+  for (const candidate of known) {
+    const d = distance(name.toLowerCase(), candidate.toLowerCase())
+    if (d < bestDistance) {
+      best = candidate
+      bestDistance = d
+    }
+  }
+  return best === undefined ? '' : ` (did you mean \`${best}\`?)`
+}
+
+function distance (a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = current
+  }
+  return previous[b.length]
+}

@@ -1,0 +1,21 @@
+/**
+ * fastify-blueprints: Sails.js v1 blueprint routes for MikroORM 7 entities on Fastify 5.
+ *
+ * @packageDocumentation
+ */
+import { blueprints } from './plugin.ts'
+
+export default blueprints
+export { blueprints }
+export type { Blueprints } from './plugin.ts'
+export type {
+  ActionOptions, BlueprintAction, BlueprintsOptions, ModelOptions, ParseBlueprintOptions, QueryContext, RouteHooks
+} from './options.ts'
+export { DEFAULTS } from './options.ts'
+export type { BlueprintQuery, SortDirection } from './criteria/types.ts'
+export type {
+  Association, Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation
+} from './models/model.ts'
+export type { ModelRegistry } from './models/registry.ts'
+export type { BlueprintRouteConfig } from './routes/register.ts'
+export { errors } from './errors.ts'

@@ -1,0 +1,174 @@
+/**
+ * The only module that reads MikroORM's `EntityMetadata`. It turns each entity into a {@link Model}.
+ *
+ * @module
+ */
+import type { EntityMetadata, EntityProperty, MetadataStorage } from '@mikro-orm/core'
+import type { Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation } from './model.ts'
+
+/** Why an entity or a property was left out, for the start-up log. */
+export interface Skipped {
+  readonly entity: string
+  readonly property?: string
+  readonly reason: string
+}
+
+/** What {@link readModels} returns. */
+export interface ReadResult {
+  readonly models: Model[]
+  readonly skipped: Skipped[]
+}
+
+/**
+ * Reads every exposable entity of a MikroORM metadata storage.
+ *
+ * Pivot tables, embeddables, abstract/virtual entities and entities without exactly one scalar
+ * primary key are left out (and reported in `skipped`). Properties that are not stored in a column
+ * of their own (formulas, `persist: false`, embedded objects, the inverse side of a `1:1`) and
+ * binary columns are left out of a model.
+ *
+ * @param identityOf - maps an entity name to its identity (lower-case name unless overridden).
+ */
+export function readModels (storage: MetadataStorage, identityOf: (entityName: string) => string): ReadResult {
+  const skipped: Skipped[] = []
+  // Keyed by class name: a property's targetMeta is not always the storage's own object.
+  const exposed = new Map<string, { meta: EntityMetadata, identity: string }>()
+  for (const meta of storage) {
+    const reason = whyNotExposed(meta)
+    if (reason === undefined) exposed.set(meta.className, { meta, identity: identityOf(meta.className) })
+    else if (!meta.pivotTable) skipped.push({ entity: meta.className, reason })
+  }
+
+  const models: Model[] = []
+  for (const { meta, identity } of exposed.values()) {
+    const attributes = new Map<string, Attribute>()
+    const singulars = new Map<string, SingularAssociation>()
+    const collections = new Map<string, CollectionAssociation>()
+    const primaryKey = readAttribute(meta.properties[meta.primaryKeys[0]] as EntityProperty, true) as Attribute
+    attributes.set(primaryKey.name, primaryKey)
+
+    for (const prop of Object.values(meta.properties) as EntityProperty[]) {
+      if (prop.primary) continue
+      const skip = (reason: string): void => { skipped.push({ entity: meta.className, property: prop.name, reason }) }
+      if (prop.hidden === true) {
+        // Hidden properties (passwords, tokens) are never returned, so they cannot be filtered,
+        // sorted or selected either: a filter would let a client guess them.
+        skip('hidden')
+        continue
+      }
+      if (prop.persist === false || prop.formula !== undefined || prop.kind === 'embedded') {
+        // Not a column of this table: nothing to filter, sort or return.
+        if (!isGeneratedInverse(prop)) skip('not stored in a column of its own')
+        continue
+      }
+      if (prop.kind === 'scalar') {
+        const attribute = readAttribute(prop, false)
+        if (attribute === undefined) skip(`unsupported column type ${String(prop.runtimeType)}`)
+        else attributes.set(attribute.name, attribute)
+        continue
+      }
+      const targetMeta = prop.targetMeta as EntityMetadata
+      const target = exposed.get(targetMeta.className)?.identity
+      if (target === undefined) {
+        skip(`its entity ${targetMeta.className} is not exposed`)
+        continue
+      }
+      if (prop.kind === 'm:1' || (prop.kind === '1:1' && prop.owner === true)) {
+        if (prop.fieldNames.length !== 1) {
+          skip('composite foreign keys are not supported')
+          continue
+        }
+        singulars.set(prop.name, {
+          kind: 'singular',
+          name: prop.name,
+          column: prop.fieldNames[0],
+          nullable: prop.nullable === true,
+          target,
+          via: prop.kind === 'm:1' ? collectionVia(prop.inversedBy, targetMeta) : undefined
+        })
+      } else if (prop.kind === '1:m') {
+        const back = targetMeta.properties[prop.mappedBy] as EntityProperty
+        collections.set(prop.name, {
+          kind: 'collection',
+          name: prop.name,
+          target,
+          via: prop.mappedBy,
+          relation: '1:m',
+          parentColumn: back.fieldNames[0],
+          pivotTable: undefined,
+          childColumn: undefined
+        })
+      } else if (prop.kind === 'm:n') {
+        const via = prop.owner === true ? collectionVia(prop.inversedBy, targetMeta) : prop.mappedBy
+        collections.set(prop.name, {
+          kind: 'collection',
+          name: prop.name,
+          target,
+          via,
+          relation: 'm:n',
+          parentColumn: (prop.joinColumns as string[])[0],
+          pivotTable: prop.pivotTable,
+          childColumn: (prop.inverseJoinColumns as string[])[0]
+        })
+      } else {
+        // The inverse side of a 1:1 holds no column; the owning side exposes the link.
+        skip('the inverse side of a one-to-one association holds no foreign key')
+      }
+    }
+
+    models.push({
+      identity,
+      entityName: meta.className,
+      table: meta.tableName,
+      schema: meta.schema === undefined || meta.schema === '*' ? undefined : meta.schema,
+      primaryKey,
+      attributes,
+      singulars,
+      collections,
+      meta
+    })
+  }
+  return { models, skipped }
+}
+
+function whyNotExposed (meta: EntityMetadata): string | undefined {
+  if (meta.pivotTable === true) return 'pivot table'
+  if (meta.embeddable === true) return 'embeddable'
+  if (meta.abstract === true || meta.virtual === true) return 'abstract or virtual entity'
+  if (meta.primaryKeys.length !== 1) return 'it has no single-column primary key'
+  const pk = meta.properties[meta.primaryKeys[0]] as EntityProperty
+  if (pk.kind !== 'scalar' || attributeType(pk) === undefined) return 'its primary key is not a number or a string'
+  return undefined
+}
+
+/** MikroORM adds a hidden inverse property for a via-less self-referencing m:n; it is not the user's. */
+function isGeneratedInverse (prop: EntityProperty): boolean {
+  return prop.kind === 'm:n' && prop.persist === false && prop.mappedBy !== undefined && prop.name.includes('__')
+}
+
+/** The via of a collection counterpart, unless it is MikroORM's generated inverse. */
+function collectionVia (name: string | undefined, targetMeta: EntityMetadata): string | undefined {
+  if (name === undefined) return undefined
+  const prop = targetMeta.properties[name] as EntityProperty | undefined
+  return prop === undefined || isGeneratedInverse(prop) ? undefined : name
+}
+
+function readAttribute (prop: EntityProperty, primary: boolean): Attribute | undefined {
+  const type = attributeType(prop)
+  if (type === undefined) return undefined
+  return { name: prop.name, column: prop.fieldNames[0], type, nullable: !primary && prop.nullable === true, primary }
+}
+
+function attributeType (prop: EntityProperty): AttributeType | undefined {
+  const runtime = String(prop.runtimeType)
+  const mode = (prop.customType as { mode?: string } | undefined)?.mode
+  switch (runtime) {
+    case 'number': return 'number'
+    case 'string': return 'string'
+    case 'boolean': return 'boolean'
+    case 'Date': return 'date'
+    case 'bigint': return mode === 'number' ? 'number' : 'bigint'
+    case 'Buffer': return undefined
+    default: return 'json'
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The model registry's view of an entity: everything the criteria pipeline, the SQL builder and the
+ * serializer need, read once from MikroORM metadata (see `metadata.ts`).
+ *
+ * @module
+ */
+import type { EntityMetadata } from '@mikro-orm/core'
+
+/**
+ * The JSON-level type of an attribute. It decides how query values are coerced, which modifiers
+ * apply and how a database value is written to JSON.
+ *
+ * - `number`: JSON number; `string`: JSON string; `boolean`: JSON boolean;
+ * - `date`: ISO 8601 string in JSON, accepted as ISO string or epoch milliseconds;
+ * - `bigint`: decimal string in JSON (JSON numbers cannot hold every 64-bit integer);
+ * - `json`: any JSON value, filterable only against `null`.
+ */
+export type AttributeType = 'number' | 'string' | 'boolean' | 'date' | 'bigint' | 'json'
+
+/** A scalar attribute (a column), the primary key included. */
+export interface Attribute {
+  /** Property name, as it appears in JSON and in criteria. */
+  readonly name: string
+  /** Column name in the table. */
+  readonly column: string
+  readonly type: AttributeType
+  readonly nullable: boolean
+  readonly primary: boolean
+}
+
+/** A singular association (`m:1`, or the owning side of `1:1`): a foreign-key column. */
+export interface SingularAssociation {
+  readonly kind: 'singular'
+  readonly name: string
+  /** The foreign-key column on this model's table. */
+  readonly column: string
+  readonly nullable: boolean
+  /** Identity of the associated model. */
+  readonly target: string
+  /** The collection on the target that points back here, if any. */
+  readonly via: string | undefined
+}
+
+/** A plural association (`1:m` or `m:n`). */
+export interface CollectionAssociation {
+  readonly kind: 'collection'
+  readonly name: string
+  /** Identity of the child model. */
+  readonly target: string
+  /**
+   * The attribute on the child model that points back at this one: singular for `1:m`, plural for
+   * `m:n`; `undefined` for a via-less `m:n`.
+   */
+  readonly via: string | undefined
+  /** `1:m`: the child holds a foreign key; `m:n`: a pivot table links the two. */
+  readonly relation: '1:m' | 'm:n'
+  /** `1:m`: the child's foreign-key column. `m:n`: the pivot's column that points at the parent. */
+  readonly parentColumn: string
+  /** `m:n` only: the pivot table. */
+  readonly pivotTable: string | undefined
+  /** `m:n` only: the pivot's column that points at the child. */
+  readonly childColumn: string | undefined
+}
+
+/** An association of either kind. */
+export type Association = SingularAssociation | CollectionAssociation
+
+/** One exposed entity. */
+export interface Model {
+  /** Lower-case identity used in URLs and events (`user`). */
+  readonly identity: string
+  /** MikroORM entity name (`User`). */
+  readonly entityName: string
+  readonly table: string
+  /** Schema (PostgreSQL) the table lives in, when the entity names one. */
+  readonly schema: string | undefined
+  readonly primaryKey: Attribute
+  /** Scalar attributes, primary key first, in declaration order. */
+  readonly attributes: ReadonlyMap<string, Attribute>
+  readonly singulars: ReadonlyMap<string, SingularAssociation>
+  readonly collections: ReadonlyMap<string, CollectionAssociation>
+  /** The MikroORM metadata the model was read from. */
+  readonly meta: EntityMetadata
+}

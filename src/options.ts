@@ -1,0 +1,224 @@
+/**
+ * Plugin options: the public type, the defaults, and `resolveOptions()` which checks them once and
+ * returns a frozen copy (the caller's object is never changed).
+ *
+ * @module
+ */
+import type { MikroORM } from '@mikro-orm/core'
+import type { FastifyRequest, RouteShorthandOptions } from 'fastify'
+import type { BlueprintQuery } from './criteria/types.ts'
+import { BP_ERR_INVALID_OPTION, didYouMean } from './errors.ts'
+import type { Model } from './models/model.ts'
+
+/** The blueprint actions. */
+export type BlueprintAction = 'find' | 'findOne' | 'populate'
+
+/** Every blueprint action, in route-table order. */
+export const ACTIONS: readonly BlueprintAction[] = Object.freeze(['find', 'findOne', 'populate'])
+
+const HOOK_NAMES = ['onRequest', 'preParsing', 'preValidation', 'preHandler', 'preSerialization', 'onSend', 'onResponse', 'onError', 'onTimeout'] as const
+
+/** Fastify route hooks (a function or an array of functions each) added to blueprint routes. */
+export type RouteHooks = Partial<Pick<RouteShorthandOptions, typeof HOOK_NAMES[number]>>
+
+/** What `parseBlueprintOptions` is told about the request. */
+export interface QueryContext {
+  readonly action: BlueprintAction
+  /** The model whose records the request returns (for populate: the child model). */
+  readonly model: Model
+  /** For populate: the parent model and the association. */
+  readonly parent?: { readonly model: Model, readonly association: string }
+}
+
+/**
+ * Per-request hook, like Sails' `parseBlueprintOptions`: receives the parsed query (defaults
+ * applied) and returns the query to run. The result is validated like client input.
+ *
+ * @example
+ * ```ts
+ * parseBlueprintOptions (request, query, { action, model }) {
+ *   if (model.identity === 'invoice') query.where = { and: [query.where, { owner: request.user.id }] }
+ *   return query
+ * }
+ * ```
+ */
+export type ParseBlueprintOptions = (request: FastifyRequest, query: BlueprintQuery, context: QueryContext) => BlueprintQuery | undefined | Promise<BlueprintQuery | undefined>
+
+/** Options of one action of one model. */
+export interface ActionOptions {
+  /** Hooks for this action's routes only. */
+  readonly hooks?: RouteHooks
+}
+
+/** Options of one model, keyed in {@link BlueprintsOptions.models} by entity name. */
+export interface ModelOptions {
+  /** Identity used in URLs and events. Default: the entity name in lower case. */
+  readonly identity?: string
+  /** `false` leaves the entity out: no routes, and associations to it are not exposed. Default `true`. */
+  readonly expose?: boolean
+  /** Hooks for every route of this model. */
+  readonly hooks?: RouteHooks
+  /** Per action: `false` to leave the route out, or options. Default: every action. */
+  readonly actions?: Partial<Record<BlueprintAction, false | ActionOptions>>
+}
+
+/**
+ * Options of `app.register(blueprints, options)`.
+ *
+ * @example
+ * ```ts
+ * await app.register(blueprints, { orm, prefix: '/api', maxLimit: 500 })
+ * ```
+ */
+export interface BlueprintsOptions {
+  /** An initialised MikroORM instance (PostgreSQL or SQLite driver). Required. */
+  readonly orm: MikroORM
+  /** Prefix of every route, e.g. `/api` (Sails' `restPrefix`). Default `''`. */
+  readonly prefix?: string
+  /**
+   * The websocket endpoint (`true`, `false` or `{ path }`). Accepted for forward compatibility;
+   * this release serves HTTP only. Default `true`.
+   */
+  readonly realtime?: boolean | { readonly path?: string }
+  /** `limit` of find when the request gives none. Default 30. */
+  readonly defaultLimit?: number
+  /** Largest `limit` a request may ask for; above it → 400. Default `Infinity` (no maximum). */
+  readonly maxLimit?: number
+  /** Children per collection when associations are populated by default. Default 30. */
+  readonly populateLimit?: number
+  /** Match `contains`/`startsWith`/`endsWith`/`like` ignoring ASCII case. Default `false`. */
+  readonly caseInsensitive?: boolean
+  /** Hooks added to every blueprint route (auth, policies). */
+  readonly hooks?: RouteHooks
+  /** Per-model options, keyed by entity name (`User`). */
+  readonly models?: Readonly<Record<string, ModelOptions>>
+  /** Per-request query hook; see {@link ParseBlueprintOptions}. */
+  readonly parseBlueprintOptions?: ParseBlueprintOptions
+}
+
+/** Options after defaults, checked and frozen. */
+export interface ResolvedOptions {
+  readonly orm: MikroORM
+  readonly prefix: string
+  readonly realtime: boolean | { readonly path?: string }
+  readonly defaultLimit: number
+  readonly maxLimit: number
+  readonly populateLimit: number
+  readonly caseInsensitive: boolean
+  readonly hooks: RouteHooks
+  readonly models: Readonly<Record<string, ModelOptions>>
+  readonly parseBlueprintOptions: ParseBlueprintOptions | undefined
+}
+
+/** The defaults, documented in docs/options.md. */
+export const DEFAULTS = Object.freeze({
+  prefix: '',
+  realtime: true,
+  defaultLimit: 30,
+  maxLimit: Infinity,
+  populateLimit: 30,
+  caseInsensitive: false
+})
+
+const KEYS = ['orm', 'prefix', 'realtime', 'defaultLimit', 'maxLimit', 'populateLimit', 'caseInsensitive', 'hooks', 'models', 'parseBlueprintOptions']
+const MODEL_KEYS = ['identity', 'expose', 'hooks', 'actions']
+
+/**
+ * Checks the options and applies the defaults.
+ *
+ * @throws BP_ERR_INVALID_OPTION naming the first invalid option.
+ */
+export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) throw new BP_ERR_INVALID_OPTION('options must be an object')
+  unknownKeys(options, KEYS, '')
+  const orm = options.orm as MikroORM | undefined
+  if (typeof orm?.getMetadata !== 'function' || typeof orm.em?.fork !== 'function') {
+    throw new BP_ERR_INVALID_OPTION('`orm` must be an initialised MikroORM instance')
+  }
+  const prefix = options.prefix ?? DEFAULTS.prefix
+  if (typeof prefix !== 'string' || (prefix !== '' && (!prefix.startsWith('/') || prefix.endsWith('/')))) {
+    throw new BP_ERR_INVALID_OPTION('`prefix` must be empty or start with / and not end with /')
+  }
+  const realtime = options.realtime ?? DEFAULTS.realtime
+  if (typeof realtime !== 'boolean' && (typeof realtime !== 'object' || realtime === null)) {
+    throw new BP_ERR_INVALID_OPTION('`realtime` must be a boolean or an object')
+  }
+  const resolved: ResolvedOptions = {
+    orm,
+    prefix,
+    realtime,
+    defaultLimit: count(options, 'defaultLimit', DEFAULTS.defaultLimit),
+    maxLimit: count(options, 'maxLimit', DEFAULTS.maxLimit),
+    populateLimit: count(options, 'populateLimit', DEFAULTS.populateLimit),
+    caseInsensitive: flag(options.caseInsensitive, 'caseInsensitive', DEFAULTS.caseInsensitive),
+    hooks: hooks(options.hooks, 'hooks'),
+    models: models(options.models),
+    parseBlueprintOptions: fn(options.parseBlueprintOptions, 'parseBlueprintOptions')
+  }
+  if (resolved.defaultLimit > resolved.maxLimit) throw new BP_ERR_INVALID_OPTION('`defaultLimit` is above `maxLimit`')
+  return Object.freeze(resolved)
+}
+
+function unknownKeys (object: object, known: string[], where: string): void {
+  for (const key of Object.keys(object)) {
+    if (!known.includes(key)) throw new BP_ERR_INVALID_OPTION(`unknown option \`${where}${key}\`${didYouMean(key, known)}`)
+  }
+}
+
+function count (options: BlueprintsOptions, name: 'defaultLimit' | 'maxLimit' | 'populateLimit', fallback: number): number {
+  const value = options[name] ?? fallback
+  if (typeof value !== 'number' || !(value === Infinity || (Number.isSafeInteger(value) && value >= 0))) {
+    throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be a whole number from 0 up, or Infinity`)
+  }
+  return value
+}
+
+function flag (value: unknown, name: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback
+  if (typeof value !== 'boolean') throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be a boolean`)
+  return value
+}
+
+function fn<T> (value: T | undefined, name: string): T | undefined {
+  if (value !== undefined && typeof value !== 'function') throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be a function`)
+  return value
+}
+
+function hooks (value: RouteHooks | undefined, where: string): RouteHooks {
+  if (value === undefined) return {}
+  if (typeof value !== 'object' || value === null) throw new BP_ERR_INVALID_OPTION(`\`${where}\` must be an object of Fastify hooks`)
+  unknownKeys(value, [...HOOK_NAMES], `${where}.`)
+  for (const [name, hook] of Object.entries(value)) {
+    const list: unknown[] = Array.isArray(hook) ? hook : [hook]
+    if (list.some(h => typeof h !== 'function')) throw new BP_ERR_INVALID_OPTION(`\`${where}.${name}\` must be a function or an array of functions`)
+  }
+  return Object.freeze({ ...value })
+}
+
+function models (value: Record<string, ModelOptions> | undefined): Readonly<Record<string, ModelOptions>> {
+  if (value === undefined) return Object.freeze({})
+  if (typeof value !== 'object' || value === null) throw new BP_ERR_INVALID_OPTION('`models` must be an object keyed by entity name')
+  const out: Record<string, ModelOptions> = {}
+  for (const [entity, model] of Object.entries(value)) {
+    const where = `models.${entity}`
+    if (typeof model !== 'object' || model === null) throw new BP_ERR_INVALID_OPTION(`\`${where}\` must be an object`)
+    unknownKeys(model, MODEL_KEYS, `${where}.`)
+    if (model.identity !== undefined && typeof model.identity !== 'string') throw new BP_ERR_INVALID_OPTION(`\`${where}.identity\` must be a string`)
+    const actions: Partial<Record<BlueprintAction, false | ActionOptions>> = {}
+    for (const [action, setting] of Object.entries(model.actions ?? {})) {
+      if (!(ACTIONS as string[]).includes(action)) throw new BP_ERR_INVALID_OPTION(`unknown action \`${where}.actions.${action}\`${didYouMean(action, ACTIONS)}`)
+      if (setting === false) actions[action as BlueprintAction] = false
+      else if (typeof setting === 'object' && setting !== null) {
+        unknownKeys(setting, ['hooks'], `${where}.actions.${action}.`)
+        actions[action as BlueprintAction] = Object.freeze({ hooks: hooks(setting.hooks, `${where}.actions.${action}.hooks`) })
+      } else throw new BP_ERR_INVALID_OPTION(`\`${where}.actions.${action}\` must be false or an object`)
+    }
+    out[entity] = Object.freeze({
+      identity: model.identity,
+      expose: flag(model.expose, `${where}.expose`, true),
+      hooks: hooks(model.hooks, `${where}.hooks`),
+      actions: Object.freeze(actions)
+    })
+  }
+  return Object.freeze(out)
+}

@@ -1,0 +1,62 @@
+/**
+ * Registers the route table for every model: one loop, thin handlers.
+ *
+ * @module
+ */
+import type { FastifyInstance, RouteOptions } from 'fastify'
+import type { ActionContext } from '../actions/context.ts'
+import type { Association, Model } from '../models/model.ts'
+import type { BlueprintAction, ModelOptions, ResolvedOptions, RouteHooks } from '../options.ts'
+import { ROUTES } from './table.ts'
+
+/**
+ * What every blueprint route carries in `config.blueprint`, readable in hooks as
+ * `request.routeOptions.config.blueprint`.
+ */
+export interface BlueprintRouteConfig {
+  readonly model: string
+  readonly action: BlueprintAction
+  /** For populate: the association. */
+  readonly association?: string
+}
+
+/** Adds the blueprint routes of every model to `app` (an encapsulated, prefixed context). */
+export function registerRoutes (app: FastifyInstance, ctx: ActionContext, options: ResolvedOptions): void {
+  for (const model of ctx.registry.all()) {
+    const modelOptions = options.models[model.entityName] ?? {}
+    for (const spec of ROUTES) {
+      const actionOptions = modelOptions.actions?.[spec.action]
+      if (actionOptions === false) continue
+      const associations: Array<Association | undefined> = spec.perAssociation
+        ? [...model.singulars.values(), ...model.collections.values()]
+        : [undefined]
+      for (const association of associations) {
+        const input = { ctx, options, model, association }
+        const config: BlueprintRouteConfig = { model: model.identity, action: spec.action, association: association?.name }
+        app.route({
+          method: spec.method,
+          url: spec.url(model, association),
+          schema: { ...spec.schema(input), tags: [model.identity], operationId: operationId(spec.action, model, association) },
+          config: { blueprint: config },
+          handler: spec.handler(input),
+          ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks)
+        } as RouteOptions)
+      }
+    }
+  }
+}
+
+function operationId (action: BlueprintAction, model: Model, association?: Association): string {
+  return association === undefined ? `${action}_${model.identity}` : `${action}_${model.identity}_${association.name}`
+}
+
+/** Global hooks run first, then the model's, then the action's. */
+function mergeHooks (...layers: Array<RouteHooks | ModelOptions['hooks'] | undefined>): RouteHooks {
+  const merged: Record<string, unknown[]> = {}
+  for (const layer of layers) {
+    for (const [name, hook] of Object.entries(layer ?? {})) {
+      (merged[name] ??= []).push(...(Array.isArray(hook) ? hook : [hook]))
+    }
+  }
+  return merged as RouteHooks
+}

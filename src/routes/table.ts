@@ -1,0 +1,135 @@
+/**
+ * The route table: for each blueprint action, its method, path, schemas and a thin handler that
+ * turns the request into an action call.
+ *
+ * @module
+ */
+import type { FastifyRequest, FastifySchema } from 'fastify'
+import { Type } from 'typebox'
+import type { ActionContext } from '../actions/context.ts'
+import { find } from '../actions/find.ts'
+import { findOne } from '../actions/find-one.ts'
+import { populate } from '../actions/populate.ts'
+import { parseFields, parseFind, parsePopulate, type QueryString } from '../criteria/parse.ts'
+import type { BlueprintQuery } from '../criteria/types.ts'
+import { BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
+import type { Association, Model } from '../models/model.ts'
+import { childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
+import type { BlueprintAction, QueryContext, ResolvedOptions } from '../options.ts'
+
+/** What a handler is built from. */
+export interface RouteInput {
+  readonly ctx: ActionContext
+  readonly options: ResolvedOptions
+  readonly model: Model
+  /** For populate: the association the route serves. */
+  readonly association?: Association
+}
+
+/** One row of the table. */
+export interface RouteSpec {
+  readonly action: BlueprintAction
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
+  /** One route per association of the model (populate), or one per model. */
+  readonly perAssociation: boolean
+  url (model: Model, association?: Association): string
+  schema (input: RouteInput): FastifySchema
+  handler (input: RouteInput): (request: FastifyRequest) => Promise<unknown>
+}
+
+/** The error body every route documents for 4xx answers. */
+export const ERROR_SCHEMA = Type.Object({
+  statusCode: Type.Integer(),
+  code: Type.String(),
+  error: Type.String(),
+  message: Type.String()
+}, { $id: 'blueprints.error', title: 'Blueprint error' })
+
+const errorRef = Type.Ref('blueprints.error')
+
+/** Runs the app's parseBlueprintOptions hook, if any. */
+async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext): Promise<BlueprintQuery> {
+  const hook = input.options.parseBlueprintOptions
+  if (hook === undefined) return query
+  return (await hook(request, query, context)) ?? query
+}
+
+function defaults (input: RouteInput): { limit: number, populateLimit: number } {
+  return { limit: input.options.defaultLimit, populateLimit: input.options.populateLimit }
+}
+
+/** The blueprint routes (read actions). */
+export const ROUTES: readonly RouteSpec[] = [
+  {
+    action: 'find',
+    method: 'GET',
+    perAssociation: false,
+    url: model => `/${model.identity}`,
+    schema: ({ model }) => ({
+      querystring: findQuery(model, true),
+      response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity))), '4xx': errorRef }
+    }),
+    handler: input => async request => {
+      const query = parseFind(request.query as QueryString, input.model, defaults(input))
+      return find(input.ctx, input.model, await customise(input, request, query, { action: 'find', model: input.model }))
+    }
+  },
+  {
+    action: 'findOne',
+    method: 'GET',
+    perAssociation: false,
+    url: model => `/${model.identity}/:id`,
+    schema: ({ model }) => ({
+      params: idParams(['id']),
+      querystring: findOneQuery,
+      response: { 200: Type.Ref(recordSchemaId(model.identity)), '4xx': errorRef }
+    }),
+    handler: input => async request => {
+      const raw = request.query as QueryString
+      const query: BlueprintQuery = {
+        where: {},
+        limit: 1,
+        skip: 0,
+        sort: [],
+        ...parseFields(raw),
+        populate: parsePopulate(raw),
+        populateLimit: input.options.populateLimit
+      }
+      const id = (request.params as { id: string }).id
+      return findOne(input.ctx, input.model, id, await customise(input, request, query, { action: 'findOne', model: input.model }))
+    }
+  },
+  {
+    action: 'populate',
+    method: 'GET',
+    perAssociation: true,
+    url: (model, association) => `/${model.identity}/:id/${(association as Association).name}`,
+    schema: ({ ctx, association }) => {
+      const target = association as Association
+      const child = ctx.registry.get(target.target) as Model
+      const item = Type.Ref(childSchemaId(child.identity))
+      return target.kind === 'collection'
+        ? { params: idParams(['id']), querystring: findQuery(child, false), response: { 200: Type.Array(item), '4xx': errorRef } }
+        : { params: idParams(['id']), querystring: Type.Object({ select: Type.Optional(Type.String()), omit: Type.Optional(Type.String()) }), response: { 200: item, '4xx': errorRef } }
+    },
+    handler: input => {
+      const association = input.association as Association
+      const child = input.ctx.registry.get(association.target) as Model
+      const context: QueryContext = { action: 'populate', model: child, parent: { model: input.model, association: association.name } }
+      return async request => {
+        const raw = request.query as QueryString
+        let query: BlueprintQuery
+        if (association.kind === 'collection') {
+          query = parseFind(raw, child, defaults(input))
+        } else {
+          for (const name of ['limit', 'skip', 'sort']) {
+            if (raw[name] !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, `${association.name} is a single record`)
+          }
+          query = { where: {}, limit: 1, skip: 0, sort: [], ...parseFields(raw), populate: false, populateLimit: 0 }
+        }
+        const id = (request.params as { id: string }).id
+        return populate(input.ctx, input.model, association, id, await customise(input, request, query, context))
+      }
+    }
+  }
+]

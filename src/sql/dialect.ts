@@ -1,0 +1,117 @@
+/**
+ * What differs between PostgreSQL and SQLite in the SQL this plugin writes. Everything else is the
+ * same text on both. The rules here are what make one request return the same rows on both
+ * databases (see docs/criteria.md, "Same rows everywhere").
+ *
+ * @module
+ */
+import type { Platform } from '@mikro-orm/core'
+import { BP_ERR_UNSUPPORTED_DATABASE } from '../errors.ts'
+import type { AttributeType } from '../models/model.ts'
+
+/** One element of a match pattern: a literal run of characters or a wildcard. */
+export type PatternToken = string | { readonly wildcard: 'any' | 'one' }
+
+/** A piece of SQL with its parameters. */
+export interface Fragment {
+  readonly sql: string
+  readonly params: unknown[]
+}
+
+/** The dialect-specific parts of the SQL. */
+export interface Dialect {
+  readonly name: 'postgres' | 'sqlite'
+  /** Placeholder for the n-th (1-based) parameter. */
+  placeholder (n: number): string
+  /** A JS value (already coerced to the attribute type) as the driver wants it bound. */
+  bind (type: AttributeType, value: unknown): unknown
+  /** Collation clause for comparing and ordering strings by code point. */
+  readonly byCodePoint: string
+  /** `expr` matched against a pattern; `fold` compares ASCII letters case-insensitively. */
+  match (expr: string, tokens: readonly PatternToken[], fold: boolean): Fragment
+  /** `expr` is one of `values` (bound as a single parameter, so the SQL text does not grow). */
+  oneOf (expr: string, values: readonly unknown[]): Fragment
+  /** The LIMIT/OFFSET tail of a query; `limit` may be Infinity. */
+  page (limit: number, skip: number): Fragment
+}
+
+const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
+
+/** ASCII-only lower-casing: what SQLite's lower() does, so both sides fold the same letters. */
+export function foldAscii (value: string): string {
+  return value.replace(/[A-Z]/g, c => c.toLowerCase())
+}
+
+const postgres: Dialect = {
+  name: 'postgres',
+  placeholder: n => `$${n}`,
+  bind: (type, value) => type === 'bigint' ? String(value) : value,
+  // The "C" collation orders by byte, which for UTF-8 is code-point order: the order SQLite's
+  // default BINARY collation gives. The database's own locale would sort 'cody' before 'Scott'.
+  byCodePoint: ' COLLATE "C"',
+  match (expr, tokens, fold) {
+    let pattern = ''
+    for (const token of tokens) {
+      if (typeof token === 'string') pattern += (fold ? foldAscii(token) : token).replace(/[\\%_]/g, c => '\\' + c)
+      else pattern += token.wildcard === 'any' ? '%' : '_'
+    }
+    // translate() folds exactly A–Z, like SQLite's lower(); PostgreSQL's lower()/ILIKE would also
+    // fold non-ASCII letters and so match rows that SQLite does not.
+    const target = fold ? `translate(${expr}, '${UPPER}', '${UPPER.toLowerCase()}')` : expr
+    return { sql: `${target} LIKE ? ESCAPE '\\'`, params: [pattern] }
+  },
+  oneOf: (expr, values) => ({ sql: `${expr} = ANY(?)`, params: [values] }),
+  page: (limit, skip) => limit === Infinity
+    ? { sql: ' OFFSET ?', params: [skip] }
+    : { sql: ' LIMIT ? OFFSET ?', params: [limit, skip] }
+}
+
+const sqlite: Dialect = {
+  name: 'sqlite',
+  placeholder: () => '?',
+  bind (type, value) {
+    if (type === 'boolean') return value === true ? 1 : 0
+    // MikroORM stores dates on SQLite as milliseconds since the epoch.
+    if (type === 'date') return (value as Date).getTime()
+    return value
+  },
+  byCodePoint: '',
+  match (expr, tokens, fold) {
+    // SQLite's LIKE ignores ASCII case and cannot be made case-sensitive per query; GLOB is
+    // case-sensitive, so it carries the case-sensitive rule and LIKE the folded one.
+    let pattern = ''
+    if (fold) {
+      for (const token of tokens) {
+        if (typeof token === 'string') pattern += token.replace(/[\\%_]/g, c => '\\' + c)
+        else pattern += token.wildcard === 'any' ? '%' : '_'
+      }
+      return { sql: `${expr} LIKE ? ESCAPE '\\'`, params: [pattern] }
+    }
+    for (const token of tokens) {
+      if (typeof token === 'string') pattern += token.replace(/[*?[]/g, c => `[${c}]`)
+      else pattern += token.wildcard === 'any' ? '*' : '?'
+    }
+    return { sql: `${expr} GLOB ?`, params: [pattern] }
+  },
+  oneOf: (expr, values) => ({ sql: `${expr} IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(values)] }),
+  page: (limit, skip) => ({ sql: ' LIMIT ? OFFSET ?', params: [limit === Infinity ? -1 : limit, skip] })
+}
+
+/**
+ * Picks the dialect for a MikroORM platform (PostgreSQL, PGlite, SQLite and libSQL platforms).
+ *
+ * @throws BP_ERR_UNSUPPORTED_DATABASE for any other platform.
+ */
+export function dialectFor (platform: Platform): Dialect {
+  for (let proto = Object.getPrototypeOf(platform); proto !== null; proto = Object.getPrototypeOf(proto)) {
+    const name = String(proto.constructor.name)
+    if (name.startsWith('PostgreSql')) return postgres
+    if (name.startsWith('Sqlite') || name.startsWith('LibSql')) return sqlite
+  }
+  throw new BP_ERR_UNSUPPORTED_DATABASE(platform.constructor.name)
+}
+
+/** Double-quoted identifier (both databases accept the SQL-standard quoting). */
+export function quote (name: string): string {
+  return `"${name.replace(/"/g, '""')}"`
+}

@@ -1,0 +1,223 @@
+/**
+ * Loading records: the find query, then one batched query per populated association, whatever
+ * the number of records (children are capped per parent with a window function).
+ *
+ * @module
+ */
+import type { Criteria, Projection, Target, WhereNode } from '../criteria/types.ts'
+import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import { toJson, type ToJson } from '../models/values.ts'
+import { quote, type Dialect } from './dialect.ts'
+import { SqlBuilder, type Statement } from './statement.ts'
+import { column, writeWhere } from './where.ts'
+
+/** A row as the driver returns it, keyed by column name. */
+export type Row = Record<string, unknown>
+
+/** A record as it is sent to the client. */
+export type JsonRecord = Record<string, unknown>
+
+/** Runs a statement and returns its rows. */
+export type Executor = (statement: Statement) => Promise<Row[]>
+
+/** The criteria that choose the children of a collection. */
+export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive'>
+
+interface Field {
+  readonly name: string
+  readonly column: string
+  readonly convert: ToJson | undefined
+}
+
+const PARENT = '__bp_parent'
+const ROW = '__bp_row'
+
+/** Reads records of the registry's models. One instance per plugin registration. */
+export class RecordLoader {
+  readonly #registry: ModelRegistry
+  readonly #dialect: Dialect
+  /** Per model: the plain projection used for children (every attribute, foreign keys raw). */
+  readonly #plain = new Map<string, Projection>()
+
+  constructor (registry: ModelRegistry, dialect: Dialect) {
+    this.#registry = registry
+    this.#dialect = dialect
+  }
+
+  /** The projection of a populated child: every attribute, singular associations as raw keys. */
+  plainProjection (model: Model): Projection {
+    let projection = this.#plain.get(model.identity)
+    if (projection === undefined) {
+      projection = {
+        attributes: [...model.attributes.values()],
+        singulars: [...model.singulars.values()].map(association => ({ association, populate: false })),
+        collections: []
+      }
+      this.#plain.set(model.identity, projection)
+    }
+    return projection
+  }
+
+  /** Runs a find and populates what the projection asks for. */
+  async find (run: Executor, model: Model, criteria: Criteria): Promise<JsonRecord[]> {
+    if (criteria.where.kind === 'none' || criteria.limit === 0) return []
+    const fields = this.#fields(criteria.projection)
+    const out = new SqlBuilder().push(`SELECT ${columns('t', fields)} FROM ${table(model)} AS t`)
+    if (criteria.where.kind !== 'all') {
+      out.push(' WHERE ')
+      writeWhere(out, criteria.where, 't', this.#dialect, criteria.caseInsensitive)
+    }
+    if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
+    out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
+    const rows = await run(out.finish(this.#dialect))
+    return this.#complete(run, model, rows, fields, criteria.projection)
+  }
+
+  /** The record with this primary key (already coerced), or `undefined`. */
+  async findOne (run: Executor, model: Model, id: unknown, projection: Projection): Promise<JsonRecord | undefined> {
+    const [record] = await this.find(run, model, {
+      where: { kind: 'compare', target: model.primaryKey, op: '=', value: id },
+      sort: [],
+      limit: 1,
+      skip: 0,
+      projection,
+      caseInsensitive: false
+    })
+    return record
+  }
+
+  /** The raw value of one column of the record with this primary key; `undefined` if no record. */
+  async column (run: Executor, model: Model, id: unknown, name: string): Promise<{ value: unknown } | undefined> {
+    const out = new SqlBuilder()
+      .push(`SELECT ${quote(name)} FROM ${table(model)} WHERE ${quote(model.primaryKey.column)} = ?`, this.#dialect.bind(model.primaryKey.type, id))
+    const [row] = await run(out.finish(this.#dialect))
+    return row === undefined ? undefined : { value: row[name] }
+  }
+
+  /** Children of one parent (by raw primary key) in a collection, chosen by child criteria. */
+  async children (run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria): Promise<JsonRecord[]> {
+    if (criteria.where.kind === 'none' || criteria.limit === 0) return []
+    const byParent = await this.#children(run, association, [parentId], criteria)
+    return byParent.get(parentId) ?? []
+  }
+
+  async #complete (run: Executor, model: Model, rows: Row[], fields: Field[], projection: Projection): Promise<JsonRecord[]> {
+    const records = rows.map(row => toRecord(row, fields))
+    if (records.length === 0) return records
+    const work: Array<Promise<void>> = []
+    for (const { association, populate } of projection.singulars) {
+      if (populate) work.push(this.#populateSingular(run, rows, records, association))
+    }
+    for (const { association, limit } of projection.collections) {
+      work.push(this.#populateCollection(run, model, rows, records, association, limit))
+    }
+    await Promise.all(work)
+    return records
+  }
+
+  async #populateSingular (run: Executor, rows: Row[], records: JsonRecord[], association: SingularAssociation): Promise<void> {
+    const keys = new Set<unknown>()
+    for (const row of rows) {
+      const key = row[association.column]
+      if (key !== null) keys.add(key)
+    }
+    const found = new Map<unknown, JsonRecord>()
+    if (keys.size > 0) {
+      const target = this.#registry.get(association.target) as Model
+      const fields = this.#fields(this.plainProjection(target))
+      const out = new SqlBuilder()
+        .push(`SELECT ${columns('c', fields)} FROM ${table(target)} AS c WHERE `)
+        .fragment(this.#dialect.oneOf(column('c', target.primaryKey), [...keys]))
+      for (const row of await run(out.finish(this.#dialect))) found.set(row[target.primaryKey.column], toRecord(row, fields))
+    }
+    // A dangling foreign key populates as null, like a null one.
+    rows.forEach((row, i) => { records[i][association.name] = found.get(row[association.column]) ?? null })
+  }
+
+  async #populateCollection (run: Executor, model: Model, rows: Row[], records: JsonRecord[], association: CollectionAssociation, limit: number): Promise<void> {
+    const child = this.#registry.get(association.target) as Model
+    const ids = rows.map(row => row[model.primaryKey.column])
+    const byParent = limit === 0
+      ? new Map<unknown, JsonRecord[]>()
+      : await this.#children(run, association, ids, {
+        where: { kind: 'all' },
+        sort: [{ target: child.primaryKey, direction: 'ASC' }],
+        limit,
+        skip: 0,
+        projection: this.plainProjection(child),
+        caseInsensitive: false
+      })
+    ids.forEach((id, i) => { records[i][association.name] = byParent.get(id) ?? [] })
+  }
+
+  async #children (run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria): Promise<Map<unknown, JsonRecord[]>> {
+    const child = this.#registry.get(association.target) as Model
+    const fields = this.#fields(criteria.projection)
+    const parent = association.relation === '1:m' ? `c.${quote(association.parentColumn)}` : `j.${quote(association.parentColumn)}`
+    const from = association.relation === '1:m'
+      ? `${table(child)} AS c`
+      : `${quote(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON c.${quote(child.primaryKey.column)} = j.${quote(association.childColumn as string)}`
+    // ROW_NUMBER() per parent caps and pages the children of every parent in one statement.
+    const out = new SqlBuilder()
+      .push(`SELECT * FROM (SELECT ${columns('c', fields)}, ${parent} AS ${PARENT}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${this.#orderBy('c', criteria.sort)}) AS ${ROW} FROM ${from} WHERE `)
+      .fragment(this.#dialect.oneOf(parent, parentIds))
+    if (criteria.where.kind !== 'all') {
+      out.push(' AND ')
+      writeWhere(out, criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
+    }
+    out.push(`) AS x WHERE ${ROW} > ?`, criteria.skip)
+    if (criteria.limit !== Infinity) out.push(` AND ${ROW} <= ?`, criteria.skip + criteria.limit)
+    out.push(` ORDER BY ${PARENT}, ${ROW}`)
+    const byParent = new Map<unknown, JsonRecord[]>()
+    for (const row of await run(out.finish(this.#dialect))) {
+      const key = row[PARENT]
+      let list = byParent.get(key)
+      if (list === undefined) byParent.set(key, list = [])
+      list.push(toRecord(row, fields))
+    }
+    return byParent
+  }
+
+  #orderBy (alias: string, sort: Criteria['sort']): string {
+    return sort.map(({ target, direction }) => {
+      const collate = target.type === 'string' ? this.#dialect.byCodePoint : ''
+      // Nulls sort as the smallest value on both databases (SQLite's rule; PostgreSQL's is the opposite).
+      const nulls = target.nullable ? (direction === 'ASC' ? ' NULLS FIRST' : ' NULLS LAST') : ''
+      return `${column(alias, target)}${collate} ${direction}${nulls}`
+    }).join(', ')
+  }
+
+  #fields (projection: Projection): Field[] {
+    const fields: Field[] = []
+    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, convert: toJson(a.type, this.#dialect) })
+    for (const { association } of projection.singulars) {
+      const pk = (this.#registry.get(association.target) as Model).primaryKey
+      fields.push({ name: association.name, column: association.column, convert: toJson(pk.type, this.#dialect) })
+    }
+    return fields
+  }
+}
+
+/** `"schema"."table"` or `"table"`. */
+export function table (model: Pick<Model, 'schema' | 'table'>): string {
+  return model.schema === undefined ? quote(model.table) : `${quote(model.schema)}.${quote(model.table)}`
+}
+
+function columns (alias: string, fields: Field[]): string {
+  return fields.map(field => column(alias, field)).join(', ')
+}
+
+function toRecord (row: Row, fields: Field[]): JsonRecord {
+  const record: JsonRecord = {}
+  for (const field of fields) {
+    const value = row[field.column]
+    record[field.name] = field.convert === undefined || value === null ? value : field.convert(value)
+  }
+  return record
+}
+
+/** A where node that matches one primary key. */
+export function byPrimaryKey (model: Model, id: unknown): WhereNode {
+  return { kind: 'compare', target: model.primaryKey as Target, op: '=', value: id }
+}

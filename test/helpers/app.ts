@@ -1,0 +1,44 @@
+// build(t, db): a Fastify app with the plugin on a fresh, seeded database, closed at teardown.
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { MikroORM } from '@mikro-orm/core'
+import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
+import { entities as defaultEntities } from '../fixtures/entities.ts'
+import { seed } from '../fixtures/seed.ts'
+import { createOrm, destroyOrm, type Database } from './db.ts'
+
+export { DATABASES } from './db.ts'
+export type { Database } from './db.ts'
+
+interface Teardown { teardown (fn: () => unknown): void }
+
+export interface BuildOptions {
+  /** Plugin options besides `orm`. */
+  plugin?: Omit<BlueprintsOptions, 'orm'>
+  entities?: unknown[]
+  /** Seed data; default: the shared seed. */
+  seed?: ((orm: MikroORM) => Promise<void>) | false
+}
+
+export async function build (t: Teardown, db: Database, options: BuildOptions = {}): Promise<{ app: FastifyInstance, orm: MikroORM }> {
+  const orm = await createOrm(db, options.entities ?? defaultEntities)
+  if (options.seed !== false) await (options.seed ?? seed)(orm)
+  const app = Fastify()
+  t.teardown(async () => {
+    await app.close()
+    await destroyOrm(db, orm)
+  })
+  await app.register(blueprints, { orm, ...options.plugin })
+  await app.ready()
+  return { app, orm }
+}
+
+/** GET and parse: status and JSON body. */
+export async function get (app: FastifyInstance, url: string): Promise<{ status: number, body: any }> {
+  const res = await app.inject({ method: 'GET', url })
+  return { status: res.statusCode, body: res.json() }
+}
+
+/** URL-encodes a JSON value for a query parameter. */
+export function q (value: unknown): string {
+  return encodeURIComponent(typeof value === 'string' ? value : JSON.stringify(value))
+}

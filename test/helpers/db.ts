@@ -1,0 +1,54 @@
+// Test databases: every test runs against each database of DATABASES (both by default; pick one
+// with BLUEPRINTS_DB=sqlite or BLUEPRINTS_DB=postgres). PostgreSQL gets a fresh database per
+// test file. When PostgreSQL cannot be reached the run fails: CI=true makes that mandatory, and
+// locally the error says how to pick SQLite only.
+import { MikroORM as SqliteORM } from '@mikro-orm/sqlite'
+import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
+import type { MikroORM } from '@mikro-orm/core'
+
+export type Database = 'sqlite' | 'postgres'
+
+const chosen = process.env.BLUEPRINTS_DB
+export const DATABASES: Database[] = chosen === 'sqlite' || chosen === 'postgres' ? [chosen] : ['sqlite', 'postgres']
+
+/** Connection settings for the test PostgreSQL server (defaults: local trust auth). */
+export const PG = {
+  host: process.env.PGHOST ?? '127.0.0.1',
+  port: Number(process.env.PGPORT ?? 5432),
+  user: process.env.PGUSER ?? 'postgres',
+  password: process.env.PGPASSWORD
+}
+
+let counter = 0
+
+/** An ORM on a new, empty database with the schema of `entities`. */
+export async function createOrm (db: Database, entities: unknown[]): Promise<MikroORM> {
+  if (db === 'sqlite') {
+    const orm = await SqliteORM.init({ entities: entities as never[], dbName: ':memory:' })
+    await orm.schema.create()
+    return orm as unknown as MikroORM
+  }
+  const dbName = `bp_test_${process.pid}_${++counter}`
+  let orm: PostgresORM
+  try {
+    orm = await PostgresORM.init({ entities: entities as never[], dbName, ...PG, pool: { min: 0, max: 4 } })
+    await orm.schema.ensureDatabase()
+  } catch (err) {
+    throw new Error(`PostgreSQL at ${PG.host}:${PG.port} cannot be reached (${(err as Error).message}). Start it, or run the SQLite half only with BLUEPRINTS_DB=sqlite.`)
+  }
+  await orm.schema.create()
+  return orm as unknown as MikroORM
+}
+
+/** Closes the ORM; on PostgreSQL also drops its database. */
+export async function destroyOrm (db: Database, orm: MikroORM): Promise<void> {
+  if (db === 'sqlite') {
+    await orm.close(true)
+    return
+  }
+  const dbName = orm.config.get('dbName') as string
+  await orm.close(true)
+  const admin = await PostgresORM.init({ entities: [], dbName: 'postgres', ...PG, discovery: { warnWhenNoEntities: false }, pool: { min: 0, max: 1 } })
+  await admin.em.getConnection().execute(`drop database if exists "${dbName}" with (force)`)
+  await admin.close(true)
+}
