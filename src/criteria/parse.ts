@@ -148,9 +148,7 @@ function list (query: QueryString, name: string): string[] {
   return items
 }
 
-/** A parameter that may appear once. */
+/** A parameter that may appear once (the route's querystring schema rejects repeats). */
 function single (query: QueryString, name: string): string {
-  const value = query[name]
-  if (Array.isArray(value)) throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, 'it was given more than once')
-  return value as string
+  return query[name] as string
 }

@@ -53,6 +53,7 @@ export interface Target {
   readonly name: string
   readonly column: string
   readonly type: AttributeType
+  readonly integer: boolean
   readonly nullable: boolean
 }
 

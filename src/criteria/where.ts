@@ -48,7 +48,7 @@ export function targetOf (model: Model, registry: ModelRegistry, name: string, p
   if (singular !== undefined) {
     // A singular association is compared by its foreign key, typed like the target's primary key.
     const targetPk = (registry.get(singular.target) as Model).primaryKey
-    return { name, column: singular.column, type: targetPk.type, nullable: singular.nullable }
+    return { name, column: singular.column, type: targetPk.type, integer: targetPk.integer, nullable: singular.nullable }
   }
   if (model.collections.has(name)) {
     throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, `it is a collection of ${model.identity}; collections cannot be filtered or sorted`)
@@ -98,7 +98,23 @@ function constraint (scope: Scope, name: string, value: unknown): WhereNode {
     if (modifiers.length === 0) throw new BP_ERR_INVALID_WHERE(`the constraint on \`${name}\` is an empty dictionary`)
     return combine('and', modifiers.map(modifier => modified(scope, target, modifier, (value as Record<string, unknown>)[modifier])))
   }
-  return { kind: 'compare', target, op: '=', value: scalar(scope, target, value) }
+  return compare(target, '=', scalar(scope, target, value))
+}
+
+/**
+ * A comparison. A fraction compared with a whole-number column is rewritten to the equivalent
+ * whole-number comparison (`age < 1.5` → `age < 2`, `age = 1.5` → nothing): PostgreSQL would
+ * reject the fraction as an integer parameter, and the rewrite keeps the rows the same everywhere.
+ */
+function compare (target: Target, op: '=' | '<>' | '<' | '<=' | '>' | '>=', value: unknown): WhereNode {
+  if (!target.integer || typeof value !== 'number' || Number.isInteger(value)) return { kind: 'compare', target, op, value }
+  switch (op) {
+    case '=': return NONE
+    case '<>': return ALL
+    case '<':
+    case '>=': return { kind: 'compare', target, op, value: Math.ceil(value) }
+    default: return { kind: 'compare', target, op, value: Math.floor(value) }
+  }
 }
 
 function modified (scope: Scope, target: Target, name: string, value: unknown): WhereNode {
@@ -111,11 +127,11 @@ function modified (scope: Scope, target: Target, name: string, value: unknown): 
     case 'compare':
       if (target.type === 'boolean' || target.type === 'json') notFor(scope, target, name)
       if (value === null) invalid(scope, target, `\`${name}\` cannot compare with null`)
-      return { kind: 'compare', target, op: modifier.sql as '<', value: scalar(scope, target, value) }
+      return compare(target, modifier.sql as '<', scalar(scope, target, value))
     case 'not-equal':
       if (value === null) return { kind: 'null', target, negate: true }
       if (Array.isArray(value)) return membership(scope, target, value, true, name)
-      return { kind: 'compare', target, op: '<>', value: scalar(scope, target, value) }
+      return compare(target, '<>', scalar(scope, target, value))
     case 'in':
     case 'nin':
       if (!Array.isArray(value)) invalid(scope, target, `\`${name}\` takes an array, got ${describe(value)}`)
@@ -129,7 +145,7 @@ function membership (scope: Scope, target: Target, values: unknown[], negate: bo
   const coerced = values.map(item => {
     if (item === null) invalid(scope, target, `\`${name}\` cannot hold null (use \`${negate ? '!=' : '='}\` null)`)
     return scalar(scope, target, item)
-  })
+  }).filter(item => !target.integer || typeof item !== 'number' || Number.isInteger(item)) // a fraction is never in a whole-number column
   if (coerced.length === 0) return negate ? ALL : NONE
   return { kind: 'in', target, negate, values: coerced }
 }
@@ -178,7 +194,11 @@ function likeTokens (pattern: string): PatternToken[] {
 function scalar (scope: Scope, target: Target, value: unknown): unknown {
   if (target.type === 'json') notFor(scope, target, 'a value other than null')
   const coerced = coerce(target.type, value)
-  return coerced === INVALID ? invalid(scope, target, `${describe(value)} is not a valid ${target.type}`) : coerced
+  if (coerced === INVALID) return invalid(scope, target, `${describe(value)} is not a valid ${target.type}`)
+  if (target.integer && typeof coerced === 'number' && Math.abs(coerced) > Number.MAX_SAFE_INTEGER) {
+    return invalid(scope, target, `${describe(value)} is out of range`)
+  }
+  return coerced
 }
 
 function invalid (scope: Scope, target: Target, reason: string): never {

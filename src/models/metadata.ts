@@ -156,7 +156,8 @@ function collectionVia (name: string | undefined, targetMeta: EntityMetadata): s
 function readAttribute (prop: EntityProperty, primary: boolean): Attribute | undefined {
   const type = attributeType(prop)
   if (type === undefined) return undefined
-  return { name: prop.name, column: prop.fieldNames[0], type, nullable: !primary && prop.nullable === true, primary }
+  const integer = type === 'bigint' || (type === 'number' && /int|serial/i.test(String(prop.columnTypes?.[0] ?? prop.type)))
+  return { name: prop.name, column: prop.fieldNames[0], type, integer, nullable: !primary && prop.nullable === true, primary }
 }
 
 function attributeType (prop: EntityProperty): AttributeType | undefined {

@@ -24,6 +24,8 @@ export interface Attribute {
   /** Column name in the table. */
   readonly column: string
   readonly type: AttributeType
+  /** A whole-number column (integer, bigint, serial …), as opposed to a decimal or float one. */
+  readonly integer: boolean
   readonly nullable: boolean
   readonly primary: boolean
 }

@@ -23,6 +23,8 @@ export interface Dialect {
   readonly name: 'postgres' | 'sqlite'
   /** Placeholder for the n-th (1-based) parameter. */
   placeholder (n: number): string
+  /** The placeholder for a value compared with `target` (PostgreSQL types whole numbers as int8). */
+  param (target: { readonly integer: boolean }): string
   /** A JS value (already coerced to the attribute type) as the driver wants it bound. */
   bind (type: AttributeType, value: unknown): unknown
   /** Collation clause for comparing and ordering strings by code point. */
@@ -45,6 +47,9 @@ export function foldAscii (value: string): string {
 const postgres: Dialect = {
   name: 'postgres',
   placeholder: n => `$${n}`,
+  // An int8 parameter compares with int2/int4/int8 columns through the index (cross-type btree
+  // operators), and accepts any safe JavaScript integer without overflowing an int4.
+  param: target => target.integer ? '?::int8' : '?',
   bind: (type, value) => type === 'bigint' ? String(value) : value,
   // The "C" collation orders by byte, which for UTF-8 is code-point order: the order SQLite's
   // default BINARY collation gives. The database's own locale would sort 'cody' before 'Scott'.
@@ -69,6 +74,7 @@ const postgres: Dialect = {
 const sqlite: Dialect = {
   name: 'sqlite',
   placeholder: () => '?',
+  param: () => '?',
   bind (type, value) {
     if (type === 'boolean') return value === true ? 1 : 0
     // MikroORM stores dates on SQLite as milliseconds since the epoch.

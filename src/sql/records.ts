@@ -74,23 +74,10 @@ export class RecordLoader {
     return this.#complete(run, model, rows, fields, criteria.projection)
   }
 
-  /** The record with this primary key (already coerced), or `undefined`. */
-  async findOne (run: Executor, model: Model, id: unknown, projection: Projection): Promise<JsonRecord | undefined> {
-    const [record] = await this.find(run, model, {
-      where: { kind: 'compare', target: model.primaryKey, op: '=', value: id },
-      sort: [],
-      limit: 1,
-      skip: 0,
-      projection,
-      caseInsensitive: false
-    })
-    return record
-  }
-
   /** The raw value of one column of the record with this primary key; `undefined` if no record. */
   async column (run: Executor, model: Model, id: unknown, name: string): Promise<{ value: unknown } | undefined> {
-    const out = new SqlBuilder()
-      .push(`SELECT ${quote(name)} FROM ${table(model)} WHERE ${quote(model.primaryKey.column)} = ?`, this.#dialect.bind(model.primaryKey.type, id))
+    const out = new SqlBuilder().push(`SELECT t.${quote(name)} FROM ${table(model)} AS t WHERE `)
+    writeWhere(out, byPrimaryKey(model, id), 't', this.#dialect, false)
     const [row] = await run(out.finish(this.#dialect))
     return row === undefined ? undefined : { value: row[name] }
   }

@@ -36,17 +36,18 @@ export function writeWhere (out: SqlBuilder, node: WhereNode, alias: string, dia
     case 'compare': {
       const col = column(alias, node.target)
       const value = dialect.bind(node.target.type, node.value)
+      const mark = dialect.param(node.target)
       if (node.op === '<>') {
-        out.push(node.target.nullable ? `(${col} <> ? OR ${col} IS NULL)` : `${col} <> ?`, value)
+        out.push(node.target.nullable ? `(${col} <> ${mark} OR ${col} IS NULL)` : `${col} <> ${mark}`, value)
       } else {
         const collate = node.op !== '=' && node.target.type === 'string' ? dialect.byCodePoint : ''
-        out.push(`${col}${collate} ${node.op} ?`, value)
+        out.push(`${col}${collate} ${node.op} ${mark}`, value)
       }
       return
     }
     case 'in': {
       const col = column(alias, node.target)
-      const marks = node.values.map(() => '?').join(', ')
+      const marks = node.values.map(() => dialect.param(node.target)).join(', ')
       const values = node.values.map(value => dialect.bind(node.target.type, value))
       if (!node.negate) out.push(`${col} IN (${marks})`, ...values)
       else out.push(node.target.nullable ? `(${col} NOT IN (${marks}) OR ${col} IS NULL)` : `${col} NOT IN (${marks})`, ...values)

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Pack smoke test: proves the published package works outside the repo.
+#
+#   1. `npm pack` in the repo (the prepack hook builds dist/),
+#   2. a fresh project in a temp dir installs the tarball and its peers (pinned versions),
+#   3. a plain JS app (app.mjs) runs a blueprint find through `import blueprints from 'fastify-blueprints'`,
+#   4. a TypeScript file (check.ts) type-checks against the shipped .d.ts files.
+#
+# Usage: scripts/pack-smoke.sh   (exits non-zero on any failure; needs registry access for the installs)
+set -euo pipefail
+
+FASTIFY_VERSION=5.12.8
+MIKRO_ORM_VERSION=7.2.1
+TYPES_NODE_VERSION=24.19.2
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The repo's Node 24 (the `node` devDependency): the `node` on PATH may be older.
+node="$repo/node_modules/.bin/node"
+tsc="$repo/node_modules/typescript/bin/tsc"
+for tool in "$node" "$tsc"; do
+  [[ -e "$tool" ]] || { echo "pack smoke: $tool is missing; run npm install in the repo first" >&2; exit 1; }
+done
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+log="$tmp/log.txt"
+
+# Runs a step quietly; on failure prints its output and stops.
+step () {
+  local what="$1"; shift
+  if ! "$@" >>"$log" 2>&1; then
+    echo "pack smoke: FAILED: $what" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+
+# 1. Pack (prepack runs `npm run build`).
+mkdir "$tmp/pack" "$tmp/app"
+cd "$repo"
+step "npm pack" npm pack --pack-destination "$tmp/pack" --loglevel=warn
+tarball="$(ls "$tmp"/pack/*.tgz)"
+echo "pack smoke: packed $(basename "$tarball") ($(tar -tzf "$tarball" | wc -l) files)"
+
+# 2. A fresh consumer project. Install scripts are skipped: nothing here needs one, and
+#    better-sqlite3's binding.gyp would otherwise trigger a native rebuild for npm's own Node.
+cd "$tmp/app"
+step "npm init" npm init -y
+step "npm pkg set type" npm pkg set type=module
+step "npm install" npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
+  "$tarball" "fastify@$FASTIFY_VERSION" "@mikro-orm/core@$MIKRO_ORM_VERSION" "@mikro-orm/sqlite@$MIKRO_ORM_VERSION" \
+  "@types/node@$TYPES_NODE_VERSION"
+
+# 3. Runtime: find with where / limit / sort through the installed package.
+cat >app.mjs <<'JS'
+import assert from 'node:assert/strict'
+import Fastify from 'fastify'
+import { defineEntity, p } from '@mikro-orm/core'
+import { MikroORM } from '@mikro-orm/sqlite'
+import blueprints from 'fastify-blueprints'
+
+const User = defineEntity({ name: 'User', properties: { id: p.integer().primary(), name: p.string() } })
+const orm = await MikroORM.init({ entities: [User], dbName: ':memory:' })
+await orm.schema.create()
+const em = orm.em.fork()
+for (const [id, name] of [[1, 'alice'], [2, 'anna'], [3, 'bob'], [4, 'albert']]) em.create(User, { id, name })
+await em.flush()
+const app = Fastify()
+await app.register(blueprints, { orm })
+const where = encodeURIComponent(JSON.stringify({ name: { startsWith: 'a' } }))
+const res = await app.inject(`/user?where=${where}&limit=2&sort=${encodeURIComponent('name DESC')}`)
+console.log(`GET /user -> ${res.statusCode} ${res.body}`)
+await app.close()
+await orm.close()
+assert.equal(res.statusCode, 200)
+assert.deepEqual(res.json(), [{ id: 2, name: 'anna' }, { id: 1, name: 'alice' }])
+JS
+if ! "$node" app.mjs >"$tmp/app.out" 2>&1; then
+  echo "pack smoke: FAILED: app.mjs" >&2
+  cat "$tmp/app.out" >&2
+  exit 1
+fi
+echo "pack smoke: $(grep -m1 '^GET /user' "$tmp/app.out")"
+
+# 4. Types: the shipped .d.ts files, checked strictly (no skipLibCheck for our own files).
+cat >check.ts <<'TS'
+import Fastify from 'fastify'
+import { MikroORM } from '@mikro-orm/sqlite'
+import blueprints, { type BlueprintsOptions } from 'fastify-blueprints'
+
+const orm = await MikroORM.init({ entities: [], dbName: ':memory:' })
+const options: BlueprintsOptions = { orm, prefix: '/api', maxLimit: 100, models: { User: { actions: { populate: false } } } }
+const app = Fastify()
+await app.register(blueprints, options)
+const decorated: object = app.blueprints.models
+// The types must be real, not `any`: an unknown option is an error.
+// @ts-expect-error unknown option
+const wrong: BlueprintsOptions = { orm, notAnOption: true }
+export { decorated, wrong }
+TS
+if ! "$node" "$tsc" --noEmit --strict --module nodenext --moduleResolution nodenext --target es2023 \
+    --types node --verbatimModuleSyntax check.ts >"$tmp/tsc.out" 2>&1; then
+  echo "pack smoke: FAILED: check.ts does not type-check against the installed package" >&2
+  cat "$tmp/tsc.out" >&2
+  exit 1
+fi
+echo "pack smoke: check.ts type-checks"
+
+echo "pack smoke: ok"
