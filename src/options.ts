@@ -129,7 +129,6 @@ const MODEL_KEYS = ['identity', 'expose', 'hooks', 'actions']
  * @throws BP_ERR_INVALID_OPTION naming the first invalid option.
  */
 export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
-  if (typeof options !== 'object' || options === null) throw new BP_ERR_INVALID_OPTION('options must be an object')
   unknownKeys(options, KEYS, '')
   const orm = options.orm as MikroORM | undefined
   if (typeof orm?.getMetadata !== 'function' || typeof orm.em?.fork !== 'function') {

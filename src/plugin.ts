@@ -36,7 +36,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     if (model.identity !== undefined) identities[entity] = model.identity
     if (model.expose === false) exclude.push(entity)
   }
-  const registry = buildRegistry(options.orm, { identities, exclude })
+  const registry = buildRegistry(options.orm, { identities, exclude, mentioned: Object.keys(options.models) })
   const dialect = dialectFor(options.orm.em.getPlatform())
   for (const skipped of registry.skipped) {
     app.log.debug({ entity: skipped.entity, property: skipped.property }, `fastify-blueprints: not exposed: ${skipped.reason}`)

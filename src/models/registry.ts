@@ -32,6 +32,8 @@ export interface RegistryOptions {
   readonly identities: Readonly<Record<string, string>>
   /** Entity names not to expose. */
   readonly exclude: readonly string[]
+  /** Every entity name the options mention (each must exist). */
+  readonly mentioned: readonly string[]
 }
 
 const IDENTITY = /^[a-z0-9_-]+$/i
@@ -46,7 +48,7 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
   const storage = orm.getMetadata()
   const known = new Set<string>()
   for (const meta of storage) known.add(meta.className)
-  for (const name of [...Object.keys(options.identities), ...options.exclude]) {
+  for (const name of options.mentioned) {
     if (!known.has(name)) throw new BP_ERR_INVALID_OPTION(`there is no entity named ${name}`)
   }
   const excluded = new Set(options.exclude)

@@ -1,0 +1,132 @@
+// Plugin options: validation at registration, prefix, identities, exposure, per-model and
+// per-action hooks and actions, parseBlueprintOptions and route config.
+import t from 'tap'
+import Fastify from 'fastify'
+import blueprints, { DEFAULTS, type BlueprintsOptions } from '../src/index.ts'
+import { build, DATABASES, get } from './helpers/app.ts'
+
+const db = DATABASES[0]
+
+t.test('invalid options are refused at registration with a coded error', async t => {
+  const { orm } = await build(t, db, { seed: false })
+  const cases: Array<[unknown, RegExp]> = [
+    [{}, /`orm` must be an initialised MikroORM/],
+    [{ orm, prefx: '/api' }, /unknown option `prefx` \(did you mean `prefix`\?\)/],
+    [{ orm, prefix: 'api' }, /`prefix`/],
+    [{ orm, prefix: '/api/' }, /`prefix`/],
+    [{ orm, realtime: 'yes' }, /`realtime`/],
+    [{ orm, defaultLimit: -1 }, /`defaultLimit`/],
+    [{ orm, maxLimit: 1.5 }, /`maxLimit`/],
+    [{ orm, populateLimit: '30' }, /`populateLimit`/],
+    [{ orm, defaultLimit: 50, maxLimit: 10 }, /`defaultLimit` is above `maxLimit`/],
+    [{ orm, caseInsensitive: 1 }, /`caseInsensitive` must be a boolean/],
+    [{ orm, parseBlueprintOptions: {} }, /`parseBlueprintOptions` must be a function/],
+    [{ orm, hooks: 5 }, /`hooks` must be an object/],
+    [{ orm, hooks: { onReqest: () => {} } }, /unknown option `hooks.onReqest` \(did you mean `onRequest`\?\)/],
+    [{ orm, hooks: { onRequest: [() => {}, 5] } }, /`hooks.onRequest` must be a function/],
+    [{ orm, models: 5 }, /`models` must be an object/],
+    [{ orm, models: { User: 5 } }, /`models.User` must be an object/],
+    [{ orm, models: { User: { identiti: 'x' } } }, /did you mean `identity`/],
+    [{ orm, models: { User: { identity: 5 } } }, /`models.User.identity` must be a string/],
+    [{ orm, models: { User: { expose: 'no' } } }, /`models.User.expose` must be a boolean/],
+    [{ orm, models: { User: { actions: { fnd: false } } } }, /unknown action `models.User.actions.fnd` \(did you mean `find`\?\)/],
+    [{ orm, models: { User: { actions: { find: true } } } }, /must be false or an object/],
+    [{ orm, models: { User: { actions: { find: { hoks: {} } } } } }, /did you mean `hooks`/],
+    [{ orm, models: { Usr: {} } }, /there is no entity named Usr/],
+    [{ orm, models: { User: { identity: 'pet' } } }, /would both have the identity "pet"/],
+    [{ orm, models: { User: { identity: 'a/b' } } }, /may only hold letters/]
+  ]
+  for (const [options, message] of cases) {
+    const app = Fastify()
+    await t.rejects(async () => { await app.register(blueprints, options as BlueprintsOptions); await app.ready() }, { code: 'BP_ERR_INVALID_OPTION', message }, String(message))
+    await app.close()
+  }
+  t.same(DEFAULTS, { prefix: '', realtime: true, defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, caseInsensitive: false })
+  const given = { orm, prefix: '/x' }
+  const app = Fastify()
+  await app.register(blueprints, given)
+  await app.ready()
+  t.same(Object.keys(given), ['orm', 'prefix'], 'the caller\'s options are not changed')
+  await app.close()
+})
+
+t.test('prefix, identities, exposure and actions', async t => {
+  const { app } = await build(t, db, {
+    plugin: {
+      prefix: '/api',
+      realtime: false,
+      models: {
+        User: { identity: 'person' },
+        Tag: { expose: false },
+        Pet: { actions: { find: false, populate: false } }
+      }
+    }
+  })
+  t.equal((await get(app, '/api/person/1?populate=false')).body.name, 'alice')
+  t.same(Object.keys((await get(app, '/api/person/1')).body).sort(), ['active', 'age', 'bestPet', 'born', 'friends', 'id', 'meta', 'name', 'pets'], 'no association to a hidden model')
+  t.equal((await get(app, '/user')).status, 404)
+  t.equal((await get(app, '/api/tag')).status, 404)
+  t.equal((await get(app, '/api/pet')).status, 404, 'find left out')
+  t.equal((await get(app, '/api/pet/1/owner')).status, 404, 'populate left out')
+  t.equal((await get(app, '/api/pet/1')).status, 200, 'findOne kept')
+  t.same(app.blueprints.models.all().map(m => m.identity).sort(), ['person', 'pet'])
+  t.equal(app.blueprints.models.get('person')?.entityName, 'User')
+  t.same(app.blueprints.models.skipped.map(s => `${s.entity}.${s.property}`).sort(), ['User.password'])
+})
+
+t.test('hooks: global, per model, per action, with route config', async t => {
+  const seen: string[] = []
+  const { app } = await build(t, db, {
+    plugin: {
+      hooks: {
+        onRequest: async (request) => {
+          const config = request.routeOptions.config as { blueprint?: { model: string, action: string, association?: string } }
+          seen.push(`${config.blueprint?.action}:${config.blueprint?.model}:${config.blueprint?.association ?? ''}`)
+        }
+      },
+      models: {
+        Tag: { hooks: { preHandler: [async (_request, reply) => { await reply.code(401).send({ statusCode: 401, code: 'NOPE', error: 'Unauthorized', message: 'no tags for you' }) }] } },
+        Pet: { actions: { findOne: { hooks: { onSend: async (_request, reply, payload) => { reply.header('x-pet', 'yes'); return payload } } } } }
+      }
+    }
+  })
+  t.equal((await get(app, '/tag')).status, 401)
+  t.equal((await get(app, '/tag/admin/users')).status, 401)
+  const pet = await app.inject('/pet/1')
+  t.equal(pet.headers['x-pet'], 'yes')
+  t.equal((await app.inject('/pet')).headers['x-pet'], undefined)
+  await get(app, '/user/1/pets')
+  t.same(seen, ['find:tag:', 'populate:tag:users', 'findOne:pet:', 'find:pet:', 'populate:user:pets'])
+})
+
+t.test('parseBlueprintOptions changes the query per request, and its result is validated', async t => {
+  const calls: string[] = []
+  const { app } = await build(t, db, {
+    plugin: {
+      async parseBlueprintOptions (request, query, context) {
+        calls.push(`${context.action}:${context.model.identity}:${context.parent?.association ?? ''}`)
+        if (request.headers['x-tenant'] === 'bob') query.where = { and: [query.where, { name: { contains: 'ob' } }] }
+        if (request.headers['x-bad'] === '1') return { ...query, limit: -5 }
+        if (request.headers['x-bad'] === '2') return { ...query, where: { nope: 1 } }
+        if (request.headers['x-bad'] === '3') return { ...query, sort: [{ attribute: 'name', direction: 'UP' as 'ASC' }] }
+        if (context.action === 'find' && request.query && (request.query as Record<string, string>).limit === undefined) return { ...query, limit: 2 }
+        return undefined
+      }
+    }
+  })
+  const ids = async (url: string, headers: Record<string, string> = {}): Promise<unknown> => {
+    const res = await app.inject({ url, headers })
+    return res.statusCode === 200 ? [res.json()].flat().map((r: { id: number }) => r.id) : res.json().code
+  }
+  t.same(await ids('/user?populate=false'), [1, 2], 'default limit changed by the hook')
+  t.same(await ids('/user?limit=4&populate=false'), [1, 2, 3, 4])
+  t.same(await ids('/user?limit=Infinity&populate=false', { 'x-tenant': 'bob' }), [2, 9])
+  t.same(await ids('/user/2', { 'x-tenant': 'bob' }), [2], 'findOne honours the hook\'s where')
+  t.same(await ids('/user/1', { 'x-tenant': 'bob' }), 'BP_ERR_RECORD_NOT_FOUND', 'a record outside the hook\'s where is a 404')
+  t.same(await ids('/user/1/friends', { 'x-tenant': 'bob' }), [2])
+  t.same(await ids('/user?limit=3', { 'x-bad': '1' }), 'BP_ERR_INVALID_LIMIT')
+  t.same(await ids('/user', { 'x-bad': '2' }), 'BP_ERR_UNKNOWN_ATTRIBUTE')
+  t.same(await ids('/user', { 'x-bad': '3' }), 'BP_ERR_INVALID_SORT')
+  t.same(await ids('/user/1/bestPet'), 1 + 1)
+  t.ok(calls.includes('populate:user:friends') && calls.includes('findOne:user:') && calls.includes('populate:pet:bestPet'))
+})

@@ -1,0 +1,75 @@
+// Default population caps collections at 30 children per parent (ascending child key), explicit
+// population does not, and the number of statements does not grow with the number of records.
+import t from 'tap'
+import type { MikroORM } from '@mikro-orm/core'
+import { build, DATABASES, get } from './helpers/app.ts'
+import { Pet, Tag, User } from './fixtures/entities.ts'
+
+async function crowd (orm: MikroORM): Promise<void> {
+  const em = orm.em.fork()
+  for (let i = 1; i <= 40; i++) em.create(Tag, { slug: `t${String(i).padStart(2, '0')}`, label: `tag ${i}`, weight: i } as never)
+  for (let u = 1; u <= 12; u++) em.create(User, { id: u, name: `user${u}`, age: u, active: true } as never)
+  await em.flush()
+  // User 1: 35 pets and 40 tags; the others one pet each, and a best pet.
+  for (let p = 1; p <= 35; p++) em.create(Pet, { id: p, name: `pet${p}`, species: 'dog', owner: 1 } as never)
+  for (let u = 2; u <= 12; u++) em.create(Pet, { id: 100 + u, name: `pet${100 + u}`, species: 'cat', owner: u } as never)
+  await em.flush()
+  const users = await em.find(User, {}, { populate: ['tags'] as never[] })
+  for (const user of users as unknown as Array<{ id: number, tags: { add (x: unknown): void }, bestPet: unknown, friends: { add (x: unknown): void } }>) {
+    if (user.id === 1) for (let i = 40; i >= 1; i--) user.tags.add(em.getReference(Tag as never, `t${String(i).padStart(2, '0')}` as never))
+    user.bestPet = em.getReference(Pet, (user.id === 1 ? 1 : 100 + user.id) as never)
+    user.friends.add(em.getReference(User, (user.id % 12) + 1 as never))
+  }
+  await em.flush()
+}
+
+const ids = (list: Array<{ id: number }>): number[] => list.map(x => x.id)
+const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i)
+
+for (const db of DATABASES) {
+  t.test(db, async t => {
+    const { app, orm } = await build(t, db, { seed: crowd })
+
+    t.test('collections are capped at 30 by default, ascending by child key', async t => {
+      const one = (await get(app, '/user/1')).body
+      t.same(ids(one.pets), range(1, 30))
+      t.same(one.tags.map((x: { slug: string }) => x.slug), range(1, 30).map(i => `t${String(i).padStart(2, '0')}`))
+      const [first] = (await get(app, '/user?limit=1')).body
+      t.equal(first.pets.length, 30)
+    })
+
+    t.test('an explicitly populated collection is complete', async t => {
+      t.same(ids((await get(app, '/user/1?populate=pets')).body.pets), range(1, 35))
+      t.equal((await get(app, '/user?where={"id":1}&populate=tags')).body[0].tags.length, 40)
+      t.same(ids((await get(app, '/user/1/pets?limit=Infinity')).body), range(1, 35))
+      t.same(ids((await get(app, '/user/1/pets')).body), range(1, 30), 'the populate route pages at 30 by default')
+    })
+
+    t.test('statements per find do not grow with the number of records', async t => {
+      const client = (orm.em.getConnection() as unknown as { getClient (): unknown }).getClient() as { executeQuery: (...args: unknown[]) => Promise<unknown> }
+      const original = client.executeQuery
+      let statements = 0
+      client.executeQuery = function (this: unknown, ...args: unknown[]) {
+        statements++
+        return original.apply(this, args)
+      }
+      t.teardown(() => { client.executeQuery = original })
+      const count = async (url: string): Promise<number> => {
+        statements = 0
+        const res = await get(app, url)
+        t.equal(res.status, 200, url)
+        return statements
+      }
+      // 1 find + 1 per singular association (bestPet) + 1 per collection (pets, friends, tags).
+      t.equal(await count('/user?limit=1'), 5)
+      t.equal(await count('/user?limit=12'), 5)
+      t.equal(await count('/user?limit=Infinity'), 5)
+      t.equal(await count('/user?populate=false'), 1)
+      t.equal(await count('/user?populate=pets&limit=12'), 2)
+      t.equal(await count('/user?limit=0'), 0, 'limit=0 runs no query')
+      t.equal(await count('/user?where={"id":{"in":[]}}'), 0, 'a where that matches nothing runs no query')
+      t.equal(await count('/user?where={"id":999}'), 1, 'no record → nothing to populate')
+      t.equal(await count('/pet?limit=50'), 2)
+    })
+  })
+}
