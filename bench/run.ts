@@ -7,12 +7,16 @@
 // (and aborts if not), warms both apps up, then runs ROUNDS rounds of SECONDS seconds each,
 // interleaved plugin, baseline, plugin, baseline, ... so that drift of the machine hits both
 // alike. It reports requests/s per round (completed 2xx responses / elapsed seconds), the median of
-// each contender and the ratio of the medians, plugin / baseline. The target is ≥ 0.8 on PostgreSQL.
+// each contender and the ratio of the medians, plugin / baseline (the target is ≥ 0.8 on
+// PostgreSQL). Because rounds are paired, it also gives the median of the per-round ratios, and on
+// Linux the server process's CPU time per request (from /proc), which separates the work done in
+// Node from time spent waiting for the database.
 //
 // Usage: npm run bench. Knobs: BENCH_DB=postgres|sqlite (one database only), BENCH_ROUNDS (5),
 // BENCH_SECONDS (3), BENCH_CPU_PROF=<dir> (V8 CPU profile of the server process, written on exit).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { deepStrictEqual } from 'node:assert/strict'
+import { existsSync, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
@@ -34,7 +38,7 @@ const SCENARIOS = [
   { name: 'b) GET /user?where={"age":{">":30}}&sort=age DESC&limit=50&populate=false', plugin: `/user?where=${OLDER}&sort=age%20DESC&limit=50&populate=false`, baseline: '/users/older?minAge=30&limit=50' }
 ]
 
-interface Outcome { db: Db, scenario: string, plugin: number[], baseline: number[] }
+interface Outcome { db: Db, scenario: string, plugin: number[], baseline: number[], cpu: Record<Contender, number[]> }
 
 // Everything is bounded: a run that takes more than 5 minutes is stopped.
 let server: ChildProcess | undefined
@@ -68,11 +72,21 @@ async function getJson (url: string): Promise<{ text: string, body: unknown }> {
   return { text, body: JSON.parse(text) }
 }
 
-/** Requests/s of one autocannon run; aborts on any error or non-2xx answer. */
-async function measure (url: string, seconds: number): Promise<number> {
+/** CPU seconds (user + system) the server process has used so far; NaN where /proc is missing. */
+function serverCpu (): number {
+  const stat = `/proc/${server?.pid}/stat`
+  if (!existsSync(stat)) return NaN
+  // Fields 14 and 15 (utime, stime) in clock ticks, counted after the ")" that ends the name.
+  const fields = readFileSync(stat, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100 // CLK_TCK is 100 on Linux
+}
+
+/** One autocannon run: requests/s and server CPU µs per request; aborts on any error or non-2xx. */
+async function measure (url: string, seconds: number): Promise<{ rps: number, cpu: number }> {
+  const cpu = serverCpu()
   const result = await autocannon({ url, connections: CONNECTIONS, duration: seconds })
   if (result.errors > 0 || result.non2xx > 0) throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx answers`)
-  return result['2xx'] / result.duration
+  return { rps: result['2xx'] / result.duration, cpu: (serverCpu() - cpu) / result['2xx'] * 1e6 }
 }
 
 const median = (values: number[]): number => {
@@ -80,6 +94,8 @@ const median = (values: number[]): number => {
   const mid = sorted.length >> 1
   return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
+const ratio = (o: Outcome): number => median(o.plugin) / median(o.baseline)
+const pairedRatio = (o: Outcome): number => median(o.plugin.map((rps, i) => rps / o.baseline[i]))
 const fmt = (n: number): string => Math.round(n).toString().padStart(7)
 
 async function benchDatabase (db: Db): Promise<Outcome[]> {
@@ -96,16 +112,20 @@ async function benchDatabase (db: Db): Promise<Outcome[]> {
       console.log(`\n${DB_LABEL[db]} — ${scenario.name}`)
       console.log(`  same JSON: yes (${records} records, ${plugin.text.length} bytes, byte-identical: ${plugin.text === baseline.text ? 'yes' : 'no'})`)
       for (const who of ['plugin', 'baseline'] as const) await measure(url(who), WARMUP_SECONDS)
-      const outcome: Outcome = { db, scenario: scenario.name, plugin: [], baseline: [] }
+      const outcome: Outcome = { db, scenario: scenario.name, plugin: [], baseline: [], cpu: { plugin: [], baseline: [] } }
       for (let round = 0; round < ROUNDS; round++) {
-        for (const who of ['plugin', 'baseline'] as const) outcome[who].push(await measure(url(who), SECONDS))
+        for (const who of ['plugin', 'baseline'] as const) {
+          const { rps, cpu } = await measure(url(who), SECONDS)
+          outcome[who].push(rps)
+          outcome.cpu[who].push(cpu)
+        }
       }
       const header = outcome.plugin.map((_, i) => `r${i + 1}`.padStart(7)).join(' ')
-      console.log(`  req/s       ${header}  median`)
+      console.log(`  req/s       ${header}  median  server CPU µs/req (median)`)
       for (const who of ['plugin', 'baseline'] as const) {
-        console.log(`  ${who.padEnd(10)}  ${outcome[who].map(fmt).join(' ')} ${fmt(median(outcome[who]))}`)
+        console.log(`  ${who.padEnd(10)}  ${outcome[who].map(fmt).join(' ')} ${fmt(median(outcome[who]))}  ${fmt(median(outcome.cpu[who]))}`)
       }
-      console.log(`  ratio plugin/baseline (medians): ${(median(outcome.plugin) / median(outcome.baseline)).toFixed(2)}`)
+      console.log(`  ratio plugin/baseline: ${ratio(outcome).toFixed(2)} (medians), ${pairedRatio(outcome).toFixed(2)} (median of per-round ratios)`)
       outcomes.push(outcome)
     }
   } finally {
@@ -120,15 +140,15 @@ const all: Outcome[] = []
 for (const db of DATABASES) all.push(...await benchDatabase(db))
 
 console.log('\nSummary (median requests/s)')
-console.log('| database | scenario | plugin | baseline | plugin/baseline |')
-console.log('| --- | --- | ---: | ---: | ---: |')
+console.log('| database | scenario | plugin req/s | baseline req/s | plugin/baseline | per-round ratio | CPU µs/req plugin / baseline |')
+console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |')
 for (const o of all) {
-  const ratio = median(o.plugin) / median(o.baseline)
-  console.log(`| ${DB_LABEL[o.db]} | ${o.scenario.slice(0, 2)} | ${Math.round(median(o.plugin))} | ${Math.round(median(o.baseline))} | ${ratio.toFixed(2)} |`)
+  const cpu = `${Math.round(median(o.cpu.plugin))} / ${Math.round(median(o.cpu.baseline))}`
+  console.log(`| ${DB_LABEL[o.db]} | ${o.scenario.slice(0, 2)} | ${Math.round(median(o.plugin))} | ${Math.round(median(o.baseline))} | ${ratio(o).toFixed(2)} | ${pairedRatio(o).toFixed(2)} | ${cpu} |`)
 }
 const pg = all.filter(o => o.db === 'postgres')
 if (pg.length > 0) {
-  const missed = pg.filter(o => median(o.plugin) / median(o.baseline) < TARGET)
+  const missed = pg.filter(o => ratio(o) < TARGET)
   console.log(missed.length === 0
     ? `\nTarget met: plugin ≥ ${TARGET}× baseline on PostgreSQL in every scenario.`
     : `\nTarget MISSED on PostgreSQL (plugin < ${TARGET}× baseline): ${missed.map(o => o.scenario.slice(0, 2)).join(', ')}`)

@@ -139,7 +139,7 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
     throw new BP_ERR_INVALID_OPTION('`prefix` must be empty or start with / and not end with /')
   }
   const realtime = options.realtime ?? DEFAULTS.realtime
-  if (typeof realtime !== 'boolean' && (typeof realtime !== 'object' || realtime === null)) {
+  if (typeof realtime !== 'boolean' && typeof realtime !== 'object') {
     throw new BP_ERR_INVALID_OPTION('`realtime` must be a boolean or an object')
   }
   const resolved: ResolvedOptions = {

@@ -33,7 +33,8 @@ for (const db of DATABASES) {
       ['/user/3/friends', [1]],
       [`/user/1/friends?where=${q({ name: { startsWith: 'c' } })}`, [3]],
       ['/tag/admin/users', [1, 4]],
-      [`/tag/admin/users?where=${q({ age: { '>': 35 } })}`, [4]]
+      [`/tag/admin/users?where=${q({ age: { '>': 35 } })}`, [4]],
+      [`/user/1/pets?where=${q({ id: { in: [] } })}`, []]
     ].map(([url, ids]) => [url as string, ids as number[]]), 'id').then(() => undefined).finally(() => undefined))
 
     t.test('populate: child records and singular associations', async t => {

@@ -109,6 +109,9 @@ t.test('parseBlueprintOptions changes the query per request, and its result is v
         if (request.headers['x-bad'] === '1') return { ...query, limit: -5 }
         if (request.headers['x-bad'] === '2') return { ...query, where: { nope: 1 } }
         if (request.headers['x-bad'] === '3') return { ...query, sort: [{ attribute: 'name', direction: 'UP' as 'ASC' }] }
+        if (request.headers['x-bad'] === '4') return { ...query, select: ['name'], omit: ['age'] }
+        if (request.headers['x-bad'] === '5') return { ...query, skip: -1 }
+        if (request.headers['x-bad'] === '6') return { ...query, populateLimit: 0.5 }
         if (context.action === 'find' && request.query && (request.query as Record<string, string>).limit === undefined) return { ...query, limit: 2 }
         return undefined
       }
@@ -127,6 +130,9 @@ t.test('parseBlueprintOptions changes the query per request, and its result is v
   t.same(await ids('/user?limit=3', { 'x-bad': '1' }), 'BP_ERR_INVALID_LIMIT')
   t.same(await ids('/user', { 'x-bad': '2' }), 'BP_ERR_UNKNOWN_ATTRIBUTE')
   t.same(await ids('/user', { 'x-bad': '3' }), 'BP_ERR_INVALID_SORT')
+  t.same(await ids('/user/1', { 'x-bad': '4' }), 'BP_ERR_SELECT_AND_OMIT')
+  t.same(await ids('/user', { 'x-bad': '5' }), 'BP_ERR_INVALID_SKIP')
+  t.same(await ids('/user', { 'x-bad': '6' }), 'BP_ERR_INVALID_LIMIT')
   t.same(await ids('/user/1/bestPet'), [2])
   t.ok(calls.includes('populate:user:friends') && calls.includes('findOne:user:') && calls.includes('populate:pet:bestPet'))
 })

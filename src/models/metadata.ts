@@ -22,7 +22,7 @@ export interface ReadResult {
 /**
  * Reads every exposable entity of a MikroORM metadata storage.
  *
- * Pivot tables, embeddables, abstract/virtual entities and entities without exactly one scalar
+ * Pivot tables, embeddables, virtual entities and entities without exactly one scalar
  * primary key are left out (and reported in `skipped`). Properties that are not stored in a column
  * of their own (formulas, `persist: false`, embedded objects, the inverse side of a `1:1`) and
  * binary columns are left out of a model.
@@ -48,7 +48,8 @@ export function readModels (storage: MetadataStorage, identityOf: (entityName: s
     attributes.set(primaryKey.name, primaryKey)
 
     for (const prop of Object.values(meta.properties) as EntityProperty[]) {
-      if (prop.primary) continue
+      // Columns of an inline embedded object belong to the embedded property (reported below).
+      if (prop.primary || prop.embedded !== undefined) continue
       const skip = (reason: string): void => { skipped.push({ entity: meta.className, property: prop.name, reason }) }
       if (prop.hidden === true) {
         // Hidden properties (passwords, tokens) are never returned, so they cannot be filtered,
@@ -74,10 +75,6 @@ export function readModels (storage: MetadataStorage, identityOf: (entityName: s
         continue
       }
       if (prop.kind === 'm:1' || (prop.kind === '1:1' && prop.owner === true)) {
-        if (prop.fieldNames.length !== 1) {
-          skip('composite foreign keys are not supported')
-          continue
-        }
         singulars.set(prop.name, {
           kind: 'singular',
           name: prop.name,
@@ -134,10 +131,12 @@ export function readModels (storage: MetadataStorage, identityOf: (entityName: s
 function whyNotExposed (meta: EntityMetadata): string | undefined {
   if (meta.pivotTable === true) return 'pivot table'
   if (meta.embeddable === true) return 'embeddable'
-  if (meta.abstract === true || meta.virtual === true) return 'abstract or virtual entity'
+  // (Abstract base entities never reach the storage; their children carry the inherited properties.)
+  if (meta.virtual === true) return 'virtual entity (no table)'
   if (meta.primaryKeys.length !== 1) return 'it has no single-column primary key'
   const pk = meta.properties[meta.primaryKeys[0]] as EntityProperty
-  if (pk.kind !== 'scalar' || attributeType(pk) === undefined) return 'its primary key is not a number or a string'
+  const type = attributeType(pk)
+  if (pk.kind !== 'scalar' || (type !== 'number' && type !== 'string' && type !== 'bigint')) return 'its primary key is not a number or a string'
   return undefined
 }
 
@@ -156,19 +155,19 @@ function collectionVia (name: string | undefined, targetMeta: EntityMetadata): s
 function readAttribute (prop: EntityProperty, primary: boolean): Attribute | undefined {
   const type = attributeType(prop)
   if (type === undefined) return undefined
-  const integer = type === 'bigint' || (type === 'number' && /int|serial/i.test(String(prop.columnTypes?.[0] ?? prop.type)))
+  const integer = type === 'bigint' || (type === 'number' && /int|serial/i.test(String(prop.columnTypes[0])))
   return { name: prop.name, column: prop.fieldNames[0], type, integer, nullable: !primary && prop.nullable === true, primary }
 }
 
 function attributeType (prop: EntityProperty): AttributeType | undefined {
   const runtime = String(prop.runtimeType)
-  const mode = (prop.customType as { mode?: string } | undefined)?.mode
   switch (runtime) {
     case 'number': return 'number'
     case 'string': return 'string'
     case 'boolean': return 'boolean'
     case 'Date': return 'date'
-    case 'bigint': return mode === 'number' ? 'number' : 'bigint'
+    // A bigint in 'number' or 'string' mode reports that runtime type instead.
+    case 'bigint': return 'bigint'
     case 'Buffer': return undefined
     default: return 'json'
   }

@@ -53,8 +53,7 @@ export function coerce (type: AttributeType, value: unknown): unknown {
       if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value)
       if (typeof value === 'string' && INTEGER.test(value)) return BigInt(value)
       break
-    case 'json':
-      break
+    // json: never coerced (where.ts refuses values other than null before asking).
   }
   return INVALID
 }
@@ -72,8 +71,8 @@ export function describe (value: unknown): string {
 export type ToJson = (value: unknown) => unknown
 
 /**
- * The converter from a database value of the given type to JSON, for one dialect.
- * `null` stays `null`.
+ * The converter from a database value of the given type to JSON, for one dialect. It is never
+ * called with `null` (which stays `null`); `undefined` means the value is already JSON.
  */
 export function toJson (type: AttributeType, dialect: Dialect): ToJson | undefined {
   switch (type) {
@@ -81,14 +80,14 @@ export function toJson (type: AttributeType, dialect: Dialect): ToJson | undefin
       // PostgreSQL hands numeric/decimal columns over as strings.
       return dialect.name === 'postgres' ? v => typeof v === 'string' ? Number(v) : v : undefined
     case 'boolean':
-      return dialect.name === 'sqlite' ? v => v === null ? null : v === 1 || v === true : undefined
+      return dialect.name === 'sqlite' ? v => v === 1 : undefined
     case 'date':
-      return v => v === null ? null : new Date(v as string | number).toISOString()
+      return v => new Date(v as string | number).toISOString()
     case 'bigint':
-      return v => v === null ? null : String(v)
+      return v => String(v)
     case 'json':
       // SQLite keeps JSON as text; PostgreSQL's json/jsonb arrive parsed.
-      return dialect.name === 'sqlite' ? v => typeof v === 'string' ? parseJson(v) : v : undefined
+      return dialect.name === 'sqlite' ? v => parseJson(v as string) : undefined
     case 'string':
       return undefined
   }

@@ -21,8 +21,8 @@ export interface Fragment {
 /** The dialect-specific parts of the SQL. */
 export interface Dialect {
   readonly name: 'postgres' | 'sqlite'
-  /** Placeholder for the n-th (1-based) parameter. */
-  placeholder (n: number): string
+  /** Placeholder for the n-th (1-based) parameter; absent when `?` is the placeholder. */
+  readonly placeholder?: (n: number) => string
   /** The placeholder for a value compared with `target` (PostgreSQL types whole numbers as int8). */
   param (target: { readonly integer: boolean }): string
   /** A JS value (already coerced to the attribute type) as the driver wants it bound. */
@@ -73,7 +73,6 @@ const postgres: Dialect = {
 
 const sqlite: Dialect = {
   name: 'sqlite',
-  placeholder: () => '?',
   param: () => '?',
   bind (type, value) {
     if (type === 'boolean') return value === true ? 1 : 0

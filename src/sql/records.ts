@@ -63,11 +63,8 @@ export class RecordLoader {
   async find (run: Executor, model: Model, criteria: Criteria): Promise<JsonRecord[]> {
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#fields(criteria.projection)
-    const out = new SqlBuilder().push(`SELECT ${columns('t', fields)} FROM ${table(model)} AS t`)
-    if (criteria.where.kind !== 'all') {
-      out.push(' WHERE ')
-      writeWhere(out, criteria.where, 't', this.#dialect, criteria.caseInsensitive)
-    }
+    const out = new SqlBuilder().push(`SELECT ${columns('t', fields)} FROM ${table(model)} AS t WHERE `)
+    writeWhere(out, criteria.where, 't', this.#dialect, criteria.caseInsensitive)
     if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
     out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
     const rows = await run(out.finish(this.#dialect))
@@ -84,7 +81,6 @@ export class RecordLoader {
 
   /** Children of one parent (by raw primary key) in a collection, chosen by child criteria. */
   async children (run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria): Promise<JsonRecord[]> {
-    if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const byParent = await this.#children(run, association, [parentId], criteria)
     return byParent.get(parentId) ?? []
   }
@@ -149,10 +145,8 @@ export class RecordLoader {
     const out = new SqlBuilder()
       .push(`SELECT * FROM (SELECT ${columns('c', fields)}, ${parent} AS ${PARENT}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${this.#orderBy('c', criteria.sort)}) AS ${ROW} FROM ${from} WHERE `)
       .fragment(this.#dialect.oneOf(parent, parentIds))
-    if (criteria.where.kind !== 'all') {
-      out.push(' AND ')
-      writeWhere(out, criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
-    }
+    out.push(' AND ')
+    writeWhere(out, criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
     out.push(`) AS x WHERE ${ROW} > ?`, criteria.skip)
     if (criteria.limit !== Infinity) out.push(` AND ${ROW} <= ?`, criteria.skip + criteria.limit)
     out.push(` ORDER BY ${PARENT}, ${ROW}`)

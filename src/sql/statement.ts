@@ -32,10 +32,11 @@ export class SqlBuilder {
   /** The statement with placeholders written for the dialect. */
   finish (dialect: Dialect): Statement {
     let n = 0
+    const placeholder = dialect.placeholder
     // Quoted identifiers and string literals may contain '?': only bare ones are placeholders.
-    const sql = dialect.name === 'sqlite'
+    const sql = placeholder === undefined
       ? this.#text
-      : this.#text.replace(/"(?:[^"]|"")*"|'(?:[^']|'')*'|\?/g, match => match === '?' ? dialect.placeholder(++n) : match)
+      : this.#text.replace(/"(?:[^"]|"")*"|'(?:[^']|'')*'|\?/g, match => match === '?' ? placeholder(++n) : match)
     return { sql, params: this.#params }
   }
 }

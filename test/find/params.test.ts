@@ -109,4 +109,19 @@ for (const db of DATABASES) {
     t.same(alice.pets.map((p: { id: number }) => p.id), [1], 'default population capped at populateLimit')
     t.same((await get(app, '/user?limit=1&populate=pets')).body[0].pets.map((p: { id: number }) => p.id), [1, 2], 'explicit populate capped only by maxLimit')
   })
+
+  t.test(`${db}: populateLimit 0 populates collections as empty arrays`, async t => {
+    const { app } = await build(t, db, { plugin: { populateLimit: 0 } })
+    const [alice] = (await get(app, '/user?limit=1')).body
+    t.same([alice.pets, alice.friends, alice.tags], [[], [], []])
+    t.same(alice.bestPet.id, 2, 'singular associations are still populated')
+  })
+
+  t.test(`${db}: a JSON column holding text that is not JSON is returned as text`, async t => {
+    const { app, orm } = await build(t, db)
+    // Only SQLite stores JSON as free text; PostgreSQL's json type refuses such a value.
+    const value = db === 'sqlite' ? 'not json' : { ok: true }
+    await orm.em.getConnection().execute('update "user" set meta = ? where id = 2', [db === 'sqlite' ? value : JSON.stringify(value)])
+    t.same((await get(app, '/user/2?populate=false')).body.meta, value)
+  })
 }
