@@ -1,0 +1,43 @@
+// The route schemas are enough for @fastify/swagger: every model is a component, every route has
+// an operationId and a tag, and references resolve.
+import t from 'tap'
+import Fastify from 'fastify'
+import swagger from '@fastify/swagger'
+import blueprints from '../src/index.ts'
+import { createOrm, destroyOrm } from './helpers/db.ts'
+import { entities } from './fixtures/entities.ts'
+import { DATABASES } from './helpers/app.ts'
+
+t.test('OpenAPI document', async t => {
+  const db = DATABASES[0]
+  const orm = await createOrm(db, entities)
+  const app = Fastify()
+  t.teardown(async () => { await app.close(); await destroyOrm(db, orm) })
+  await app.register(swagger, {
+    openapi: { info: { title: 'test', version: '1' } },
+    // Name components after the schemas' $id (blueprints.user …) rather than def-0, def-1 …
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) }
+  })
+  await app.register(blueprints, { orm, prefix: '/api' })
+  await app.ready()
+  const doc = app.swagger() as unknown as {
+    paths: Record<string, Record<string, { operationId: string, tags: string[], parameters?: Array<{ name: string, in: string }>, responses: Record<string, unknown> }>>
+    components: { schemas: Record<string, unknown> }
+  }
+  t.same(Object.keys(doc.paths).sort(), [
+    '/api/pet', '/api/pet/{id}', '/api/pet/{id}/owner',
+    '/api/tag', '/api/tag/{slug}', '/api/tag/{slug}/users',
+    '/api/user', '/api/user/{id}', '/api/user/{id}/bestPet', '/api/user/{id}/friends', '/api/user/{id}/pets', '/api/user/{id}/tags'
+  ].map(p => p.replace('{slug}', '{id}')).sort())
+  t.equal(doc.paths['/api/user'].get.operationId, 'find_user')
+  t.same(doc.paths['/api/user/{id}/pets'].get.tags, ['user'])
+  t.ok(doc.paths['/api/user'].get.parameters?.some(p => p.name === 'where' && p.in === 'query'))
+  t.ok(doc.paths['/api/user'].get.parameters?.some(p => p.name === 'age' && p.in === 'query'), 'attribute filters are documented')
+  const names = Object.keys(doc.components.schemas)
+  for (const identity of ['user', 'pet', 'tag']) {
+    t.ok(names.includes(`blueprints.${identity}`), `${identity} record component`)
+    t.ok(names.includes(`blueprints.${identity}.child`), `${identity} child component`)
+  }
+  const json = JSON.stringify(doc)
+  for (const ref of json.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) t.ok(names.includes(ref[1]), `${ref[1]} resolves`)
+})
