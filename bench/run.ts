@@ -18,6 +18,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { deepStrictEqual } from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
+import { cpus, loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 
@@ -110,7 +111,7 @@ async function benchDatabase (db: Db): Promise<Outcome[]> {
       const records = (plugin.body as unknown[]).length
       if (records === 0) throw new Error(`${scenario.name}: empty answer, nothing to measure`)
       console.log(`\n${DB_LABEL[db]} — ${scenario.name}`)
-      console.log(`  same JSON: yes (${records} records, ${plugin.text.length} bytes, byte-identical: ${plugin.text === baseline.text ? 'yes' : 'no'})`)
+      console.log(`  same JSON: yes (${records} records, ${Buffer.byteLength(plugin.text)} bytes, byte-identical: ${plugin.text === baseline.text ? 'yes' : 'no'})`)
       for (const who of ['plugin', 'baseline'] as const) await measure(url(who), WARMUP_SECONDS)
       const outcome: Outcome = { db, scenario: scenario.name, plugin: [], baseline: [], cpu: { plugin: [], baseline: [] } }
       for (let round = 0; round < ROUNDS; round++) {
@@ -135,7 +136,10 @@ async function benchDatabase (db: Db): Promise<Outcome[]> {
 }
 
 const started = Date.now()
-console.log(`fastify-blueprints benchmark: ${ROUNDS} interleaved rounds × ${SECONDS} s per contender after a ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections, Node ${process.version}`)
+const load = (): string => loadavg().map(n => n.toFixed(2)).join(' ')
+console.log(`fastify-blueprints benchmark: ${ROUNDS} interleaved rounds × ${SECONDS} s per contender after a ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections, Node ${process.version}, ${cpus().length} CPUs`)
+console.log(`load average at start: ${load()}`)
+if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
 const all: Outcome[] = []
 for (const db of DATABASES) all.push(...await benchDatabase(db))
 
@@ -153,4 +157,4 @@ if (pg.length > 0) {
     ? `\nTarget met: plugin ≥ ${TARGET}× baseline on PostgreSQL in every scenario.`
     : `\nTarget MISSED on PostgreSQL (plugin < ${TARGET}× baseline): ${missed.map(o => o.scenario.slice(0, 2)).join(', ')}`)
 }
-console.log(`Total time: ${Math.round((Date.now() - started) / 1000)} s`)
+console.log(`Total time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)
