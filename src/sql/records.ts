@@ -141,21 +141,35 @@ export class RecordLoader {
     const from = association.relation === '1:m'
       ? `${table(child)} AS c`
       : `${quote(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON c.${quote(child.primaryKey.column)} = j.${quote(association.childColumn as string)}`
-    // ROW_NUMBER() per parent caps and pages the children of every parent in one statement.
+    const order = this.#orderBy('c', criteria.sort)
     const out = new SqlBuilder()
-      .push(`SELECT * FROM (SELECT ${columns('c', fields)}, ${parent} AS ${PARENT}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${this.#orderBy('c', criteria.sort)}) AS ${ROW} FROM ${from} WHERE `)
-      .fragment(this.#dialect.oneOf(parent, parentIds))
-    out.push(' AND ')
-    writeWhere(out, criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
-    out.push(`) AS x WHERE ${ROW} > ?`, criteria.skip)
-    if (criteria.limit !== Infinity) out.push(` AND ${ROW} <= ?`, criteria.skip + criteria.limit)
-    out.push(` ORDER BY ${PARENT}, ${ROW}`)
+    if (criteria.limit === Infinity && criteria.skip === 0) {
+      // Every child of every parent: one plain query, grouped below.
+      out.push(`SELECT ${columns('c', fields)}, ${parent} AS ${PARENT} FROM ${from} WHERE `)
+        .fragment(this.#dialect.oneOf(parent, parentIds))
+        .push(' AND ')
+      writeWhere(out, criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
+      out.push(` ORDER BY ${order}`)
+    } else {
+      // ROW_NUMBER() per parent caps and pages the children of every parent in one statement, and
+      // sends no row beyond the page however many children a parent has. (A LATERAL join would
+      // be cheaper with an index on the foreign key and far dearer without one.)
+      out.push(`SELECT * FROM (SELECT ${columns('c', fields)}, ${parent} AS ${PARENT}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${order}) AS ${ROW} FROM ${from} WHERE `)
+        .fragment(this.#dialect.oneOf(parent, parentIds))
+        .push(' AND ')
+      writeWhere(out, criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
+      out.push(`) AS x WHERE ${ROW} > ?`, criteria.skip)
+      if (criteria.limit !== Infinity) out.push(` AND ${ROW} <= ?`, criteria.skip + criteria.limit)
+    }
+    // Plain rows arrive in order; windowed rows carry their place, so they need no ORDER BY.
     const byParent = new Map<unknown, JsonRecord[]>()
     for (const row of await run(out.finish(this.#dialect))) {
       const key = row[PARENT]
       let list = byParent.get(key)
       if (list === undefined) byParent.set(key, list = [])
-      list.push(toRecord(row, fields))
+      const place = row[ROW]
+      if (place === undefined) list.push(toRecord(row, fields))
+      else list[Number(place) - criteria.skip - 1] = toRecord(row, fields)
     }
     return byParent
   }
