@@ -17,6 +17,7 @@ for (const db of DATABASES) {
         id: 1, name: 'alice', bestPet: 2, tags: [{ slug: 'admin', label: 'Administrator', weight: 10 }, { slug: 'beta', label: 'Beta tester', weight: 5 }]
       })
       t.same((await get(app, '/tag/vip?populate=false')).body, { slug: 'vip', label: 'VIP', weight: 7 })
+      t.same((await get(app, '/user/3?select=born&populate=false')).body, { id: 3, born: '1985-06-15T12:00:00.250Z' }, 'dates keep milliseconds')
       t.same((await get(app, '/user/1?limit=5&where=nonsense')).status, 200, 'find-only parameters are ignored')
     })
 

@@ -41,6 +41,7 @@ const Thing = defineEntity({
     id: p.bigint().primary(),
     count: p.bigint('number').nullable(),
     price: p.double().nullable(),
+    at: p.datetime().columnType('timestamp').nullable(),
     blob: p.blob().nullable(),
     address: () => p.embedded(Address).nullable(),
     doubled: p.integer().formula(alias => `${alias}.price * 2`).nullable(),
@@ -76,13 +77,15 @@ for (const db of DATABASES) {
     const { app } = await build(t, db, {
       entities: [Thing, Pair, Stamp, Address, Base, Child, Summary],
       seed: async orm => {
-        await orm.em.getConnection().execute('insert into thing (id, count, price) values (4000000001, 5, 1.5)')
+        // A timestamp without time zone: PostgreSQL writes it without an offset (read as local time).
+        const at = db === 'postgres' ? '\'2024-01-31 10:00:00.5\'' : String(Date.parse('2024-01-31T10:00:00.500'))
+        await orm.em.getConnection().execute(`insert into thing (id, count, price, at) values (4000000001, 5, 1.5, ${at})`)
       }
     })
     t.same(app.blueprints.models.all().map(m => m.identity).sort(), ['child', 'thing'])
     t.same(app.blueprints.models.skipped.map(s => `${s.entity}${s.property === undefined ? '' : '.' + s.property}`).sort(),
       ['Address', 'Pair', 'Stamp', 'Summary', 'Thing.address', 'Thing.blob', 'Thing.doubled', 'Thing.pair', 'Thing.stamp', 'Thing.virtual'])
-    t.same((await get(app, '/thing')).body, [{ id: '4000000001', count: 5, price: 1.5 }], 'bigint as a string, bigint in number mode as a number')
+    t.same((await get(app, '/thing')).body, [{ id: '4000000001', count: 5, price: 1.5, at: new Date('2024-01-31T10:00:00.500').toISOString() }], 'bigint as a string, bigint in number mode as a number')
     t.same((await get(app, '/thing/4000000001')).body.id, '4000000001')
     t.same((await get(app, '/thing?where={"id":4000000001}')).body.length, 1)
     t.same((await get(app, '/thing?where={"id":{">":"4000000000"}}')).body.length, 1)

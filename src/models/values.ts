@@ -82,7 +82,7 @@ export function toJson (type: AttributeType, dialect: Dialect): ToJson | undefin
     case 'boolean':
       return dialect.name === 'sqlite' ? v => v === 1 : undefined
     case 'date':
-      return v => new Date(v as string | number).toISOString()
+      return dialect.name === 'postgres' ? postgresDate : v => new Date(v as number).toISOString()
     case 'bigint':
       return v => String(v)
     case 'json':
@@ -91,6 +91,20 @@ export function toJson (type: AttributeType, dialect: Dialect): ToJson | undefin
     case 'string':
       return undefined
   }
+}
+
+// PostgreSQL's text form of a timestamptz in a UTC session: 2024-01-31 10:00:00.123456+00.
+const PG_UTC = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?\+00$/
+
+/**
+ * A PostgreSQL timestamp as ISO 8601 in UTC with milliseconds, as `Date#toISOString()` writes it.
+ * The common UTC form is rewritten as text (parsing it as a Date costs more than the query);
+ * anything else goes through `Date`.
+ */
+function postgresDate (value: unknown): string {
+  const match = PG_UTC.exec(value as string)
+  if (match === null) return new Date(value as string).toISOString()
+  return `${match[1]}T${match[2]}.${(match[3] ?? '').slice(0, 3).padEnd(3, '0')}Z`
 }
 
 function parseJson (text: string): unknown {
