@@ -45,6 +45,23 @@ for (const db of DATABASES) {
       t.same(ids((await get(app, '/user/1/pets')).body), range(1, 30), 'the populate route pages at 30 by default')
     })
 
+    t.test('a parent above the cap among several: paged per parent in a second statement', async t => {
+      const { app: small, orm: smallOrm } = await build(t, db, { seed: crowd, plugin: { populateLimit: 5 } })
+      const client = (smallOrm.em.getConnection() as unknown as { getClient (): unknown }).getClient() as { executeQuery: (...args: unknown[]) => Promise<unknown> }
+      const original = client.executeQuery
+      let statements = 0
+      client.executeQuery = function (this: unknown, ...args: unknown[]) {
+        statements++
+        return original.apply(this, args)
+      }
+      t.teardown(() => { client.executeQuery = original })
+      const users = (await get(small, '/user?limit=2')).body
+      // find, bestPet, pets (probe + paged), friends, tags (probe + paged)
+      t.equal(statements, 7)
+      t.same(users.map((u: { pets: Array<{ id: number }> }) => ids(u.pets)), [range(1, 5), [102]])
+      t.same(users.map((u: { tags: unknown[] }) => u.tags.length), [5, 0])
+    })
+
     t.test('statements per find do not grow with the number of records', async t => {
       const client = (orm.em.getConnection() as unknown as { getClient (): unknown }).getClient() as { executeQuery: (...args: unknown[]) => Promise<unknown> }
       const original = client.executeQuery
@@ -61,8 +78,8 @@ for (const db of DATABASES) {
         return statements
       }
       // 1 find + 1 per singular association (bestPet) + 1 per collection (pets, friends, tags).
-      t.equal(await count('/user?limit=1'), 5)
-      t.equal(await count('/user?limit=12'), 5)
+      t.equal(await count('/user?limit=1'), 5, 'one parent: children paged by LIMIT')
+      t.equal(await count('/user?limit=12'), 5, '12 parents × 30: every child fits in one plain query')
       t.equal(await count('/user?limit=Infinity'), 5)
       t.equal(await count('/user?populate=false'), 1)
       t.equal(await count('/user?populate=pets&limit=12'), 2)

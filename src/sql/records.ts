@@ -134,6 +134,16 @@ export class RecordLoader {
     ids.forEach((id, i) => { records[i][association.name] = byParent.get(id) ?? [] })
   }
 
+  /**
+   * The children of several parents, grouped by parent key.
+   *
+   * - One parent (the populate route), or no cap: one plain query, paged by LIMIT/OFFSET.
+   * - Several parents with a cap (default population): first a plain query limited to
+   *   `parents × cap + 1` rows. When fewer rows come back, they are every child of every parent
+   *   and the cap is applied here. Otherwise some parent has more children than the cap, and a
+   *   second statement pages each parent with ROW_NUMBER(). Either way at most two statements
+   *   run, and no more than `parents × cap + 1` rows are sent, however many children there are.
+   */
   async #children (run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria): Promise<Map<unknown, JsonRecord[]>> {
     const child = this.#registry.get(association.target) as Model
     const fields = this.#fields(criteria.projection)
@@ -142,36 +152,23 @@ export class RecordLoader {
       ? `${table(child)} AS c`
       : `${quote(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON c.${quote(child.primaryKey.column)} = j.${quote(association.childColumn as string)}`
     const order = this.#orderBy('c', criteria.sort)
-    const out = new SqlBuilder()
-    if (criteria.limit === Infinity && criteria.skip === 0) {
-      // Every child of every parent: one plain query, grouped below.
-      out.push(`SELECT ${columns('c', fields)}, ${parent} AS ${PARENT} FROM ${from} WHERE `)
-        .fragment(this.#dialect.oneOf(parent, parentIds))
-        .push(' AND ')
+    const select = (head: string): SqlBuilder => {
+      const out = new SqlBuilder().push(`${head} FROM ${from} WHERE `).fragment(this.#dialect.oneOf(parent, parentIds)).push(' AND ')
       writeWhere(out, criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
-      out.push(` ORDER BY ${order}`)
-    } else {
-      // ROW_NUMBER() per parent caps and pages the children of every parent in one statement, and
-      // sends no row beyond the page however many children a parent has. (A LATERAL join would
-      // be cheaper with an index on the foreign key and far dearer without one.)
-      out.push(`SELECT * FROM (SELECT ${columns('c', fields)}, ${parent} AS ${PARENT}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${order}) AS ${ROW} FROM ${from} WHERE `)
-        .fragment(this.#dialect.oneOf(parent, parentIds))
-        .push(' AND ')
-      writeWhere(out, criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
-      out.push(`) AS x WHERE ${ROW} > ?`, criteria.skip)
-      if (criteria.limit !== Infinity) out.push(` AND ${ROW} <= ?`, criteria.skip + criteria.limit)
+      return out
     }
-    // Plain rows arrive in order; windowed rows carry their place, so they need no ORDER BY.
-    const byParent = new Map<unknown, JsonRecord[]>()
-    for (const row of await run(out.finish(this.#dialect))) {
-      const key = row[PARENT]
-      let list = byParent.get(key)
-      if (list === undefined) byParent.set(key, list = [])
-      const place = row[ROW]
-      if (place === undefined) list.push(toRecord(row, fields))
-      else list[Number(place) - criteria.skip - 1] = toRecord(row, fields)
+    const plain = `SELECT ${columns('c', fields)}, ${parent} AS ${PARENT}`
+    const single = parentIds.length === 1
+    if (single || criteria.limit === Infinity) {
+      const rows = await run(select(plain).push(` ORDER BY ${order}`).fragment(this.#dialect.page(single ? criteria.limit : Infinity, single ? criteria.skip : 0)).finish(this.#dialect))
+      return group(rows, fields, Infinity)
     }
-    return byParent
+    const probe = parentIds.length * criteria.limit + 1
+    const rows = await run(select(plain).push(` ORDER BY ${order}`).fragment(this.#dialect.page(probe, 0)).finish(this.#dialect))
+    if (rows.length < probe) return group(rows, fields, criteria.limit)
+    const windowed = select(`SELECT * FROM (${plain}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${order}) AS ${ROW}`)
+      .push(`) AS x WHERE ${ROW} <= ? ORDER BY ${ROW}`, criteria.limit)
+    return group(await run(windowed.finish(this.#dialect)), fields, criteria.limit)
   }
 
   #orderBy (alias: string, sort: Criteria['sort']): string {
@@ -201,6 +198,18 @@ export function table (model: Pick<Model, 'schema' | 'table'>): string {
 
 function columns (alias: string, fields: Field[]): string {
   return fields.map(field => column(alias, field)).join(', ')
+}
+
+/** Rows (in order within each parent) grouped by parent key, at most `cap` per parent. */
+function group (rows: Row[], fields: Field[], cap: number): Map<unknown, JsonRecord[]> {
+  const byParent = new Map<unknown, JsonRecord[]>()
+  for (const row of rows) {
+    const key = row[PARENT]
+    let list = byParent.get(key)
+    if (list === undefined) byParent.set(key, list = [])
+    if (list.length < cap) list.push(toRecord(row, fields))
+  }
+  return byParent
 }
 
 function toRecord (row: Row, fields: Field[]): JsonRecord {

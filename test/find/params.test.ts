@@ -107,6 +107,10 @@ for (const db of DATABASES) {
     ])
     const [alice] = (await get(app, '/user?limit=1')).body
     t.same(alice.pets.map((p: { id: number }) => p.id), [1], 'default population capped at populateLimit')
+    const four = (await get(app, '/user?limit=4&populate=pets')).body.map((u: { pets: Array<{ id: number }> }) => u.pets.map(p => p.id))
+    t.same(four, [[1, 2], [3], [5], []], 'explicit population is not capped')
+    const capped = (await get(app, '/user?limit=4')).body.map((u: { pets: Array<{ id: number }> }) => u.pets.map(p => p.id))
+    t.same(capped, [[1], [3], [5], []], 'every child fetched at once, capped per parent')
     t.same((await get(app, '/user?limit=1&populate=pets')).body[0].pets.map((p: { id: number }) => p.id), [1, 2], 'explicit populate capped only by maxLimit')
   })
 
