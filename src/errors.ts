@@ -17,6 +17,14 @@ const NO_STACK = false
 export const BP_ERR_RECORD_NOT_FOUND = createError<'BP_ERR_RECORD_NOT_FOUND', 404, [string, string]>(
   'BP_ERR_RECORD_NOT_FOUND', 'No %s record has the primary key %s', 404, undefined, NO_STACK)
 
+/** Some of the records a collection is to hold (replace's `fks`) do not exist. 404. */
+export const BP_ERR_CHILDREN_NOT_FOUND = createError<'BP_ERR_CHILDREN_NOT_FOUND', 404, [string, string]>(
+  'BP_ERR_CHILDREN_NOT_FOUND', 'No %s records have the primary keys %s', 404, undefined, NO_STACK)
+
+/** A one-to-many child cannot leave its parent: its foreign key does not accept null. 409. */
+export const BP_ERR_LINK_REQUIRED = createError<'BP_ERR_LINK_REQUIRED', 409, [string, string, string]>(
+  'BP_ERR_LINK_REQUIRED', 'Cannot remove %s from `%s`: its `%s` cannot be null', 409, undefined, NO_STACK)
+
 /** A populate request for a singular association whose value is empty. 404. */
 export const BP_ERR_ASSOCIATION_EMPTY = createError<'BP_ERR_ASSOCIATION_EMPTY', 404, [string, string, string]>(
   'BP_ERR_ASSOCIATION_EMPTY', 'The %s record %s has no `%s`', 404, undefined, NO_STACK)
@@ -101,6 +109,8 @@ export const BP_ERR_UNSUPPORTED_DATABASE = createError<'BP_ERR_UNSUPPORTED_DATAB
 export const errors = {
   BP_ERR_RECORD_NOT_FOUND,
   BP_ERR_ASSOCIATION_EMPTY,
+  BP_ERR_CHILDREN_NOT_FOUND,
+  BP_ERR_LINK_REQUIRED,
   BP_ERR_INVALID_ID,
   BP_ERR_INVALID_JSON,
   BP_ERR_INVALID_WHERE,

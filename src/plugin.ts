@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import { Notifier, type ChangeListener } from './actions/changes.ts'
 import { executorFor, type ActionContext } from './actions/context.ts'
 import { buildRegistry, type ModelRegistry } from './models/registry.ts'
 import { modelSchemas } from './models/schemas.ts'
@@ -19,6 +20,18 @@ import { RecordLoader } from './sql/records.ts'
 export interface Blueprints {
   /** The exposed models. */
   readonly models: ModelRegistry
+  /**
+   * Calls `listener` with the changes of every committed write (see docs/changes.md); returns the
+   * function that removes it.
+   *
+   * @example
+   * ```ts
+   * app.blueprints.onChange((changes, { action }) => {
+   *   for (const { model, message } of changes) app.log.info({ model, message, action }, 'changed')
+   * })
+   * ```
+   */
+  onChange (listener: ChangeListener): () => void
 }
 
 declare module 'fastify' {
@@ -41,11 +54,15 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   for (const skipped of registry.skipped) {
     app.log.debug({ entity: skipped.entity, property: skipped.property }, `fastify-blueprints: not exposed: ${skipped.reason}`)
   }
+  const notifier = new Notifier(app.log)
   const ctx: ActionContext = {
+    orm: options.orm,
+    dialect,
     registry,
     loader: new RecordLoader(registry, dialect),
-    run: executorFor(options.orm),
-    bounds: { maxLimit: options.maxLimit, caseInsensitive: options.caseInsensitive }
+    run: executorFor(options.orm.em),
+    bounds: { maxLimit: options.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.populateLimit },
+    notifier
   }
   // Schemas go on the instance the app registered us on (fastify-plugin lifts us there), so the
   // app's @fastify/swagger sees them as components.
@@ -53,7 +70,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   for (const model of registry.all()) {
     for (const schema of modelSchemas(model, registry)) app.addSchema(schema)
   }
-  app.decorate('blueprints', { models: registry })
+  app.decorate('blueprints', { models: registry, onChange: listener => notifier.listen(listener) })
   await app.register(async routes => { registerRoutes(routes, ctx, options) }, { prefix: options.prefix })
 }
 

@@ -49,7 +49,7 @@ for (const db of DATABASES) {
 
     t.test('not found and invalid → coded errors', t => expectErrors(t, app, [
       ['/user/99', 404, 'BP_ERR_RECORD_NOT_FOUND', '99'],
-      ['/user/1.5', 404, 'BP_ERR_RECORD_NOT_FOUND', 'user'],
+      ['/user/1.5', 400, 'BP_ERR_INVALID_ID', 'whole number'],
       ['/tag/nope', 404, 'BP_ERR_RECORD_NOT_FOUND', 'tag'],
       ['/user/abc', 400, 'BP_ERR_INVALID_ID', 'id'],
       ['/user/1?populate=nope', 400, 'BP_ERR_INVALID_POPULATE', 'nope'],

@@ -27,8 +27,12 @@ t.test('OpenAPI document', async t => {
   t.same(Object.keys(doc.paths).sort(), [
     '/api/pet', '/api/pet/{id}', '/api/pet/{id}/owner',
     '/api/tag', '/api/tag/{slug}', '/api/tag/{slug}/users',
-    '/api/user', '/api/user/{id}', '/api/user/{id}/bestPet', '/api/user/{id}/friends', '/api/user/{id}/pets', '/api/user/{id}/tags'
+    '/api/user', '/api/user/{id}', '/api/user/{id}/bestPet', '/api/user/{id}/friends', '/api/user/{id}/pets', '/api/user/{id}/tags',
+    '/api/tag/{id}/users/{fk}', '/api/user/{id}/friends/{fk}', '/api/user/{id}/pets/{fk}', '/api/user/{id}/tags/{fk}'
   ].map(p => p.replace('{slug}', '{id}')).sort())
+  t.same(Object.keys(doc.paths['/api/user/{id}/pets']).sort(), ['get', 'put'], 'populate and replace')
+  t.same(Object.keys(doc.paths['/api/user/{id}/pets/{fk}']).sort(), ['delete', 'put'], 'add and remove')
+  t.equal(doc.paths['/api/user/{id}/pets/{fk}'].put.operationId, 'add_user_pets')
   t.equal(doc.paths['/api/user'].get.operationId, 'find_user')
   t.same(doc.paths['/api/user/{id}/pets'].get.tags, ['user'])
   t.ok(doc.paths['/api/user'].get.parameters?.some(p => p.name === 'where' && p.in === 'query'))

@@ -34,6 +34,7 @@ const Address = defineEntity({ name: 'Address', embeddable: true, properties: { 
 const Base = new EntitySchema({ name: 'Base', abstract: true, properties: { id: { type: 'integer', primary: true } } })
 const Child = new EntitySchema({ name: 'Child', extends: Base, properties: { label: { type: 'string' } } })
 const Summary = defineEntity({ name: 'Summary', expression: 'select 1 as total', properties: { total: p.integer() } })
+const Measure = defineEntity({ name: 'Measure', properties: { value: p.double().primary() } })
 const Stamp = defineEntity({ name: 'Stamp', properties: { at: p.datetime().primary() } })
 const Thing = defineEntity({
   name: 'Thing',
@@ -75,14 +76,14 @@ for (const db of DATABASES) {
 
   t.test(`${db}: what cannot be exposed is left out`, async t => {
     const { app } = await build(t, db, {
-      entities: [Thing, Pair, Stamp, Address, Base, Child, Summary],
+      entities: [Thing, Pair, Stamp, Address, Base, Child, Summary, Measure],
       seed: async orm => {
         // A timestamp without time zone: PostgreSQL writes it without an offset (read as local time).
         const at = db === 'postgres' ? '\'2024-01-31 10:00:00.5\'' : String(Date.parse('2024-01-31T10:00:00.500'))
         await orm.em.getConnection().execute(`insert into thing (id, count, price, at) values (4000000001, 5, 1.5, ${at})`)
       }
     })
-    t.same(app.blueprints.models.all().map(m => m.identity).sort(), ['child', 'thing'])
+    t.same(app.blueprints.models.all().map(m => m.identity).sort(), ['child', 'measure', 'thing'])
     t.same(app.blueprints.models.skipped.map(s => `${s.entity}${s.property === undefined ? '' : '.' + s.property}`).sort(),
       ['Address', 'Pair', 'Stamp', 'Summary', 'Thing.address', 'Thing.blob', 'Thing.doubled', 'Thing.pair', 'Thing.stamp', 'Thing.virtual'])
     t.same((await get(app, '/thing')).body, [{ id: '4000000001', count: 5, price: 1.5, at: new Date('2024-01-31T10:00:00.500').toISOString() }], 'bigint as a string, bigint in number mode as a number')
@@ -99,6 +100,8 @@ for (const db of DATABASES) {
     t.same((await get(app, '/thing?where={"count":{">":4.5}}')).body.length, 1)
     t.equal((await get(app, '/thing?where={"count":1e300}')).body.code, 'BP_ERR_INVALID_VALUE', 'an integer out of range is refused')
     t.equal((await get(app, '/thing/abc')).body.code, 'BP_ERR_INVALID_ID')
+    t.match((await get(app, '/measure/abc')).body, { code: 'BP_ERR_INVALID_ID', message: /must be a number/ }, 'a decimal primary key')
+    t.equal((await get(app, '/measure/1.5')).body.code, 'BP_ERR_RECORD_NOT_FOUND')
   })
 }
 

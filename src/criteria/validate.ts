@@ -18,6 +18,8 @@ export interface Bounds {
   /** Largest `limit` accepted (Infinity: none). Also caps explicitly populated collections. */
   readonly maxLimit: number
   readonly caseInsensitive: boolean
+  /** Children per collection when associations are populated by default. */
+  readonly populateLimit: number
 }
 
 /**

@@ -93,7 +93,8 @@ export function readModels (storage: MetadataStorage, identityOf: (entityName: s
           relation: '1:m',
           parentColumn: back.fieldNames[0],
           pivotTable: undefined,
-          childColumn: undefined
+          childColumn: undefined,
+          parentNullable: back.nullable === true
         })
       } else if (prop.kind === 'm:n') {
         const via = prop.owner === true ? collectionVia(prop.inversedBy, targetMeta) : prop.mappedBy
@@ -105,7 +106,8 @@ export function readModels (storage: MetadataStorage, identityOf: (entityName: s
           relation: 'm:n',
           parentColumn: (prop.joinColumns as string[])[0],
           pivotTable: prop.pivotTable,
-          childColumn: (prop.inverseJoinColumns as string[])[0]
+          childColumn: (prop.inverseJoinColumns as string[])[0],
+          parentNullable: true
         })
       } else {
         // The inverse side of a 1:1 holds no column; the owning side exposes the link.

@@ -62,6 +62,8 @@ export interface CollectionAssociation {
   readonly pivotTable: string | undefined
   /** `m:n` only: the pivot's column that points at the child. */
   readonly childColumn: string | undefined
+  /** `1:m` only: whether the child's foreign key accepts null (a child can leave the collection). */
+  readonly parentNullable: boolean
 }
 
 /** An association of either kind. */

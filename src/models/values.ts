@@ -67,6 +67,15 @@ export function describe (value: unknown): string {
   return String(value)
 }
 
+/**
+ * A primary key (raw from the database, or coerced from a request) in its JSON form: bigint keys
+ * as strings, numeric keys as numbers.
+ */
+export function jsonKey (type: AttributeType, value: unknown): string | number {
+  if (type === 'number') return Number(value)
+  return String(value)
+}
+
 /** Converts one database value to its JSON form. */
 export type ToJson = (value: unknown) => unknown
 

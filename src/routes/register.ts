@@ -27,9 +27,9 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
     for (const spec of ROUTES) {
       const actionOptions = modelOptions.actions?.[spec.action]
       if (actionOptions === false) continue
-      const associations: Array<Association | undefined> = spec.perAssociation
-        ? [...model.singulars.values(), ...model.collections.values()]
-        : [undefined]
+      const associations: Array<Association | undefined> = spec.per === 'model'
+        ? [undefined]
+        : [...(spec.per === 'association' ? model.singulars.values() : []), ...model.collections.values()]
       for (const association of associations) {
         const input = { ctx, options, model, association }
         const config: BlueprintRouteConfig = { model: model.identity, action: spec.action, association: association?.name }

@@ -16,6 +16,7 @@ import { BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
 import { childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
 import type { BlueprintAction, QueryContext, ResolvedOptions } from '../options.ts'
+import { COLLECTION_ROUTES } from './collection-routes.ts'
 
 /** What a handler is built from. */
 export interface RouteInput {
@@ -30,8 +31,8 @@ export interface RouteInput {
 export interface RouteSpec {
   readonly action: BlueprintAction
   readonly method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
-  /** One route per association of the model (populate), or one per model. */
-  readonly perAssociation: boolean
+  /** One route per model, per association (populate) or per collection (add, replace, remove). */
+  readonly per: 'model' | 'association' | 'collection'
   url (model: Model, association?: Association): string
   schema (input: RouteInput): FastifySchema
   handler (input: RouteInput): (request: FastifyRequest) => Promise<unknown>
@@ -45,7 +46,8 @@ export const ERROR_SCHEMA = Type.Object({
   message: Type.String()
 }, { $id: 'blueprints.error', title: 'Blueprint error' })
 
-const errorRef = Type.Ref('blueprints.error')
+/** Reference to {@link ERROR_SCHEMA}. */
+export const errorRef = Type.Ref('blueprints.error')
 
 /** Runs the app's parseBlueprintOptions hook, if any. */
 async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext): Promise<BlueprintQuery> {
@@ -58,12 +60,12 @@ function defaults (input: RouteInput): { limit: number, populateLimit: number } 
   return { limit: input.options.defaultLimit, populateLimit: input.options.populateLimit }
 }
 
-/** The blueprint routes (read actions). */
-export const ROUTES: readonly RouteSpec[] = [
+/** The routes of the read actions. */
+export const READ_ROUTES: readonly RouteSpec[] = [
   {
     action: 'find',
     method: 'GET',
-    perAssociation: false,
+    per: 'model',
     url: model => `/${model.identity}`,
     schema: ({ model }) => ({
       querystring: findQuery(model, true),
@@ -77,7 +79,7 @@ export const ROUTES: readonly RouteSpec[] = [
   {
     action: 'findOne',
     method: 'GET',
-    perAssociation: false,
+    per: 'model',
     url: model => `/${model.identity}/:id`,
     schema: ({ model }) => ({
       params: idParams(['id']),
@@ -102,7 +104,7 @@ export const ROUTES: readonly RouteSpec[] = [
   {
     action: 'populate',
     method: 'GET',
-    perAssociation: true,
+    per: 'association',
     url: (model, association) => `/${model.identity}/:id/${(association as Association).name}`,
     schema: ({ ctx, association }) => {
       const target = association as Association
@@ -133,3 +135,6 @@ export const ROUTES: readonly RouteSpec[] = [
     }
   }
 ]
+
+/** Every blueprint route, in registration order. */
+export const ROUTES: readonly RouteSpec[] = [...READ_ROUTES, ...COLLECTION_ROUTES]

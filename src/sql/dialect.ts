@@ -27,6 +27,8 @@ export interface Dialect {
   param (target: { readonly integer: boolean }): string
   /** A JS value (already coerced to the attribute type) as the driver wants it bound. */
   bind (type: AttributeType, value: unknown): unknown
+  /** Row-lock clause for a SELECT inside a write transaction. */
+  readonly forUpdate: string
   /** Collation clause for comparing and ordering strings by code point. */
   readonly byCodePoint: string
   /** `expr` matched against a pattern; `fold` compares ASCII letters case-insensitively. */
@@ -51,6 +53,7 @@ const postgres: Dialect = {
   // operators), and accepts any safe JavaScript integer without overflowing an int4.
   param: target => target.integer ? '?::int8' : '?',
   bind: (type, value) => type === 'bigint' ? String(value) : value,
+  forUpdate: ' FOR UPDATE',
   // The "C" collation orders by byte, which for UTF-8 is code-point order: the order SQLite's
   // default BINARY collation gives. The database's own locale would sort 'cody' before 'Scott'.
   byCodePoint: ' COLLATE "C"',
@@ -80,6 +83,8 @@ const sqlite: Dialect = {
     if (type === 'date') return (value as Date).getTime()
     return value
   },
+  // SQLite has no row locks; its write transactions are serial.
+  forUpdate: '',
   byCodePoint: '',
   match (expr, tokens, fold) {
     // SQLite's LIKE ignores ASCII case and cannot be made case-sensitive per query; GLOB is

@@ -1,0 +1,111 @@
+/**
+ * Change sets: the notifications a write causes, computed from what really changed in the
+ * database, and handed to listeners only after the transaction has committed.
+ *
+ * @module
+ */
+import type { FastifyBaseLogger } from 'fastify'
+
+/** A primary key value as it appears in JSON. */
+export type Id = string | number
+
+/** Children added to a collection of a record. */
+export interface AddedTo {
+  readonly verb: 'addedTo'
+  /** Primary key of the record whose collection grew. */
+  readonly id: Id
+  /** The collection. */
+  readonly attribute: string
+  /** Primary keys of the records that were added. */
+  readonly addedIds: Id[]
+}
+
+/** Children removed from a collection of a record. */
+export interface RemovedFrom {
+  readonly verb: 'removedFrom'
+  readonly id: Id
+  readonly attribute: string
+  readonly removedIds: Id[]
+}
+
+/** Attributes of a record changed (for a link change: the foreign key that points back). */
+export interface Updated {
+  readonly verb: 'updated'
+  readonly id: Id
+  /** The changed attributes with their new values. */
+  readonly data: Record<string, unknown>
+  /** Their values before, when the change knows them. */
+  readonly previous?: Record<string, unknown>
+}
+
+/** A notification message, as sent to subscribers of a record (`data` of a socket event). */
+export type ChangeMessage = AddedTo | RemovedFrom | Updated
+
+/** One notification: the model it is about (the event name) and the message. */
+export interface Change {
+  /** Identity of the model of the record concerned (`user`). */
+  readonly model: string
+  readonly message: ChangeMessage
+}
+
+/** What a listener is told besides the changes. */
+export interface ChangeContext {
+  /** The action that made the changes. */
+  readonly action: string
+  /** The model of the route that was called. */
+  readonly model: string
+}
+
+/**
+ * Receives the changes of one committed write (never of a rolled-back one). Errors it throws or
+ * rejects with are logged; they cannot undo the write.
+ */
+export type ChangeListener = (changes: readonly Change[], context: ChangeContext) => void | Promise<void>
+
+/** Collects the changes of one write, merging repeated ids into one message per record. */
+export class ChangeSet {
+  readonly changes: Change[] = []
+
+  /** `addedTo` on record `id` of `model`; nothing when `ids` is empty. */
+  addedTo (model: string, id: Id, attribute: string, ids: Id[]): void {
+    if (ids.length > 0) this.changes.push({ model, message: { verb: 'addedTo', id, attribute, addedIds: ids } })
+  }
+
+  /** `removedFrom` on record `id` of `model`; nothing when `ids` is empty. */
+  removedFrom (model: string, id: Id, attribute: string, ids: Id[]): void {
+    if (ids.length > 0) this.changes.push({ model, message: { verb: 'removedFrom', id, attribute, removedIds: ids } })
+  }
+
+  /** `updated` on record `id` of `model`, with the new and the former values. */
+  updated (model: string, id: Id, data: Record<string, unknown>, previous: Record<string, unknown>): void {
+    this.changes.push({ model, message: { verb: 'updated', id, data, previous } })
+  }
+}
+
+/** The listeners of one plugin registration. */
+export class Notifier {
+  readonly #listeners = new Set<ChangeListener>()
+  readonly #log: FastifyBaseLogger
+
+  constructor (log: FastifyBaseLogger) {
+    this.#log = log
+  }
+
+  /** Adds a listener; returns the function that removes it. */
+  listen (listener: ChangeListener): () => void {
+    this.#listeners.add(listener)
+    return () => { this.#listeners.delete(listener) }
+  }
+
+  /** Hands committed changes to every listener; waits for them, logs their failures. */
+  async emit (changes: readonly Change[], context: ChangeContext): Promise<void> {
+    if (changes.length === 0) return
+    await Promise.all([...this.#listeners].map(async listener => {
+      try {
+        await listener(changes, context)
+      } catch (err) {
+        this.#log.error({ err, action: context.action, model: context.model }, 'fastify-blueprints: a change listener failed')
+      }
+    }))
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * remove: unlink one child from a collection, `DELETE /m/:id/:association/:fk`.
+ *
+ * @module
+ */
+import { BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { JsonRecord } from '../sql/records.ts'
+import { collectionOf, keyOf, lockParent, parentRecord } from './collection.ts'
+import { inTransaction, parseId, type ActionContext } from './context.ts'
+
+/**
+ * Removes the child `rawFk` from the collection of the parent `rawId`, in one transaction. The
+ * child is never destroyed; removing a child that is not a member changes and notifies nothing.
+ *
+ * Changes: `removedFrom` on the parent; on the child `updated` (one-to-many: its foreign key, now
+ * null) or `removedFrom` (many-to-many with a via).
+ *
+ * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child), BP_ERR_LINK_REQUIRED
+ * (a one-to-many child whose foreign key cannot be null).
+ */
+export async function remove (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string): Promise<JsonRecord> {
+  const collection = collectionOf(ctx, model, association)
+  const { child } = collection
+  const id = parseId(model, rawId, 'id')
+  const fk = parseId(child, rawFk, 'fk')
+  return inTransaction(ctx, { action: 'remove', model: model.identity }, async scope => {
+    await lockParent(scope, collection, id, rawId)
+    const parentKey = keyOf(model, id)
+    const column = association.relation === '1:m' ? association.parentColumn : child.primaryKey.column
+    const found = (await scope.links.read(child, [fk], column, association.relation === '1:m')).get(String(fk))
+    if (found === undefined) throw new BP_ERR_RECORD_NOT_FOUND(child.identity, rawFk)
+    const childKey = keyOf(child, found.id)
+    if (association.relation === '1:m') {
+      if (found.value !== null && String(found.value) === String(id)) {
+        const via = association.via as string
+        if (!association.parentNullable) throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${rawFk}`, association.name, via)
+        await scope.links.set(child, [fk], association.parentColumn, null, model)
+        scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
+        scope.changes.updated(child.identity, childKey, { [via]: null }, { [via]: parentKey })
+      }
+    } else if ((await scope.links.unlink(association, model, child, id, [fk])).length > 0) {
+      scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
+      if (association.via !== undefined) scope.changes.removedFrom(child.identity, childKey, association.via, [parentKey])
+    }
+    return parentRecord(ctx, scope, collection, id)
+  })
+}

@@ -1,0 +1,82 @@
+/**
+ * replace: set the members of a collection, `PUT /m/:id/:association` with `{ "fks": [...] }`.
+ *
+ * @module
+ */
+import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LINK_REQUIRED } from '../errors.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { JsonRecord } from '../sql/records.ts'
+import type { Id } from './changes.ts'
+import { collectionOf, keyOf, lockParent, parentRecord } from './collection.ts'
+import { inTransaction, parseId, type ActionContext } from './context.ts'
+
+/**
+ * Makes `fks` the exact members of the collection of the parent `rawId`, in one transaction.
+ * Ids are coerced to the child's key type and duplicates collapsed; `[]` empties the collection.
+ * Members not in `fks` are unlinked, the others linked; members that stay are not touched.
+ *
+ * Changes: one `addedTo` (only the new members) and one `removedFrom` (only those that left) on
+ * the parent; per affected child `updated` (one-to-many) or `addedTo`/`removedFrom` (many-to-many
+ * with a via); one `removedFrom` per former parent that lost children.
+ *
+ * @throws BP_ERR_INVALID_ID (a bad id in `fks`), BP_ERR_RECORD_NOT_FOUND (parent),
+ * BP_ERR_CHILDREN_NOT_FOUND (ids that match no child; nothing changes), BP_ERR_LINK_REQUIRED.
+ */
+export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>): Promise<JsonRecord> {
+  const collection = collectionOf(ctx, model, association)
+  const { child } = collection
+  const id = parseId(model, rawId, 'id')
+  const wanted = new Map<string, unknown>()
+  for (const fk of fks) {
+    const key = parseId(child, fk, 'fks')
+    wanted.set(String(key), key)
+  }
+  return inTransaction(ctx, { action: 'replace', model: model.identity }, async scope => {
+    await lockParent(scope, collection, id, rawId)
+    const parentKey = keyOf(model, id)
+    const oneToMany = association.relation === '1:m'
+    const column = oneToMany ? association.parentColumn : child.primaryKey.column
+    const found = await scope.links.read(child, [...wanted.values()], column, oneToMany)
+    const missing = [...wanted.keys()].filter(key => !found.has(key))
+    if (missing.length > 0) throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.join(', '))
+    const current = new Map((await scope.links.members(association, model, child, id)).map(raw => [String(raw), raw]))
+    const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
+    const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)
+    const added: unknown[] = []
+    const removed: unknown[] = []
+    if (oneToMany) {
+      const via = association.via as string
+      if (toRemove.length > 0 && !association.parentNullable) {
+        throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${toRemove.join(', ')}`, association.name, via)
+      }
+      await scope.links.set(child, toRemove, association.parentColumn, null, model)
+      await scope.links.set(child, toAdd, association.parentColumn, id, model)
+      added.push(...toAdd)
+      removed.push(...toRemove)
+      scope.changes.addedTo(model.identity, parentKey, association.name, added.map(key => keyOf(child, key)))
+      scope.changes.removedFrom(model.identity, parentKey, association.name, removed.map(key => keyOf(child, key)))
+      const formerParents = new Map<string, { parent: unknown, children: Id[] }>()
+      for (const key of toAdd) {
+        const former = (found.get(String(key)) as { value: unknown }).value
+        const childKey = keyOf(child, key)
+        scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: former === null ? null : keyOf(model, former) })
+        if (former === null) continue
+        const entry = formerParents.get(String(former)) ?? { parent: former, children: [] }
+        entry.children.push(childKey)
+        formerParents.set(String(former), entry)
+      }
+      for (const key of toRemove) scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
+      for (const { parent, children } of formerParents.values()) scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
+    } else {
+      removed.push(...await scope.links.unlink(association, model, child, id, toRemove))
+      added.push(...await scope.links.link(association, model, child, id, toAdd))
+      scope.changes.addedTo(model.identity, parentKey, association.name, added.map(key => keyOf(child, key)))
+      scope.changes.removedFrom(model.identity, parentKey, association.name, removed.map(key => keyOf(child, key)))
+      if (association.via !== undefined) {
+        for (const key of added) scope.changes.addedTo(child.identity, keyOf(child, key), association.via, [parentKey])
+        for (const key of removed) scope.changes.removedFrom(child.identity, keyOf(child, key), association.via, [parentKey])
+      }
+    }
+    return parentRecord(ctx, scope, collection, id)
+  })
+}

@@ -1,0 +1,59 @@
+/**
+ * Routes of the collection actions: add, replace and remove, one set per collection.
+ *
+ * @module
+ */
+import type { FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { add } from '../actions/add.ts'
+import { remove } from '../actions/remove.ts'
+import { replace } from '../actions/replace.ts'
+import type { CollectionAssociation } from '../models/model.ts'
+import { idParams, recordSchemaId } from '../models/schemas.ts'
+import type { RouteInput, RouteSpec } from './table.ts'
+
+const KEYS = Type.Array(Type.Union([Type.String(), Type.Number()]), { description: 'primary keys of the child records' })
+
+/**
+ * Body of replace: `{ "fks": [...] }`, or the bare array that Sails 1.x clients send.
+ */
+export const REPLACE_BODY = Type.Union([Type.Object({ fks: KEYS }, { required: ['fks'] }), KEYS])
+
+function answer (input: RouteInput): Record<string, unknown> {
+  return { 200: Type.Ref(recordSchemaId(input.model.identity)), '4xx': Type.Ref('blueprints.error') }
+}
+
+function ids (request: FastifyRequest): { id: string, fk: string } {
+  return request.params as { id: string, fk: string }
+}
+
+/** add, replace and remove. */
+export const COLLECTION_ROUTES: readonly RouteSpec[] = [
+  {
+    action: 'add',
+    method: 'PUT',
+    per: 'collection',
+    url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}/:fk`,
+    schema: input => ({ params: idParams(['id', 'fk']), response: answer(input) }),
+    handler: input => async request => add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk)
+  },
+  {
+    action: 'replace',
+    method: 'PUT',
+    per: 'collection',
+    url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}`,
+    schema: input => ({ params: idParams(['id']), body: REPLACE_BODY, response: answer(input) }),
+    handler: input => async request => {
+      const body = request.body as { fks: Array<string | number> } | Array<string | number>
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks)
+    }
+  },
+  {
+    action: 'remove',
+    method: 'DELETE',
+    per: 'collection',
+    url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}/:fk`,
+    schema: input => ({ params: idParams(['id', 'fk']), response: answer(input) }),
+    handler: input => async request => remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk)
+  }
+]
