@@ -89,6 +89,18 @@ export const BP_ERR_INVALID_POPULATE = createError<'BP_ERR_INVALID_POPULATE', 40
 export const BP_ERR_PARAMETER_NOT_ALLOWED = createError<'BP_ERR_PARAMETER_NOT_ALLOWED', 400, [string, string]>(
   'BP_ERR_PARAMETER_NOT_ALLOWED', 'The `%s` parameter is not allowed here: %s', 400, undefined, NO_STACK)
 
+/** create: attributes without a default are missing from the body. 400. */
+export const BP_ERR_MISSING_VALUE = createError<'BP_ERR_MISSING_VALUE', 400, [string, string]>(
+  'BP_ERR_MISSING_VALUE', 'The body has no value for %s, which %s required', 400, undefined, NO_STACK)
+
+/** A write would duplicate a unique value (or an existing primary key). 409. */
+export const BP_ERR_UNIQUE = createError<'BP_ERR_UNIQUE', 409, [string]>(
+  'BP_ERR_UNIQUE', 'A record with the same unique value already exists (%s)', 409, undefined, NO_STACK)
+
+/** A write breaks a database constraint (for example destroying a record that others require). 409. */
+export const BP_ERR_CONSTRAINT = createError<'BP_ERR_CONSTRAINT', 409, [string]>(
+  'BP_ERR_CONSTRAINT', 'The change breaks a database constraint (%s)', 409, undefined, NO_STACK)
+
 /** The plugin was registered with invalid options. Thrown at start-up, never per request. */
 export const BP_ERR_INVALID_OPTION = createError<'BP_ERR_INVALID_OPTION', 500, [string]>(
   'BP_ERR_INVALID_OPTION', 'fastify-blueprints: invalid option: %s', 500)
@@ -126,9 +138,29 @@ export const errors = {
   BP_ERR_SELECT_AND_OMIT,
   BP_ERR_INVALID_POPULATE,
   BP_ERR_PARAMETER_NOT_ALLOWED,
+  BP_ERR_MISSING_VALUE,
+  BP_ERR_UNIQUE,
+  BP_ERR_CONSTRAINT,
   BP_ERR_INVALID_OPTION,
   BP_ERR_UNSUPPORTED_DATABASE
 } as const
+
+const UNIQUE = new Set(['23505', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY'])
+// SQLite reports a trigger's RAISE(ABORT) as a constraint: MikroORM enforces 'restrict' that way.
+const CONSTRAINT = new Set(['23503', '23502', '23514', 'SQLITE_CONSTRAINT_FOREIGNKEY', 'SQLITE_CONSTRAINT_NOTNULL', 'SQLITE_CONSTRAINT_CHECK', 'SQLITE_CONSTRAINT_TRIGGER'])
+
+/**
+ * The coded error for a database error that the request caused (a unique, foreign-key, not-null
+ * or check constraint), or the error itself (a real server error) otherwise.
+ */
+export function fromDatabaseError (err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code !== 'string') return err
+  const detail = String((err as { detail?: unknown }).detail ?? (err as Error).message)
+  if (UNIQUE.has(code)) return new BP_ERR_UNIQUE(detail)
+  if (CONSTRAINT.has(code)) return new BP_ERR_CONSTRAINT(detail)
+  return err
+}
 
 /**
  * "Did you mean …?" for a name that is close to one of the known names (edit distance ≤ 2).

@@ -19,3 +19,5 @@ export type {
 export type { ModelRegistry } from './models/registry.ts'
 export type { BlueprintRouteConfig } from './routes/register.ts'
 export { errors } from './errors.ts'
+export { createdAt, createdAtIso, updatedAt, updatedAtIso } from './timestamps.ts'
+export type { Change, ChangeContext, ChangeListener, ChangeMessage, AddedTo, RemovedFrom, Updated, Created, Destroyed, Id } from './actions/changes.ts'

@@ -11,10 +11,10 @@ import { BP_ERR_INVALID_OPTION, didYouMean } from './errors.ts'
 import type { Model } from './models/model.ts'
 
 /** The blueprint actions. */
-export type BlueprintAction = 'find' | 'findOne' | 'populate' | 'add' | 'replace' | 'remove'
+export type BlueprintAction = 'find' | 'findOne' | 'populate' | 'create' | 'update' | 'destroy' | 'add' | 'replace' | 'remove'
 
 /** Every blueprint action, in route-table order. */
-export const ACTIONS: readonly BlueprintAction[] = Object.freeze(['find', 'findOne', 'populate', 'add', 'replace', 'remove'])
+export const ACTIONS: readonly BlueprintAction[] = Object.freeze(['find', 'findOne', 'populate', 'create', 'update', 'destroy', 'add', 'replace', 'remove'])
 
 const HOOK_NAMES = ['onRequest', 'preParsing', 'preValidation', 'preHandler', 'preSerialization', 'onSend', 'onResponse', 'onError', 'onTimeout'] as const
 

@@ -75,13 +75,13 @@ for (const db of DATABASES) {
     if (db === 'sqlite') {
       await conn.execute('create trigger no_owner before update of owner_id on pet when new.id = 4 and new.owner_id is not null begin select raise(abort, \'pet 4 stays free\'); end')
     } else {
-      await conn.execute('create function no_owner() returns trigger language plpgsql as $$ begin raise exception \'pet 4 stays free\'; end $$')
+      await conn.execute('create function no_owner() returns trigger language plpgsql as $$ begin raise exception \'pet 4 stays free\' using errcode = \'check_violation\'; end $$')
       await conn.execute('create trigger no_owner before update of owner_id on pet for each row when (new.id = 4 and new.owner_id is not null) execute function no_owner()')
     }
     let emitted = 0
     app.blueprints.onChange(() => { emitted++ })
     const res = await app.inject({ method: 'PUT', url: '/user/1/pets', payload: { fks: [2, 4] } })
-    t.equal(res.statusCode, 500)
+    t.same([res.statusCode, res.json().code], [409, 'BP_ERR_CONSTRAINT'], 'the refusal is a coded conflict')
     t.equal(emitted, 0)
     t.same((await get(app, '/user/1/pets')).body.map((x: { id: number }) => x.id), [1, 2], 'pet 1 is still linked')
     t.equal((await app.inject({ method: 'PUT', url: '/user/1/pets/3' })).statusCode, 200, 'the next write works')

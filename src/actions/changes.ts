@@ -38,8 +38,22 @@ export interface Updated {
   readonly previous?: Record<string, unknown>
 }
 
+/** A record was created; `data` is the record as create answered it. */
+export interface Created {
+  readonly verb: 'created'
+  readonly id: Id
+  readonly data: Record<string, unknown>
+}
+
+/** A record was destroyed; `previous` is the record as destroy answered it. */
+export interface Destroyed {
+  readonly verb: 'destroyed'
+  readonly id: Id
+  readonly previous: Record<string, unknown>
+}
+
 /** A notification message, as sent to subscribers of a record (`data` of a socket event). */
-export type ChangeMessage = AddedTo | RemovedFrom | Updated
+export type ChangeMessage = AddedTo | RemovedFrom | Updated | Created | Destroyed
 
 /** One notification: the model it is about (the event name) and the message. */
 export interface Change {
@@ -74,6 +88,16 @@ export class ChangeSet {
   /** `removedFrom` on record `id` of `model`; nothing when `ids` is empty. */
   removedFrom (model: string, id: Id, attribute: string, ids: Id[]): void {
     if (ids.length > 0) this.changes.push({ model, message: { verb: 'removedFrom', id, attribute, removedIds: ids } })
+  }
+
+  /** `created` for a new record of `model`. */
+  created (model: string, id: Id, data: Record<string, unknown>): void {
+    this.changes.push({ model, message: { verb: 'created', id, data } })
+  }
+
+  /** `destroyed` for a record of `model`. */
+  destroyed (model: string, id: Id, previous: Record<string, unknown>): void {
+    this.changes.push({ model, message: { verb: 'destroyed', id, previous } })
   }
 
   /** `updated` on record `id` of `model`, with the new and the former values. */

@@ -4,11 +4,11 @@
  *
  * @module
  */
-import { validateProjection } from '../criteria/validate.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { jsonKey } from '../models/values.ts'
 import type { JsonRecord } from '../sql/records.ts'
+import { defaultRecord } from './record.ts'
 import type { Id } from './changes.ts'
 import type { ActionContext, WriteScope } from './context.ts'
 
@@ -43,18 +43,5 @@ export async function lockParent (scope: WriteScope, { parent }: Collection, id:
  * ascending by key), the other associations populated by default. Read inside the transaction.
  */
 export async function parentRecord (ctx: ActionContext, scope: WriteScope, { parent, association }: Collection, id: unknown): Promise<JsonRecord> {
-  const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, parent, { maxLimit: Infinity })
-  const complete = {
-    ...projection,
-    collections: projection.collections.map(c => c.association === association ? { association, limit: Infinity } : c)
-  }
-  const [record] = await ctx.loader.find(scope.run, parent, {
-    where: { kind: 'compare', target: parent.primaryKey, op: '=', value: id },
-    limit: 1,
-    skip: 0,
-    sort: [],
-    projection: complete,
-    caseInsensitive: false
-  })
-  return record
+  return defaultRecord(ctx, scope.run, parent, id, association)
 }

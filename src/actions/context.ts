@@ -8,9 +8,10 @@ import { CompiledQuery } from 'kysely'
 import type { EntityManager, MikroORM } from '@mikro-orm/core'
 import type { Dialect } from '../sql/dialect.ts'
 import { LinkWriter } from '../sql/links.ts'
+import { RecordWriter } from '../sql/writes.ts'
 import { ChangeSet, type ChangeContext, type Notifier } from './changes.ts'
 import type { Bounds } from '../criteria/validate.ts'
-import { BP_ERR_INVALID_ID } from '../errors.ts'
+import { BP_ERR_INVALID_ID, fromDatabaseError } from '../errors.ts'
 import type { Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { coerce, describe, INVALID } from '../models/values.ts'
@@ -35,9 +36,12 @@ interface KyselyManager {
 
 /** What a write runs with inside its transaction. */
 export interface WriteScope {
+  /** The transaction's entity manager (handed to MikroORM's onCreate/onUpdate generators). */
+  readonly em: EntityManager
   /** Runs statements inside the transaction. */
   readonly run: Executor
   readonly links: LinkWriter
+  readonly records: RecordWriter
   readonly changes: ChangeSet
 }
 
@@ -47,10 +51,15 @@ export interface WriteScope {
  */
 export async function inTransaction<T> (ctx: ActionContext, context: ChangeContext, work: (scope: WriteScope) => Promise<T>): Promise<T> {
   const changes = new ChangeSet()
-  const result = await ctx.orm.em.fork().transactional(async em => {
-    const run = executorFor(em)
-    return work({ run, links: new LinkWriter(ctx.dialect, run), changes })
-  })
+  let result: T
+  try {
+    result = await ctx.orm.em.fork().transactional(async em => {
+      const run = executorFor(em)
+      return work({ em, run, links: new LinkWriter(ctx.dialect, run), records: new RecordWriter(ctx.dialect, run, ctx.registry), changes })
+    })
+  } catch (err) {
+    throw fromDatabaseError(err)
+  }
   await ctx.notifier.emit(changes.changes, context)
   return result
 }

@@ -4,7 +4,7 @@
  * @module
  */
 import type { EntityMetadata, EntityProperty, MetadataStorage } from '@mikro-orm/core'
-import type { Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation } from './model.ts'
+import type { Attribute, AttributeType, CollectionAssociation, Generator, Model, SingularAssociation } from './model.ts'
 
 /** Why an entity or a property was left out, for the start-up log. */
 export interface Skipped {
@@ -80,6 +80,7 @@ export function readModels (storage: MetadataStorage, identityOf: (entityName: s
           name: prop.name,
           column: prop.fieldNames[0],
           nullable: prop.nullable === true,
+          required: prop.nullable !== true && prop.default === undefined && prop.defaultRaw === undefined,
           target,
           via: prop.kind === 'm:1' ? collectionVia(prop.inversedBy, targetMeta) : undefined
         })
@@ -158,7 +159,19 @@ function readAttribute (prop: EntityProperty, primary: boolean): Attribute | und
   const type = attributeType(prop)
   if (type === undefined) return undefined
   const integer = type === 'bigint' || (type === 'number' && /int|serial/i.test(String(prop.columnTypes[0])))
-  return { name: prop.name, column: prop.fieldNames[0], type, integer, nullable: !primary && prop.nullable === true, primary }
+  const nullable = !primary && prop.nullable === true
+  const generated = prop.default !== undefined || prop.defaultRaw !== undefined || prop.onCreate !== undefined || (primary && prop.autoincrement !== false && type === 'number' && integer)
+  return {
+    name: prop.name,
+    column: prop.fieldNames[0],
+    type,
+    integer,
+    nullable,
+    primary,
+    required: !nullable && !generated,
+    onCreate: prop.onCreate as Generator | undefined,
+    onUpdate: prop.onUpdate as Generator | undefined
+  }
 }
 
 function attributeType (prop: EntityProperty): AttributeType | undefined {

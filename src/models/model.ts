@@ -28,7 +28,15 @@ export interface Attribute {
   readonly integer: boolean
   readonly nullable: boolean
   readonly primary: boolean
+  /** create must give a value: no default, no generator, not nullable (an auto-increment key is generated). */
+  readonly required: boolean
+  /** MikroORM's `onCreate` / `onUpdate` generators (e.g. timestamps), run by create and update. */
+  readonly onCreate: Generator | undefined
+  readonly onUpdate: Generator | undefined
 }
+
+/** A value generator of MikroORM (`onCreate`, `onUpdate`): called with the record's values. */
+export type Generator = (entity: Record<string, unknown>, em: unknown) => unknown
 
 /** A singular association (`m:1`, or the owning side of `1:1`): a foreign-key column. */
 export interface SingularAssociation {
@@ -37,6 +45,8 @@ export interface SingularAssociation {
   /** The foreign-key column on this model's table. */
   readonly column: string
   readonly nullable: boolean
+  /** create must give a value (not nullable, no default). */
+  readonly required: boolean
   /** Identity of the associated model. */
   readonly target: string
   /** The collection on the target that points back here, if any. */

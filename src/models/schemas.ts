@@ -106,3 +106,30 @@ export function findQuery (model: Model, withPopulate: boolean): TSchema {
   if (withPopulate) properties.populate = Type.Optional(POPULATE)
   return Type.Object(properties)
 }
+
+function input (type: AttributeType, nullable: boolean, description?: string): TSchema {
+  const notes = [description, nullable ? undefined : 'not null'].filter(note => note !== undefined).join('; ')
+  const options = notes === '' ? {} : { description: notes }
+  if (type === 'json') return Type.Unknown(options)
+  // Dates are ISO 8601 text (or epoch milliseconds as text), 64-bit integers decimal text.
+  // `nullable` lets null through to the plugin, which refuses it with a coded error where the
+  // attribute does not accept it (the validator would otherwise turn null into "" or 0).
+  return Type.Unsafe({ type: type === 'date' || type === 'bigint' ? 'string' : type, nullable: true, ...options })
+}
+
+/**
+ * Body of create and update (the primary key may be given: create uses it, update accepts it
+ * unchanged). Every property is optional here: which ones create requires, and what else is
+ * refused (unknown names, collections), the plugin checks itself, with coded errors.
+ */
+export function bodySchema (model: Model, registry: ModelRegistry): TSchema {
+  const properties: Record<string, TSchema> = {}
+  for (const attribute of model.attributes.values()) {
+    properties[attribute.name] = Type.Optional(input(attribute.type, attribute.nullable, attribute.required ? 'required on create' : undefined))
+  }
+  for (const association of model.singulars.values()) {
+    const pk = (registry.get(association.target) as Model).primaryKey
+    properties[association.name] = Type.Optional(input(pk.type, association.nullable, `primary key of a ${association.target} record`))
+  }
+  return Type.Object(properties)
+}

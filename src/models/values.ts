@@ -42,9 +42,10 @@ export function coerce (type: AttributeType, value: unknown): unknown {
       if (value === false || value === 'false' || value === 0 || value === '0') return false
       break
     case 'date': {
-      const date = typeof value === 'number' && Number.isFinite(value)
-        ? new Date(value)
-        : typeof value === 'string' && ISO_DATE.test(value) ? new Date(value) : undefined
+      const millis = typeof value === 'string' && INTEGER.test(value) ? Number(value) : value
+      const date = typeof millis === 'number' && Number.isFinite(millis)
+        ? new Date(millis)
+        : typeof millis === 'string' && ISO_DATE.test(millis) ? new Date(millis) : undefined
       if (date !== undefined && !Number.isNaN(date.getTime())) return date
       break
     }

@@ -17,6 +17,7 @@ import type { Association, Model } from '../models/model.ts'
 import { childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
 import type { BlueprintAction, QueryContext, ResolvedOptions } from '../options.ts'
 import { COLLECTION_ROUTES } from './collection-routes.ts'
+import { RECORD_ROUTES } from './record-routes.ts'
 
 /** What a handler is built from. */
 export interface RouteInput {
@@ -137,4 +138,4 @@ export const READ_ROUTES: readonly RouteSpec[] = [
 ]
 
 /** Every blueprint route, in registration order. */
-export const ROUTES: readonly RouteSpec[] = [...READ_ROUTES, ...COLLECTION_ROUTES]
+export const ROUTES: readonly RouteSpec[] = [...READ_ROUTES, ...RECORD_ROUTES, ...COLLECTION_ROUTES]

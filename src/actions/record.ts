@@ -1,0 +1,29 @@
+/**
+ * The record as the write routes answer it.
+ *
+ * @module
+ */
+import { validateProjection } from '../criteria/validate.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { Executor, JsonRecord } from '../sql/records.ts'
+import type { ActionContext } from './context.ts'
+
+/**
+ * The record `id` with every association populated by default (collections capped at
+ * `populateLimit`), except `complete`, which is populated in full. The record must exist.
+ */
+export async function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, complete?: CollectionAssociation): Promise<JsonRecord> {
+  const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, model, { maxLimit: Infinity })
+  const [record] = await ctx.loader.find(run, model, {
+    where: { kind: 'compare', target: model.primaryKey, op: '=', value: id },
+    limit: 1,
+    skip: 0,
+    sort: [],
+    projection: {
+      ...projection,
+      collections: projection.collections.map(c => c.association === complete ? { association: complete, limit: Infinity } : c)
+    },
+    caseInsensitive: false
+  })
+  return record
+}

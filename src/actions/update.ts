@@ -1,0 +1,78 @@
+/**
+ * update: change attributes of a record, `PATCH /m/:id`.
+ *
+ * @module
+ */
+import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
+import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
+import type { JsonRecord } from '../sql/records.ts'
+import type { Id } from './changes.ts'
+import { keyOf } from './collection.ts'
+import { inTransaction, parseId, type ActionContext } from './context.ts'
+import { defaultRecord } from './record.ts'
+import { checkTargets } from './targets.ts'
+import { readBody, type Assignment } from './values.ts'
+
+/**
+ * Updates the record `rawId` with the attributes and singular associations of `body`. Values equal
+ * to the stored ones are no change; when nothing changes nothing is written (MikroORM's
+ * `onUpdate` generators run only when something else changes). Answers the record populated by
+ * default.
+ *
+ * Changes: one `updated` with the changed attributes (`data`) and their former values
+ * (`previous`); for a changed singular association with a collection on the other side,
+ * `removedFrom` on the former target and `addedTo` on the new one.
+ *
+ * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (the record, or a foreign key that points
+ * nowhere), the coded 400s of {@link readBody}, BP_ERR_UNIQUE and BP_ERR_CONSTRAINT.
+ */
+export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>): Promise<JsonRecord> {
+  const id = parseId(model, rawId, 'id')
+  const assignments = readBody(model, ctx.registry, body, { id })
+  return inTransaction(ctx, { action: 'update', model: model.identity }, async scope => {
+    if (!await scope.links.lock(model, id)) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+    await checkTargets(ctx, scope, assignments)
+    const before = await defaultRecord(ctx, scope.run, model, id)
+    const changed = assignments.filter(a => JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before)))
+    if (changed.length === 0) return before
+    const entity: Record<string, unknown> = { ...Object.fromEntries(changed.map(a => [a.field.name, a.value])) }
+    for (const attribute of model.attributes.values()) {
+      if (attribute.onUpdate === undefined || attribute.name in entity) continue
+      entity[attribute.name] = attribute.onUpdate(entity, scope.em)
+      changed.push({ field: attribute, value: entity[attribute.name] })
+    }
+    await scope.records.update(model, id, changed)
+    const after = await defaultRecord(ctx, scope.run, model, id)
+    const key = keyOf(model, id)
+    const data: Record<string, unknown> = {}
+    const previous: Record<string, unknown> = {}
+    for (const { field } of changed) {
+      data[field.name] = stored(ctx, field, after)
+      previous[field.name] = stored(ctx, field, before)
+    }
+    scope.changes.updated(model.identity, key, data, previous)
+    for (const { field } of changed) {
+      if (!('target' in field) || field.via === undefined) continue
+      const target = ctx.registry.get(field.target) as Model
+      if (previous[field.name] !== null) scope.changes.removedFrom(target.identity, previous[field.name] as Id, field.via, [key])
+      if (data[field.name] !== null) scope.changes.addedTo(target.identity, data[field.name] as Id, field.via, [key])
+    }
+    return after
+  })
+}
+
+/** The JSON form of a value about to be written, as a record would show it. */
+function jsonOf (ctx: ActionContext, { field, value }: Assignment): unknown {
+  if (value === null) return null
+  if ('target' in field) return keyOf(ctx.registry.get(field.target) as Model, value)
+  if (field.type === 'date') return (value as Date).toISOString()
+  if (field.type === 'bigint') return String(value)
+  return value
+}
+
+/** The value of a field in a record (a populated singular association as its key). */
+function stored (ctx: ActionContext, field: Attribute | SingularAssociation, record: JsonRecord): unknown {
+  const value = record[field.name]
+  if (!('target' in field) || value === null) return value
+  return (value as JsonRecord)[(ctx.registry.get(field.target) as Model).primaryKey.name]
+}

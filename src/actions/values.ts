@@ -1,0 +1,64 @@
+/**
+ * The body of create and update: checked against the model and coerced, attribute by attribute.
+ *
+ * @module
+ */
+import { BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_MISSING_VALUE, BP_ERR_UNKNOWN_ATTRIBUTE, didYouMean } from '../errors.ts'
+import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import { coerce, describe, INVALID } from '../models/values.ts'
+
+/** One column to write: the attribute or singular association, and its coerced value. */
+export interface Assignment {
+  readonly field: Attribute | SingularAssociation
+  readonly value: unknown
+}
+
+/**
+ * Reads a create or update body. Unknown keys, collections, values of the wrong type and `null`
+ * for attributes that do not accept it are refused; on create every required attribute must be
+ * there; on update the primary key may only be repeated, not changed.
+ *
+ * @throws BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE,
+ * BP_ERR_MISSING_VALUE.
+ */
+export function readBody (model: Model, registry: ModelRegistry, body: Record<string, unknown>, mode: 'create' | { readonly id: unknown }): Assignment[] {
+  const assignments: Assignment[] = []
+  for (const [name, raw] of Object.entries(body)) {
+    const field = model.attributes.get(name) ?? model.singulars.get(name)
+    if (field === undefined) {
+      if (model.collections.has(name)) {
+        throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, mode === 'create'
+          ? 'records cannot be created inside a collection; create them first, then link them (PUT /' + `${model.identity}/:id/${name}/:fk or PUT /${model.identity}/:id/${name})`
+          : `a collection is not changed by update; use PUT /${model.identity}/:id/${name} with { "fks": [...] }`)
+      }
+      throw new BP_ERR_UNKNOWN_ATTRIBUTE('body', name, model.identity, didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
+    }
+    const pk = field === model.primaryKey
+    const target = 'target' in field ? (registry.get(field.target) as Model).primaryKey : field
+    const value = read(field.name, target, field.nullable, raw)
+    if (pk && mode !== 'create') {
+      if (String(value) !== String(mode.id)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, 'the primary key cannot be changed')
+      continue
+    }
+    assignments.push({ field, value })
+  }
+  if (mode === 'create') {
+    const given = new Set(Object.keys(body))
+    const missing = [...model.attributes.values(), ...model.singulars.values()].filter(f => f.required && !given.has(f.name)).map(f => `\`${f.name}\``)
+    if (missing.length > 0) throw new BP_ERR_MISSING_VALUE(missing.join(', '), missing.length === 1 ? 'is' : 'are')
+  }
+  return assignments
+}
+
+function read (name: string, type: Pick<Attribute, 'type' | 'integer'>, nullable: boolean, raw: unknown): unknown {
+  if (raw === null) {
+    if (nullable) return null
+    throw new BP_ERR_INVALID_VALUE('body', name, 'null is not allowed')
+  }
+  if (type.type === 'json') return raw
+  const value = coerce(type.type, raw)
+  if (value === INVALID) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} is not a valid ${type.type}`)
+  if (type.integer && typeof value === 'number' && !Number.isSafeInteger(value)) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} is not a whole number`)
+  return value
+}

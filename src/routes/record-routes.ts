@@ -1,0 +1,43 @@
+/**
+ * Routes of the record actions: create, update and destroy.
+ *
+ * @module
+ */
+import { Type } from 'typebox'
+import { create } from '../actions/create.ts'
+import { destroy } from '../actions/destroy.ts'
+import { update } from '../actions/update.ts'
+import { bodySchema, idParams, recordSchemaId } from '../models/schemas.ts'
+import type { RouteInput, RouteSpec } from './table.ts'
+
+function answer (input: RouteInput): Record<string, unknown> {
+  return { 200: Type.Ref(recordSchemaId(input.model.identity)), '4xx': Type.Ref('blueprints.error') }
+}
+
+/** create, update and destroy. */
+export const RECORD_ROUTES: readonly RouteSpec[] = [
+  {
+    action: 'create',
+    method: 'POST',
+    per: 'model',
+    url: model => `/${model.identity}`,
+    schema: input => ({ body: bodySchema(input.model, input.ctx.registry), response: answer(input) }),
+    handler: input => async request => create(input.ctx, input.model, request.body as Record<string, unknown>)
+  },
+  {
+    action: 'update',
+    method: 'PATCH',
+    per: 'model',
+    url: model => `/${model.identity}/:id`,
+    schema: input => ({ params: idParams(['id']), body: bodySchema(input.model, input.ctx.registry), response: answer(input) }),
+    handler: input => async request => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>)
+  },
+  {
+    action: 'destroy',
+    method: 'DELETE',
+    per: 'model',
+    url: model => `/${model.identity}/:id`,
+    schema: input => ({ params: idParams(['id']), response: answer(input) }),
+    handler: input => async request => destroy(input.ctx, input.model, (request.params as { id: string }).id)
+  }
+]

@@ -1,0 +1,144 @@
+// create, update and destroy: values, answers and change sets, on every database.
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import type { Change } from '../src/actions/changes.ts'
+import { build, DATABASES, get } from './helpers/app.ts'
+
+interface Call { status: number, body: any, changes: Change[] | undefined }
+
+function client (app: FastifyInstance): (method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => Promise<Call> {
+  let last: Change[] | undefined
+  app.blueprints.onChange(changes => { last = [...changes] })
+  return async (method, url, payload) => {
+    last = undefined
+    const res = await app.inject({ method, url, payload: payload as string })
+    return { status: res.statusCode, body: res.json(), changes: last }
+  }
+}
+
+const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)
+
+for (const db of DATABASES) {
+  t.test(`${db}: create`, async t => {
+    const { app } = await build(t, db)
+    const call = client(app)
+    const zoe = await call('POST', '/user', { name: 'zoe', age: '41', active: 'false', born: '2020-01-02', meta: { a: [1] }, bestPet: 3 })
+    t.equal(zoe.status, 200, 'create answers 200, not 201')
+    const id = zoe.body.id
+    t.type(id, 'number')
+    t.same(zoe.body, {
+      id, name: 'zoe', age: 41, active: false, born: '2020-01-02T00:00:00.000Z', meta: { a: [1] },
+      bestPet: { id: 3, name: 'Nemo', species: 'fish', owner: 2 }, pets: [], friends: [], tags: []
+    }, 'the record, populated by default')
+    t.same(zoe.changes, [change('user', { verb: 'created', id, data: zoe.body })])
+    t.same((await get(app, `/user/${id}`)).body, zoe.body, 'stored as answered')
+
+    const pet = await call('POST', '/pet', { name: 'Bubbles', species: 'fish', owner: 2 })
+    t.same(pet.changes, [
+      change('pet', { verb: 'created', id: pet.body.id, data: pet.body }),
+      change('user', { verb: 'addedTo', id: 2, attribute: 'pets', addedIds: [pet.body.id] })
+    ], 'the owner hears addedTo')
+
+    const defaults = await call('POST', '/user', { name: 'min' })
+    t.match(defaults.body, { name: 'min', age: null, active: true, bestPet: null }, 'defaults and nulls')
+    const chosen = await call('POST', '/user', { id: 50, name: 'fifty', bestPet: null })
+    t.equal(chosen.body.id, 50, 'an explicit primary key')
+    t.equal((await call('POST', '/user', { name: 'next' })).body.id, 51, 'generated keys continue after it')
+    const tag = await call('POST', '/tag', { slug: 'new', label: 'New' })
+    t.same(tag.body, { slug: 'new', label: 'New', weight: 0, users: [] })
+  })
+
+  t.test(`${db}: update`, async t => {
+    const { app } = await build(t, db)
+    const call = client(app)
+    const res = await call('PATCH', '/user/1', { age: 31, name: 'alice', id: 1 })
+    t.equal(res.status, 200)
+    t.equal(res.body.age, 31)
+    t.same(res.body.pets.map((x: { id: number }) => x.id), [1, 2], 'answered populated by default')
+    t.same(res.changes, [change('user', { verb: 'updated', id: 1, data: { age: 31 }, previous: { age: 30 } })], 'only what changed')
+    const same = await call('PATCH', '/user/1', { age: 31, meta: { plan: 'pro' }, born: '631152000000', bestPet: 2 })
+    t.same([same.status, same.changes], [200, undefined], 'equal values are no change')
+    const born = await call('PATCH', '/user/1', { born: '2000-01-01T10:00:00Z', meta: null })
+    t.same(born.changes, [change('user', { verb: 'updated', id: 1, data: { born: '2000-01-01T10:00:00.000Z', meta: null }, previous: { born: '1990-01-01T00:00:00.000Z', meta: { plan: 'pro' } } })])
+
+    const moved = await call('PATCH', '/pet/3', { owner: 1 })
+    t.same(moved.changes, [
+      change('pet', { verb: 'updated', id: 3, data: { owner: 1 }, previous: { owner: 2 } }),
+      change('user', { verb: 'removedFrom', id: 2, attribute: 'pets', removedIds: [3] }),
+      change('user', { verb: 'addedTo', id: 1, attribute: 'pets', addedIds: [3] })
+    ], 'a singular association changed: both sides of the collection hear it')
+    const freed = await call('PATCH', '/pet/3', { owner: null })
+    t.same(freed.changes, [
+      change('pet', { verb: 'updated', id: 3, data: { owner: null }, previous: { owner: 1 } }),
+      change('user', { verb: 'removedFrom', id: 1, attribute: 'pets', removedIds: [3] })
+    ])
+    const adopted = await call('PATCH', '/pet/4', { owner: 3 })
+    t.same(adopted.changes?.map(c => c.message.verb), ['updated', 'addedTo'])
+  })
+
+  t.test(`${db}: destroy`, async t => {
+    const { app } = await build(t, db)
+    const call = client(app)
+    const before = (await get(app, '/user/1')).body
+    const res = await call('DELETE', '/user/1')
+    t.equal(res.status, 200)
+    t.same(res.body, before, 'answers the record as it was')
+    t.same(res.changes, [
+      change('user', { verb: 'destroyed', id: 1, previous: before }),
+      change('pet', { verb: 'updated', id: 1, data: { owner: null }, previous: { owner: 1 } }),
+      change('pet', { verb: 'updated', id: 2, data: { owner: null }, previous: { owner: 1 } }),
+      change('tag', { verb: 'removedFrom', id: 'admin', attribute: 'users', removedIds: [1] }),
+      change('tag', { verb: 'removedFrom', id: 'beta', attribute: 'users', removedIds: [1] })
+    ])
+    t.equal((await get(app, '/user/1')).status, 404)
+    t.equal((await get(app, '/pet/1?populate=false')).body.owner, null, 'children stay, their key nulled')
+    t.same((await get(app, '/tag/admin/users')).body.map((x: { id: number }) => x.id), [4], 'link rows gone')
+    t.same((await get(app, '/user/3/friends')).body, [], 'links pointing at it gone')
+
+    const pet = await call('DELETE', '/pet/3')
+    t.same(pet.changes, [
+      change('pet', { verb: 'destroyed', id: 3, previous: pet.body }),
+      change('user', { verb: 'removedFrom', id: 2, attribute: 'pets', removedIds: [3] })
+    ])
+    t.same((await call('DELETE', '/pet/4')).changes?.length, 1, 'no owner: destroyed only')
+  })
+
+  t.test(`${db}: bad input → coded 4xx, nothing written`, async t => {
+    const { app } = await build(t, db)
+    const call = client(app)
+    const cases: Array<[method: 'POST' | 'PATCH' | 'DELETE', url: string, payload: unknown, status: number, code: string, mentions: RegExp]> = [
+      ['POST', '/user', {}, 400, 'BP_ERR_MISSING_VALUE', /`name`, which is required/],
+      ['POST', '/pet', { owner: 1 }, 400, 'BP_ERR_MISSING_VALUE', /`name`, `species`, which are required/],
+      ['POST', '/tag', { label: 'x' }, 400, 'BP_ERR_MISSING_VALUE', /`slug`/],
+      ['POST', '/user', { name: 'x', nope: 1 }, 400, 'BP_ERR_UNKNOWN_ATTRIBUTE', /`nope`/],
+      ['POST', '/user', { name: 'x', password: 'p' }, 400, 'BP_ERR_UNKNOWN_ATTRIBUTE', /`password`/],
+      ['POST', '/user', { name: 'x', pets: [1] }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /create them first/],
+      ['POST', '/user', { name: 'x', pets: [{ name: 'new' }] }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /pets/],
+      ['POST', '/user', { name: null }, 400, 'BP_ERR_INVALID_VALUE', /null is not allowed/],
+      ['POST', '/user', { name: 'x', age: 1.5 }, 400, 'BP_ERR_INVALID_VALUE', /whole number/],
+      ['POST', '/user', { name: 'x', born: 'yesterday' }, 400, 'BP_ERR_INVALID_VALUE', /born/],
+      ['POST', '/user', { name: 'x', age: 'abc' }, 400, 'FST_ERR_VALIDATION', /age/],
+      ['POST', '/user', { name: 'x', bestPet: 99 }, 404, 'BP_ERR_RECORD_NOT_FOUND', /pet .*99/],
+      ['POST', '/user', { id: 1, name: 'dup' }, 409, 'BP_ERR_UNIQUE', /same unique value/],
+      ['POST', '/tag', { slug: 'admin', label: 'again' }, 409, 'BP_ERR_UNIQUE', /unique/],
+      ['POST', '/user', [{ name: 'x' }], 400, 'FST_ERR_VALIDATION', /body/],
+      ['PATCH', '/user/1', { pets: [1] }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /PUT \/user\/:id\/pets/],
+      ['PATCH', '/user/1', { id: 2 }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /cannot be changed/],
+      ['PATCH', '/user/1', { active: null }, 400, 'BP_ERR_INVALID_VALUE', /active/],
+      ['PATCH', '/user/1', { bestPet: 99 }, 404, 'BP_ERR_RECORD_NOT_FOUND', /pet/],
+      ['PATCH', '/user/99', { age: 1 }, 404, 'BP_ERR_RECORD_NOT_FOUND', /user .*99/],
+      ['PATCH', '/user/abc', { age: 1 }, 400, 'BP_ERR_INVALID_ID', /`id`/],
+      ['DELETE', '/user/99', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /99/],
+      ['DELETE', '/user/abc', undefined, 400, 'BP_ERR_INVALID_ID', /`id`/]
+    ]
+    const snapshot = async (): Promise<unknown> => (await get(app, '/user?limit=Infinity&populate=pets,tags,friends,bestPet')).body
+    const start = await snapshot()
+    for (const [method, url, payload, status, code, mentions] of cases) {
+      const res = await call(method, url, payload)
+      t.same([res.status, res.body.code, res.changes], [status, code, undefined], `${method} ${url} ${JSON.stringify(payload)}`)
+      t.match(res.body.message, mentions, `${method} ${url}: message`)
+    }
+    t.same(await snapshot(), start, 'nothing was written')
+    t.equal((await app.inject({ method: 'DELETE', url: '/user' })).statusCode, 404, 'DELETE /m does not exist')
+  })
+}
