@@ -88,6 +88,11 @@ export interface BlueprintsOptions {
   readonly populateLimit?: number
   /** Match `contains`/`startsWith`/`endsWith`/`like` ignoring ASCII case. Default `false`. */
   readonly caseInsensitive?: boolean
+  /**
+   * Sails' development-only shortcut route `GET /m/:id/:collection/replace?fks=[…]`, which
+   * changes data through a GET. Never turn it on in production. Default `false`.
+   */
+  readonly shortcuts?: boolean
   /** Hooks added to every blueprint route (auth, policies). */
   readonly hooks?: RouteHooks
   /** Per-model options, keyed by entity name (`User`). */
@@ -105,6 +110,7 @@ export interface ResolvedOptions {
   readonly maxLimit: number
   readonly populateLimit: number
   readonly caseInsensitive: boolean
+  readonly shortcuts: boolean
   readonly hooks: RouteHooks
   readonly models: Readonly<Record<string, ModelOptions>>
   readonly parseBlueprintOptions: ParseBlueprintOptions | undefined
@@ -117,10 +123,11 @@ export const DEFAULTS = Object.freeze({
   defaultLimit: 30,
   maxLimit: Infinity,
   populateLimit: 30,
-  caseInsensitive: false
+  caseInsensitive: false,
+  shortcuts: false
 })
 
-const KEYS = ['orm', 'prefix', 'realtime', 'defaultLimit', 'maxLimit', 'populateLimit', 'caseInsensitive', 'hooks', 'models', 'parseBlueprintOptions']
+const KEYS = ['orm', 'prefix', 'realtime', 'defaultLimit', 'maxLimit', 'populateLimit', 'caseInsensitive', 'shortcuts', 'hooks', 'models', 'parseBlueprintOptions']
 const MODEL_KEYS = ['identity', 'expose', 'hooks', 'actions']
 
 /**
@@ -150,6 +157,7 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
     maxLimit: count(options, 'maxLimit', DEFAULTS.maxLimit),
     populateLimit: count(options, 'populateLimit', DEFAULTS.populateLimit),
     caseInsensitive: flag(options.caseInsensitive, 'caseInsensitive', DEFAULTS.caseInsensitive),
+    shortcuts: flag(options.shortcuts, 'shortcuts', DEFAULTS.shortcuts),
     hooks: hooks(options.hooks, 'hooks'),
     models: models(options.models),
     parseBlueprintOptions: fn(options.parseBlueprintOptions, 'parseBlueprintOptions')

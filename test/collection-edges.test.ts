@@ -155,3 +155,20 @@ for (const db of DATABASES) {
     }
   })
 }
+
+for (const db of DATABASES) {
+  t.test(`${db}: the development-only replace shortcut is off unless asked for`, async t => {
+    const off = await build(t, db)
+    t.equal((await off.app.inject('/user/1/tags/replace?fks=["vip"]')).statusCode, 404)
+    const { app } = await build(t, db, { plugin: { shortcuts: true } })
+    const res = await app.inject('/user/1/tags/replace?fks=' + encodeURIComponent('["vip"]'))
+    t.equal(res.statusCode, 200)
+    t.same(res.json().tags.map((x: { slug: string }) => x.slug), ['vip'])
+    for (const [fks, code] of [['[vip', 'BP_ERR_INVALID_JSON'], ['{"a":1}', 'BP_ERR_INVALID_ID']]) {
+      const bad = await app.inject('/user/1/tags/replace?fks=' + encodeURIComponent(fks))
+      t.same([bad.statusCode, bad.json().code], [400, code], fks)
+      t.match(bad.json().message, /`fks`/)
+    }
+    t.equal((await app.inject('/user/1/tags/replace')).statusCode, 400, 'fks is required')
+  })
+}

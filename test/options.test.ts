@@ -41,7 +41,7 @@ t.test('invalid options are refused at registration with a coded error', async t
     await t.rejects(async () => { await app.register(blueprints, options as BlueprintsOptions); await app.ready() }, { code: 'BP_ERR_INVALID_OPTION', message }, String(message))
     await app.close()
   }
-  t.same(DEFAULTS, { prefix: '', realtime: true, defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, caseInsensitive: false })
+  t.same(DEFAULTS, { prefix: '', realtime: true, defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, caseInsensitive: false, shortcuts: false })
   const given = { orm, prefix: '/x' }
   const app = Fastify()
   await app.register(blueprints, given)

@@ -8,7 +8,9 @@ import { Type } from 'typebox'
 import { add } from '../actions/add.ts'
 import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
+import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON } from '../errors.ts'
 import type { CollectionAssociation } from '../models/model.ts'
+import { describe } from '../models/values.ts'
 import { idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './table.ts'
 
@@ -46,6 +48,26 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     handler: input => async request => {
       const body = request.body as { fks: Array<string | number> } | Array<string | number>
       return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks)
+    }
+  },
+  {
+    // Sails' development-only shortcut: replace through a GET, the ids as JSON in `?fks=`.
+    action: 'replace',
+    method: 'GET',
+    per: 'collection',
+    enabled: options => options.shortcuts,
+    url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}/replace`,
+    schema: input => ({ params: idParams(['id']), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
+    handler: input => async request => {
+      const text = (request.query as { fks: string }).fks
+      let fks: unknown
+      try {
+        fks = JSON.parse(text)
+      } catch (err) {
+        throw new BP_ERR_INVALID_JSON('fks', (err as Error).message)
+      }
+      if (!Array.isArray(fks)) throw new BP_ERR_INVALID_ID('fks', `must be a JSON array of primary keys, got ${describe(fks)}`)
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, fks)
     }
   },
   {

@@ -7,7 +7,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify'
 import type { ActionContext } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, ModelOptions, ResolvedOptions, RouteHooks } from '../options.ts'
-import { ROUTES } from './table.ts'
+import { ROUTES, type RouteSpec } from './table.ts'
 
 /**
  * What every blueprint route carries in `config.blueprint`, readable in hooks as
@@ -26,7 +26,7 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
     const modelOptions = options.models[model.entityName] ?? {}
     for (const spec of ROUTES) {
       const actionOptions = modelOptions.actions?.[spec.action]
-      if (actionOptions === false) continue
+      if (actionOptions === false || spec.enabled?.(options) === false) continue
       const associations: Array<Association | undefined> = spec.per === 'model'
         ? [undefined]
         : [...(spec.per === 'association' ? model.singulars.values() : []), ...model.collections.values()]
@@ -36,7 +36,7 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
         app.route({
           method: spec.method,
           url: spec.url(model, association),
-          schema: { ...spec.schema(input), tags: [model.identity], operationId: operationId(spec.action, model, association) },
+          schema: { ...spec.schema(input), tags: [model.identity], operationId: operationId(spec, model, association) },
           config: { blueprint: config },
           handler: spec.handler(input),
           ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks)
@@ -46,8 +46,9 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
   }
 }
 
-function operationId (action: BlueprintAction, model: Model, association?: Association): string {
-  return association === undefined ? `${action}_${model.identity}` : `${action}_${model.identity}_${association.name}`
+function operationId (spec: RouteSpec, model: Model, association?: Association): string {
+  const name = spec.method === 'GET' && spec.action === 'replace' ? 'replaceShortcut' : spec.action
+  return association === undefined ? `${name}_${model.identity}` : `${name}_${model.identity}_${association.name}`
 }
 
 /** Global hooks run first, then the model's, then the action's. */

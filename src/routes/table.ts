@@ -34,6 +34,8 @@ export interface RouteSpec {
   readonly method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
   /** One route per model, per association (populate) or per collection (add, replace, remove). */
   readonly per: 'model' | 'association' | 'collection'
+  /** Whether the options ask for this route (default: always). */
+  readonly enabled?: (options: ResolvedOptions) => boolean
   url (model: Model, association?: Association): string
   schema (input: RouteInput): FastifySchema
   handler (input: RouteInput): (request: FastifyRequest) => Promise<unknown>
