@@ -1,22 +1,8 @@
 // The collection routes: add, replace and remove — what they write, what they answer, and the
 // change sets they hand to listeners after commit — on every database.
 import t from 'tap'
-import type { FastifyInstance } from 'fastify'
 import type { Change } from '../src/actions/changes.ts'
-import { build, DATABASES, get } from './helpers/app.ts'
-
-interface Call { status: number, body: any, changes: Change[] | undefined }
-
-/** Sends a request and returns its answer with the changes the listener received for it. */
-function client (app: FastifyInstance): (method: 'PUT' | 'DELETE', url: string, payload?: unknown) => Promise<Call> {
-  let last: Change[] | undefined
-  app.blueprints.onChange(changes => { last = [...changes] })
-  return async (method, url, payload) => {
-    last = undefined
-    const res = await app.inject({ method, url, payload: payload as string })
-    return { status: res.statusCode, body: res.json(), changes: last }
-  }
-}
+import { build, changeClient as client, DATABASES, get } from './helpers/app.ts'
 
 const ids = (list: Array<Record<string, unknown>>, pk = 'id'): unknown[] => list.map(x => x[pk])
 const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)

@@ -1,20 +1,7 @@
 // create, update and destroy: values, answers and change sets, on every database.
 import t from 'tap'
-import type { FastifyInstance } from 'fastify'
 import type { Change } from '../src/actions/changes.ts'
-import { build, DATABASES, get } from './helpers/app.ts'
-
-interface Call { status: number, body: any, changes: Change[] | undefined }
-
-function client (app: FastifyInstance): (method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) => Promise<Call> {
-  let last: Change[] | undefined
-  app.blueprints.onChange(changes => { last = [...changes] })
-  return async (method, url, payload) => {
-    last = undefined
-    const res = await app.inject({ method, url, payload: payload as string })
-    return { status: res.statusCode, body: res.json(), changes: last }
-  }
-}
+import { build, changeClient as client, DATABASES, get } from './helpers/app.ts'
 
 const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)
 

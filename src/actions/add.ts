@@ -3,11 +3,10 @@
  *
  * @module
  */
-import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { JsonRecord } from '../sql/records.ts'
-import { collectionOf, keyOf, lockParent, parentRecord } from './collection.ts'
-import { inTransaction, parseId, type ActionContext } from './context.ts'
+import { collectionOf, keyOf, oneChild, parentRecord } from './collection.ts'
+import { inTransaction, type ActionContext } from './context.ts'
 
 /**
  * Adds the child `rawFk` to the collection of the parent `rawId`, in one transaction. A one-to-many
@@ -22,23 +21,16 @@ import { inTransaction, parseId, type ActionContext } from './context.ts'
 export async function add (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
-  const id = parseId(model, rawId, 'id')
-  const fk = parseId(child, rawFk, 'fk')
+  const open = oneChild(ctx, collection, rawId, rawFk)
   return inTransaction(ctx, { action: 'add', model: model.identity }, async scope => {
-    await lockParent(scope, collection, id, rawId)
-    const parentKey = keyOf(model, id)
-    const column = association.relation === '1:m' ? association.parentColumn : child.primaryKey.column
-    const found = (await scope.links.read(child, [fk], column, association.relation === '1:m')).get(String(fk))
-    if (found === undefined) throw new BP_ERR_RECORD_NOT_FOUND(child.identity, rawFk)
-    const childKey = keyOf(child, found.id)
+    const { id, parentKey, fk, childKey, current } = await open(scope)
     if (association.relation === '1:m') {
-      const former = found.value
-      if (former === null || String(former) !== String(id)) {
+      if (current === null || String(current) !== String(id)) {
         await scope.links.set(child, [fk], association.parentColumn, id, model)
         const via = association.via as string
         scope.changes.addedTo(model.identity, parentKey, association.name, [childKey])
-        scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: former === null ? null : keyOf(model, former) })
-        if (former !== null) scope.changes.removedFrom(model.identity, keyOf(model, former), association.name, [childKey])
+        scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: current === null ? null : keyOf(model, current) })
+        if (current !== null) scope.changes.removedFrom(model.identity, keyOf(model, current), association.name, [childKey])
       }
     } else if ((await scope.links.link(association, model, child, id, [fk])).length > 0) {
       scope.changes.addedTo(model.identity, parentKey, association.name, [childKey])

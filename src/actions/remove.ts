@@ -3,11 +3,11 @@
  *
  * @module
  */
-import { BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
+import { BP_ERR_LINK_REQUIRED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { JsonRecord } from '../sql/records.ts'
-import { collectionOf, keyOf, lockParent, parentRecord } from './collection.ts'
-import { inTransaction, parseId, type ActionContext } from './context.ts'
+import { collectionOf, oneChild, parentRecord } from './collection.ts'
+import { inTransaction, type ActionContext } from './context.ts'
 
 /**
  * Removes the child `rawFk` from the collection of the parent `rawId`, in one transaction. The
@@ -22,17 +22,11 @@ import { inTransaction, parseId, type ActionContext } from './context.ts'
 export async function remove (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
-  const id = parseId(model, rawId, 'id')
-  const fk = parseId(child, rawFk, 'fk')
+  const open = oneChild(ctx, collection, rawId, rawFk)
   return inTransaction(ctx, { action: 'remove', model: model.identity }, async scope => {
-    await lockParent(scope, collection, id, rawId)
-    const parentKey = keyOf(model, id)
-    const column = association.relation === '1:m' ? association.parentColumn : child.primaryKey.column
-    const found = (await scope.links.read(child, [fk], column, association.relation === '1:m')).get(String(fk))
-    if (found === undefined) throw new BP_ERR_RECORD_NOT_FOUND(child.identity, rawFk)
-    const childKey = keyOf(child, found.id)
+    const { id, parentKey, fk, childKey, current } = await open(scope)
     if (association.relation === '1:m') {
-      if (found.value !== null && String(found.value) === String(id)) {
+      if (current !== null && String(current) === String(id)) {
         const via = association.via as string
         if (!association.parentNullable) throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${rawFk}`, association.name, via)
         await scope.links.set(child, [fk], association.parentColumn, null, model)

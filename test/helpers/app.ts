@@ -1,6 +1,7 @@
 // build(t, db): a Fastify app with the plugin on a fresh, seeded database, closed at teardown.
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
+import type { Change } from '../../src/actions/changes.ts'
 import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
 import { entities as defaultEntities } from '../fixtures/entities.ts'
 import { seed } from '../fixtures/seed.ts'
@@ -41,4 +42,18 @@ export async function get (app: FastifyInstance, url: string): Promise<{ status:
 /** URL-encodes a JSON value for a query parameter. */
 export function q (value: unknown): string {
   return encodeURIComponent(typeof value === 'string' ? value : JSON.stringify(value))
+}
+
+/** An answer with the changes that listeners received for its request. */
+export interface ChangeCall { status: number, body: any, changes: Change[] | undefined }
+
+/** Sends requests and reports, with each answer, the change set emitted for it (if any). */
+export function changeClient (app: FastifyInstance): (method: 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown) => Promise<ChangeCall> {
+  let last: Change[] | undefined
+  app.blueprints.onChange(changes => { last = [...changes] })
+  return async (method, url, payload) => {
+    last = undefined
+    const res = await app.inject({ method, url, payload: payload as string })
+    return { status: res.statusCode, body: res.json(), changes: last }
+  }
 }
