@@ -30,6 +30,10 @@ const examples = [
   ['or + startsWith, selected fields', `curl -G '${base}/author' --data-urlencode 'where={"or":[{"name":{"startsWith":"I"}},{"country":"PL"}]}' -d select=name,born -d populate=false`],
   ['populate a 1:m (an author\'s books)', `curl -G '${base}/author/1/books' --data-urlencode 'sort=year ASC'`],
   ['populate an m:1 (a book\'s author)', `curl '${base}/book/6/author'`],
-  ['populate an m:n (a genre\'s books)', `curl -G '${base}/genre/3/books' -d select=title,year`]
+  ['populate an m:n (a genre\'s books)', `curl -G '${base}/genre/3/books' -d select=title,year`],
+  ['create a genre', `curl -X POST '${base}/genre' -H 'content-type: application/json' -d '{"name":"Essays"}'`],
+  ['add a genre to a book (m:n)', `curl -X PUT '${base}/book/3/genres/1'`],
+  ['replace the genres of a book', `curl -X PUT '${base}/book/3/genres' -H 'content-type: application/json' -d '{"fks":[2,3]}'`],
+  ['update a book', `curl -X PATCH '${base}/book/3' -H 'content-type: application/json' -d '{"pages":321}'`]
 ]
 console.log(`\nfastify-blueprints example on ${base}. Try:\n\n${examples.map(([what, cmd]) => `  # ${what}\n  ${cmd}\n`).join('\n')}`)
