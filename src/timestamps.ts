@@ -6,8 +6,21 @@
  */
 import { p } from '@mikro-orm/core'
 
-const millis = (): number => Date.now()
-const iso = (): string => new Date().toISOString()
+// One instant per write: the generators of one record run in one synchronous loop, so the time
+// read first is kept until the current task ends. `createdAt` and `updatedAt` of a new record are
+// then equal, even when the clock crosses a millisecond between the two calls.
+let instant: number | undefined
+
+function now (): number {
+  if (instant === undefined) {
+    instant = Date.now()
+    queueMicrotask(() => { instant = undefined })
+  }
+  return instant
+}
+
+const millis = (): number => now()
+const iso = (): string => new Date(now()).toISOString()
 
 /**
  * `createdAt` as milliseconds since the epoch (a 64-bit integer column, read as a JSON number).
