@@ -114,6 +114,14 @@ for (const db of DATABASES) {
     t.same([missing.status, missing.body.code, missing.changes], [404, 'BP_ERR_CHILDREN_NOT_FOUND', undefined])
     t.match(missing.body.message, /nope, zzz/)
     t.same(ids((await get(app, '/user/1/tags')).body, 'slug'), ['beta', 'vip'], 'nothing changed')
+
+    const untagged = await call('PUT', '/user/1/tags', { fks: [] })
+    t.same(untagged.body.tags, [])
+    t.same(untagged.changes, [
+      change('user', { verb: 'removedFrom', id: 1, attribute: 'tags', removedIds: ['beta', 'vip'] }),
+      change('tag', { verb: 'removedFrom', id: 'beta', attribute: 'users', removedIds: [1] }),
+      change('tag', { verb: 'removedFrom', id: 'vip', attribute: 'users', removedIds: [1] })
+    ], 'removed ids in ascending key order')
   })
 
   t.test(`${db}: bad input → coded 4xx, nothing written`, async t => {

@@ -39,12 +39,12 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
     const found = await scope.links.read(child, [...wanted.values()], column, oneToMany)
     const missing = [...wanted.keys()].filter(key => !found.has(key))
     if (missing.length > 0) throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.join(', '))
-    const current = new Map((await scope.links.members(association, model, child, id)).map(raw => [String(raw), raw]))
-    const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
-    const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)
     const added: unknown[] = []
     const removed: unknown[] = []
     if (oneToMany) {
+      const current = new Map((await scope.links.members(association, model, child, id)).map(raw => [String(raw), raw]))
+      const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
+      const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)
       const via = association.via as string
       if (toRemove.length > 0 && !association.parentNullable) {
         throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${toRemove.join(', ')}`, association.name, via)
@@ -68,8 +68,10 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
       for (const key of toRemove) scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
       for (const { parent, children } of formerParents.values()) scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
     } else {
-      removed.push(...await scope.links.unlink(association, model, child, id, toRemove))
-      added.push(...await scope.links.link(association, model, child, id, toAdd))
+      // The members that stay are neither deleted nor inserted: both statements report exactly
+      // the links they changed, so no statement is needed to read the current members first.
+      removed.push(...await scope.links.unlinkOthers(association, model, child, id, [...wanted.values()]))
+      added.push(...await scope.links.link(association, model, child, id, [...wanted.values()]))
       scope.changes.addedTo(model.identity, parentKey, association.name, added.map(key => keyOf(child, key)))
       scope.changes.removedFrom(model.identity, parentKey, association.name, removed.map(key => keyOf(child, key)))
       if (association.via !== undefined) {

@@ -14,12 +14,16 @@ export interface Statement {
 
 /** Accumulates SQL text and parameters. */
 export class SqlBuilder {
-  #text = ''
+  // Text pushed with parameters is kept apart from plain text: only those pieces hold `?`
+  // placeholders, so finishing a statement scans a few short pieces instead of the whole text.
+  readonly #pieces: string[] = []
+  readonly #placeholders: boolean[] = []
   readonly #params: unknown[] = []
 
-  /** Appends text and the parameters of its `?` placeholders. */
+  /** Appends text and the parameters of its `?` placeholders (which must be in this text). */
   push (sql: string, ...params: unknown[]): this {
-    this.#text += sql
+    this.#pieces.push(sql)
+    this.#placeholders.push(params.length > 0)
     for (const param of params) this.#params.push(param)
     return this
   }
@@ -31,12 +35,13 @@ export class SqlBuilder {
 
   /** The statement with placeholders written for the dialect. */
   finish (dialect: Dialect): Statement {
-    let n = 0
     const placeholder = dialect.placeholder
+    if (placeholder === undefined) return { sql: this.#pieces.join(''), params: this.#params }
+    let n = 0
     // Quoted identifiers and string literals may contain '?': only bare ones are placeholders.
-    const sql = placeholder === undefined
-      ? this.#text
-      : this.#text.replace(/"(?:[^"]|"")*"|'(?:[^']|'')*'|\?/g, match => match === '?' ? placeholder(++n) : match)
+    const sql = this.#pieces.map((piece, i) => this.#placeholders[i]
+      ? piece.replace(/"(?:[^"]|"")*"|'(?:[^']|'')*'|\?/g, match => match === '?' ? placeholder(++n) : match)
+      : piece).join('')
     return { sql, params: this.#params }
   }
 }
