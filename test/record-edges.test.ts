@@ -16,7 +16,15 @@ const Note = defineEntity({
   }
 })
 const Log = defineEntity({ name: 'Log', properties: { id: p.integer().primary(), line: p.string(), createdAt: createdAtIso(), updatedAt: updatedAtIso() } })
-const Counter = defineEntity({ name: 'Counter', properties: { id: p.integer().primary(), hits: p.integer().default(0) } })
+const Counter = defineEntity({
+  name: 'Counter',
+  properties: {
+    id: p.integer().primary(),
+    hits: p.integer().default(0),
+    // Generators get an entity manager bound to the write's transaction.
+    origin: p.string().onCreate((_counter: unknown, em: { getTransactionContext (): unknown }) => em.getTransactionContext() === undefined ? 'outside' : 'inside')
+  }
+})
 const Team = defineEntity({ name: 'Team', properties: { id: p.integer().primary(), name: p.string(), players: () => p.oneToMany(Player).mappedBy('team') } })
 const Player = defineEntity({ name: 'Player', properties: { id: p.integer().primary(), name: p.string(), team: () => p.manyToOne(Team).deleteRule('cascade') } })
 const Sponsor = defineEntity({ name: 'Sponsor', properties: { id: p.integer().primary(), team: () => p.manyToOne(Team).deleteRule('restrict') } })
@@ -50,7 +58,7 @@ for (const db of DATABASES) {
     t.same((await get(app, '/note?populate=false&select=text')).body.map((n: { text: string }) => n.text), ['hello', 'old'], 'and nothing is written')
 
     const counter = await app.inject({ method: 'POST', url: '/counter', payload: {} })
-    t.same(counter.json(), { id: counter.json().id, hits: 0 }, 'a record of defaults only')
+    t.same(counter.json(), { id: counter.json().id, hits: 0, origin: 'inside' }, 'a record of defaults only; the generator ran inside the transaction')
   })
 
   t.test(`${db}: destroy follows the foreign-key rules`, async t => {
