@@ -101,6 +101,26 @@ export const BP_ERR_UNIQUE = createError<'BP_ERR_UNIQUE', 409, [string]>(
 export const BP_ERR_CONSTRAINT = createError<'BP_ERR_CONSTRAINT', 409, [string]>(
   'BP_ERR_CONSTRAINT', 'The change breaks a database constraint (%s)', 409, undefined, NO_STACK)
 
+/** A websocket frame is not a request: not JSON, or without a valid `id`, `method` or `url`. 400. */
+export const BP_ERR_INVALID_FRAME = createError<'BP_ERR_INVALID_FRAME', 400, [string]>(
+  'BP_ERR_INVALID_FRAME', 'Invalid frame: %s', 400, undefined, NO_STACK)
+
+/** A socket sent a request while `maxPending` of its requests were still running. 429. */
+export const BP_ERR_TOO_MANY_REQUESTS = createError<'BP_ERR_TOO_MANY_REQUESTS', 429, [string]>(
+  'BP_ERR_TOO_MANY_REQUESTS', 'Too many requests in flight on this socket (at most %s); wait for answers before sending more', 429, undefined, NO_STACK)
+
+/** App code named a model that is not exposed (`publish`, `subscribe`, `unsubscribe`). */
+export const BP_ERR_UNKNOWN_MODEL = createError<'BP_ERR_UNKNOWN_MODEL', 500, [string]>(
+  'BP_ERR_UNKNOWN_MODEL', 'fastify-blueprints: no model has the identity `%s`', 500)
+
+/** App code passed something that is not a socket of this plugin to `subscribe` / `unsubscribe`. */
+export const BP_ERR_NOT_A_SOCKET = createError<'BP_ERR_NOT_A_SOCKET', 500>(
+  'BP_ERR_NOT_A_SOCKET', 'fastify-blueprints: not a socket; use app.blueprints.socketOf(request)', 500)
+
+/** App code called a realtime method of a plugin registered with `realtime: false`. */
+export const BP_ERR_REALTIME_DISABLED = createError<'BP_ERR_REALTIME_DISABLED', 500, [string]>(
+  'BP_ERR_REALTIME_DISABLED', 'fastify-blueprints: %s needs realtime, which the options turn off', 500)
+
 /** The plugin was registered with invalid options. Thrown at start-up, never per request. */
 export const BP_ERR_INVALID_OPTION = createError<'BP_ERR_INVALID_OPTION', 500, [string]>(
   'BP_ERR_INVALID_OPTION', 'fastify-blueprints: invalid option: %s', 500)
@@ -141,6 +161,11 @@ export const errors = {
   BP_ERR_MISSING_VALUE,
   BP_ERR_UNIQUE,
   BP_ERR_CONSTRAINT,
+  BP_ERR_INVALID_FRAME,
+  BP_ERR_TOO_MANY_REQUESTS,
+  BP_ERR_UNKNOWN_MODEL,
+  BP_ERR_NOT_A_SOCKET,
+  BP_ERR_REALTIME_DISABLED,
   BP_ERR_INVALID_OPTION,
   BP_ERR_UNSUPPORTED_DATABASE
 } as const

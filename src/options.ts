@@ -9,14 +9,14 @@ import type { FastifyRequest, RouteShorthandOptions } from 'fastify'
 import type { BlueprintQuery } from './criteria/types.ts'
 import { BP_ERR_INVALID_OPTION, didYouMean } from './errors.ts'
 import type { Model } from './models/model.ts'
+import { flag, fn, hooks, unknownKeys, type HOOK_NAMES } from './option-checks.ts'
+import { resolveRealtime, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
 
 /** The blueprint actions. */
 export type BlueprintAction = 'find' | 'findOne' | 'populate' | 'create' | 'update' | 'destroy' | 'add' | 'replace' | 'remove'
 
 /** Every blueprint action, in route-table order. */
 export const ACTIONS: readonly BlueprintAction[] = Object.freeze(['find', 'findOne', 'populate', 'create', 'update', 'destroy', 'add', 'replace', 'remove'])
-
-const HOOK_NAMES = ['onRequest', 'preParsing', 'preValidation', 'preHandler', 'preSerialization', 'onSend', 'onResponse', 'onError', 'onTimeout'] as const
 
 /** Fastify route hooks (a function or an array of functions each) added to blueprint routes. */
 export type RouteHooks = Partial<Pick<RouteShorthandOptions, typeof HOOK_NAMES[number]>>
@@ -76,10 +76,10 @@ export interface BlueprintsOptions {
   /** Prefix of every route, e.g. `/api` (Sails' `restPrefix`). Default `''`. */
   readonly prefix?: string
   /**
-   * The websocket endpoint (`true`, `false` or `{ path }`). Accepted for forward compatibility;
-   * this release serves HTTP only. Default `true`.
+   * Realtime: the websocket endpoint and notifications. `true` (the default) takes every default
+   * of {@link RealtimeOptions}; `false` serves HTTP only and publishes nothing.
    */
-  readonly realtime?: boolean | { readonly path?: string }
+  readonly realtime?: boolean | RealtimeOptions
   /** `limit` of find when the request gives none. Default 30. */
   readonly defaultLimit?: number
   /** Largest `limit` a request may ask for; above it → 400. Default `Infinity` (no maximum). */
@@ -105,7 +105,7 @@ export interface BlueprintsOptions {
 export interface ResolvedOptions {
   readonly orm: MikroORM
   readonly prefix: string
-  readonly realtime: boolean | { readonly path?: string }
+  readonly realtime: ResolvedRealtime | false
   readonly defaultLimit: number
   readonly maxLimit: number
   readonly populateLimit: number
@@ -145,14 +145,10 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
   if (typeof prefix !== 'string' || (prefix !== '' && (!prefix.startsWith('/') || prefix.endsWith('/')))) {
     throw new BP_ERR_INVALID_OPTION('`prefix` must be empty or start with / and not end with /')
   }
-  const realtime = options.realtime ?? DEFAULTS.realtime
-  if (typeof realtime !== 'boolean' && typeof realtime !== 'object') {
-    throw new BP_ERR_INVALID_OPTION('`realtime` must be a boolean or an object')
-  }
   const resolved: ResolvedOptions = {
     orm,
     prefix,
-    realtime,
+    realtime: resolveRealtime(options.realtime ?? DEFAULTS.realtime, prefix),
     defaultLimit: count(options, 'defaultLimit', DEFAULTS.defaultLimit),
     maxLimit: count(options, 'maxLimit', DEFAULTS.maxLimit),
     populateLimit: count(options, 'populateLimit', DEFAULTS.populateLimit),
@@ -166,40 +162,12 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
   return Object.freeze(resolved)
 }
 
-function unknownKeys (object: object, known: string[], where: string): void {
-  for (const key of Object.keys(object)) {
-    if (!known.includes(key)) throw new BP_ERR_INVALID_OPTION(`unknown option \`${where}${key}\`${didYouMean(key, known)}`)
-  }
-}
-
 function count (options: BlueprintsOptions, name: 'defaultLimit' | 'maxLimit' | 'populateLimit', fallback: number): number {
   const value = options[name] ?? fallback
   if (typeof value !== 'number' || !(value === Infinity || (Number.isSafeInteger(value) && value >= 0))) {
     throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be a whole number from 0 up, or Infinity`)
   }
   return value
-}
-
-function flag (value: unknown, name: string, fallback: boolean): boolean {
-  if (value === undefined) return fallback
-  if (typeof value !== 'boolean') throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be a boolean`)
-  return value
-}
-
-function fn<T> (value: T | undefined, name: string): T | undefined {
-  if (value !== undefined && typeof value !== 'function') throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be a function`)
-  return value
-}
-
-function hooks (value: RouteHooks | undefined, where: string): RouteHooks {
-  if (value === undefined) return {}
-  if (typeof value !== 'object' || value === null) throw new BP_ERR_INVALID_OPTION(`\`${where}\` must be an object of Fastify hooks`)
-  unknownKeys(value, [...HOOK_NAMES], `${where}.`)
-  for (const [name, hook] of Object.entries(value)) {
-    const list: unknown[] = Array.isArray(hook) ? hook : [hook]
-    if (list.some(h => typeof h !== 'function')) throw new BP_ERR_INVALID_OPTION(`\`${where}.${name}\` must be a function or an array of functions`)
-  }
-  return Object.freeze({ ...value })
 }
 
 function models (value: Record<string, ModelOptions> | undefined): Readonly<Record<string, ModelOptions>> {

@@ -2,7 +2,8 @@
 // per-action hooks and actions, parseBlueprintOptions and route config.
 import t from 'tap'
 import Fastify from 'fastify'
-import blueprints, { DEFAULTS, type BlueprintsOptions } from '../src/index.ts'
+import { defineEntity, p } from '@mikro-orm/core'
+import blueprints, { DEFAULTS, REALTIME_DEFAULTS, type BlueprintsOptions } from '../src/index.ts'
 import { build, DATABASES, get } from './helpers/app.ts'
 
 const db = DATABASES[0]
@@ -15,6 +16,19 @@ t.test('invalid options are refused at registration with a coded error', async t
     [{ orm, prefix: 'api' }, /`prefix`/],
     [{ orm, prefix: '/api/' }, /`prefix`/],
     [{ orm, realtime: 'yes' }, /`realtime`/],
+    [{ orm, realtime: { pth: '/ws' } }, /unknown option `realtime.pth` \(did you mean `path`\?\)/],
+    [{ orm, realtime: { path: 'ws' } }, /`realtime.path` must start with \//],
+    [{ orm, realtime: { path: true } }, /`realtime.path`/],
+    [{ orm, realtime: { broker: { publish () {} } } }, /`realtime.broker` must have publish\(\) and subscribe\(\)/],
+    [{ orm, realtime: { broker: null } }, /`realtime.broker`/],
+    [{ orm, realtime: { context: 5 } }, /`realtime.context` must be a function/],
+    [{ orm, realtime: { authorize: 'yes' } }, /`realtime.authorize` must be a function/],
+    [{ orm, realtime: { hooks: { onReqest: () => {} } } }, /unknown option `realtime.hooks.onReqest`/],
+    [{ orm, realtime: { maxPayload: 0 } }, /`realtime.maxPayload` must be a whole number from 1 up/],
+    [{ orm, realtime: { maxPending: 2.5 } }, /`realtime.maxPending`/],
+    [{ orm, realtime: { maxSubscriptions: -1 } }, /`realtime.maxSubscriptions` must be a whole number from 0 up/],
+    [{ orm, realtime: { maxBufferedBytes: '1' } }, /`realtime.maxBufferedBytes`/],
+    [{ orm, realtime: { pingInterval: Infinity } }, /`realtime.pingInterval`/],
     [{ orm, defaultLimit: -1 }, /`defaultLimit`/],
     [{ orm, maxLimit: 1.5 }, /`maxLimit`/],
     [{ orm, populateLimit: '30' }, /`populateLimit`/],
@@ -41,7 +55,16 @@ t.test('invalid options are refused at registration with a coded error', async t
     await t.rejects(async () => { await app.register(blueprints, options as BlueprintsOptions); await app.ready() }, { code: 'BP_ERR_INVALID_OPTION', message }, String(message))
     await app.close()
   }
+  const Socket = defineEntity({ name: 'Socket', properties: { id: p.integer().primary(), port: p.integer() } })
+  const sockets = await build(t, db, { entities: [Socket], seed: false, plugin: { realtime: { path: '/ws' } } })
+  t.equal((await sockets.app.inject('/socket')).statusCode, 200, 'a model named socket, with the endpoint moved')
+  for (const options of [{}, { prefix: '/api', realtime: { path: '/api/socket' } }]) {
+    const app = Fastify()
+    await t.rejects(async () => { await app.register(blueprints, { orm: sockets.orm, ...options }); await app.ready() }, { code: 'BP_ERR_INVALID_OPTION', message: /`realtime.path` .*\/socket is the path of a model's find route/ })
+    await app.close()
+  }
   t.same(DEFAULTS, { prefix: '', realtime: true, defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, caseInsensitive: false, shortcuts: false })
+  t.same(REALTIME_DEFAULTS, { maxPayload: 1_048_576, maxPending: 32, maxSubscriptions: 1000, maxBufferedBytes: 4_194_304, pingInterval: 30_000 })
   const given = { orm, prefix: '/x' }
   const app = Fastify()
   await app.register(blueprints, given)

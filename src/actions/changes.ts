@@ -6,54 +6,9 @@
  */
 import type { FastifyBaseLogger } from 'fastify'
 
-/** A primary key value as it appears in JSON. */
-export type Id = string | number
+import type { ChangeMessage, Id } from '../messages.ts'
 
-/** Children added to a collection of a record. */
-export interface AddedTo {
-  readonly verb: 'addedTo'
-  /** Primary key of the record whose collection grew. */
-  readonly id: Id
-  /** The collection. */
-  readonly attribute: string
-  /** Primary keys of the records that were added. */
-  readonly addedIds: Id[]
-}
-
-/** Children removed from a collection of a record. */
-export interface RemovedFrom {
-  readonly verb: 'removedFrom'
-  readonly id: Id
-  readonly attribute: string
-  readonly removedIds: Id[]
-}
-
-/** Attributes of a record changed (for a link change: the foreign key that points back). */
-export interface Updated {
-  readonly verb: 'updated'
-  readonly id: Id
-  /** The changed attributes with their new values. */
-  readonly data: Record<string, unknown>
-  /** Their values before, when the change knows them. */
-  readonly previous?: Record<string, unknown>
-}
-
-/** A record was created; `data` is the record as create answered it. */
-export interface Created {
-  readonly verb: 'created'
-  readonly id: Id
-  readonly data: Record<string, unknown>
-}
-
-/** A record was destroyed; `previous` is the record as destroy answered it. */
-export interface Destroyed {
-  readonly verb: 'destroyed'
-  readonly id: Id
-  readonly previous: Record<string, unknown>
-}
-
-/** A notification message, as sent to subscribers of a record (`data` of a socket event). */
-export type ChangeMessage = AddedTo | RemovedFrom | Updated | Created | Destroyed
+export type { AddedTo, ChangeMessage, Created, Destroyed, Id, RemovedFrom, Updated } from '../messages.ts'
 
 /** One notification: the model it is about (the event name) and the message. */
 export interface Change {

@@ -3,11 +3,16 @@
  *
  * @module
  */
-import type { FastifyInstance, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { ActionContext } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, ModelOptions, ResolvedOptions, RouteHooks } from '../options.ts'
-import { ROUTES, type RouteSpec } from './table.ts'
+import { ROUTES, type RouteInput, type RouteSpec } from './table.ts'
+
+/** Called with what a read route (find, findOne, populate) answers, before it is serialised. */
+export type ReadObserver = (input: RouteInput & { readonly action: 'find' | 'findOne' | 'populate' }, request: FastifyRequest, reply: FastifyReply, result: unknown) => void
+
+const READS = new Set<BlueprintAction>(['find', 'findOne', 'populate'])
 
 /**
  * What every blueprint route carries in `config.blueprint`, readable in hooks as
@@ -20,8 +25,11 @@ export interface BlueprintRouteConfig {
   readonly association?: string
 }
 
-/** Adds the blueprint routes of every model to `app` (an encapsulated, prefixed context). */
-export function registerRoutes (app: FastifyInstance, ctx: ActionContext, options: ResolvedOptions): void {
+/**
+ * Adds the blueprint routes of every model to `app` (an encapsulated, prefixed context). With an
+ * `observe` function, read routes hand it their results (realtime subscribes sockets with it).
+ */
+export function registerRoutes (app: FastifyInstance, ctx: ActionContext, options: ResolvedOptions, observe?: ReadObserver): void {
   for (const model of ctx.registry.all()) {
     const modelOptions = options.models[model.entityName] ?? {}
     for (const spec of ROUTES) {
@@ -33,12 +41,20 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
       for (const association of associations) {
         const input = { ctx, options, model, association }
         const config: BlueprintRouteConfig = { model: model.identity, action: spec.action, association: association?.name }
+        const handler = spec.handler(input)
+        const read = { ...input, action: spec.action as 'find' | 'findOne' | 'populate' }
         app.route({
           method: spec.method,
           url: spec.url(model, association),
           schema: { ...spec.schema(input), tags: [model.identity], operationId: operationId(spec, model, association) },
           config: { blueprint: config },
-          handler: spec.handler(input),
+          handler: observe === undefined || !READS.has(spec.action)
+            ? handler
+            : async (request: FastifyRequest, reply: FastifyReply) => {
+              const result = await handler(request)
+              observe(read, request, reply, result)
+              return result
+            },
           ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks)
         } as RouteOptions)
       }

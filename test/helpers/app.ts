@@ -1,5 +1,5 @@
 // build(t, db): a Fastify app with the plugin on a fresh, seeded database, closed at teardown.
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
 import type { Change } from '../../src/actions/changes.ts'
 import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
@@ -18,17 +18,22 @@ export interface BuildOptions {
   entities?: unknown[]
   /** Seed data; default: the shared seed. */
   seed?: ((orm: MikroORM) => Promise<void>) | false
+  /** Fastify's logger option (default: none). */
+  logger?: FastifyServerOptions['logger']
+  /** Adds the app's own routes (after the plugin, before ready). */
+  routes?: (app: FastifyInstance) => void
 }
 
 export async function build (t: Teardown, db: Database, options: BuildOptions = {}): Promise<{ app: FastifyInstance, orm: MikroORM }> {
   const orm = await createOrm(db, options.entities ?? defaultEntities)
   if (options.seed !== false) await (options.seed ?? seed)(orm)
-  const app = Fastify()
+  const app = Fastify({ logger: options.logger ?? false })
   t.teardown(async () => {
     await app.close()
     await destroyOrm(db, orm)
   })
   await app.register(blueprints, { orm, ...options.plugin })
+  options.routes?.(app)
   await app.ready()
   return { app, orm }
 }

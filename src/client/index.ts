@@ -1,0 +1,666 @@
+/**
+ * `fastify-blueprints/client`: a small client for the plugin's websocket endpoint, for browsers
+ * and Node ≥ 22 alike (it uses only the standard `WebSocket`, JSON and timers). It runs the
+ * blueprint routes over one socket, receives the notifications the socket's reads subscribed it
+ * to, and survives restarts: it reconnects with back-off and re-issues its subscribing reads,
+ * handing their fresh answers to the app so that it can catch up with what changed meanwhile.
+ *
+ * @example
+ * ```ts
+ * import { connect } from 'fastify-blueprints/client'
+ *
+ * const client = connect('wss://example.com/api/socket')
+ * client.on('user', message => { console.log(message.verb, message.id) })
+ * client.onResync((url, { statusCode, body }) => { if (url === '/api/user/1' && statusCode === 200) show(body) })
+ * const { body } = await client.get('/api/user/1') // now subscribed to user 1
+ * ```
+ *
+ * @module
+ */
+import type { BlueprintsResponse, ChangeMessage, Method } from './messages.ts'
+
+export type { AddedTo, BlueprintsResponse, ChangeMessage, Created, Destroyed, Id, Method, RemovedFrom, Updated } from './messages.ts'
+
+// Close codes of the server (docs/protocol.md), copied so that the client carries no server code.
+/** `context()` refused the socket: reconnecting would be refused again. */
+const CLOSE_REFUSED = 4003
+/** A frame was larger than the server's `maxPayload`. */
+const CLOSE_TOO_BIG = 1009
+/** A normal closure, for `close()`. */
+const CLOSE_NORMAL = 1000
+
+/**
+ * The part of a standard `WebSocket` the client uses. The browser's and Node's global
+ * `WebSocket` have it; so does any object made by a constructor given as the `WebSocket` option.
+ *
+ * @example
+ * ```ts
+ * const socket: WebSocketLike = new WebSocket('ws://localhost:3000/socket')
+ * ```
+ */
+export interface WebSocketLike {
+  send (data: string): void
+  close (code?: number, reason?: string): void
+  addEventListener (type: 'open' | 'message' | 'close', listener: (event: WebSocketEvent) => void): void
+}
+
+/**
+ * What the client reads from the events of a socket: `data` of `message`, `code` and `reason`
+ * of `close`.
+ *
+ * @example
+ * ```ts
+ * socket.addEventListener('close', (event: WebSocketEvent) => { console.log(event.code) })
+ * ```
+ */
+export interface WebSocketEvent {
+  readonly data?: unknown
+  readonly code?: number
+  readonly reason?: string
+}
+
+/**
+ * A `WebSocket` constructor, e.g. the `WebSocket` class of the `ws` package for a runtime
+ * without a global one.
+ *
+ * @example
+ * ```ts
+ * import WebSocket from 'ws'
+ * const client = connect('ws://localhost:3000/socket', { WebSocket: WebSocket as unknown as WebSocketConstructor })
+ * ```
+ */
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike
+
+/**
+ * The exponential back-off between connection attempts, in milliseconds: the n-th attempt in a
+ * row (from 0) waits `min(maxDelay, initialDelay × factorⁿ)`, moved by up to ± `jitter` of
+ * itself at random (so that the clients of a restarted server do not all come back at once), and
+ * never more than `maxDelay`. A connection that delivers a frame resets it (one that opens and
+ * is dropped at once does not, so a server that keeps dropping sockets is not hammered).
+ *
+ * @example
+ * ```ts
+ * connect(url, { reconnect: { initialDelay: 500, maxDelay: 30_000, factor: 2, jitter: 0.2 } })
+ * ```
+ */
+export interface ReconnectOptions {
+  /** Wait before the first attempt after a drop. Default 250. */
+  readonly initialDelay?: number
+  /** Longest wait. Default 10 000. */
+  readonly maxDelay?: number
+  /** Growth of the wait per failed attempt, ≥ 1. Default 2. */
+  readonly factor?: number
+  /** Random spread, a fraction of the wait from 0 to 1. Default 0.2. */
+  readonly jitter?: number
+}
+
+/**
+ * Options of {@link connect}.
+ *
+ * @example
+ * ```ts
+ * const client = connect('ws://localhost:3000/socket', {
+ *   maxInFlight: 8,
+ *   reconnect: { maxDelay: 5000 },
+ *   onError: err => { reportToMonitoring(err) }
+ * })
+ * ```
+ */
+export interface ClientOptions {
+  /** The `WebSocket` constructor. Default: the global `WebSocket`. */
+  readonly WebSocket?: WebSocketConstructor
+  /** Subprotocols offered to the server. */
+  readonly protocols?: string | string[]
+  /** `false`: a lost connection closes the client for good. Default: reconnect with the default back-off. */
+  readonly reconnect?: false | ReconnectOptions
+  /**
+   * Requests sent and not answered yet; more wait in a local queue. Keep it at most the server's
+   * `realtime.maxPending` (default 32), so that the server never answers 429. Default 16.
+   */
+  readonly maxInFlight?: number
+  /**
+   * How many distinct subscribing reads (GETs answered 200) are remembered and re-issued on each
+   * reconnect; beyond it the least recently made one is forgotten. 0 re-issues none. Default 256.
+   */
+  readonly resubscribe?: number
+  /**
+   * Receives what a handler of the app (`on`, `onResync`, `onStatus`) threw; the client itself
+   * carries on. It is called in a microtask, outside the socket's callbacks. Default: rethrows
+   * it there, so that it surfaces as an uncaught error (the browser's console and `error`
+   * event, Node's `uncaughtException`) instead of being swallowed.
+   */
+  readonly onError?: (error: unknown) => void
+}
+
+/**
+ * The state of the connection: `connecting` (the first attempt), `open`, `reconnecting` (waiting
+ * for or making a new attempt after a drop or a failed attempt) and `closed` (for good: after
+ * `close()`, a refusal by the server, or a drop with `reconnect: false`).
+ *
+ * @example
+ * ```ts
+ * client.onStatus((status: Status) => { banner.hidden = status === 'open' })
+ * ```
+ */
+export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
+
+/**
+ * Why a request failed without an answer:
+ * - `BP_CLIENT_DISCONNECTED`: the connection dropped while a write (not a GET) was in flight — it
+ *   may or may not have happened; or the client gave up (`reconnect: false`, or the server closed
+ *   the socket because a frame was too large);
+ * - `BP_CLIENT_CLOSED`: `close()` was called, or the request was made after the client closed;
+ * - `BP_CLIENT_REFUSED`: the app refused the socket (close code 4003); the client does not retry.
+ *
+ * @example
+ * ```ts
+ * const code: ClientErrorCode = 'BP_CLIENT_DISCONNECTED'
+ * ```
+ */
+export type ClientErrorCode = 'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'BP_CLIENT_REFUSED'
+
+/**
+ * The error a request rejects with when it gets no answer (see {@link ClientErrorCode}).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await client.patch('/user/1', { name: 'Ada' })
+ * } catch (err) {
+ *   if (err instanceof BlueprintsClientError && err.code === 'BP_CLIENT_DISCONNECTED') await reloadUser(1)
+ * }
+ * ```
+ */
+export class BlueprintsClientError extends Error {
+  readonly code: ClientErrorCode
+
+  constructor (code: ClientErrorCode, message: string) {
+    super(message)
+    this.name = 'BlueprintsClientError'
+    this.code = code
+  }
+}
+
+/** A request waiting in the queue or in flight: the app's, or a resync read. */
+type Job = AppJob | ResyncJob
+
+interface JobBase {
+  readonly method: Method
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>> | undefined
+  /** The frame as JSON without its id (`{"method":…}`): the id is spliced in when it is sent. */
+  readonly frame: string
+  readonly done: (response: BlueprintsResponse<any>) => void
+}
+
+/** A request of the app: a promise waits for it. */
+interface AppJob extends JobBase {
+  readonly resync: false
+  readonly fail: (error: BlueprintsClientError) => void
+}
+
+/** A remembered read re-issued by the client after a reconnect: nothing waits for it to fail. */
+interface ResyncJob extends JobBase {
+  readonly resync: true
+}
+
+/** Whole number ≥ min, or a TypeError naming the option. */
+function count (name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback
+  if (!Number.isSafeInteger(value) || value < min) throw new TypeError(`\`${name}\` must be a whole number from ${min} up`)
+  return value
+}
+
+/** Finite number in [min, max], or a TypeError naming the option. */
+function number (name: string, value: number | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !(value >= min && value <= max)) throw new TypeError(`\`${name}\` must be a number from ${min} to ${max}`)
+  return value
+}
+
+/**
+ * A connection to the websocket endpoint of fastify-blueprints. Made by {@link connect}.
+ *
+ * @example
+ * ```ts
+ * const client: BlueprintsClient = connect('ws://localhost:3000/socket')
+ * await client.close()
+ * ```
+ */
+export class BlueprintsClient {
+  readonly #url: string
+  readonly #WebSocket: WebSocketConstructor
+  readonly #protocols: string | string[] | undefined
+  readonly #backoff: Required<ReconnectOptions> | undefined
+  readonly #maxInFlight: number
+  readonly #resubscribe: number
+  readonly #onError: (error: unknown) => void
+  #status: Status = 'connecting'
+  #ws: WebSocketLike | undefined
+  #timer: ReturnType<typeof setTimeout> | undefined
+  /** Attempts since the last frame received: the exponent of the back-off. */
+  #attempt = 0
+  #nextId = 0
+  readonly #queue: Job[] = []
+  readonly #inFlight = new Map<number, Job>()
+  /** Subscribing reads to re-issue on reconnect: url → headers, least recently made first. */
+  readonly #reads = new Map<string, Readonly<Record<string, string>> | undefined>()
+  readonly #handlers = new Map<string, Set<(message: any) => void>>()
+  readonly #resyncHandlers = new Set<(url: string, response: BlueprintsResponse) => void>()
+  readonly #statusHandlers = new Set<(status: Status) => void>()
+
+  /**
+   * Opens the first connection at once. Throws a TypeError for invalid options, and what the
+   * `WebSocket` constructor throws for an invalid URL.
+   *
+   * @example
+   * ```ts
+   * const client = new BlueprintsClient('ws://localhost:3000/socket', { maxInFlight: 4 })
+   * ```
+   */
+  constructor (url: string, options: ClientOptions = {}) {
+    const WebSocket = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket
+    if (typeof WebSocket !== 'function') throw new TypeError('there is no global WebSocket: pass the `WebSocket` option')
+    this.#url = url
+    this.#WebSocket = WebSocket
+    this.#protocols = options.protocols
+    this.#maxInFlight = count('maxInFlight', options.maxInFlight, 16, 1)
+    this.#resubscribe = count('resubscribe', options.resubscribe, 256, 0)
+    this.#onError = options.onError ?? (error => { throw error })
+    if (options.reconnect !== false) {
+      const given = options.reconnect ?? {}
+      const initialDelay = number('reconnect.initialDelay', given.initialDelay, 250, 1, Number.MAX_SAFE_INTEGER)
+      this.#backoff = {
+        initialDelay,
+        maxDelay: number('reconnect.maxDelay', given.maxDelay, Math.max(10_000, initialDelay), initialDelay, Number.MAX_SAFE_INTEGER),
+        factor: number('reconnect.factor', given.factor, 2, 1, Number.MAX_SAFE_INTEGER),
+        jitter: number('reconnect.jitter', given.jitter, 0.2, 0, 1)
+      }
+    }
+    this.#open()
+  }
+
+  /**
+   * The state of the connection.
+   *
+   * @example
+   * ```ts
+   * if (client.status !== 'open') showOffline()
+   * ```
+   */
+  get status (): Status {
+    return this.#status
+  }
+
+  /**
+   * The urls of the reads re-issued after a reconnect, least recently made first.
+   *
+   * @example
+   * ```ts
+   * console.log(client.subscriptions) // ['/user/1', '/pet?where={"owner":1}']
+   * ```
+   */
+  get subscriptions (): string[] {
+    return [...this.#reads.keys()]
+  }
+
+  /**
+   * Sends a request; resolves with its response, whatever its status code. Requests made while
+   * the client (re)connects, or beyond `maxInFlight`, wait in a queue. A GET in flight when the
+   * connection drops is sent again after reconnecting; another method rejects with
+   * `BP_CLIENT_DISCONNECTED`, since the write may or may not have happened. A GET answered 200 is
+   * remembered for the resync (see {@link BlueprintsClient.onResync}); one answered 404 is
+   * forgotten. Rejects at once with what `JSON.stringify` throws for a body it cannot encode.
+   *
+   * @param url - Path and query string as over HTTP, the route prefix included.
+   * @param headers - Headers of this request only; they override the upgrade request's.
+   * @example
+   * ```ts
+   * const { statusCode, body } = await client.request<{ id: number }>('POST', '/user', { name: 'Ada' })
+   * ```
+   */
+  async request<T = unknown> (method: Method, url: string, body?: unknown, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
+    if (this.#status === 'closed') throw new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client is closed')
+    // A copy: the headers are re-sent with each resync, and the caller may change its object.
+    const own = headers === undefined ? undefined : { ...headers }
+    const frame = JSON.stringify({ method, url, body, headers: own })
+    return await new Promise<BlueprintsResponse<T>>((resolve, reject) => {
+      this.#queue.push({ method, url, headers: own, frame, resync: false, done: resolve, fail: reject })
+      this.#pump()
+    })
+  }
+
+  /**
+   * `request('GET', url, undefined, headers)`: reads, and subscribes the socket to what it read.
+   *
+   * @example
+   * ```ts
+   * const { body: users } = await client.get<User[]>('/user?where={"active":true}&limit=20')
+   * ```
+   */
+  async get<T = unknown> (url: string, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
+    return await this.request<T>('GET', url, undefined, headers)
+  }
+
+  /**
+   * `request('POST', url, body, headers)`.
+   *
+   * @example
+   * ```ts
+   * const { statusCode, body } = await client.post('/user', { name: 'Ada' }) // 200, the new record
+   * ```
+   */
+  async post<T = unknown> (url: string, body?: unknown, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
+    return await this.request<T>('POST', url, body, headers)
+  }
+
+  /**
+   * `request('PUT', url, body, headers)`.
+   *
+   * @example
+   * ```ts
+   * await client.put('/user/1/pets/3') // add pet 3 to user 1
+   * ```
+   */
+  async put<T = unknown> (url: string, body?: unknown, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
+    return await this.request<T>('PUT', url, body, headers)
+  }
+
+  /**
+   * `request('PATCH', url, body, headers)`.
+   *
+   * @example
+   * ```ts
+   * await client.patch('/user/1', { name: 'Ada' })
+   * ```
+   */
+  async patch<T = unknown> (url: string, body?: unknown, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
+    return await this.request<T>('PATCH', url, body, headers)
+  }
+
+  /**
+   * `request('DELETE', url, undefined, headers)`.
+   *
+   * @example
+   * ```ts
+   * await client.delete('/user/1/pets/3') // remove pet 3 from user 1
+   * ```
+   */
+  async delete<T = unknown> (url: string, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
+    return await this.request<T>('DELETE', url, undefined, headers)
+  }
+
+  /**
+   * Calls `handler` with each notification about records of model `identity` (the `data` of
+   * frames whose `event` is `identity`). Notifications come for records the socket's reads
+   * returned, and for new records of models it ran a find of, when changed by another socket or
+   * over HTTP — never for the socket's own writes. Returns the function that removes the handler.
+   *
+   * @example
+   * ```ts
+   * const off = client.on('user', message => {
+   *   if (message.verb === 'updated') Object.assign(users.get(message.id), message.data)
+   * })
+   * // later: off()
+   * ```
+   */
+  on<M = ChangeMessage> (identity: string, handler: (message: M) => void): () => void {
+    let handlers = this.#handlers.get(identity)
+    if (handlers === undefined) this.#handlers.set(identity, handlers = new Set())
+    handlers.add(handler)
+    return () => { handlers.delete(handler) }
+  }
+
+  /**
+   * Calls `handler` with the fresh response of each remembered read the client re-issues after a
+   * reconnect: notifications sent while it was disconnected are lost, so the app should replace
+   * what it shows with these. A read now answered 404 (its record was destroyed meanwhile) is
+   * handed over too, then forgotten; other statuses are handed over and the read kept. Returns the
+   * function that removes the handler.
+   *
+   * @example
+   * ```ts
+   * client.onResync((url, response) => {
+   *   if (response.statusCode === 404) cache.delete(url)
+   *   else if (response.statusCode === 200) cache.set(url, response.body)
+   * })
+   * ```
+   */
+  onResync<T = unknown> (handler: (url: string, response: BlueprintsResponse<T>) => void): () => void {
+    const own = handler as (url: string, response: BlueprintsResponse) => void
+    this.#resyncHandlers.add(own)
+    return () => { this.#resyncHandlers.delete(own) }
+  }
+
+  /**
+   * Calls `handler` with each new {@link Status}. Returns the function that removes it.
+   *
+   * @example
+   * ```ts
+   * const off = client.onStatus(status => { indicator.textContent = status })
+   * ```
+   */
+  onStatus (handler: (status: Status) => void): () => void {
+    this.#statusHandlers.add(handler)
+    return () => { this.#statusHandlers.delete(handler) }
+  }
+
+  /**
+   * Stops re-issuing the read of `url` after reconnects (the current connection stays subscribed
+   * until it drops). Returns whether it was remembered.
+   *
+   * @example
+   * ```ts
+   * client.forget('/user/1') // the view of user 1 was closed
+   * ```
+   */
+  forget (url: string): boolean {
+    return this.#reads.delete(url)
+  }
+
+  /**
+   * Closes the connection for good: no reconnect; every request waiting or in flight rejects with
+   * `BP_CLIENT_CLOSED`, and so does any later one. Resolves once the socket has closed.
+   *
+   * @example
+   * ```ts
+   * window.addEventListener('pagehide', () => { void client.close() })
+   * ```
+   */
+  async close (): Promise<void> {
+    if (this.#status === 'closed') return
+    clearTimeout(this.#timer)
+    const ws = this.#ws
+    // Forgetting the socket first makes its later events (close included) no concern of the client.
+    this.#ws = undefined
+    this.#settle(() => new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client was closed'), false)
+    this.#setStatus('closed')
+    if (ws === undefined) return
+    await new Promise<void>(resolve => {
+      ws.addEventListener('close', () => { resolve() })
+      ws.close(CLOSE_NORMAL)
+    })
+  }
+
+  /** One connection attempt. Events of a socket the client no longer holds are ignored. */
+  #open (): void {
+    const ws = new this.#WebSocket(this.#url, this.#protocols)
+    this.#ws = ws
+    ws.addEventListener('open', () => { if (this.#ws === ws) this.#opened() })
+    ws.addEventListener('message', event => { if (this.#ws === ws) this.#receive(event.data) })
+    ws.addEventListener('close', event => { if (this.#ws === ws) this.#dropped(event.code) })
+  }
+
+  #opened (): void {
+    // The server forgot this connection's subscriptions with the old one: the remembered reads
+    // go first, so that the socket is subscribed again as early as possible. (On the first open
+    // nothing is remembered yet.)
+    const resync: Job[] = []
+    for (const [url, headers] of this.#reads) {
+      resync.push({
+        method: 'GET',
+        url,
+        headers,
+        frame: JSON.stringify({ method: 'GET', url, headers }),
+        resync: true,
+        done: response => { for (const handler of this.#resyncHandlers) this.#call(handler, url, response) }
+      })
+    }
+    this.#queue.unshift(...resync)
+    this.#setStatus('open')
+    this.#pump()
+  }
+
+  /** Sends queued requests while the connection is open and fewer than `maxInFlight` are out. */
+  #pump (): void {
+    const ws = this.#ws as WebSocketLike
+    while (this.#status === 'open' && this.#inFlight.size < this.#maxInFlight && this.#queue.length > 0) {
+      const job = this.#queue.shift() as Job
+      const id = ++this.#nextId
+      this.#inFlight.set(id, job)
+      // A socket the server is closing discards the frame; its close event then deals with the job.
+      ws.send(`{"id":${id},${job.frame.slice(1)}`)
+    }
+  }
+
+  /** One incoming frame: a notification, a response, or something else, which is ignored. */
+  #receive (data: unknown): void {
+    // A frame proves the connection works: the back-off starts again from its first delay.
+    this.#attempt = 0
+    if (typeof data !== 'string') return
+    let frame: Record<string, unknown>
+    try {
+      frame = JSON.parse(data)
+    } catch {
+      return
+    }
+    if (typeof frame !== 'object' || frame === null) return
+    if (typeof frame.event === 'string') {
+      for (const handler of this.#handlers.get(frame.event) ?? []) this.#call(handler, frame.data)
+      return
+    }
+    const job = this.#inFlight.get(frame.id as number)
+    if (job === undefined || typeof frame.statusCode !== 'number') return
+    this.#inFlight.delete(frame.id as number)
+    const response: BlueprintsResponse = {
+      statusCode: frame.statusCode,
+      headers: (frame.headers ?? {}) as Record<string, string | string[]>,
+      body: frame.body ?? null
+    }
+    if (job.method === 'GET') this.#remember(job, response.statusCode)
+    job.done(response)
+    this.#pump()
+  }
+
+  #remember (job: Job, statusCode: number): void {
+    if (statusCode === 404) {
+      this.#reads.delete(job.url)
+    } else if (statusCode === 200 && !job.resync) {
+      // Delete then set moves the url to the end: the least recently made read goes first. A resync
+      // leaves the order alone (it is no use by the app), and does not bring back a url that
+      // forget() dropped while it was in flight.
+      this.#reads.delete(job.url)
+      this.#reads.set(job.url, job.headers)
+      if (this.#reads.size > this.#resubscribe) this.#reads.delete(this.#reads.keys().next().value as string)
+    }
+  }
+
+  /** The socket closed (or never opened): retry after a back-off, or give up. */
+  #dropped (code: number | undefined): void {
+    this.#ws = undefined
+    const refused = code === CLOSE_REFUSED
+    if (refused || this.#backoff === undefined) {
+      this.#settle(() => refused
+        ? new BlueprintsClientError('BP_CLIENT_REFUSED', 'the server refused the connection (4003)')
+        : new BlueprintsClientError('BP_CLIENT_DISCONNECTED', `the connection closed (${String(code)}) and reconnect is off`), false)
+      this.#setStatus('closed')
+      return
+    }
+    // The server closes with 1009 when a frame was too large: one of those in flight. Sending them
+    // again would be refused again, so none is, GETs included.
+    const tooBig = code === CLOSE_TOO_BIG
+    this.#settle(() => new BlueprintsClientError('BP_CLIENT_DISCONNECTED', tooBig
+      ? 'the server closed the connection: a request was larger than its maxPayload'
+      : `the connection dropped (${String(code)}) while the request was in flight`), !tooBig)
+    // The timer first: a status handler that calls close() must find it to clear it.
+    this.#schedule()
+    this.#setStatus('reconnecting')
+  }
+
+  /**
+   * Fails what is in flight, except GETs when `retry` (they go back to the front of the queue, in
+   * the order they were sent); with `retry` false, fails the queue too. Resync reads are dropped
+   * either way: the next open re-issues them all.
+   */
+  #settle (error: () => BlueprintsClientError, retry: boolean): void {
+    const again: Job[] = []
+    for (const job of this.#inFlight.values()) {
+      if (job.resync) continue
+      if (retry && job.method === 'GET') again.push(job)
+      else job.fail(error())
+    }
+    this.#inFlight.clear()
+    const queued = this.#queue.splice(0).filter(job => !job.resync)
+    if (retry) {
+      this.#queue.push(...again, ...queued)
+    } else {
+      for (const job of queued) job.fail(error())
+    }
+  }
+
+  #schedule (): void {
+    const { initialDelay, maxDelay, factor, jitter } = this.#backoff as Required<ReconnectOptions>
+    const base = Math.min(maxDelay, initialDelay * factor ** this.#attempt)
+    // Once at the ceiling the exponent stops growing (factorⁿ would overflow to Infinity).
+    if (base < maxDelay) this.#attempt++
+    const delay = Math.min(maxDelay, base * (1 + jitter * (2 * Math.random() - 1)))
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined
+      try {
+        this.#open()
+      } catch (error) {
+        // The first attempt ran in connect(), which threw to the caller; a constructor that throws
+        // only later (a custom one) counts as a failed attempt, reported, so the client keeps trying.
+        this.#report(error)
+        this.#dropped(undefined)
+      }
+    }, delay)
+  }
+
+  #setStatus (status: Status): void {
+    if (status === this.#status) return
+    this.#status = status
+    for (const handler of this.#statusHandlers) this.#call(handler, status)
+  }
+
+  /** Runs an app handler; what it throws goes to `onError`, outside the socket's callback. */
+  #call<A extends unknown[]> (handler: (...args: A) => void, ...args: A): void {
+    try {
+      handler(...args)
+    } catch (error) {
+      this.#report(error)
+    }
+  }
+
+  #report (error: unknown): void {
+    queueMicrotask(() => { this.#onError(error) })
+  }
+}
+
+/**
+ * Connects to the websocket endpoint of fastify-blueprints (`${prefix}/socket` by default). The
+ * client is usable at once: requests made before the connection opens are queued.
+ *
+ * @param url - `ws://` or `wss://` address of the endpoint.
+ * @example
+ * ```ts
+ * import { connect } from 'fastify-blueprints/client'
+ *
+ * const client = connect('ws://localhost:3000/socket', { reconnect: { maxDelay: 5000 } })
+ * client.onStatus(status => { console.log('socket', status) })
+ * const { statusCode, body } = await client.get('/user?limit=2')
+ * ```
+ */
+export function connect (url: string, options?: ClientOptions): BlueprintsClient {
+  return new BlueprintsClient(url, options)
+}

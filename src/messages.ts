@@ -1,0 +1,110 @@
+/**
+ * The messages of change notifications: what a write's change set holds (`onChange`), what a
+ * socket receives as the `data` of a notification frame, and what the client types. Types only,
+ * importing nothing, so that the browser client can share them (docs/changes.md describes them).
+ *
+ * @module
+ */
+
+/**
+ * A primary key as it appears in JSON (numbers, or strings; `bigint` keys as strings).
+ *
+ * @example
+ * ```ts
+ * const ids: Id[] = [1, 'admin']
+ * ```
+ */
+export type Id = string | number
+
+/**
+ * Children were added to a collection of a record.
+ *
+ * @example
+ * ```ts
+ * client.on<AddedTo>('user', ({ id, attribute, addedIds }) => { console.log(id, attribute, addedIds) })
+ * ```
+ */
+export interface AddedTo {
+  readonly verb: 'addedTo'
+  /** Primary key of the record whose collection grew. */
+  readonly id: Id
+  /** The collection. */
+  readonly attribute: string
+  /** Primary keys of the records that were added. */
+  readonly addedIds: Id[]
+}
+
+/**
+ * Children were removed from a collection of a record.
+ *
+ * @example
+ * ```ts
+ * client.on<RemovedFrom>('user', ({ id, attribute, removedIds }) => { console.log(id, attribute, removedIds) })
+ * ```
+ */
+export interface RemovedFrom {
+  readonly verb: 'removedFrom'
+  readonly id: Id
+  readonly attribute: string
+  /** Primary keys of the records that were removed, in ascending order. */
+  readonly removedIds: Id[]
+}
+
+/**
+ * Attributes of a record changed (for a link change: the foreign key that points back).
+ *
+ * @example
+ * ```ts
+ * client.on<Updated<{ name: string }>>('user', ({ id, data }) => { if (data.name !== undefined) rename(id, data.name) })
+ * ```
+ */
+export interface Updated<R = Record<string, unknown>> {
+  readonly verb: 'updated'
+  readonly id: Id
+  /** The changed attributes with their new values. */
+  readonly data: Partial<R>
+  /** Their values before, when the change knows them. */
+  readonly previous?: Partial<R>
+}
+
+/**
+ * A record was created; `data` is the record as create answered it. Sockets that ran a find of
+ * the model receive it (and are then subscribed to the new record).
+ *
+ * @example
+ * ```ts
+ * client.on<Created<{ id: number, name: string }>>('user', ({ data }) => { users.push(data) })
+ * ```
+ */
+export interface Created<R = Record<string, unknown>> {
+  readonly verb: 'created'
+  readonly id: Id
+  readonly data: R
+}
+
+/**
+ * A record was destroyed; `previous` is the record as destroy answered it.
+ *
+ * @example
+ * ```ts
+ * client.on<Destroyed>('user', ({ id }) => { users.delete(id) })
+ * ```
+ */
+export interface Destroyed<R = Record<string, unknown>> {
+  readonly verb: 'destroyed'
+  readonly id: Id
+  readonly previous: R
+}
+
+/**
+ * The message of a change notification (`data` of a notification frame). Data an app sends with
+ * `app.blueprints.publish()` arrives as it was given: type it with the generic of `on()`.
+ *
+ * @example
+ * ```ts
+ * client.on('user', (message: ChangeMessage) => {
+ *   if (message.verb === 'updated') console.log(message.id, message.data)
+ * })
+ * ```
+ */
+export type ChangeMessage<R = Record<string, unknown>> = AddedTo | RemovedFrom | Updated<R> | Created<R> | Destroyed<R>

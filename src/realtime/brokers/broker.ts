@@ -1,0 +1,73 @@
+/**
+ * The broker interface: how the notifications of one server instance reach the sockets of every
+ * instance. An instance publishes one envelope per committed write (or `publish()` call); every
+ * instance, the publisher included, receives each envelope once and delivers it to its own
+ * subscribed sockets.
+ *
+ * @module
+ */
+import type { Id } from '../../actions/changes.ts'
+
+/** One notification in an envelope. */
+export interface EnvelopeItem {
+  /**
+   * `change`: a message of a write's change set (`created` goes to the sockets watching the
+   * model, the others to the record's subscribers). `publish`: data given to `publish()`, sent as
+   * is to the record's subscribers.
+   */
+  readonly kind: 'change' | 'publish'
+  /** Identity of the record's model (the event name). */
+  readonly model: string
+  /** Primary key of the record. */
+  readonly id: Id
+  /** The `data` of the notification frame. */
+  readonly message: unknown
+}
+
+/** What one write (or one `publish()` call) sends to every instance. JSON-serialisable. */
+export interface Envelope {
+  /** Id of the socket whose request caused it; that socket is not notified. */
+  readonly origin?: string
+  readonly items: readonly EnvelopeItem[]
+}
+
+/** Receives every envelope published by any instance. It must not throw. */
+export type EnvelopeHandler = (envelope: Envelope) => void
+
+/** Where a broker reports trouble it recovers from (a lost connection, a malformed message). */
+export interface BrokerLog {
+  info (details: object, message: string): void
+  warn (details: object, message: string): void
+  error (details: object, message: string): void
+}
+
+/**
+ * Carries envelopes between server instances. Implementations: {@link MemoryBroker} (one process,
+ * the default), `RedisBroker` (`fastify-blueprints/redis`) and `PostgresBroker`
+ * (`fastify-blueprints/postgres`).
+ *
+ * @example
+ * ```ts
+ * // A broker is a small object; this one only works inside one process.
+ * const handlers = new Set<EnvelopeHandler>()
+ * const broker: Broker = {
+ *   async publish (envelope) { for (const handler of handlers) handler(envelope) },
+ *   async subscribe (handler, log) { handlers.add(handler); return async () => { handlers.delete(handler) } }
+ * }
+ * ```
+ */
+export interface Broker {
+  /**
+   * Sends an envelope to every subscribed handler of every instance. Resolves once it is handed
+   * over (not once it is delivered).
+   */
+  publish (envelope: Envelope): Promise<void>
+  /**
+   * Starts calling `handler` with every envelope published from now on. Resolves with the function
+   * that stops it (and releases what the subscription holds, such as a connection): once the
+   * handler is ready to receive, or, while the broker's connection is being re-established after a
+   * loss, at once (the handler receives from the reconnection on). Rejects when the broker cannot
+   * connect at all. `log` is the app's logger (the plugin passes `app.log`).
+   */
+  subscribe (handler: EnvelopeHandler, log: BrokerLog): Promise<() => Promise<void>>
+}

@@ -1,0 +1,279 @@
+/**
+ * The realtime hub of one server instance: it publishes the change sets of committed writes to the
+ * broker, receives every instance's envelopes back, and delivers them to its own subscribed
+ * sockets (authorised per recipient, never to the socket that caused them). It also records the
+ * subscriptions that socket reads make.
+ *
+ * @module
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Change, Id } from '../actions/changes.ts'
+import { parseId } from '../actions/context.ts'
+import type { ReadObserver } from '../routes/register.ts'
+import type { Association, Model } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import { jsonKey } from '../models/values.ts'
+import { BP_ERR_NOT_A_SOCKET, BP_ERR_UNKNOWN_MODEL } from '../errors.ts'
+import type { Broker, Envelope, EnvelopeItem } from './brokers/broker.ts'
+import { Connection, type BlueprintSocket } from './connection.ts'
+import { SUBSCRIPTION_LIMIT } from './protocol.ts'
+import { SubscriptionRegistry } from './registry.ts'
+
+/** A notification on its way to one socket, as the `authorize` option sees it. */
+export type Notification = EnvelopeItem
+
+/**
+ * Decides whether one socket may receive one notification. It runs for every recipient of every
+ * notification, so it must be cheap and synchronous: decide from the socket's `context` (computed
+ * once, when the socket connected) and the notification, never with a query per recipient.
+ */
+export type Authorize = (socket: BlueprintSocket, notification: Notification) => boolean
+
+/** What travels with a request made through a socket (AsyncLocalStorage, across `inject()`). */
+export interface SocketRequest {
+  readonly connection: Connection
+  /** The hub's envelope sequence when the request arrived (what came later may need replaying). */
+  readonly since: number
+  /** Set when Fastify serialised the response as JSON (so the frame can embed it as is). */
+  json: boolean
+}
+
+/**
+ * How many recent envelopes the hub keeps, to replay to a socket what changed while its read ran
+ * (between the query and the subscription). Reads take milliseconds; 512 envelopes cover bursts
+ * far beyond that.
+ */
+const RECENT = 512
+
+/** A notification frame, encoded once for all its recipients. */
+interface Frame { bytes?: Uint8Array }
+
+/** An association as the read subscription walks it. */
+interface Link {
+  readonly name: string
+  /** Identity and primary key name of the associated model. */
+  readonly target: string
+  readonly key: string
+}
+
+/** A record's key in a set of keys (the replay's). */
+const recordKey = (identity: string, id: Id): string => `${identity}/${String(id)}`
+
+const verbOf = (item: EnvelopeItem): string | undefined => item.kind === 'change' ? (item.message as { verb: string }).verb : undefined
+
+/**
+ * The socket of the request being handled, if it came through a socket. Only the websocket
+ * endpoint enters it; nothing in an HTTP request (header, cookie, query) can.
+ */
+export const socketRequests = new AsyncLocalStorage<SocketRequest>()
+
+/** A read whose records a socket is subscribed to. */
+export interface Read {
+  readonly action: 'find' | 'findOne' | 'populate'
+  readonly model: Model
+  /** populate: the association read, and the parent's key. */
+  readonly association?: Association
+  readonly parentId?: unknown
+}
+
+/** The hub's settings. */
+export interface HubOptions {
+  readonly broker: Broker
+  readonly registry: ModelRegistry
+  readonly authorize: Authorize | undefined
+  readonly maxSubscriptions: number
+  readonly log: FastifyBaseLogger
+}
+
+export class Hub {
+  readonly subscriptions: SubscriptionRegistry
+  readonly #options: HubOptions
+  #stop: (() => Promise<void>) | undefined
+  readonly #registry: ModelRegistry
+  readonly #linksByModel = new Map<Model, readonly Link[]>()
+  readonly #recent: Array<Envelope | undefined> = new Array(RECENT)
+  #sequence = 0
+
+  constructor (options: HubOptions) {
+    this.#options = options
+    this.#registry = options.registry
+    this.subscriptions = new SubscriptionRegistry(options.maxSubscriptions)
+  }
+
+  /** How many envelopes this hub has received. */
+  get sequence (): number {
+    return this.#sequence
+  }
+
+  /** Starts receiving envelopes from the broker. */
+  async start (): Promise<void> {
+    this.#stop = await this.#options.broker.subscribe(envelope => { this.deliver(envelope) }, this.#options.log)
+  }
+
+  /** Stops receiving envelopes. */
+  async stop (): Promise<void> {
+    await this.#stop?.()
+    this.#stop = undefined
+  }
+
+  /** Publishes the changes of a committed write; the socket that made it (if any) is the origin. */
+  async publishChanges (changes: readonly Change[]): Promise<void> {
+    const items: EnvelopeItem[] = changes.map(({ model, message }) => ({ kind: 'change', model, id: message.id, message }))
+    await this.#options.broker.publish({ origin: socketRequests.getStore()?.connection.id, items })
+  }
+
+  /** Publishes app data to the subscribers of one record, on every instance. */
+  async publish (identity: string, id: Id, data: unknown, origin?: BlueprintSocket): Promise<void> {
+    const model = this.#model(identity)
+    await this.#options.broker.publish({ origin: origin?.id, items: [{ kind: 'publish', model: identity, id: jsonKey(model.primaryKey.type, id), message: data }] })
+  }
+
+  /**
+   * Delivers an envelope to this instance's sockets. `created` goes to the sockets watching the
+   * model, which are then subscribed to the new record; everything else to the record's
+   * subscribers. After `destroyed`, nobody is subscribed to the record any more. The socket the
+   * envelope came from is sent nothing.
+   */
+  deliver (envelope: Envelope): void {
+    this.#recent[++this.#sequence % RECENT] = envelope
+    for (const item of envelope.items) {
+      const verb = verbOf(item)
+      const recipients = verb === 'created' ? this.subscriptions.watchers(item.model) : this.subscriptions.subscribers(item.model, item.id)
+      const frame: Frame = {}
+      for (const connection of recipients ?? []) this.#notify(connection, envelope.origin, item, frame)
+      if (verb === 'destroyed') this.subscriptions.drop(item.model, item.id)
+    }
+  }
+
+  /**
+   * Subscribes a socket to what a read returned: the records, and the records populated inside
+   * them; a find also watches its model for new records; populate subscribes to the parent too.
+   * Then it replays what this instance received since the read arrived (`since`) about those
+   * records: a change committed between the read's query and this subscription reaches the
+   * socket (one committed just before the query may arrive twice: at least once, never lost).
+   * Returns false when the socket's subscription limit left some records out.
+   */
+  subscribeRead (connection: Connection, read: Read, result: unknown, since: number): boolean {
+    const subscriptions = this.subscriptions
+    // Keys of the records this read subscribed anew (not those the socket held already), for the
+    // replay; usually none, once a socket reads the same records again.
+    const added = new Set<string>()
+    let complete = true
+    const subscribe = (identity: string, id: Id): void => {
+      const outcome = subscriptions.subscribe(connection, identity, id)
+      if (outcome === 'added') added.add(recordKey(identity, id))
+      else if (outcome === 'full') complete = false
+    }
+    const { identity, primaryKey } = read.model
+    let watched: string | undefined
+    if (read.action === 'populate') {
+      subscribe(identity, jsonKey(primaryKey.type, read.parentId))
+      const child = this.#registry.get((read.association as Association).target) as Model
+      for (const record of (Array.isArray(result) ? result : [result]) as Array<Record<string, Id>>) subscribe(child.identity, record[child.primaryKey.name])
+    } else {
+      if (read.action === 'find' && subscriptions.watch(connection, identity)) watched = identity
+      const links = this.#links(read.model)
+      for (const record of (read.action === 'find' ? result : [result]) as Array<Record<string, unknown>>) {
+        subscribe(identity, record[primaryKey.name] as Id)
+        for (const { name, target, key } of links) {
+          const value = record[name]
+          if (value === null || typeof value !== 'object') continue
+          if (Array.isArray(value)) for (const child of value as Array<Record<string, Id>>) subscribe(target, child[key])
+          else subscribe(target, (value as Record<string, Id>)[key])
+        }
+      }
+    }
+    if (added.size > 0 || watched !== undefined) this.#replay(connection, since, added, watched)
+    return complete
+  }
+
+  /** `app.blueprints.subscribe()`: returns how many of the records the socket is now subscribed to. */
+  subscribe (socket: BlueprintSocket, identity: string, ids: readonly Id[]): number {
+    const connection = this.#connection(socket)
+    const model = this.#model(identity)
+    return ids.filter(id => this.subscriptions.subscribe(connection, identity, jsonKey(model.primaryKey.type, id)) !== 'full').length
+  }
+
+  /** `app.blueprints.unsubscribe()`. */
+  unsubscribe (socket: BlueprintSocket, identity: string, ids: readonly Id[]): void {
+    const connection = this.#connection(socket)
+    const model = this.#model(identity)
+    for (const id of ids) this.subscriptions.unsubscribe(connection, identity, jsonKey(model.primaryKey.type, id))
+  }
+
+  /**
+   * One notification to one socket: authorised, and never to the socket it came from. A watcher
+   * told about a new record follows it from now on, the one that created it included (the
+   * requester is only spared the notification: it has the response).
+   */
+  #notify (connection: Connection, origin: string | undefined, item: EnvelopeItem, frame: Frame): void {
+    if (!this.#allowed(connection, item)) return
+    if (verbOf(item) === 'created') this.subscriptions.subscribe(connection, item.model, item.id)
+    if (connection.id === origin) return
+    frame.bytes ??= Buffer.from(JSON.stringify({ event: item.model, data: item.message }))
+    connection.send(frame.bytes)
+  }
+
+  /** Replays to a socket the envelopes after `since` about records (or a model) it just began to follow. */
+  #replay (connection: Connection, since: number, added: Set<string>, watched: string | undefined): void {
+    for (let sequence = Math.max(since + 1, this.#sequence - RECENT + 1); sequence <= this.#sequence; sequence++) {
+      const envelope = this.#recent[sequence % RECENT] as Envelope
+      for (const item of envelope.items) {
+        const key = recordKey(item.model, item.id)
+        const verb = verbOf(item)
+        if (verb === 'created' ? item.model !== watched : !added.has(key)) continue
+        this.#notify(connection, envelope.origin, item, {})
+        if (verb === 'created') added.add(key)
+        if (verb === 'destroyed') this.subscriptions.unsubscribe(connection, item.model, item.id)
+      }
+    }
+  }
+
+  /** The associations of a model, with their target's identity and primary key name, listed once. */
+  #links (model: Model): readonly Link[] {
+    let links = this.#linksByModel.get(model)
+    if (links === undefined) {
+      links = [...model.singulars.values(), ...model.collections.values()].map(association => {
+        const target = this.#registry.get(association.target) as Model
+        return { name: association.name, target: target.identity, key: target.primaryKey.name }
+      })
+      this.#linksByModel.set(model, links)
+    }
+    return links
+  }
+
+  #allowed (connection: Connection, item: EnvelopeItem): boolean {
+    const authorize = this.#options.authorize
+    if (authorize === undefined) return true
+    try {
+      return authorize(connection, item) === true
+    } catch (err) {
+      this.#options.log.error({ err, socket: connection.id, model: item.model, id: item.id }, 'fastify-blueprints: authorize threw; the notification was not sent')
+      return false
+    }
+  }
+
+  #model (identity: string): Model {
+    const model = this.#registry.get(identity)
+    if (model === undefined) throw new BP_ERR_UNKNOWN_MODEL(identity)
+    return model
+  }
+
+  #connection (socket: BlueprintSocket): Connection {
+    if (!(socket instanceof Connection)) throw new BP_ERR_NOT_A_SOCKET()
+    return socket
+  }
+}
+
+/** The read observer of the routes: subscribes the socket that asked (if any) to what a read answered. */
+export function readObserver (hub: Hub): ReadObserver {
+  return (read, request, reply, result) => {
+    const scope = socketRequests.getStore()
+    if (scope === undefined) return
+    const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined
+    if (!hub.subscribeRead(scope.connection, { action: read.action, model: read.model, association: read.association, parentId }, result, scope.since)) {
+      reply.header(SUBSCRIPTION_LIMIT.header, SUBSCRIPTION_LIMIT.value)
+    }
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * The websocket wire protocol: frame shapes, limits and close codes, in one place. `docs/protocol.md`
+ * specifies the same; the client (`src/client`) has its own copy of the few constants it needs, so
+ * that it carries no server code.
+ *
+ * @module
+ */
+
+/** HTTP methods a request frame may use. */
+export const METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])
+
+/** A request frame, client → server. */
+export interface RequestFrame {
+  /** Chosen by the client; echoed in the response. */
+  readonly id: string | number
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  /** Path and query string, as over HTTP (the prefix included). */
+  readonly url: string
+  /** JSON body, sent as `application/json`. */
+  readonly body?: unknown
+  /** Headers of this request only; they override the upgrade request's. */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** A response frame, server → client. */
+export interface ResponseFrame {
+  readonly id: string | number | null
+  readonly statusCode: number
+  readonly headers: Readonly<Record<string, string | string[]>>
+  readonly body: unknown
+}
+
+/** A notification frame, server → client. */
+export interface NotificationFrame {
+  /** Identity of the model of the record concerned. */
+  readonly event: string
+  /** The message (see docs/changes.md), or the data given to `publish()`. */
+  readonly data: unknown
+}
+
+/** Close codes the server uses. */
+export const CLOSE = Object.freeze({
+  /** The server is shutting down. */
+  GOING_AWAY: 1001,
+  /** A frame was larger than `maxPayload`. */
+  TOO_BIG: 1009,
+  /** `context()` refused the connection. */
+  REFUSED: 4003
+})
+
+/**
+ * Headers of the upgrade request that do not carry over to the requests of the socket: they
+ * describe the upgrade itself, or the body of a request.
+ */
+export const UPGRADE_ONLY: ReadonlySet<string> = new Set([
+  // accept-encoding: a frame carries text; a compressed body would have to be decoded again.
+  'connection', 'upgrade', 'content-length', 'content-type', 'transfer-encoding', 'expect', 'accept-encoding',
+  'sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol'
+])
+
+/** The response header a read carries when the socket's subscription limit left records out. */
+export const SUBSCRIPTION_LIMIT = Object.freeze({ header: 'x-blueprints-subscriptions', value: 'limit-reached' })
+
+/** Response headers that are not passed on in response frames. */
+export const NOT_FORWARDED: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'content-length', 'set-cookie'])
+
+/** Why a frame is not a request: the message of the 400 error frame. */
+export function frameProblem (frame: unknown): string | undefined {
+  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) return 'a frame must be a JSON object'
+  const { id, method, url, headers } = frame as Record<string, unknown>
+  if (typeof id !== 'string' && typeof id !== 'number') return '`id` must be a string or a number'
+  if (typeof method !== 'string' || !METHODS.has(method)) return '`method` must be one of GET, POST, PUT, PATCH, DELETE'
+  if (typeof url !== 'string' || !url.startsWith('/') || url.startsWith('//')) return '`url` must be a path starting with a single /'
+  if (headers !== undefined) {
+    if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return '`headers` must be an object'
+    for (const [name, value] of Object.entries(headers)) {
+      if (typeof value !== 'string') return `header \`${name}\` must be a string`
+    }
+  }
+  return undefined
+}
+
+/** The `id` of a frame that may be malformed, or null. */
+export function frameId (frame: unknown): string | number | null {
+  const id = (frame as { id?: unknown } | null)?.id
+  return typeof id === 'string' || typeof id === 'number' ? id : null
+}

@@ -1,0 +1,154 @@
+/**
+ * The websocket endpoint: each request frame is run through the app's own router as a virtual
+ * request (same hooks, validation and serialisation as HTTP; see dispatch.ts), inside an
+ * AsyncLocalStorage scope that tells the routes which socket is asking. Notifications are written
+ * by the hub.
+ *
+ * @module
+ */
+import { STATUS_CODES } from 'node:http'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import '@fastify/websocket'
+import type { RawData, WebSocket } from 'ws'
+import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../errors.ts'
+import type { RouteHooks } from '../options.ts'
+import { Connection } from './connection.ts'
+import { dispatch, VirtualSocket } from './dispatch.ts'
+import { socketRequests, type Hub, type SocketRequest } from './hub.ts'
+import { CLOSE, frameId, frameProblem, NOT_FORWARDED, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
+
+/** The endpoint's settings (resolved options). */
+export interface EndpointOptions {
+  readonly path: string
+  readonly hooks: RouteHooks
+  readonly context: ((request: FastifyRequest) => unknown) | undefined
+  readonly maxPayload: number
+  readonly maxPending: number
+  readonly maxBufferedBytes: number
+  readonly pingInterval: number
+}
+
+/**
+ * Adds the websocket route to `app` (the instance the plugin is registered on, where
+ * `@fastify/websocket` is registered) and the keep-alive timer.
+ */
+export function registerEndpoint (app: FastifyInstance, hub: Hub, options: EndpointOptions): void {
+  const limits = { maxBufferedBytes: options.maxBufferedBytes }
+  // A plain GET of this path (no upgrade) is answered 404 by @fastify/websocket.
+  app.get(options.path, { websocket: true, ...options.hooks }, (ws: WebSocket, request: FastifyRequest) => {
+    const headers: Record<string, string | string[] | undefined> = {}
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (!UPGRADE_ONLY.has(name)) headers[name] = value
+    }
+    const connection = new Connection(ws, headers, new VirtualSocket(request.ip, request.socket.remotePort, () => { ws.terminate() }), limits)
+    hub.subscriptions.add(connection)
+    // Handlers are attached before anything is awaited, so that no early frame is lost.
+    ws.on('message', (data, isBinary) => {
+      connection.alive = true
+      receive(app, hub, options, connection, data, isBinary).catch(
+        /* c8 ignore next 2 -- inject() rejects only when the app failed to boot, and a socket
+           exists only in a booted app; this keeps a future failure from crashing the process. */
+        (err: unknown) => { app.log.error({ err, socket: connection.id }, 'fastify-blueprints: a socket request failed') }
+      )
+    })
+    ws.on('pong', () => { connection.alive = true })
+    ws.on('close', () => { hub.subscriptions.release(connection) })
+    if (options.context !== undefined) connection.ready = open(options.context, request, connection)
+  })
+  if (options.pingInterval > 0) {
+    const timer = setInterval(() => { for (const connection of hub.subscriptions.sockets()) connection.ping() }, options.pingInterval)
+    timer.unref()
+    app.addHook('onClose', async () => { clearInterval(timer) })
+  }
+}
+
+/** Runs the `context` option for a new socket; a refusal closes it. Resolves whether it was accepted. */
+async function open (context: (request: FastifyRequest) => unknown, request: FastifyRequest, connection: Connection): Promise<boolean> {
+  try {
+    connection.context = await context(request)
+    return true
+  } catch (err) {
+    request.log.info({ err, socket: connection.id }, 'fastify-blueprints: the context option refused a socket')
+    connection.close(CLOSE.REFUSED, 'refused')
+    return false
+  }
+}
+
+/** One incoming frame: checked, replayed through the routes, answered with the same id. */
+async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions, connection: Connection, data: RawData, isBinary: boolean): Promise<void> {
+  // ws refuses larger frames itself when the plugin registered @fastify/websocket; an app that
+  // registered it with a larger limit still gets this one.
+  if ((data as Buffer).byteLength > options.maxPayload) {
+    connection.close(CLOSE.TOO_BIG, 'frame too large')
+    return
+  }
+  let frame: unknown
+  let problem: string | undefined
+  if (isBinary) problem = 'binary frames are not accepted; send JSON text'
+  else {
+    try {
+      frame = JSON.parse(String(data))
+      problem = frameProblem(frame)
+    } catch (err) {
+      problem = `not valid JSON (${(err as Error).message})`
+    }
+  }
+  if (problem !== undefined) {
+    connection.send(errorFrame(frameId(frame), new BP_ERR_INVALID_FRAME(problem)))
+    return
+  }
+  const request = frame as RequestFrame
+  if (connection.pending >= options.maxPending) {
+    connection.send(errorFrame(request.id, new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending))))
+    return
+  }
+  connection.pending++
+  try {
+    // A socket refused by `context` is closed: its requests are dropped unanswered.
+    if (!await connection.ready) return
+    const headers: Record<string, string | string[] | undefined> = { ...connection.headers }
+    if (request.headers !== undefined) for (const name in request.headers) headers[name.toLowerCase()] = request.headers[name]
+    let body: Buffer | undefined
+    if (request.body !== undefined) {
+      body = Buffer.from(JSON.stringify(request.body))
+      headers['content-type'] = 'application/json'
+      headers['content-length'] = String(body.length)
+    }
+    const scope: SocketRequest = { connection, since: hub.sequence, json: false }
+    const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, request.method, request.url, headers, body))
+    const forwarded: Record<string, unknown> = {}
+    for (const name in answer.headers) {
+      if (!NOT_FORWARDED.has(name)) forwarded[name] = answer.headers[name]
+    }
+    const head = `{"id":${JSON.stringify(request.id)},"statusCode":${answer.statusCode},"headers":${JSON.stringify(forwarded)},"body":`
+    const text = answer.chunks.every(chunk => typeof chunk === 'string')
+      ? answer.chunks.join('')
+      : Buffer.concat(answer.chunks.map(chunk => typeof chunk === 'string' ? Buffer.from(chunk) : chunk)).toString()
+    // A body that Fastify serialised as JSON is embedded as is: no parse, no second stringify.
+    // An encoded body (an onSend hook compressed it) is not JSON text any more.
+    const json = scope.json && answer.headers['content-encoding'] === undefined
+    connection.send(`${head}${json ? text : bodyOf(text, answer.headers['content-type'])}}`)
+  } finally {
+    connection.pending--
+  }
+}
+
+
+/** The JSON text of a response body: JSON as is when it parses, anything else as a string. */
+function bodyOf (payload: string, type: unknown): string {
+  if (payload === '') return 'null'
+  if (typeof type === 'string' && type.includes('json')) {
+    try {
+      return JSON.stringify(JSON.parse(payload))
+    } catch {
+      // Declared JSON but is not: sent as text below.
+    }
+  }
+  return JSON.stringify(payload)
+}
+
+/** An error frame with the body HTTP errors have. */
+function errorFrame (id: string | number | null, err: Error & { statusCode: number, code: string }): string {
+  const body = { statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode], message: err.message }
+  return JSON.stringify({ id, statusCode: err.statusCode, headers: {}, body })
+}

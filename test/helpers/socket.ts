@@ -1,0 +1,99 @@
+// A small websocket client for tests (the ws package, a real TCP connection): requests by id,
+// notifications collected in order, and waits with a deadline so that a missing frame fails the
+// test instead of hanging it.
+import type { FastifyInstance } from 'fastify'
+import WebSocket from 'ws'
+
+export interface Frame { id: string | number | null, statusCode: number, headers: Record<string, unknown>, body: any }
+export interface Notice { event: string, data: any }
+
+export interface TestSocket {
+  readonly ws: WebSocket
+  /** Sends a request frame and resolves with its response frame. */
+  request (method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<Frame>
+  /** Sends raw text and resolves with the next frame that is not a notification. */
+  raw (text: string | Buffer, binary?: boolean): Promise<Frame>
+  /** Notifications received so far (and from now on). */
+  readonly notices: Notice[]
+  /** Resolves once `count` notifications in all have arrived (fails after `ms`). */
+  until (count: number, ms?: number): Promise<Notice[]>
+  /** Waits `ms` and resolves with the notifications received meanwhile (to show that none came). */
+  quiet (ms?: number): Promise<Notice[]>
+  close (): Promise<void>
+}
+
+/** The ws:// address of a listening app's endpoint. */
+export function socketUrl (app: FastifyInstance, path = '/socket'): string {
+  const address = app.server.address() as { port: number }
+  return `ws://127.0.0.1:${address.port}${path}`
+}
+
+/** Opens a socket to a listening app. */
+export async function connect (url: string, options: WebSocket.ClientOptions = {}): Promise<TestSocket> {
+  const ws = new WebSocket(url, options)
+  const notices: Notice[] = []
+  const waiting = new Map<string | number, (frame: Frame) => void>()
+  const rawWaiters: Array<(frame: Frame) => void> = []
+  let noticeWaiter: (() => void) | undefined
+  let next = 0
+  ws.on('message', data => {
+    const frame = JSON.parse(String(data))
+    if ('event' in frame) {
+      notices.push(frame)
+      noticeWaiter?.()
+      return
+    }
+    const resolve = waiting.get(frame.id)
+    if (resolve !== undefined) {
+      waiting.delete(frame.id)
+      resolve(frame)
+    } else {
+      rawWaiters.shift()?.(frame)
+    }
+  })
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve())
+    ws.once('error', reject)
+  })
+  const deadline = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> => Promise.race([
+    promise,
+    new Promise<T>((_resolve, reject) => setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms).unref())
+  ])
+  return {
+    ws,
+    notices,
+    request (method, url, body, headers) {
+      const id = `r${++next}`
+      const frame: Record<string, unknown> = { id, method, url }
+      if (body !== undefined) frame.body = body
+      if (headers !== undefined) frame.headers = headers
+      const answer = new Promise<Frame>(resolve => waiting.set(id, resolve))
+      ws.send(JSON.stringify(frame))
+      return deadline(answer, 5000, `the answer to ${method} ${url}`)
+    },
+    raw (text, binary = false) {
+      const answer = new Promise<Frame>(resolve => rawWaiters.push(resolve))
+      ws.send(text, { binary })
+      return deadline(answer, 5000, 'an answer to a raw frame')
+    },
+    async until (count, ms = 5000) {
+      const reached = new Promise<void>(resolve => {
+        if (notices.length >= count) return resolve()
+        noticeWaiter = () => { if (notices.length >= count) resolve() }
+      })
+      await deadline(reached, ms, `${count} notifications (got ${notices.length}: ${JSON.stringify(notices).slice(0, 500)})`)
+      return notices
+    },
+    async quiet (ms = 150) {
+      const before = notices.length
+      await new Promise(resolve => setTimeout(resolve, ms))
+      return notices.slice(before)
+    },
+    async close () {
+      if (ws.readyState === WebSocket.CLOSED) return
+      const closed = new Promise(resolve => ws.once('close', resolve))
+      ws.close()
+      await closed
+    }
+  }
+}

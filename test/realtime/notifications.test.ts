@@ -1,0 +1,226 @@
+// Realtime notifications over real sockets: every row of the seed's "which operation sends what"
+// table, requester exclusion, what subscribes (socket reads) and what does not (HTTP), created
+// and destroyed, the registry after close, and the subscription limit.
+import t, { type Test } from 'tap'
+import type { FastifyInstance } from 'fastify'
+import type { Change } from '../../src/index.ts'
+import { DATABASES } from '../helpers/app.ts'
+import { listening, open, seen, settled } from '../helpers/realtime.ts'
+import type { Notice, TestSocket } from '../helpers/socket.ts'
+
+type Tap = Test
+type Method = 'PUT' | 'DELETE' | 'POST' | 'PATCH'
+
+const notice = (event: string, data: Record<string, unknown>): Notice => ({ event, data })
+const asNotices = (changes: readonly Change[]): Notice[] => changes.map(({ model, message }) => notice(model, message as unknown as Record<string, unknown>))
+
+/** A socket subscribed to every user, pet and tag (and, through the finds, watching the three models). */
+async function watcher (t: Tap, app: FastifyInstance): Promise<TestSocket> {
+  const socket = await open(t, app)
+  for (const url of ['/user?populate=false&limit=100', '/pet?populate=false', '/tag?populate=false']) {
+    t.equal((await socket.request('GET', url)).statusCode, 200, `${url} over a socket`)
+  }
+  return socket
+}
+
+for (const db of DATABASES) {
+  t.test(`${db}: every collection route notifies as the seed's table says`, async t => {
+    const app = await listening(t, db)
+    const all = await watcher(t, app)
+    const http = (method: Method, url: string, payload?: unknown) => async () => {
+      const res = await app.inject({ method, url, payload: payload as string })
+      t.equal(res.statusCode, 200, `${method} ${url}`)
+    }
+
+    t.same(await seen(all, 3, http('PUT', '/user/2/pets/1')), [
+      notice('user', { verb: 'addedTo', id: 2, attribute: 'pets', addedIds: [1] }),
+      notice('pet', { verb: 'updated', id: 1, data: { owner: 2 }, previous: { owner: 1 } }),
+      notice('user', { verb: 'removedFrom', id: 1, attribute: 'pets', removedIds: [1] })
+    ], 'add, one-to-many: addedTo to the parent, updated to the child, removedFrom to the former parent')
+    t.same(await seen(all, 2, http('PUT', '/user/2/tags/admin')), [
+      notice('user', { verb: 'addedTo', id: 2, attribute: 'tags', addedIds: ['admin'] }),
+      notice('tag', { verb: 'addedTo', id: 'admin', attribute: 'users', addedIds: [2] })
+    ], 'add, many-to-many with a via: addedTo to both sides')
+    t.same(await seen(all, 1, http('PUT', '/user/2/friends/5')), [
+      notice('user', { verb: 'addedTo', id: 2, attribute: 'friends', addedIds: [5] })
+    ], 'add, via-less: the parent only')
+    t.same(await seen(all, 0, http('PUT', '/user/2/friends/5')), [], 'adding a member again: nothing')
+
+    t.same(await seen(all, 4, http('PUT', '/user/1/pets', { fks: [2, 3, 4] })), [
+      notice('user', { verb: 'addedTo', id: 1, attribute: 'pets', addedIds: [3, 4] }),
+      notice('pet', { verb: 'updated', id: 3, data: { owner: 1 }, previous: { owner: 2 } }),
+      notice('pet', { verb: 'updated', id: 4, data: { owner: 1 }, previous: { owner: null } }),
+      notice('user', { verb: 'removedFrom', id: 2, attribute: 'pets', removedIds: [3] })
+    ], 'replace, one-to-many: new members only, and the former parent')
+    t.same(await seen(all, 5, http('PUT', '/user/1/tags', { fks: ['vip'] })), [
+      notice('user', { verb: 'addedTo', id: 1, attribute: 'tags', addedIds: ['vip'] }),
+      notice('user', { verb: 'removedFrom', id: 1, attribute: 'tags', removedIds: ['admin', 'beta'] }),
+      notice('tag', { verb: 'addedTo', id: 'vip', attribute: 'users', addedIds: [1] }),
+      notice('tag', { verb: 'removedFrom', id: 'admin', attribute: 'users', removedIds: [1] }),
+      notice('tag', { verb: 'removedFrom', id: 'beta', attribute: 'users', removedIds: [1] })
+    ], 'replace, many-to-many: one addedTo and one removedFrom to the parent, one per child')
+    t.same(await seen(all, 1, http('PUT', '/user/1/friends', { fks: [] })), [
+      notice('user', { verb: 'removedFrom', id: 1, attribute: 'friends', removedIds: [2, 3] })
+    ], 'replace with [], via-less')
+
+    t.same(await seen(all, 2, http('DELETE', '/user/2/pets/1')), [
+      notice('user', { verb: 'removedFrom', id: 2, attribute: 'pets', removedIds: [1] }),
+      notice('pet', { verb: 'updated', id: 1, data: { owner: null }, previous: { owner: 2 } })
+    ], 'remove, one-to-many')
+    t.same(await seen(all, 2, http('DELETE', '/user/2/tags/admin')), [
+      notice('user', { verb: 'removedFrom', id: 2, attribute: 'tags', removedIds: ['admin'] }),
+      notice('tag', { verb: 'removedFrom', id: 'admin', attribute: 'users', removedIds: [2] })
+    ], 'remove, many-to-many')
+    t.same(await seen(all, 1, http('DELETE', '/user/2/friends/5')), [
+      notice('user', { verb: 'removedFrom', id: 2, attribute: 'friends', removedIds: [5] })
+    ], 'remove, via-less')
+    t.same(await seen(all, 0, http('DELETE', '/user/2/friends/5')), [], 'removing a non-member: nothing')
+  })
+
+  t.test(`${db}: create, update and destroy; what a socket hears is exactly the change set`, async t => {
+    const app = await listening(t, db)
+    const all = await watcher(t, app)
+    let changes: readonly Change[] = []
+    app.blueprints.onChange(batch => { changes = batch })
+    const write = async (method: Method, url: string, payload: unknown, count: number): Promise<any> => {
+      let body: unknown
+      const received = await seen(all, count, async () => { body = (await app.inject({ method, url, payload: payload as string })).json() })
+      t.same(received, asNotices(changes), `${method} ${url}: the socket hears the whole change set, in order`)
+      return { body, received }
+    }
+
+    const created = await write('POST', '/user', { name: 'zoe', age: 20 }, 1)
+    t.same(created.received, [notice('user', { verb: 'created', id: created.body.id, data: created.body })], 'created, to the sockets that ran a find on the model')
+    const renamed = await write('PATCH', `/user/${created.body.id}`, { name: 'Zoe' }, 1)
+    t.same(renamed.received, [notice('user', { verb: 'updated', id: created.body.id, data: { name: 'Zoe' }, previous: { name: 'zoe' } })], 'a watcher told about a new record is subscribed to it')
+    const moved = await write('PATCH', '/pet/5', { owner: 1 }, 3)
+    t.same(moved.received.map((n: Notice) => [n.event, n.data.verb, n.data.id]), [['pet', 'updated', 5], ['user', 'removedFrom', 3], ['user', 'addedTo', 1]], 'a singular association moves: both parents hear it')
+    const gone = await write('DELETE', `/user/${created.body.id}`, undefined, 1)
+    t.same(gone.received, [notice('user', { verb: 'destroyed', id: created.body.id, previous: renamed.body })])
+    const before = app.blueprints.stats().subscriptions
+    await write('POST', '/pet', { name: 'Bubbles', species: 'fish', owner: 2 }, 2)
+    t.equal(app.blueprints.stats().subscriptions, before + 1, 'subscribed to the created pet')
+    t.same(await seen(all, 0, async () => app.inject({ method: 'PATCH', url: `/user/${created.body.id}`, payload: { name: 'ghost' } })), [], 'nothing more about a destroyed record')
+  })
+
+  t.test(`${db}: the requester hears nothing of its own writes; others do`, async t => {
+    const app = await listening(t, db)
+    const actor = await watcher(t, app)
+    const other = await watcher(t, app)
+    const stranger = await open(t, app)
+    t.same(await seen(other, 3, async () => {
+      t.equal((await actor.request('PUT', '/user/2/pets/1')).statusCode, 200)
+    }), [
+      notice('user', { verb: 'addedTo', id: 2, attribute: 'pets', addedIds: [1] }),
+      notice('pet', { verb: 'updated', id: 1, data: { owner: 2 }, previous: { owner: 1 } }),
+      notice('user', { verb: 'removedFrom', id: 1, attribute: 'pets', removedIds: [1] })
+    ], 'a subscribed socket hears a write made through another socket')
+    const created = await actor.request('POST', '/user', { name: 'yann' })
+    await other.until(4)
+    await actor.quiet()
+    t.same(actor.notices, [], 'the writing socket heard nothing of its writes, not even its created')
+    t.same(stranger.notices, [], 'a socket that read nothing hears nothing')
+    t.same((await seen(actor, 1, async () => app.inject({ method: 'PATCH', url: `/user/${created.body.id as number}`, payload: { age: 3 } }))).map(n => n.data.verb), ['updated'],
+      'the writer watches users (it ran a find), so another write to its new record reaches it')
+  })
+
+  t.test(`${db}: socket reads subscribe, HTTP reads do not, and closing releases everything`, async t => {
+    const app = await listening(t, db)
+    for (const url of ['/user', '/user/1', '/user/1/pets', '/user/1/bestPet']) t.equal((await app.inject(url)).statusCode, 200)
+    t.same(app.blueprints.stats(), { sockets: 0, subscriptions: 0, records: 0, watches: 0 }, 'HTTP requests subscribe nothing')
+
+    const one = await open(t, app)
+    await one.request('GET', '/user/4')
+    t.same(app.blueprints.stats(), { sockets: 1, subscriptions: 3, records: 3, watches: 0 }, 'findOne: the record and what it populates (its tags vip and admin); no watch')
+    const pets = await open(t, app)
+    await pets.request('GET', '/user/1/pets')
+    t.same(app.blueprints.stats(), { sockets: 2, subscriptions: 6, records: 6, watches: 0 }, 'populate: the parent and its children')
+    const best = await open(t, app)
+    t.equal((await best.request('GET', '/user/1/bestPet')).body.id, 2)
+    const failed = await open(t, app)
+    t.equal((await failed.request('GET', '/user/99')).statusCode, 404)
+    t.equal((await failed.request('GET', '/user?limit=x')).statusCode, 400)
+    t.same(app.blueprints.stats(), { sockets: 4, subscriptions: 8, records: 6, watches: 0 }, 'a singular populate: parent and record; failed reads subscribe nothing')
+
+    t.same(await seen(pets, 1, async () => app.inject({ method: 'PATCH', url: '/pet/2', payload: { name: 'Tommy' } })), [
+      notice('pet', { verb: 'updated', id: 2, data: { name: 'Tommy' }, previous: { name: 'Tom' } })
+    ], 'a populated child')
+    t.same((await seen(pets, 1, async () => app.inject({ method: 'PUT', url: '/user/1/tags/vip' }))).map(n => n.data.verb), ['addedTo'], 'the parent of a populate')
+    t.same(await seen(pets, 0, async () => app.inject({ method: 'PATCH', url: '/user/2', payload: { age: 26 } })), [], 'not a record it did not read')
+    t.same(await seen(one, 1, async () => app.inject({ method: 'PATCH', url: '/tag/vip', payload: { weight: 1 } })), [
+      notice('tag', { verb: 'updated', id: 'vip', data: { weight: 1 }, previous: { weight: 7 } })
+    ], 'a record populated in a findOne, with a string key')
+    t.same(await seen(one, 0, async () => app.inject({ method: 'POST', url: '/user', payload: { name: 'new' } })), [], 'findOne watches nothing: no created')
+
+    await Promise.all([one.close(), pets.close(), best.close(), failed.close()])
+    t.same(await settled(app, 0), { sockets: 0, subscriptions: 0, records: 0, watches: 0 }, 'every subscription released on close')
+  })
+
+  t.test(`${db}: a socket's subscriptions are capped by maxSubscriptions`, async t => {
+    const app = await listening(t, db, { plugin: { realtime: { maxSubscriptions: 3 } } })
+    const socket = await open(t, app)
+    const capped = await socket.request('GET', '/user?populate=false')
+    t.equal(capped.statusCode, 200)
+    t.equal(capped.body.length, 10, 'the answer is complete')
+    t.equal(capped.headers['x-blueprints-subscriptions'], 'limit-reached', 'the answer says that some records were left out')
+    t.equal(app.blueprints.stats().subscriptions, 3)
+    t.equal((await socket.request('GET', '/user?populate=false&limit=2')).headers['x-blueprints-subscriptions'], undefined, 'a second find of the model: all held')
+    t.equal(app.blueprints.stats().watches, 1)
+    const within = await socket.request('GET', '/user/1?populate=false')
+    t.equal(within.headers['x-blueprints-subscriptions'], undefined, 'no header when every record returned is subscribed')
+    t.same(await seen(socket, 1, async () => app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 31 } })), [
+      notice('user', { verb: 'updated', id: 1, data: { age: 31 }, previous: { age: 30 } })
+    ])
+    t.same(await seen(socket, 0, async () => app.inject({ method: 'PATCH', url: '/user/9', payload: { age: 31 } })), [], 'not a record beyond the cap')
+  })
+}
+
+for (const db of DATABASES) {
+  t.test(`${db}: what changes while a socket's read runs still reaches it`, async t => {
+    // parseBlueprintOptions runs after the read arrived and before its query: a write made there
+    // commits in the window between the two. It goes over real HTTP, as another client's would.
+    let during: (() => Promise<unknown>) | undefined
+    const app = await listening(t, db, {
+      plugin: {
+        parseBlueprintOptions: async (_request, query) => {
+          const work = during
+          during = undefined
+          await work?.()
+          return query
+        }
+      }
+    })
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+    const http = async (method: string, url: string, body?: unknown): Promise<any> => (await fetch(base + url, body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).json()
+    const socket = await open(t, app)
+
+    during = () => http('PATCH', '/user/1', { age: 77 })
+    t.equal((await socket.request('GET', '/user/1?populate=false')).body.age, 77)
+    t.same(await socket.until(1), [notice('user', { verb: 'updated', id: 1, data: { age: 77 }, previous: { age: 30 } })],
+      'replayed once the socket is subscribed (at least once: this one was already in the answer)')
+
+    let fresh: any
+    during = async () => {
+      fresh = await http('POST', '/pet', { name: 'Flash', species: 'snail' })
+      await http('POST', '/tag', { slug: 'new', label: 'New' })
+      await http('DELETE', `/pet/${fresh.id as number}`)
+    }
+    const pets = await socket.request('GET', '/pet?populate=false')
+    t.notOk(pets.body.some((pet: { id: number }) => pet.id === fresh.id))
+    t.same((await socket.until(3)).slice(1), [
+      notice('pet', { verb: 'created', id: fresh.id, data: fresh }),
+      notice('pet', { verb: 'destroyed', id: fresh.id, previous: fresh })
+    ], 'a find replays created (it now watches pets, not tags) and what followed')
+    t.equal(app.blueprints.stats().subscriptions, 1 + pets.body.length, 'not subscribed to the destroyed pet')
+
+    during = async () => {
+      for (let n = 0; n < 600; n++) await app.blueprints.publish('user', 2, { n })
+      // The in-process broker delivers on the next turn of the event loop: let it.
+      await new Promise(resolve => setImmediate(resolve))
+    }
+    await socket.request('GET', '/user/2?populate=false')
+    await socket.until(3 + 512)
+    t.same(socket.notices.slice(3).map(n => n.data.n), Array.from({ length: 512 }, (_, i) => 88 + i), 'the last 512 envelopes are kept for replay')
+    t.same(await socket.quiet(), [])
+  })
+}
