@@ -1,0 +1,739 @@
+// Realtime benchmark: the websocket endpoint against HTTP, notification fan-out to many sockets,
+// and delivery between server instances through the Redis and PostgreSQL brokers.
+//
+// Run: npm run bench:realtime (or: npm exec -- node bench/realtime/run.ts). It needs PostgreSQL
+// (127.0.0.1:5432, user postgres; PGHOST, PGPORT, PGUSER, PGPASSWORD override) and, for the Redis
+// broker, Redis (127.0.0.1:6379; REDIS_HOST, REDIS_PORT). Database BENCH_RT_PG_DB (bp_bench_rt) is
+// created if missing and reseeded with bench/seed.ts on every run.
+//
+// Method. Servers run in child processes (bench/realtime/server.ts) and never share a process with
+// a load generator; the machine facts and load average are printed because 2 cores are shared by
+// everything. Every wait has a deadline, and a watchdog stops the run after TIME_LIMIT_MINUTES.
+//
+// 1. Throughput. One server process serves both transports. For each URL it checks that HTTP and
+//    a socket answer deep-equal JSON (aborts if not), warms both up, then runs ROUNDS rounds of
+//    SECONDS s, alternating HTTP (autocannon, 10 connections, pipelining 1) and socket (10 ws
+//    connections from this process, each with exactly 1 request in flight: the next request frame
+//    goes out when the previous response frame arrives); which goes first alternates per round.
+//    It reports requests/s (responses within the time / seconds), medians, the ratio socket/HTTP
+//    and the server's CPU µs per request (utime + stime from /proc), plus the load generator's CPU.
+// 2. Fan-out. A fresh server per N; N sockets in fanout-client.ts processes (BENCH_RT_FANOUT_CLIENTS,
+//    default 1: see FANOUT_CLIENTS below for why), each subscribed to user 1 by a socket read of
+//    GET /user/1?populate=false. Server RSS (VmRSS after a forced full GC) is read before the
+//    sockets connect (after 500 warm-up sockets came and went) and after they are all subscribed. Then WRITES sequential PATCH /user/1 {"age":n} over
+//    HTTP from this process; each waits until every socket got its notification. Latency of one
+//    (socket, write) = receipt (process.hrtime.bigint() in the client) − send (the same clock
+//    here, CLOCK_MONOTONIC, shared by the processes of one machine).
+// 3. Cross-instance. Two server processes (A, B) on the same database, each with the broker under
+//    test; a socket (here) on A subscribed to user 1; CROSS_WRITES sequential PATCH /user/1 over
+//    HTTP to B. Latency = receipt on the socket − send of the write. For reference: A and B as two
+//    apps of ONE process sharing a MemoryBroker.
+//
+// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross; BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
+// (3), BENCH_RT_WARMUP (2 s); BENCH_RT_FANOUT (1000,10000: the values of N); BENCH_RT_FANOUT_CLIENTS
+// (client processes, 1); BENCH_RT_WRITES (25 per N); BENCH_RT_CROSS_WRITES (200);
+// BENCH_RT_BROKERS=redis,postgres,memory; BENCH_RT_CPU_PROF=<dir> (V8 CPU profiles of the servers
+// during an extra, unmeasured phase of each part; read them with bench/realtime/profile-top.ts);
+// BENCH_RT_HEAP_SNAPSHOT=<dir> (heap snapshots of the fan-out server before and after the sockets
+// connect; compare them with bench/realtime/heap-diff.ts).
+import { spawn, type ChildProcess } from 'node:child_process'
+import { deepStrictEqual } from 'node:assert/strict'
+import { Agent, request } from 'node:http'
+import { cpus, loadavg } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import WebSocket from 'ws'
+import {
+  cpuSeconds, cpuTimes, distribution, elapsedMs, median, openFilesLimit, rssBytes, within,
+  type ClientMessage, type ClientRequest, type Distribution, type ServerAsk, type ServerReady, type ServerReply
+} from './common.ts'
+
+const env = process.env
+const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
+const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross')
+const ROUNDS = Number(env.BENCH_RT_ROUNDS ?? 5)
+const SECONDS = Number(env.BENCH_RT_SECONDS ?? 3)
+const WARMUP_SECONDS = Number(env.BENCH_RT_WARMUP ?? 2)
+const CONNECTIONS = 10
+const FANOUT = list(env.BENCH_RT_FANOUT, '1000,10000').map(Number)
+/**
+ * One client process by default. Measured on the 2-core machine: a client process spends about as
+ * much CPU per notification received (14-16 µs) as the server per socket written (13 µs), so
+ * during a fan-out each has a core to itself and they advance together. Two client processes
+ * (5 000 sockets each) can only take CPU from the server's core: at N = 10 000 the server then
+ * spent 16 µs per socket instead of 13, the last socket of a write came at 178-200 ms instead of
+ * 153-162 ms (medians), and p99 stayed within the noise (196-207 ms against 183-218 ms).
+ */
+const FANOUT_CLIENTS = Number(env.BENCH_RT_FANOUT_CLIENTS ?? 1)
+const WRITES = Number(env.BENCH_RT_WRITES ?? 25)
+const FANOUT_WARMUP_WRITES = 3
+const CROSS_WRITES = Number(env.BENCH_RT_CROSS_WRITES ?? 200)
+const CROSS_WARMUP_WRITES = 20
+const BROKERS = list(env.BENCH_RT_BROKERS, 'redis,postgres,memory')
+const PROFILES = env.BENCH_RT_CPU_PROF
+const PROFILED_WRITES = 50
+const CONNECT_CONCURRENCY = 100
+const WARM_SOCKETS = 500
+const TIME_LIMIT_MINUTES = 8
+const SUBSCRIBE = '/user/1?populate=false'
+const TARGETS = { ratio: 1.0, fanoutP99: 50, rssPerSocket: 10 * 1024, crossP99: 20 }
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: every one is killed when this process ends, whatever the reason.
+
+const children = new Set<ChildProcess>()
+const killAll = (): void => { for (const child of children) if (child.exitCode === null) child.kill('SIGKILL') }
+process.on('exit', killAll)
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { killAll(); process.exit(130) })
+setTimeout(() => {
+  console.error(`bench:realtime: time limit of ${TIME_LIMIT_MINUTES} minutes reached, stopping`)
+  killAll()
+  process.exit(1)
+}, TIME_LIMIT_MINUTES * 60_000).unref()
+
+const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url))
+// A channel of this run only, on the shared Redis server (PostgreSQL's NOTIFY is per database).
+const CHANNEL = `bp_bench_rt_${process.pid}`
+
+function track (child: ChildProcess, what: string): Promise<never> {
+  children.add(child)
+  return new Promise<never>((_resolve, reject) => {
+    child.once('exit', (code, signal) => {
+      children.delete(child)
+      reject(new Error(`${what} exited (${signal ?? code})`))
+    })
+  })
+}
+
+/** A server process (bench/realtime/server.ts) and its IPC requests. */
+interface Server {
+  readonly pid: number
+  readonly ports: number[]
+  ask (request: ServerAsk): Promise<ServerReply>
+  stop (): Promise<void>
+}
+
+async function startServer (label: string, broker: string, options: { apps?: number, seed?: boolean } = {}): Promise<Server> {
+  const args = ['--expose-gc', here('./server.ts'), '--broker', broker, '--apps', String(options.apps ?? 1)]
+  if (options.seed === true) args.push('--seed')
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced', env: { ...env, BENCH_RT_CHANNEL: CHANNEL } })
+  const exited = track(child, `server ${label}`)
+  exited.catch(() => {})
+  const ready = new Promise<ServerReady>(resolve => {
+    child.on('message', (message: ServerReady | ServerReply) => { if ('type' in message && message.type === 'ready') resolve(message) })
+  })
+  const { ports } = await within(Promise.race([ready, exited]), 90_000, `server ${label} start`)
+  let next = 0
+  const pending = new Map<number, (reply: ServerReply) => void>()
+  child.on('message', (message: ServerReady | ServerReply) => {
+    if ('id' in message) pending.get(message.id)?.(message)
+  })
+  return {
+    pid: child.pid as number,
+    ports,
+    async ask (body) {
+      const id = ++next
+      const reply = new Promise<ServerReply>(resolve => pending.set(id, resolve))
+      child.send({ ...body, id })
+      try {
+        return await within(Promise.race([reply, exited]), 60_000, `server ${label}: ${body.type}`)
+      } finally {
+        pending.delete(id)
+      }
+    },
+    async stop () {
+      if (child.exitCode !== null) return
+      child.kill('SIGTERM')
+      // SIGTERM lets it close its sockets, broker and pools; it is killed if it does not exit in time.
+      await within(exited.catch(() => {}), 15_000, `server ${label} stop`).catch(() => { child.kill('SIGKILL') })
+    }
+  }
+}
+
+/**
+ * Runs `work` (an extra, unmeasured phase) under the CPU profiler of each server and writes one
+ * profile per server to BENCH_RT_CPU_PROF; `work` returns what the phase did, for the report.
+ */
+async function profiled (servers: Server[], name: string, work: () => Promise<string>): Promise<void> {
+  for (const server of servers) await server.ask({ type: 'profile-start' })
+  const what = await work()
+  const files: string[] = []
+  for (const [i, server] of servers.entries()) {
+    const file = join(PROFILES as string, `${name}${servers.length > 1 ? `-${'AB'[i]}` : ''}.cpuprofile`)
+    await server.ask({ type: 'profile-stop', file })
+    files.push(file)
+  }
+  console.log(`  CPU profile (extra phase, not measured: ${what}): ${files.join(', ')}`)
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP (keep-alive, one connection: the writes are sequential) and a request/notification socket.
+
+const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+
+interface Answer { status: number, text: string, sentAt: bigint, answeredAt: bigint }
+
+/** One HTTP request; `sentAt` is read just before the request is handed to the socket. */
+async function http (port: number, method: string, path: string, body?: unknown): Promise<Answer> {
+  const payload = body === undefined ? undefined : JSON.stringify(body)
+  const headers: Record<string, string | number> = payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+  return await within(new Promise<Answer>((resolve, reject) => {
+    let sentAt = 0n
+    const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, res => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () => { resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), sentAt, answeredAt: process.hrtime.bigint() }) })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    sentAt = process.hrtime.bigint()
+    req.end(payload)
+  }), 15_000, `${method} ${path}`)
+}
+
+async function ok (port: number, method: string, path: string, body?: unknown): Promise<Answer> {
+  const answer = await http(port, method, path, body)
+  if (answer.status !== 200) throw new Error(`${method} ${path} answered ${answer.status}: ${answer.text.slice(0, 300)}`)
+  return answer
+}
+
+async function openSocket (port: number): Promise<WebSocket> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/socket`, { perMessageDeflate: false })
+  await within(new Promise<void>((resolve, reject) => {
+    ws.once('open', () => { resolve() })
+    ws.once('error', reject)
+  }), 10_000, 'websocket open')
+  return ws
+}
+
+/** Sends one request frame on a socket that has nothing else in flight; resolves with the parsed response frame. */
+async function frame (ws: WebSocket, id: number, method: string, url: string): Promise<{ id: number, statusCode: number, headers: object, body: unknown, text: string }> {
+  return await within(new Promise((resolve, reject) => {
+    const onMessage = (data: WebSocket.RawData): void => {
+      const text = String(data)
+      const parsed = JSON.parse(text) as { id?: number, statusCode: number, headers: object, body: unknown }
+      if (parsed.id !== id) return
+      ws.off('message', onMessage)
+      resolve({ ...parsed, id, text })
+    }
+    ws.on('message', onMessage)
+    ws.once('error', reject)
+    ws.send(JSON.stringify({ id, method, url }))
+  }), 10_000, `socket ${method} ${url}`)
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Throughput
+
+interface Run {
+  rps: number
+  /** Server CPU µs per request, and the part of it in the kernel. */
+  cpu: number
+  sys: number
+  /** The load generator's CPU, in cores. */
+  loadCpu: number
+}
+
+/** Runs `load` while measuring the server's CPU and this process's (the load generator's). */
+async function measured (server: Server, load: () => Promise<{ count: number, seconds: number }>): Promise<Run> {
+  const from = cpuTimes(server.pid)
+  const own = process.cpuUsage()
+  const { count, seconds } = await load()
+  const used = process.cpuUsage(own)
+  const to = cpuTimes(server.pid)
+  const perRequest = (cpu: number): number => cpu / count * 1e6
+  return {
+    rps: count / seconds,
+    cpu: perRequest(to.user + to.system - from.user - from.system),
+    sys: perRequest(to.system - from.system),
+    loadCpu: (used.user + used.system) / 1e6 / seconds
+  }
+}
+
+async function httpLoad (port: number, url: string, seconds: number): Promise<{ count: number, seconds: number }> {
+  const result = await autocannon({ url: `http://127.0.0.1:${port}${url}`, connections: CONNECTIONS, pipelining: 1, duration: seconds })
+  if (result.errors > 0 || result.non2xx > 0) throw new Error(`HTTP ${url}: ${result.errors} errors, ${result.non2xx} non-2xx answers`)
+  return { count: result['2xx'], seconds: result.duration }
+}
+
+/**
+ * CONNECTIONS sockets, each with exactly one request in flight, for `seconds`. Responses that
+ * arrive after the time are not counted (as autocannon does). Each response is checked by its
+ * start only (`{"id":<the id>,"statusCode":200,`), so that the generator stays cheap.
+ */
+async function socketLoad (port: number, url: string, seconds: number): Promise<{ count: number, seconds: number }> {
+  const sockets = await Promise.all(Array.from({ length: CONNECTIONS }, async () => await openSocket(port)))
+  let count = 0
+  let failure: string | undefined
+  const started = performance.now()
+  const deadline = started + seconds * 1000
+  const quoted = JSON.stringify(url)
+  await within(Promise.all(sockets.map(async ws => await new Promise<void>(resolve => {
+    let id = 0
+    let expected = ''
+    const send = (): void => {
+      id++
+      expected = `{"id":${id},"statusCode":200,`
+      ws.send(`{"id":${id},"method":"GET","url":${quoted}}`)
+    }
+    ws.on('message', (data: Buffer) => {
+      if (data.toString('latin1', 0, expected.length) !== expected) {
+        failure ??= data.toString('utf8', 0, 300)
+        resolve()
+        return
+      }
+      if (performance.now() > deadline) {
+        resolve()
+        return
+      }
+      count++
+      send()
+    })
+    ws.once('close', () => { resolve() })
+    send()
+  }))), (seconds + 10) * 1000, 'socket load')
+  const elapsed = (performance.now() - started) / 1000
+  for (const ws of sockets) ws.terminate()
+  if (failure !== undefined) throw new Error(`socket ${url}: unexpected response ${failure}`)
+  return { count, seconds: Math.min(elapsed, seconds) }
+}
+
+interface Throughput { url: string, http: Run[], socket: Run[] }
+
+async function throughput (): Promise<Throughput[]> {
+  console.log('\n## 1. Socket vs HTTP throughput (one server process, MemoryBroker)')
+  const server = await startServer('throughput', 'memory', { seed: true })
+  const port = server.ports[0]
+  const outcomes: Throughput[] = []
+  try {
+    for (const url of ['/user?populate=false&limit=30', '/user']) {
+      const overHttp = await ok(port, 'GET', url)
+      const ws = await openSocket(port)
+      const overSocket = await frame(ws, 1, 'GET', url)
+      ws.terminate()
+      if (overSocket.statusCode !== 200) throw new Error(`socket GET ${url} answered ${overSocket.statusCode}`)
+      deepStrictEqual(overSocket.body, JSON.parse(overHttp.text), `GET ${url}: the socket and HTTP bodies differ`)
+      console.log(`\nGET ${url}`)
+      console.log(`  same JSON: yes (${(overSocket.body as unknown[]).length} records; HTTP body ${Buffer.byteLength(overHttp.text)} bytes, response frame ${Buffer.byteLength(overSocket.text)} bytes)`)
+      await measured(server, async () => await httpLoad(port, url, WARMUP_SECONDS))
+      await measured(server, async () => await socketLoad(port, url, WARMUP_SECONDS))
+      const outcome: Throughput = { url, http: [], socket: [] }
+      for (let round = 0; round < ROUNDS; round++) {
+        // The order alternates too, so that neither always runs on the hotter (or cooler) machine.
+        const order = round % 2 === 0 ? (['http', 'socket'] as const) : (['socket', 'http'] as const)
+        for (const who of order) {
+          outcome[who].push(await measured(server, async () => who === 'http' ? await httpLoad(port, url, SECONDS) : await socketLoad(port, url, SECONDS)))
+        }
+      }
+      if (PROFILES !== undefined) {
+        for (const who of ['http', 'socket'] as const) {
+          await profiled([server], `throughput-${outcome.url === '/user' ? 'populated' : 'flat'}-${who}`, async () => {
+            const { count } = who === 'http' ? await httpLoad(port, url, SECONDS) : await socketLoad(port, url, SECONDS)
+            return `${count} requests`
+          })
+        }
+      }
+      const fmt = (n: number): string => Math.round(n).toString().padStart(7)
+      console.log(`  req/s     ${outcome.http.map((_, i) => `r${i + 1}`.padStart(7)).join(' ')}   median  server CPU µs/req (in kernel)  load generator CPU`)
+      for (const who of ['http', 'socket'] as const) {
+        const runs = outcome[who]
+        const cpu = `${Math.round(median(runs.map(r => r.cpu)))} (${Math.round(median(runs.map(r => r.sys)))})`
+        console.log(`  ${who.padEnd(8)}  ${runs.map(r => fmt(r.rps)).join(' ')}  ${fmt(median(runs.map(r => r.rps)))}  ${cpu.padStart(29)}  ${Math.round(median(runs.map(r => r.loadCpu)) * 100)}% of a core`)
+      }
+      const ratio = median(outcome.socket.map(r => r.rps)) / median(outcome.http.map(r => r.rps))
+      const paired = median(outcome.socket.map((r, i) => r.rps / outcome.http[i].rps))
+      console.log(`  ratio socket/HTTP: ${ratio.toFixed(2)} (medians), ${paired.toFixed(2)} (median of per-round ratios)`)
+      outcomes.push(outcome)
+    }
+  } finally {
+    await server.stop()
+  }
+  return outcomes
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Fan-out
+
+/** The age the next write sets: always new, so that every PATCH changes the record and notifies. */
+let nextAge = 1000
+
+interface Client {
+  readonly child: ChildProcess
+  readonly exited: Promise<never>
+  next (type: ClientMessage['type'], accept?: (message: ClientMessage) => boolean): Promise<ClientMessage>
+  send (request: ClientRequest): void
+}
+
+function startClient (index: number): Client {
+  const child = spawn(process.execPath, [here('./fanout-client.ts')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
+  const exited = track(child, `fan-out client ${index}`)
+  exited.catch(() => {})
+  const waiters = new Set<{ type: string, accept: (message: ClientMessage) => boolean, resolve: (message: ClientMessage) => void, reject: (err: Error) => void }>()
+  child.on('message', (message: ClientMessage) => {
+    for (const waiter of waiters) {
+      if (message.type === 'failed') waiter.reject(new Error(`fan-out client ${index}: ${message.message}`))
+      else if (message.type === waiter.type && waiter.accept(message)) waiter.resolve(message)
+      else continue
+      waiters.delete(waiter)
+    }
+  })
+  return {
+    child,
+    exited,
+    async next (type, accept = () => true) {
+      const message = new Promise<ClientMessage>((resolve, reject) => waiters.add({ type, accept, resolve, reject }))
+      return await Promise.race([message, exited])
+    },
+    send (request) { child.send(request) }
+  }
+}
+
+interface Fanout {
+  n: number
+  clients: number
+  connectMs: number
+  rssBefore: number
+  rssAfter: number
+  before: NodeJS.MemoryUsage
+  after: NodeJS.MemoryUsage
+  latency: Distribution
+  /** Per write: when the first socket got it, and the last. */
+  first: Distribution
+  complete: Distribution
+  /** Per write: when the PATCH was answered. */
+  patch: Distribution
+  serverCpuPerWrite: number
+  /** Share of that CPU spent in the kernel (the socket writes). */
+  serverSystemShare: number
+  clientCpuPerNotification: number
+  unexpected: number
+}
+
+/** Bytes of RSS per socket between two fan-out runs (the slope of growth against N). */
+const marginalRss = (small: Fanout, large: Fanout): number =>
+  ((large.rssAfter - large.rssBefore) - (small.rssAfter - small.rssBefore)) / (large.n - small.n)
+
+interface Written { age: number, sentAt: bigint, answeredAt: bigint }
+
+/** Starts `processes` client processes holding `n` sockets in all, and waits until all are subscribed. */
+async function connectClients (port: number, n: number, processes: number, into: Client[]): Promise<number> {
+  const started = performance.now()
+  const clients = Array.from({ length: processes }, (_, i) => startClient(i))
+  into.push(...clients)
+  const share = (i: number): number => Math.floor(n / processes) + (i < n % processes ? 1 : 0)
+  const connected = clients.map(async client => await client.next('connected'))
+  clients.forEach((client, i) => client.send({ type: 'connect', url: `ws://127.0.0.1:${port}/socket`, count: share(i), concurrency: CONNECT_CONCURRENCY, subscribe: SUBSCRIBE }))
+  await within(Promise.all(connected), 180_000, `connecting ${n} sockets`)
+  return performance.now() - started
+}
+
+async function closeClients (clients: Client[]): Promise<void> {
+  for (const client of clients.splice(0)) {
+    if (client.child.exitCode === null) client.send({ type: 'close' })
+    await within(client.exited.catch(() => {}), 10_000, 'fan-out client exit').catch(() => { client.child.kill('SIGKILL') })
+  }
+}
+
+/** One write over HTTP, and the wait until every socket of every client got its notification. */
+async function fanoutWrite (port: number, clients: Client[]): Promise<Written> {
+  const age = nextAge++
+  const delivered = clients.map(async client => await client.next('delivered', message => message.type === 'delivered' && message.age === age))
+  const answer = await ok(port, 'PATCH', '/user/1', { age })
+  await within(Promise.all(delivered), 30_000, `fan-out: notification of the write age=${age}`)
+  return { age, sentAt: answer.sentAt, answeredAt: answer.answeredAt }
+}
+
+async function fanout (n: number): Promise<Fanout> {
+  const clientCount = Math.max(1, Math.min(FANOUT_CLIENTS, n))
+  // Each process holds its share of sockets as file descriptors: stay well under the limit.
+  const limit = openFilesLimit()
+  if (Math.ceil(n / clientCount) + 200 > limit || n + 200 > limit) {
+    throw new Error(`fan-out N=${n}: the open-files limit (${limit}) is too low for ${Math.ceil(n / clientCount)} sockets per client process and ${n} in the server; raise ulimit -n`)
+  }
+  const server = await startServer(`fanout-${n}`, 'memory')
+  const clients: Client[] = []
+  try {
+    const port = server.ports[0]
+    // Warm the server up before the baseline (sockets that connect, subscribe, receive and close),
+    // so that the code compiled and the pools filled by the first ones do not count as memory of
+    // the sockets measured.
+    await connectClients(port, Math.min(WARM_SOCKETS, n), 1, clients)
+    for (let i = 0; i < 2; i++) await fanoutWrite(port, clients)
+    await closeClients(clients)
+    await sleep(200)
+    const snapshots = env.BENCH_RT_HEAP_SNAPSHOT
+    if (snapshots !== undefined) await server.ask({ type: 'snapshot', file: join(snapshots, `fanout-${n}-before.heapsnapshot`) })
+    const before = (await server.ask({ type: 'gc' })).memory as NodeJS.MemoryUsage
+    const rssBefore = rssBytes(server.pid)
+
+    const connectMs = await connectClients(port, n, clientCount, clients)
+    const [stats] = (await server.ask({ type: 'stats' })).stats as Array<{ sockets: number, subscriptions: number, records: number }>
+    if (stats.sockets !== n || stats.subscriptions !== n || stats.records !== 1) throw new Error(`fan-out N=${n}: the server counts ${JSON.stringify(stats)}, expected ${n} sockets each subscribed to user 1`)
+    const after = (await server.ask({ type: 'gc' })).memory as NodeJS.MemoryUsage
+    const rssAfter = rssBytes(server.pid)
+    if (snapshots !== undefined) await server.ask({ type: 'snapshot', file: join(snapshots, `fanout-${n}-after.heapsnapshot`) })
+
+    for (let i = 0; i < FANOUT_WARMUP_WRITES; i++) await fanoutWrite(port, clients)
+    const cpuBefore = cpuTimes(server.pid)
+    const writes: Written[] = []
+    for (let i = 0; i < WRITES; i++) {
+      writes.push(await fanoutWrite(port, clients))
+      // A pause between writes, so that each one meets an idle server (as sparse writes would).
+      await sleep(20)
+    }
+    const cpuAfter = cpuTimes(server.pid)
+    if (PROFILES !== undefined) {
+      await profiled([server], `fanout-${n}`, async () => {
+        for (let i = 0; i < PROFILED_WRITES; i++) {
+          await fanoutWrite(port, clients)
+          await sleep(20)
+        }
+        return `${PROFILED_WRITES} writes to ${n} sockets`
+      })
+    }
+    const serverCpuPerWrite = (cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) / WRITES
+    const serverSystemShare = (cpuAfter.system - cpuBefore.system) / (serverCpuPerWrite * WRITES)
+
+    const latencies = new Float64Array(n * WRITES)
+    const first: number[] = []
+    const complete: number[] = []
+    let filled = 0
+    let clientCpu = 0
+    let notifications = 0
+    let unexpected = 0
+    const replies = await Promise.all(clients.map(async client => {
+      const reply = client.next('times')
+      client.send({ type: 'times' })
+      return await within(reply, 30_000, 'fan-out client times')
+    }))
+    const byAge = replies.map(reply => new Map((reply as Extract<ClientMessage, { type: 'times' }>).times))
+    for (const reply of replies as Array<Extract<ClientMessage, { type: 'times' }>>) {
+      clientCpu += reply.cpuMicros
+      notifications += reply.notifications
+      unexpected += reply.unexpected
+    }
+    for (const { age, sentAt } of writes) {
+      let last = 0
+      let earliest = Infinity
+      for (const times of byAge) {
+        for (const at of times.get(age) as BigInt64Array) {
+          const ms = elapsedMs(sentAt, at)
+          latencies[filled++] = ms
+          if (ms > last) last = ms
+          if (ms < earliest) earliest = ms
+        }
+      }
+      first.push(earliest)
+      complete.push(last)
+    }
+    return {
+      n,
+      clients: clientCount,
+      connectMs,
+      rssBefore,
+      rssAfter,
+      before,
+      after,
+      latency: distribution(latencies),
+      first: distribution(first),
+      complete: distribution(complete),
+      patch: distribution(writes.map(w => elapsedMs(w.sentAt, w.answeredAt))),
+      serverCpuPerWrite,
+      serverSystemShare,
+      clientCpuPerNotification: clientCpu / notifications,
+      unexpected
+    }
+  } finally {
+    await closeClients(clients)
+    await server.stop()
+  }
+}
+
+async function fanouts (): Promise<Fanout[]> {
+  console.log(`\n## 2. Fan-out of one write to N sockets (one server process, MemoryBroker; sockets in ${FANOUT_CLIENTS} client process${FANOUT_CLIENTS === 1 ? '' : 'es'})`)
+  // Every N runs first, so that the tables come out whole.
+  const outcomes: Fanout[] = []
+  for (const n of FANOUT) outcomes.push(await fanout(n))
+  const ms = (value: number): string => `${value.toFixed(1)} ms`
+  const kb = (bytes: number, n: number): string => `${(bytes / n / 1024).toFixed(2)} KB`
+  const mib = (bytes: number): string => (bytes / 1048576).toFixed(1)
+
+  console.log(`\nLatency over all (socket, write) pairs: receipt at the client − send of the PATCH (${WRITES} writes per N after ${FANOUT_WARMUP_WRITES} warm-up writes)`)
+  console.log('\n| N | pairs | p50 | p90 | p99 | max | per write (medians): PATCH answered / first socket / last socket |')
+  console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const f of outcomes) {
+    console.log(`| ${f.n} | ${f.latency.count} | ${ms(f.latency.p50)} | ${ms(f.latency.p90)} | ${ms(f.latency.p99)} | ${ms(f.latency.max)} | ${ms(f.patch.p50)} / ${ms(f.first.p50)} / ${ms(f.complete.p50)} |`)
+  }
+  console.log('\nCPU per write: the server\'s (PATCH + fan-out; share in the kernel) and the clients\' per notification received')
+  console.log('\n| N | server CPU per write | per socket | in the kernel | client CPU per notification | connect + subscribe N sockets |')
+  console.log('| ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const f of outcomes) {
+    console.log(`| ${f.n} | ${ms(f.serverCpuPerWrite * 1000)} | ${(f.serverCpuPerWrite * 1e6 / f.n).toFixed(1)} µs | ${Math.round(f.serverSystemShare * 100)}% | ${f.clientCpuPerNotification.toFixed(1)} µs | ${(f.connectMs / 1000).toFixed(1)} s |`)
+  }
+  console.log('\nServer memory (after a forced GC) before the sockets connect → after they are subscribed, and the growth per socket')
+  console.log('\n| N | RSS (MiB) | RSS per socket | V8 heap used | V8 heap committed | off-heap (RSS − committed heap) | external (Buffers) |')
+  console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const f of outcomes) {
+    const rss = f.rssAfter - f.rssBefore
+    const committed = f.after.heapTotal - f.before.heapTotal
+    console.log(`| ${f.n} | ${mib(f.rssBefore)} → ${mib(f.rssAfter)} | ${kb(rss, f.n)} | ${kb(f.after.heapUsed - f.before.heapUsed, f.n)} | ${kb(committed, f.n)} | ${kb(rss - committed, f.n)} | ${kb(f.after.external - f.before.external, f.n)} |`)
+  }
+  if (outcomes.length >= 2) {
+    // RSS has a part that does not grow with N (allocator arenas, buffers of the connect path):
+    // the slope between the smallest and the largest N is what one more socket costs.
+    const [small, large] = [outcomes[0], outcomes[outcomes.length - 1]]
+    const slope = marginalRss(small, large)
+    console.log(`\n  RSS per additional socket (slope between N=${small.n} and N=${large.n}): ${(slope / 1024).toFixed(2)} KB; intercept (growth that does not scale with N, within a few MiB of noise): ${mib(small.rssAfter - small.rssBefore - slope * small.n)} MiB`)
+  }
+  if (env.BENCH_RT_HEAP_SNAPSHOT !== undefined) console.log('  note: heap snapshots were taken (BENCH_RT_HEAP_SNAPSHOT); writing one grows the RSS, so the RSS figures above are skewed')
+  for (const f of outcomes) if (f.unexpected > 0) console.log(`  warning: N=${f.n}: ${f.unexpected} unexpected frames at the clients`)
+  return outcomes
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Cross-instance delivery
+
+interface Cross {
+  broker: string
+  label: string
+  latency: Distribution
+  writeLatency: Distribution
+  /** Server CPU ms per measured write: instance A (receives, delivers) and B (writes, publishes); one figure when they share a process. */
+  cpu: { a: number, b: number }
+  skipped?: string
+}
+
+async function cross (broker: string): Promise<Cross> {
+  const label = broker === 'memory' ? 'MemoryBroker, A and B in one process' : `${broker === 'redis' ? 'RedisBroker' : 'PostgresBroker'}, A and B in two processes`
+  const servers: Server[] = []
+  try {
+    let a: number
+    let b: number
+    let pids: [number, number]
+    if (broker === 'memory') {
+      const server = await startServer('cross-memory', 'memory', { apps: 2 })
+      servers.push(server)
+      a = server.ports[0]
+      b = server.ports[1]
+      pids = [server.pid, server.pid]
+    } else {
+      servers.push(await startServer(`cross-${broker}-A`, broker), await startServer(`cross-${broker}-B`, broker))
+      a = servers[0].ports[0]
+      b = servers[1].ports[0]
+      pids = [servers[0].pid, servers[1].pid]
+    }
+    const ws = await openSocket(a)
+    const subscribed = await frame(ws, 1, 'GET', SUBSCRIBE)
+    if (subscribed.statusCode !== 200) throw new Error(`subscribing read answered ${subscribed.statusCode}`)
+    const received = new Map<number, bigint>()
+    let unexpected = 0
+    let wake: (() => void) | undefined
+    ws.on('message', data => {
+      const at = process.hrtime.bigint()
+      const message = JSON.parse(String(data)) as { event?: string, data?: { verb?: string, id?: number, data?: { age?: number } } }
+      const age = message.data?.data?.age
+      if (message.event !== 'user' || message.data?.verb !== 'updated' || typeof age !== 'number') {
+        unexpected++
+        return
+      }
+      received.set(age, at)
+      wake?.()
+    })
+    const latencies: number[] = []
+    const writes: number[] = []
+    let cpuFrom = [0, 0]
+    for (let i = 0; i < CROSS_WARMUP_WRITES + CROSS_WRITES; i++) {
+      if (i === CROSS_WARMUP_WRITES) cpuFrom = pids.map(cpuSeconds)
+      const age = nextAge++
+      const arrived = new Promise<void>(resolve => { wake = () => { if (received.has(age)) resolve() } })
+      const answer = await ok(b, 'PATCH', '/user/1', { age })
+      await within(received.has(age) ? Promise.resolve() : arrived, 10_000, `${label}: notification of write age=${age}`)
+      if (i >= CROSS_WARMUP_WRITES) {
+        latencies.push(elapsedMs(answer.sentAt, received.get(age) as bigint))
+        writes.push(elapsedMs(answer.sentAt, answer.answeredAt))
+      }
+      await sleep(5)
+    }
+    const cpu = pids.map((pid, i) => (cpuSeconds(pid) - cpuFrom[i]) / CROSS_WRITES * 1000)
+    if (PROFILES !== undefined) {
+      await profiled(servers, `cross-${broker}`, async () => {
+        for (let i = 0; i < PROFILED_WRITES; i++) {
+          const age = nextAge++
+          const arrived = new Promise<void>(resolve => { wake = () => { if (received.has(age)) resolve() } })
+          await ok(b, 'PATCH', '/user/1', { age })
+          await within(received.has(age) ? Promise.resolve() : arrived, 10_000, `${label}: notification of write age=${age}`)
+        }
+        return `${PROFILED_WRITES} writes`
+      })
+    }
+    ws.terminate()
+    if (unexpected > 0) console.log(`  warning: ${label}: ${unexpected} unexpected frames`)
+    return { broker, label, latency: distribution(latencies), writeLatency: distribution(writes), cpu: { a: cpu[0], b: cpu[1] } }
+  } catch (err) {
+    // A broker whose server is not running is reported as skipped; the other figures still count.
+    return { broker, label, latency: distribution([]), writeLatency: distribution([]), cpu: { a: NaN, b: NaN }, skipped: (err as Error).message }
+  } finally {
+    for (const server of servers) await server.stop()
+  }
+}
+
+async function crosses (): Promise<Cross[]> {
+  console.log(`\n## 3. Cross-instance delivery: socket on instance A, ${CROSS_WRITES} sequential PATCH /user/1 over HTTP to instance B (after ${CROSS_WARMUP_WRITES} warm-up writes)`)
+  console.log('\n| broker | notification latency p50 | p90 | p99 | max | PATCH answered (p50 / p99) | server CPU per write: A / B |')
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+  const outcomes: Cross[] = []
+  for (const broker of BROKERS) {
+    const c = await cross(broker)
+    outcomes.push(c)
+    const ms = (value: number): string => `${value.toFixed(2)} ms`
+    const cpu = c.broker === 'memory' ? `${ms(c.cpu.a)} (one process)` : `${ms(c.cpu.a)} / ${ms(c.cpu.b)}`
+    if (c.skipped !== undefined) console.log(`| ${c.label} | skipped: ${c.skipped} | | | | | |`)
+    else console.log(`| ${c.label} | ${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${ms(c.latency.p99)} | ${ms(c.latency.max)} | ${ms(c.writeLatency.p50)} / ${ms(c.writeLatency.p99)} | ${cpu} |`)
+  }
+  return outcomes
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const started = Date.now()
+const load = (): string => loadavg().map(n => n.toFixed(2)).join(' ')
+console.log('# fastify-blueprints realtime benchmark')
+console.log(`Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), open-files limit ${openFilesLimit()}`)
+console.log(`load average at start: ${load()}`)
+if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
+
+const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[] } = {}
+if (ONLY.includes('throughput')) results.throughput = await throughput()
+else if (ONLY.some(part => part === 'fanout' || part === 'cross')) {
+  // The other parts use the seeded database: seed it once with a short-lived server.
+  const seeder = await startServer('seed', 'memory', { seed: true })
+  await seeder.stop()
+}
+if (ONLY.includes('fanout')) results.fanout = await fanouts()
+if (ONLY.includes('cross')) results.cross = await crosses()
+
+console.log('\n## Summary against the targets')
+const verdict = (met: boolean): string => met ? 'met' : 'MISSED'
+for (const t of results.throughput ?? []) {
+  const ratio = median(t.socket.map(r => r.rps)) / median(t.http.map(r => r.rps))
+  console.log(`- socket/HTTP GET ${t.url}: ${ratio.toFixed(2)} (target ≥ ${TARGETS.ratio.toFixed(1)}): ${verdict(ratio >= TARGETS.ratio)}`)
+}
+for (const f of results.fanout ?? []) {
+  const perSocket = (f.rssAfter - f.rssBefore) / f.n
+  const p99 = f.n >= 10_000 ? ` (target ≤ ${TARGETS.fanoutP99} ms at 10 000): ${verdict(f.latency.p99 <= TARGETS.fanoutP99)}` : ''
+  console.log(`- fan-out N=${f.n}: p99 ${f.latency.p99.toFixed(1)} ms${p99}; RSS ${(perSocket / 1024).toFixed(2)} KB per socket (target ≤ 10 KB): ${verdict(perSocket <= TARGETS.rssPerSocket)}`)
+}
+const fanned = results.fanout ?? []
+if (fanned.length >= 2) {
+  const slope = marginalRss(fanned[0], fanned[fanned.length - 1])
+  console.log(`- fan-out: RSS per additional socket ${(slope / 1024).toFixed(2)} KB (target ≤ 10 KB): ${verdict(slope <= TARGETS.rssPerSocket)}`)
+}
+for (const c of results.cross ?? []) {
+  if (c.skipped !== undefined) console.log(`- cross-instance, ${c.label}: skipped (${c.skipped})`)
+  else console.log(`- cross-instance, ${c.label}: p99 ${c.latency.p99.toFixed(2)} ms (target ≤ ${TARGETS.crossP99} ms): ${verdict(c.latency.p99 <= TARGETS.crossP99)}`)
+}
+console.log(`\nTotal time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)
+agent.destroy()
+process.exit(0)
