@@ -4,6 +4,8 @@
 #   1. `npm pack` in the repo (the prepack hook builds dist/),
 #   2. a fresh project in a temp dir installs the tarball and its peers (pinned versions),
 #   3. a plain JS app (app.mjs) runs a blueprint find through `import blueprints from 'fastify-blueprints'`,
+#      then, with `fastify-blueprints/client`, reads over the websocket and receives a notification,
+#      and imports the brokers of `fastify-blueprints/redis` and `fastify-blueprints/postgres`,
 #   4. a TypeScript file (check.ts) type-checks against the shipped .d.ts files.
 #
 # Usage: scripts/pack-smoke.sh   (exits non-zero on any failure; needs registry access for the installs)
@@ -12,6 +14,7 @@ set -euo pipefail
 FASTIFY_VERSION=5.12.8
 MIKRO_ORM_VERSION=7.2.1
 TYPES_NODE_VERSION=24.19.2
+PG_VERSION=8.23.0
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The repo's Node 24 (the `node` devDependency): the `node` on PATH may be older.
@@ -49,7 +52,7 @@ step "npm init" npm init -y
 step "npm pkg set type" npm pkg set type=module
 step "npm install" npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
   "$tarball" "fastify@$FASTIFY_VERSION" "@mikro-orm/core@$MIKRO_ORM_VERSION" "@mikro-orm/sqlite@$MIKRO_ORM_VERSION" \
-  "@types/node@$TYPES_NODE_VERSION"
+  "@types/node@$TYPES_NODE_VERSION" "pg@$PG_VERSION" "@types/pg@$PG_VERSION"
 
 # 3. Runtime: find with where / limit / sort through the installed package.
 cat >app.mjs <<'JS'
@@ -57,7 +60,10 @@ import assert from 'node:assert/strict'
 import Fastify from 'fastify'
 import { defineEntity, p } from '@mikro-orm/core'
 import { MikroORM } from '@mikro-orm/sqlite'
-import blueprints from 'fastify-blueprints'
+import blueprints, { MemoryBroker } from 'fastify-blueprints'
+import { connect } from 'fastify-blueprints/client'
+import { RedisBroker } from 'fastify-blueprints/redis'
+import { PostgresBroker } from 'fastify-blueprints/postgres'
 
 const User = defineEntity({ name: 'User', properties: { id: p.integer().primary(), name: p.string() } })
 const orm = await MikroORM.init({ entities: [User], dbName: ':memory:' })
@@ -70,10 +76,24 @@ await app.register(blueprints, { orm })
 const where = encodeURIComponent(JSON.stringify({ name: { startsWith: 'a' } }))
 const res = await app.inject(`/user?where=${where}&limit=2&sort=${encodeURIComponent('name DESC')}`)
 console.log(`GET /user -> ${res.statusCode} ${res.body}`)
-await app.close()
-await orm.close()
 assert.equal(res.statusCode, 200)
 assert.deepEqual(res.json(), [{ id: 2, name: 'anna' }, { id: 1, name: 'alice' }])
+
+// Realtime through the published client: read over the socket, hear an HTTP write.
+await app.listen({ port: 0, host: '127.0.0.1' })
+const client = connect(`ws://127.0.0.1:${app.server.address().port}/socket`)
+const heard = new Promise(resolve => client.on('user', resolve))
+assert.equal((await client.get('/user/3')).body.name, 'bob')
+await app.inject({ method: 'PATCH', url: '/user/3', payload: { name: 'bobby' } })
+const message = await heard
+console.log(`socket heard ${JSON.stringify(message)}`)
+assert.deepEqual(message, { verb: 'updated', id: 3, data: { name: 'bobby' }, previous: { name: 'bob' } })
+assert.equal(typeof MemoryBroker, 'function')
+assert.equal(typeof RedisBroker, 'function')
+assert.equal(typeof new PostgresBroker({ connection: 'postgres://localhost/x' }).publish, 'function')
+await client.close()
+await app.close()
+await orm.close()
 JS
 if ! "$node" app.mjs >"$tmp/app.out" 2>&1; then
   echo "pack smoke: FAILED: app.mjs" >&2
@@ -81,23 +101,37 @@ if ! "$node" app.mjs >"$tmp/app.out" 2>&1; then
   exit 1
 fi
 echo "pack smoke: $(grep -m1 '^GET /user' "$tmp/app.out")"
+echo "pack smoke: $(grep -m1 '^socket heard' "$tmp/app.out")"
 
 # 4. Types: check.ts against the shipped .d.ts files, strict and without skipLibCheck. (It uses
 #    @mikro-orm/core only: @mikro-orm/sqlite's .d.ts needs @types/better-sqlite3 without skipLibCheck.)
 cat >check.ts <<'TS'
 import Fastify from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
-import blueprints, { type BlueprintsOptions } from 'fastify-blueprints'
+import blueprints, { MemoryBroker, type BlueprintsOptions } from 'fastify-blueprints'
+import { connect, type ChangeMessage } from 'fastify-blueprints/client'
+import { PostgresBroker } from 'fastify-blueprints/postgres'
+import { RedisBroker, type RedisClient } from 'fastify-blueprints/redis'
 
 declare const orm: MikroORM
-const options: BlueprintsOptions = { orm, prefix: '/api', maxLimit: 100, models: { User: { actions: { populate: false } } } }
+declare const redis: RedisClient
+const options: BlueprintsOptions = {
+  orm,
+  prefix: '/api',
+  maxLimit: 100,
+  models: { User: { actions: { populate: false } } },
+  realtime: { broker: new MemoryBroker(), authorize: (socket, notification) => socket.id !== '' && notification.model !== 'secret' }
+}
+const brokers = [new RedisBroker({ client: redis }), new PostgresBroker({ connection: { host: 'db' } })]
+const client = connect('ws://localhost/api/socket')
+client.on<ChangeMessage>('user', message => { if (message.verb === 'updated') console.log(message.data) })
 const app = Fastify()
 await app.register(blueprints, options)
 const decorated: object = app.blueprints.models
 // The types must be real, not `any`: an unknown option is an error.
 // @ts-expect-error unknown option
 const wrong: BlueprintsOptions = { orm, notAnOption: true }
-export { decorated, wrong }
+export { decorated, wrong, brokers }
 TS
 if ! "$node" "$tsc" --noEmit --strict --module nodenext --moduleResolution nodenext --target es2023 \
     --types node --verbatimModuleSyntax check.ts >"$tmp/tsc.out" 2>&1; then

@@ -37,3 +37,4 @@ const examples = [
   ['update a book', `curl -X PATCH '${base}/book/3' -H 'content-type: application/json' -d '{"pages":321}'`]
 ]
 console.log(`\nfastify-blueprints example on ${base}. Try:\n\n${examples.map(([what, cmd]) => `  # ${what}\n  ${cmd}\n`).join('\n')}`)
+console.log(`Realtime: in another terminal, \`npm run example:watch\` reads the books over ws://${host.includes(':') ? `[${host}]` : host}:${port}/socket and prints every change the commands above make.`)

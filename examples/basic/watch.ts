@@ -1,0 +1,19 @@
+// Watches the example app live: `npm run example:watch` while `npm run example` runs in another
+// terminal. It reads the books over the websocket endpoint (which subscribes it to them, and makes
+// it watch new books), then prints every notification; change data with the curl commands the
+// server printed and watch them arrive. SOCKET_URL overrides the address.
+import { connect } from '../../src/client/index.ts'
+
+const url = process.env.SOCKET_URL ?? 'ws://127.0.0.1:3000/socket'
+const client = connect(url)
+client.onStatus(status => { console.log(`[socket ${status}]`) })
+for (const identity of ['book', 'author', 'genre']) {
+  client.on(identity, message => { console.log(`${identity}: ${JSON.stringify(message)}`) })
+}
+// After a restart of the server the client reconnects and reads again; show what it got.
+client.onResync((path, response) => { console.log(`[re-read ${path}: ${response.statusCode}]`) })
+
+const { statusCode, body } = await client.get<unknown[]>('/book')
+if (statusCode !== 200) throw new Error(`GET /book answered ${statusCode}`)
+console.log(`Watching ${body.length} books (with their authors and genres) on ${url}. Ctrl-C to stop.`)
+process.once('SIGINT', () => { void client.close().then(() => process.exit(0)) })
