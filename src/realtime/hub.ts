@@ -6,18 +6,16 @@
  *
  * @module
  */
-import { AsyncLocalStorage } from 'node:async_hooks'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Change, Id } from '../actions/changes.ts'
-import { parseId } from '../actions/context.ts'
-import type { ReadObserver } from '../routes/register.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { jsonKey } from '../models/values.ts'
 import { BP_ERR_NOT_A_SOCKET, BP_ERR_UNKNOWN_MODEL } from '../errors.ts'
 import type { Broker, Envelope, EnvelopeItem } from './brokers/broker.ts'
 import { Connection, type BlueprintSocket } from './connection.ts'
-import { SUBSCRIPTION_LIMIT } from './protocol.ts'
+import { RecentEnvelopes } from './recent.ts'
+import { socketRequests } from './socket-requests.ts'
 import { SubscriptionRegistry } from './registry.ts'
 
 /** A notification on its way to one socket, as the `authorize` option sees it. */
@@ -29,22 +27,6 @@ export type Notification = EnvelopeItem
  * once, when the socket connected) and the notification, never with a query per recipient.
  */
 export type Authorize = (socket: BlueprintSocket, notification: Notification) => boolean
-
-/** What travels with a request made through a socket (AsyncLocalStorage, across `inject()`). */
-export interface SocketRequest {
-  readonly connection: Connection
-  /** The hub's envelope sequence when the request arrived (what came later may need replaying). */
-  readonly since: number
-  /** Set when Fastify serialised the response as JSON (so the frame can embed it as is). */
-  json: boolean
-}
-
-/**
- * How many recent envelopes the hub keeps, to replay to a socket what changed while its read ran
- * (between the query and the subscription). Reads take milliseconds; 512 envelopes cover bursts
- * far beyond that.
- */
-const RECENT = 512
 
 /** A notification frame, encoded once for all its recipients. */
 interface Frame { bytes?: Uint8Array }
@@ -61,12 +43,6 @@ interface Link {
 const recordKey = (identity: string, id: Id): string => `${identity}/${String(id)}`
 
 const verbOf = (item: EnvelopeItem): string | undefined => item.kind === 'change' ? (item.message as { verb: string }).verb : undefined
-
-/**
- * The socket of the request being handled, if it came through a socket. Only the websocket
- * endpoint enters it; nothing in an HTTP request (header, cookie, query) can.
- */
-export const socketRequests = new AsyncLocalStorage<SocketRequest>()
 
 /** A read whose records a socket is subscribed to. */
 export interface Read {
@@ -92,8 +68,7 @@ export class Hub {
   #stop: (() => Promise<void>) | undefined
   readonly #registry: ModelRegistry
   readonly #linksByModel = new Map<Model, readonly Link[]>()
-  readonly #recent: Array<Envelope | undefined> = new Array(RECENT)
-  #sequence = 0
+  readonly #recent = new RecentEnvelopes()
 
   constructor (options: HubOptions) {
     this.#options = options
@@ -103,7 +78,7 @@ export class Hub {
 
   /** How many envelopes this hub has received. */
   get sequence (): number {
-    return this.#sequence
+    return this.#recent.sequence
   }
 
   /** Starts receiving envelopes from the broker. */
@@ -136,7 +111,7 @@ export class Hub {
    * envelope came from is sent nothing.
    */
   deliver (envelope: Envelope): void {
-    this.#recent[++this.#sequence % RECENT] = envelope
+    this.#recent.add(envelope)
     for (const item of envelope.items) {
       const verb = verbOf(item)
       const recipients = verb === 'created' ? this.subscriptions.watchers(item.model) : this.subscriptions.subscribers(item.model, item.id)
@@ -217,8 +192,7 @@ export class Hub {
 
   /** Replays to a socket the envelopes after `since` about records (or a model) it just began to follow. */
   #replay (connection: Connection, since: number, added: Set<string>, watched: string | undefined): void {
-    for (let sequence = Math.max(since + 1, this.#sequence - RECENT + 1); sequence <= this.#sequence; sequence++) {
-      const envelope = this.#recent[sequence % RECENT] as Envelope
+    for (const envelope of this.#recent.after(since)) {
       for (const item of envelope.items) {
         const key = recordKey(item.model, item.id)
         const verb = verbOf(item)
@@ -263,17 +237,5 @@ export class Hub {
   #connection (socket: BlueprintSocket): Connection {
     if (!(socket instanceof Connection)) throw new BP_ERR_NOT_A_SOCKET()
     return socket
-  }
-}
-
-/** The read observer of the routes: subscribes the socket that asked (if any) to what a read answered. */
-export function readObserver (hub: Hub): ReadObserver {
-  return (read, request, reply, result) => {
-    const scope = socketRequests.getStore()
-    if (scope === undefined) return
-    const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined
-    if (!hub.subscribeRead(scope.connection, { action: read.action, model: read.model, association: read.association, parentId }, result, scope.since)) {
-      reply.header(SUBSCRIPTION_LIMIT.header, SUBSCRIPTION_LIMIT.value)
-    }
   }
 }

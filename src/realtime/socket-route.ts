@@ -14,7 +14,8 @@ import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../errors.ts'
 import type { RouteHooks } from '../options.ts'
 import { Connection } from './connection.ts'
 import { dispatch, VirtualSocket } from './dispatch.ts'
-import { socketRequests, type Hub, type SocketRequest } from './hub.ts'
+import type { Hub } from './hub.ts'
+import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { CLOSE, frameId, frameProblem, NOT_FORWARDED, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
 
 /** The endpoint's settings (resolved options). */

@@ -6,10 +6,10 @@
  *
  * @module
  */
-import { randomUUID } from 'node:crypto'
 import { Client, type ClientConfig, type Notification } from 'pg'
 import { BP_ERR_INVALID_OPTION } from '../../errors.ts'
 import type { Broker, BrokerLog, Envelope, EnvelopeHandler } from './broker.ts'
+import { Reassembly, split } from './chunks.ts'
 import { Listeners } from './listeners.ts'
 
 /**
@@ -38,26 +38,6 @@ export interface PostgresBrokerOptions {
   readonly channel?: string
 }
 
-/** The chunks received so far of one message. */
-interface Pieces {
-  readonly count: number
-  /** By index; sparse until complete (so a foreign header's huge count allocates nothing). */
-  readonly parts: string[]
-  received: number
-}
-
-/** A payload must be shorter than 8000 bytes; this leaves room for the chunk header. */
-const CHUNK_BYTES = 7900
-/**
- * Chunk header: `@` message id `,` index `,` count `;`, then the piece. A whole envelope is sent
- * as is (JSON, starting with `{`), so the common small message costs nothing more.
- */
-const CHUNK = /^@([0-9a-f-]{36}),(\d{1,9}),(\d{1,9});/
-/**
- * Unfinished messages kept at once. Every chunk of a message is sent in one statement, so they
- * arrive together; only foreign or broken payloads leave a message unfinished.
- */
-const MAX_PARTIALS = 100
 const FIRST_DELAY = 100
 const MAX_DELAY = 5000
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
@@ -86,7 +66,7 @@ export class PostgresBroker implements Broker {
   readonly #config: ClientConfig
   readonly #channel: string
   readonly #listeners = new Listeners()
-  readonly #partials = new Map<string, Pieces>()
+  readonly #chunks = new Reassembly()
   /** The connection, once it listens. */
   #client: Client | undefined
   /** The connection whose notifications count: the newest one opened. */
@@ -164,7 +144,9 @@ export class PostgresBroker implements Broker {
     const client = new Client(this.#config)
     this.#current = client
     client.on('notification', (notification: Notification) => {
-      if (client === this.#current) this.#receive(notification.payload as string)
+      if (client !== this.#current) return
+      const message = this.#chunks.accept(notification.payload as string, (details, text) => { this.#listeners.report('warn', { ...details, channel: this.#channel }, text) })
+      if (message !== undefined) this.#listeners.deliver(message, 'PostgreSQL', this.#channel)
     })
     // pg emits `error` (which must have a listener) and then `end` when the connection breaks.
     client.on('error', err => { this.#lost(client, err) })
@@ -184,7 +166,7 @@ export class PostgresBroker implements Broker {
     this.#client = undefined
     this.#down = true
     // The rest of a message split across the break will not come.
-    this.#partials.clear()
+    this.#chunks.clear()
     // After an `error` without `end`, the socket may still be open.
     void client.end()
     // Reported last: a logger may stop the subscriptions, which must find the retry to cancel.
@@ -230,59 +212,10 @@ export class PostgresBroker implements Broker {
     this.#timer = undefined
     this.#down = false
     this.#delay = FIRST_DELAY
-    this.#partials.clear()
+    this.#chunks.clear()
     const client = this.#client
     this.#client = undefined
     this.#current = undefined
     await client?.end()
   }
-
-  #receive (payload: string): void {
-    const header = CHUNK.exec(payload)
-    if (header === null) {
-      this.#listeners.deliver(payload, 'PostgreSQL', this.#channel)
-      return
-    }
-    const [head, id, index, count] = [header[0], header[1], Number(header[2]), Number(header[3])]
-    let partial = this.#partials.get(id)
-    if (index >= count || (partial !== undefined && partial.count !== count)) {
-      this.#listeners.report('warn', { channel: this.#channel, id }, 'fastify-blueprints: skipped a malformed chunk of the PostgreSQL broker\'s channel')
-      return
-    }
-    if (partial === undefined) {
-      if (this.#partials.size >= MAX_PARTIALS) {
-        const [oldest] = this.#partials.keys()
-        this.#partials.delete(oldest)
-        this.#listeners.report('warn', { channel: this.#channel, id: oldest }, 'fastify-blueprints: dropped an unfinished message of the PostgreSQL broker\'s channel')
-      }
-      partial = { count, parts: [], received: 0 }
-      this.#partials.set(id, partial)
-    }
-    if (partial.parts[index] === undefined) partial.received++
-    partial.parts[index] = payload.slice(head.length)
-    if (partial.received < count) return
-    this.#partials.delete(id)
-    this.#listeners.deliver(partial.parts.join(''), 'PostgreSQL', this.#channel)
-  }
 }
-
-/**
- * The payloads of one envelope's JSON: itself when it fits, otherwise chunks of at most
- * CHUNK_BYTES UTF-8 bytes, cut between characters, each with the header the listener needs.
- */
-function split (json: string): string[] {
-  const bytes = Buffer.from(json)
-  if (bytes.length <= CHUNK_BYTES) return [json]
-  const pieces: string[] = []
-  let start = 0
-  while (start < bytes.length) {
-    let end = Math.min(start + CHUNK_BYTES, bytes.length)
-    // Back to the first byte of a character: continuation bytes are 10xxxxxx.
-    while (end < bytes.length && (bytes[end] & 0xc0) === 0x80) end--
-    pieces.push(bytes.toString('utf8', start, end))
-    start = end
-  }
-  const id = randomUUID()
-  return pieces.map((piece, index) => `@${id},${index},${pieces.length};${piece}`)
-}
-

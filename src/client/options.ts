@@ -1,0 +1,171 @@
+/**
+ * The client's options, states and errors, and the checks of its options.
+ *
+ * @module
+ */
+
+/**
+ * The part of a standard `WebSocket` the client uses. The browser's and Node's global
+ * `WebSocket` have it; so does any object made by a constructor given as the `WebSocket` option.
+ *
+ * @example
+ * ```ts
+ * const socket: WebSocketLike = new WebSocket('ws://localhost:3000/socket')
+ * ```
+ */
+export interface WebSocketLike {
+  send (data: string): void
+  close (code?: number, reason?: string): void
+  addEventListener (type: 'open' | 'message' | 'close', listener: (event: WebSocketEvent) => void): void
+}
+
+/**
+ * What the client reads from the events of a socket: `data` of `message`, `code` and `reason`
+ * of `close`.
+ *
+ * @example
+ * ```ts
+ * socket.addEventListener('close', (event: WebSocketEvent) => { console.log(event.code) })
+ * ```
+ */
+export interface WebSocketEvent {
+  readonly data?: unknown
+  readonly code?: number
+  readonly reason?: string
+}
+
+/**
+ * A `WebSocket` constructor, e.g. the `WebSocket` class of the `ws` package for a runtime
+ * without a global one.
+ *
+ * @example
+ * ```ts
+ * import WebSocket from 'ws'
+ * const client = connect('ws://localhost:3000/socket', { WebSocket: WebSocket as unknown as WebSocketConstructor })
+ * ```
+ */
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike
+
+/**
+ * The exponential back-off between connection attempts, in milliseconds: the n-th attempt in a
+ * row (from 0) waits `min(maxDelay, initialDelay × factorⁿ)`, moved by up to ± `jitter` of
+ * itself at random (so that the clients of a restarted server do not all come back at once), and
+ * never more than `maxDelay`. A connection that delivers a frame resets it (one that opens and
+ * is dropped at once does not, so a server that keeps dropping sockets is not hammered).
+ *
+ * @example
+ * ```ts
+ * connect(url, { reconnect: { initialDelay: 500, maxDelay: 30_000, factor: 2, jitter: 0.2 } })
+ * ```
+ */
+export interface ReconnectOptions {
+  /** Wait before the first attempt after a drop. Default 250. */
+  readonly initialDelay?: number
+  /** Longest wait. Default 10 000. */
+  readonly maxDelay?: number
+  /** Growth of the wait per failed attempt, ≥ 1. Default 2. */
+  readonly factor?: number
+  /** Random spread, a fraction of the wait from 0 to 1. Default 0.2. */
+  readonly jitter?: number
+}
+
+/**
+ * Options of {@link connect}.
+ *
+ * @example
+ * ```ts
+ * const client = connect('ws://localhost:3000/socket', {
+ *   maxInFlight: 8,
+ *   reconnect: { maxDelay: 5000 },
+ *   onError: err => { reportToMonitoring(err) }
+ * })
+ * ```
+ */
+export interface ClientOptions {
+  /** The `WebSocket` constructor. Default: the global `WebSocket`. */
+  readonly WebSocket?: WebSocketConstructor
+  /** Subprotocols offered to the server. */
+  readonly protocols?: string | string[]
+  /** `false`: a lost connection closes the client for good. Default: reconnect with the default back-off. */
+  readonly reconnect?: false | ReconnectOptions
+  /**
+   * Requests sent and not answered yet; more wait in a local queue. Keep it at most the server's
+   * `realtime.maxPending` (default 32), so that the server never answers 429. Default 16.
+   */
+  readonly maxInFlight?: number
+  /**
+   * How many distinct subscribing reads (GETs answered 200) are remembered and re-issued on each
+   * reconnect; beyond it the least recently made one is forgotten. 0 re-issues none. Default 256.
+   */
+  readonly resubscribe?: number
+  /**
+   * Receives what a handler of the app (`on`, `onResync`, `onStatus`) threw; the client itself
+   * carries on. It is called in a microtask, outside the socket's callbacks. Default: rethrows
+   * it there, so that it surfaces as an uncaught error (the browser's console and `error`
+   * event, Node's `uncaughtException`) instead of being swallowed.
+   */
+  readonly onError?: (error: unknown) => void
+}
+
+/**
+ * The state of the connection: `connecting` (the first attempt), `open`, `reconnecting` (waiting
+ * for or making a new attempt after a drop or a failed attempt) and `closed` (for good: after
+ * `close()`, a refusal by the server, or a drop with `reconnect: false`).
+ *
+ * @example
+ * ```ts
+ * client.onStatus((status: Status) => { banner.hidden = status === 'open' })
+ * ```
+ */
+export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
+
+/**
+ * Why a request failed without an answer:
+ * - `BP_CLIENT_DISCONNECTED`: the connection dropped while a write (not a GET) was in flight — it
+ *   may or may not have happened; or the client gave up (`reconnect: false`, or the server closed
+ *   the socket because a frame was too large);
+ * - `BP_CLIENT_CLOSED`: `close()` was called, or the request was made after the client closed;
+ * - `BP_CLIENT_REFUSED`: the app refused the socket (close code 4003); the client does not retry.
+ *
+ * @example
+ * ```ts
+ * const code: ClientErrorCode = 'BP_CLIENT_DISCONNECTED'
+ * ```
+ */
+export type ClientErrorCode = 'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'BP_CLIENT_REFUSED'
+
+/**
+ * The error a request rejects with when it gets no answer (see {@link ClientErrorCode}).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await client.patch('/user/1', { name: 'Ada' })
+ * } catch (err) {
+ *   if (err instanceof BlueprintsClientError && err.code === 'BP_CLIENT_DISCONNECTED') await reloadUser(1)
+ * }
+ * ```
+ */
+export class BlueprintsClientError extends Error {
+  readonly code: ClientErrorCode
+
+  constructor (code: ClientErrorCode, message: string) {
+    super(message)
+    this.name = 'BlueprintsClientError'
+    this.code = code
+  }
+}
+
+/** Whole number ≥ min, or a TypeError naming the option. */
+export function count (name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback
+  if (!Number.isSafeInteger(value) || value < min) throw new TypeError(`\`${name}\` must be a whole number from ${min} up`)
+  return value
+}
+
+/** Finite number in [min, max], or a TypeError naming the option. */
+export function number (name: string, value: number | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !(value >= min && value <= max)) throw new TypeError(`\`${name}\` must be a number from ${min} to ${max}`)
+  return value
+}
