@@ -47,8 +47,8 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
     ws.on('message', (data, isBinary) => {
       connection.alive = true
       receive(app, hub, options, connection, data, isBinary).catch(
-        /* c8 ignore next 2 -- inject() rejects only when the app failed to boot, and a socket
-           exists only in a booted app; this keeps a future failure from crashing the process. */
+        /* c8 ignore next 2 -- nothing in receive() rejects: the router answers every request
+           itself, errors included; this keeps an unforeseen failure from crashing the process. */
         (err: unknown) => { app.log.error({ err, socket: connection.id }, 'fastify-blueprints: a socket request failed') }
       )
     })
@@ -133,7 +133,6 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
     connection.pending--
   }
 }
-
 
 /** The JSON text of a response body: JSON as is when it parses, anything else as a string. */
 function bodyOf (payload: string, type: unknown): string {
