@@ -57,7 +57,6 @@ class VirtualRequest extends Readable {
   readonly method: string
   readonly url: string
   readonly headers: Record<string, string | string[] | undefined>
-  readonly rawHeaders: string[]
   readonly socket: VirtualSocket
   readonly connection: VirtualSocket
   readonly httpVersion = '1.1'
@@ -74,8 +73,11 @@ class VirtualRequest extends Readable {
     this.headers = headers
     this.#body = body
     this.socket = this.connection = socket
-    // What Node keeps as name, value, name, value … (repeated values joined, as in `headers`).
-    this.rawHeaders = Object.entries(headers).flatMap(([name, value]) => [name, String(value)])
+  }
+
+  /** Node's name, value, name, value … list (repeated values joined, as in `headers`); built when read. */
+  get rawHeaders (): string[] {
+    return Object.entries(this.headers).flatMap(([name, value]) => [name, String(value)])
   }
 
   override _read (): void {

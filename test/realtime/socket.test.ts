@@ -47,7 +47,7 @@ for (const db of DATABASES) {
         app.get('/cookie', async (_request, reply) => reply.header('set-cookie', 'a=b').send({ ok: true }))
         // An onSend hook that encodes a JSON body (as compression would): the frame must stay valid.
         app.get('/encoded', { onSend: async (_request, reply, payload) => { reply.header('content-encoding', 'x-test'); return `${String(payload)}~` } }, async () => ({ ok: true }))
-        app.get('/echo', async request => ({ headers: request.headers, ip: request.ip }))
+        app.get('/echo', async request => ({ headers: request.headers, ip: request.ip, raw: request.raw.rawHeaders }))
         // Routes that use Node's response directly, or stream: the socket's response object must
         // behave as Node's does.
         app.get('/raw', (_request, reply) => {
@@ -102,6 +102,7 @@ for (const db of DATABASES) {
     t.equal(echo.body.headers.cookie, 'session=abc', 'the upgrade cookie applies')
     t.equal(echo.body.headers.authorization, 'Bearer y', 'a frame header overrides the upgrade one, whatever its case')
     t.equal(echo.body.headers['x-extra'], 'yes')
+    t.equal(echo.body.raw[echo.body.raw.indexOf('x-extra') + 1], 'yes', 'rawHeaders lists names and values')
     for (const name of ['upgrade', 'connection', 'sec-websocket-key', 'sec-websocket-version', 'accept-encoding']) t.notOk(name in echo.body.headers, `${name} is not carried over`)
     t.equal(echo.body.ip, '127.0.0.1', 'the socket peer is the request ip')
     t.same((await socket.request('POST', '/echo', [1, 'two'])).body, { body: [1, 'two'], type: 'application/json' }, 'a body is sent as JSON')
