@@ -141,24 +141,31 @@ async function startRealtime (app: FastifyInstance, ctx: ActionContext, options:
   await hub.start()
   app.addHook('onClose', async () => { await hub.stop() })
   if (options.path === false) return hub
-  if (!app.hasDecorator('websocketServer')) {
-    await app.register(websocket, {
-      options: { maxPayload: options.maxPayload },
-      // Sockets are told the server is going away (1001), so that clients reconnect elsewhere.
-      preClose (done) {
-        for (const client of this.websocketServer.clients) client.close(CLOSE.GOING_AWAY, 'server closing')
-        this.websocketServer.close()
-        done()
-      }
-    })
-  }
   // Marks responses to socket requests that Fastify serialises as JSON: the frame embeds them as is.
   app.addHook('preSerialization', (_request, _reply, payload, done) => {
     const scope = socketRequests.getStore()
     if (scope !== undefined) scope.json = true
     done(null, payload)
   })
-  registerEndpoint(app, hub, { ...options, path: options.path })
+  // The endpoint lives in a context of its own: @fastify/websocket's hooks (it adds some to every
+  // route of the context it is registered in) stay off the app's other routes. An app that
+  // registered @fastify/websocket itself keeps its server, which the endpoint then uses.
+  const path = options.path
+  await app.register(async endpoint => {
+    if (!endpoint.hasDecorator('websocketServer')) {
+      await endpoint.register(websocket, {
+        options: { maxPayload: options.maxPayload },
+        // Sockets are told the server is going away (1001), so that clients reconnect elsewhere.
+        preClose (done) {
+          const server = endpoint.websocketServer
+          for (const client of server.clients) client.close(CLOSE.GOING_AWAY, 'server closing')
+          server.close()
+          done()
+        }
+      })
+    }
+    registerEndpoint(endpoint, hub, { ...options, path })
+  })
   return hub
 }
 

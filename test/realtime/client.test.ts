@@ -3,6 +3,7 @@
 // notifications, reconnecting after a server restart with the resync of subscribing reads, what
 // becomes of requests when the connection drops or the client closes, refusals, and the back-off.
 // Every wait has a deadline; the few fixed pauses only show that nothing more happened.
+import type { Duplex } from 'node:stream'
 import t, { type Test } from 'tap'
 import type { AddressInfo } from 'node:net'
 import { createServer } from 'node:net'
@@ -70,7 +71,13 @@ class Recorder<T> {
   }
 }
 
+/** The TCP connections of the sockets each app upgraded (see dropSockets). */
+const upgraded = new WeakMap<FastifyInstance, Set<Duplex>>()
+
 async function listen (app: FastifyInstance, port = 0): Promise<number> {
+  const sockets = new Set<Duplex>()
+  upgraded.set(app, sockets)
+  app.server.on('upgrade', (_request, socket: Duplex) => { sockets.add(socket) })
   await app.listen({ port, host: HOST })
   return (app.server.address() as AddressInfo).port
 }
@@ -133,7 +140,9 @@ function gate (): { entered: Recorder<string>, hold (request: FastifyRequest): P
 
 /** Closes the server side of every socket of `app` abruptly (the client sees 1006). */
 function dropSockets (app: FastifyInstance): void {
-  for (const socket of app.websocketServer.clients) socket.terminate()
+  const sockets = upgraded.get(app) as Set<Duplex>
+  for (const socket of sockets) socket.destroy()
+  sockets.clear()
 }
 
 async function http (t: Tap, app: FastifyInstance, method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object): Promise<void> {
