@@ -70,7 +70,7 @@ export interface ReconnectOptions {
 }
 
 /**
- * Options of {@link connect}.
+ * Options of `connect()`.
  *
  * @example
  * ```ts

@@ -30,7 +30,7 @@ export interface RealtimeOptions {
    * of its writes to the broker, for the sockets of other instances). Default `${prefix}/socket`.
    */
   readonly path?: string | false
-  /** Carries notifications between instances. Default: a new {@link MemoryBroker} (this process only). */
+  /** Carries notifications between instances. Default: a new `MemoryBroker` (this process only). */
   readonly broker?: Broker
   /**
    * Called once per socket with the upgrade request (after the `hooks`); what it returns (or
