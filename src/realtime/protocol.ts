@@ -22,22 +22,6 @@ export interface RequestFrame {
   readonly headers?: Readonly<Record<string, string>>
 }
 
-/** A response frame, server → client. */
-export interface ResponseFrame {
-  readonly id: string | number | null
-  readonly statusCode: number
-  readonly headers: Readonly<Record<string, string | string[]>>
-  readonly body: unknown
-}
-
-/** A notification frame, server → client. */
-export interface NotificationFrame {
-  /** Identity of the model of the record concerned. */
-  readonly event: string
-  /** The message (see docs/changes.md), or the data given to `publish()`. */
-  readonly data: unknown
-}
-
 /** Close codes the server uses. */
 export const CLOSE = Object.freeze({
   /** The server is shutting down. */

@@ -11,23 +11,15 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import '@fastify/websocket'
 import type { RawData, WebSocket } from 'ws'
 import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../errors.ts'
-import type { RouteHooks } from '../options.ts'
+import type { ResolvedRealtime } from './options.ts'
 import { Connection } from './connection.ts'
 import { dispatch, VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { CLOSE, frameId, frameProblem, NOT_FORWARDED, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
 
-/** The endpoint's settings (resolved options). */
-export interface EndpointOptions {
-  readonly path: string
-  readonly hooks: RouteHooks
-  readonly context: ((request: FastifyRequest) => unknown) | undefined
-  readonly maxPayload: number
-  readonly maxPending: number
-  readonly maxBufferedBytes: number
-  readonly pingInterval: number
-}
+/** The endpoint's settings: the resolved realtime options, with a path. */
+export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'context' | 'maxPayload' | 'maxPending' | 'maxBufferedBytes' | 'pingInterval'> & { readonly path: string }
 
 /**
  * Adds the websocket route to `app` (the instance the plugin is registered on, where

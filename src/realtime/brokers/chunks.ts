@@ -15,7 +15,7 @@ interface Pieces {
 }
 
 /** A payload must be shorter than 8000 bytes; this leaves room for the chunk header. */
-export const CHUNK_BYTES = 7900
+const CHUNK_BYTES = 7900
 /**
  * Chunk header: `@` message id `,` index `,` count `;`, then the piece. A whole message is sent
  * as is (JSON, starting with `{`), so the common small message costs nothing more.
