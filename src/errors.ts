@@ -61,6 +61,14 @@ export const BP_ERR_RETIRED_MODIFIER = createError<'BP_ERR_RETIRED_MODIFIER', 40
 export const BP_ERR_INVALID_VALUE = createError<'BP_ERR_INVALID_VALUE', 400, [string, string, string]>(
   'BP_ERR_INVALID_VALUE', 'The `%s` parameter has an invalid value for `%s`: %s', 400, undefined, NO_STACK)
 
+/** A parameter or body is larger than a configured limit (`limits` option). 400. */
+export const BP_ERR_LIMIT_EXCEEDED = createError<'BP_ERR_LIMIT_EXCEEDED', 400, [string, string]>(
+  'BP_ERR_LIMIT_EXCEEDED', 'The `%s` parameter exceeds a limit: %s', 400, undefined, NO_STACK)
+
+/** A query parameter's percent-encoding, or a JSON body's bytes, are not valid UTF-8. 400. */
+export const BP_ERR_INVALID_ENCODING = createError<'BP_ERR_INVALID_ENCODING', 400, [string]>(
+  'BP_ERR_INVALID_ENCODING', 'The `%s` parameter is not valid UTF-8', 400, undefined, NO_STACK)
+
 /** `limit` is not a natural number or `Infinity`. 400. */
 export const BP_ERR_INVALID_LIMIT = createError<'BP_ERR_INVALID_LIMIT', 400, [string, string]>(
   'BP_ERR_INVALID_LIMIT', 'The `%s` parameter must be a whole number from 0 up, or Infinity; got %s', 400, undefined, NO_STACK)
@@ -95,15 +103,35 @@ export const BP_ERR_MISSING_VALUE = createError<'BP_ERR_MISSING_VALUE', 400, [st
 
 /** A write would duplicate a unique value (or an existing primary key). 409. */
 export const BP_ERR_UNIQUE = createError<'BP_ERR_UNIQUE', 409, [string]>(
-  'BP_ERR_UNIQUE', 'A record with the same unique value already exists (%s)', 409, undefined, NO_STACK)
+  'BP_ERR_UNIQUE', '%s', 409, undefined, NO_STACK)
 
 /** A write breaks a database constraint (for example destroying a record that others require). 409. */
 export const BP_ERR_CONSTRAINT = createError<'BP_ERR_CONSTRAINT', 409, [string]>(
-  'BP_ERR_CONSTRAINT', 'The change breaks a database constraint (%s)', 409, undefined, NO_STACK)
+  'BP_ERR_CONSTRAINT', 'The change breaks a database constraint: %s', 409, undefined, NO_STACK)
+
+/** The database refused a value that passed the plugin's own checks (class 22 of SQLSTATE). 400. */
+export const BP_ERR_VALUE_REJECTED = createError<'BP_ERR_VALUE_REJECTED', 400>(
+  'BP_ERR_VALUE_REJECTED', 'The database refused a value of the request: it does not fit its column', 400, undefined, NO_STACK)
+
+/** The database cannot be reached, is starting or stopping, or dropped the connection. 503. */
+export const BP_ERR_DATABASE_UNAVAILABLE = createError<'BP_ERR_DATABASE_UNAVAILABLE', 503>(
+  'BP_ERR_DATABASE_UNAVAILABLE', 'The database is unavailable; try again later', 503, undefined, NO_STACK)
+
+/** Concurrent writes kept a write from completing (deadlock or serialisation failure) after retries. 503. */
+export const BP_ERR_DATABASE_BUSY = createError<'BP_ERR_DATABASE_BUSY', 503>(
+  'BP_ERR_DATABASE_BUSY', 'The database is busy with concurrent writes on the same records; try again', 503, undefined, NO_STACK)
+
+/** The database failed in a way the request did not cause; the server log has the details. 500. */
+export const BP_ERR_DATABASE = createError<'BP_ERR_DATABASE', 500>(
+  'BP_ERR_DATABASE', 'The database failed to run the request', 500)
 
 /** A websocket frame is not a request: not JSON, or without a valid `id`, `method` or `url`. 400. */
 export const BP_ERR_INVALID_FRAME = createError<'BP_ERR_INVALID_FRAME', 400, [string]>(
   'BP_ERR_INVALID_FRAME', 'Invalid frame: %s', 400, undefined, NO_STACK)
+
+/** A web page of an origin that `realtime.onlyAllowOrigins` does not list tried to open a socket. 403. */
+export const BP_ERR_ORIGIN_NOT_ALLOWED = createError<'BP_ERR_ORIGIN_NOT_ALLOWED', 403, [string]>(
+  'BP_ERR_ORIGIN_NOT_ALLOWED', 'Pages of the origin %s may not open a socket here', 403, undefined, NO_STACK)
 
 /** A socket sent a request while `maxPending` of its requests were still running. 429. */
 export const BP_ERR_TOO_MANY_REQUESTS = createError<'BP_ERR_TOO_MANY_REQUESTS', 429, [string]>(
@@ -153,6 +181,8 @@ export const errors = {
   BP_ERR_INVALID_VALUE,
   BP_ERR_INVALID_LIMIT,
   BP_ERR_LIMIT_TOO_LARGE,
+  BP_ERR_LIMIT_EXCEEDED,
+  BP_ERR_INVALID_ENCODING,
   BP_ERR_INVALID_SKIP,
   BP_ERR_INVALID_SORT,
   BP_ERR_SELECT_AND_OMIT,
@@ -161,7 +191,12 @@ export const errors = {
   BP_ERR_MISSING_VALUE,
   BP_ERR_UNIQUE,
   BP_ERR_CONSTRAINT,
+  BP_ERR_VALUE_REJECTED,
+  BP_ERR_DATABASE_UNAVAILABLE,
+  BP_ERR_DATABASE_BUSY,
+  BP_ERR_DATABASE,
   BP_ERR_INVALID_FRAME,
+  BP_ERR_ORIGIN_NOT_ALLOWED,
   BP_ERR_TOO_MANY_REQUESTS,
   BP_ERR_UNKNOWN_MODEL,
   BP_ERR_NOT_A_SOCKET,
@@ -169,23 +204,6 @@ export const errors = {
   BP_ERR_INVALID_OPTION,
   BP_ERR_UNSUPPORTED_DATABASE
 } as const
-
-const UNIQUE = new Set(['23505', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY'])
-// SQLite reports a trigger's RAISE(ABORT) as a constraint: MikroORM enforces 'restrict' that way.
-const CONSTRAINT = new Set(['23503', '23502', '23514', 'SQLITE_CONSTRAINT_FOREIGNKEY', 'SQLITE_CONSTRAINT_NOTNULL', 'SQLITE_CONSTRAINT_CHECK', 'SQLITE_CONSTRAINT_TRIGGER'])
-
-/**
- * The coded error for a database error that the request caused (a unique, foreign-key, not-null
- * or check constraint), or the error itself (a real server error) otherwise.
- */
-export function fromDatabaseError (err: unknown): unknown {
-  const code = (err as { code?: unknown } | null)?.code
-  if (typeof code !== 'string') return err
-  const detail = String((err as { detail?: unknown }).detail ?? (err as Error).message)
-  if (UNIQUE.has(code)) return new BP_ERR_UNIQUE(detail)
-  if (CONSTRAINT.has(code)) return new BP_ERR_CONSTRAINT(detail)
-  return err
-}
 
 /**
  * "Did you mean …?" for a name that is close to one of the known names (edit distance ≤ 2).

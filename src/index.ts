@@ -12,6 +12,8 @@ export type {
   ActionOptions, BlueprintAction, BlueprintsOptions, ModelOptions, ParseBlueprintOptions, QueryContext, RouteHooks
 } from './options.ts'
 export { DEFAULTS } from './options.ts'
+export { LIMIT_DEFAULTS } from './limits.ts'
+export type { Limits } from './limits.ts'
 export { REALTIME_DEFAULTS } from './realtime/options.ts'
 export type { RealtimeOptions } from './realtime/options.ts'
 export { MemoryBroker } from './realtime/brokers/memory.ts'

@@ -8,6 +8,7 @@ import type { MikroORM } from '@mikro-orm/core'
 import type { FastifyRequest, RouteShorthandOptions } from 'fastify'
 import type { BlueprintQuery } from './criteria/types.ts'
 import { BP_ERR_INVALID_OPTION, didYouMean } from './errors.ts'
+import { LIMIT_DEFAULTS, type Limits, type ResolvedLimits } from './limits.ts'
 import type { Model } from './models/model.ts'
 import { flag, fn, hooks, unknownKeys, type HOOK_NAMES } from './option-checks.ts'
 import { resolveRealtime, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
@@ -26,8 +27,14 @@ export interface QueryContext {
   readonly action: BlueprintAction
   /** The model whose records the request returns (for populate: the child model). */
   readonly model: Model
-  /** For populate: the parent model and the association. */
+  /** For populate, and for populated records: the parent model and the association. */
   readonly parent?: { readonly model: Model, readonly association: string }
+  /**
+   * `true`: the query describes the records of `parent.association` populated into the answer of
+   * a request on the parent model (`action` is that request's action); only its `where`, `select`
+   * and `omit` are used. Whatever the hook filters of a model thus also filters it there.
+   */
+  readonly populated?: boolean
 }
 
 /**
@@ -99,6 +106,8 @@ export interface BlueprintsOptions {
   readonly models?: Readonly<Record<string, ModelOptions>>
   /** Per-request query hook; see {@link ParseBlueprintOptions}. */
   readonly parseBlueprintOptions?: ParseBlueprintOptions
+  /** Sizes of criteria and values a request may not exceed; see {@link Limits} for the defaults. */
+  readonly limits?: Limits
 }
 
 /** Options after defaults, checked and frozen. */
@@ -114,6 +123,7 @@ export interface ResolvedOptions {
   readonly hooks: RouteHooks
   readonly models: Readonly<Record<string, ModelOptions>>
   readonly parseBlueprintOptions: ParseBlueprintOptions | undefined
+  readonly limits: ResolvedLimits
 }
 
 /** The defaults, documented in docs/options.md. */
@@ -127,7 +137,7 @@ export const DEFAULTS = Object.freeze({
   shortcuts: false
 })
 
-const KEYS = ['orm', 'prefix', 'realtime', 'defaultLimit', 'maxLimit', 'populateLimit', 'caseInsensitive', 'shortcuts', 'hooks', 'models', 'parseBlueprintOptions']
+const KEYS = ['orm', 'prefix', 'realtime', 'defaultLimit', 'maxLimit', 'populateLimit', 'caseInsensitive', 'shortcuts', 'hooks', 'models', 'parseBlueprintOptions', 'limits']
 const MODEL_KEYS = ['identity', 'expose', 'hooks', 'actions']
 
 /**
@@ -156,7 +166,8 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
     shortcuts: flag(options.shortcuts, 'shortcuts', DEFAULTS.shortcuts),
     hooks: hooks(options.hooks, 'hooks'),
     models: models(options.models),
-    parseBlueprintOptions: fn(options.parseBlueprintOptions, 'parseBlueprintOptions')
+    parseBlueprintOptions: fn(options.parseBlueprintOptions, 'parseBlueprintOptions'),
+    limits: limits(options.limits)
   }
   if (resolved.defaultLimit > resolved.maxLimit) throw new BP_ERR_INVALID_OPTION('`defaultLimit` is above `maxLimit`')
   return Object.freeze(resolved)
@@ -168,6 +179,20 @@ function count (options: BlueprintsOptions, name: 'defaultLimit' | 'maxLimit' | 
     throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be a whole number from 0 up, or Infinity`)
   }
   return value
+}
+
+function limits (value: Limits | undefined): ResolvedLimits {
+  if (value === undefined) return LIMIT_DEFAULTS
+  if (typeof value !== 'object' || value === null) throw new BP_ERR_INVALID_OPTION('`limits` must be an object')
+  const keys = Object.keys(LIMIT_DEFAULTS) as Array<keyof ResolvedLimits>
+  unknownKeys(value, keys, 'limits.')
+  const out = { ...LIMIT_DEFAULTS }
+  for (const key of keys) {
+    const given = value[key] ?? LIMIT_DEFAULTS[key]
+    if (typeof given !== 'number' || !Number.isSafeInteger(given) || given < 1) throw new BP_ERR_INVALID_OPTION(`\`limits.${key}\` must be a whole number from 1 up`)
+    out[key] = given
+  }
+  return Object.freeze(out)
 }
 
 function models (value: Record<string, ModelOptions> | undefined): Readonly<Record<string, ModelOptions>> {

@@ -4,25 +4,28 @@
  *
  * @module
  */
+import { isDeepStrictEqual } from 'node:util'
+import type { MikroORM } from '@mikro-orm/core'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import websocket from '@fastify/websocket'
+import type { TSchema } from 'typebox'
 import { Notifier, type ChangeListener, type Id } from './actions/changes.ts'
-import { executorFor, type ActionContext } from './actions/context.ts'
+import type { ActionContext } from './actions/context.ts'
+import { lockRanks } from './actions/locks.ts'
 import { buildRegistry, type ModelRegistry } from './models/registry.ts'
 import { modelSchemas } from './models/schemas.ts'
 import { resolveOptions, type BlueprintsOptions } from './options.ts'
-import type { ResolvedRealtime } from './realtime/options.ts'
 import { MemoryBroker } from './realtime/brokers/memory.ts'
 import type { BlueprintSocket } from './realtime/connection.ts'
-import { Hub } from './realtime/hub.ts'
+import type { Hub } from './realtime/hub.ts'
 import { readObserver, socketRequests } from './realtime/socket-requests.ts'
-import { CLOSE } from './realtime/protocol.ts'
 import type { RealtimeStats } from './realtime/registry.ts'
-import { registerEndpoint } from './realtime/socket-route.ts'
+import { startRealtime, type Realtime } from './realtime/start.ts'
 import { BP_ERR_INVALID_OPTION, BP_ERR_REALTIME_DISABLED } from './errors.ts'
-import { registerRoutes, type ReadObserver } from './routes/register.ts'
+import { modelViews } from './routes/policy.ts'
+import { registerRoutes, type BlueprintRouteConfig, type ReadObserver } from './routes/register.ts'
 import { ERROR_SCHEMA } from './routes/table.ts'
+import { Database, type Kysely } from './sql/database.ts'
 import { dialectFor } from './sql/dialect.ts'
 import { RecordLoader } from './sql/records.ts'
 
@@ -83,7 +86,26 @@ declare module 'fastify' {
     /** fastify-blueprints: the exposed models. */
     blueprints: Blueprints
   }
+  interface FastifyContextConfig {
+    /**
+     * fastify-blueprints: what a blueprint route serves, for policies in app-wide hooks
+     * (`request.routeOptions.config.blueprint`); `undefined` on the app's other routes.
+     */
+    blueprint?: BlueprintRouteConfig
+  }
 }
+
+/**
+ * What the registrations of the plugin on one ORM share: the change listeners (every write made
+ * through any of them reaches `onChange`), and the in-process broker they use when the options
+ * name none (every socket hears of every write).
+ */
+interface Shared {
+  readonly notifier: Notifier
+  readonly broker: MemoryBroker
+}
+
+const SHARED = new WeakMap<MikroORM, Shared>()
 
 async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions): Promise<void> {
   const options = resolveOptions(opts)
@@ -98,88 +120,69 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   for (const skipped of registry.skipped) {
     app.log.debug({ entity: skipped.entity, property: skipped.property }, `fastify-blueprints: not exposed: ${skipped.reason}`)
   }
-  const notifier = new Notifier(app.log)
+  let shared = SHARED.get(options.orm)
+  if (shared === undefined) SHARED.set(options.orm, shared = { notifier: new Notifier(app.log), broker: new MemoryBroker() })
+  addSchemas(app, [ERROR_SCHEMA, ...registry.all().flatMap(model => modelSchemas(model, registry))])
+  const realtimeOptions = options.realtime
+  if (realtimeOptions !== false && registry.all().some(model => realtimeOptions.path === `${options.prefix}/${model.identity}`)) {
+    throw new BP_ERR_INVALID_OPTION(`\`realtime.path\` ${String(realtimeOptions.path)} is the path of a model's find route; choose another path`)
+  }
+  const realtime = realtimeOptions === false
+    ? undefined
+    : await startRealtime(app, realtimeOptions, { registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive })
+  const database = new Database((options.orm.em as unknown as { getKysely (): Kysely }).getKysely(), registry)
   const ctx: ActionContext = {
     orm: options.orm,
     dialect,
     registry,
     loader: new RecordLoader(registry, dialect),
-    run: executorFor(options.orm.em),
-    bounds: { maxLimit: options.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.populateLimit },
-    notifier
+    database,
+    run: database.run,
+    ranks: lockRanks(registry),
+    bounds: { maxLimit: options.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.populateLimit, limits: options.limits },
+    notifier: shared.notifier,
+    publish: realtime?.publish,
+    withRecords: realtime !== undefined && options.parseBlueprintOptions !== undefined
   }
-  // Schemas go on the instance the app registered us on (fastify-plugin lifts us there), so the
-  // app's @fastify/swagger sees them as components.
-  app.addSchema(ERROR_SCHEMA)
-  for (const model of registry.all()) {
-    for (const schema of modelSchemas(model, registry)) app.addSchema(schema)
-  }
-  const realtime = options.realtime
-  if (realtime !== false && registry.all().some(model => realtime.path === `${options.prefix}/${model.identity}`)) {
-    throw new BP_ERR_INVALID_OPTION(`\`realtime.path\` ${String(realtime.path)} is the path of a model's find route; choose another path`)
-  }
-  const hub = realtime === false ? undefined : await startRealtime(app, ctx, realtime)
-  app.decorate('blueprints', decoration(registry, notifier, hub))
-  const observe: ReadObserver | undefined = hub === undefined ? undefined : readObserver(hub)
+  // A second registration (another prefix, other options) leaves `app.blueprints` to the first.
+  if (!app.hasDecorator('blueprints')) app.decorate('blueprints', decoration(registry, shared.notifier, realtime))
+  const observe: ReadObserver | undefined = realtime === undefined
+    ? undefined
+    : readObserver(realtime.hub, options.parseBlueprintOptions === undefined ? undefined : async (read, request, models) => modelViews(read, request, read.action, models))
   await app.register(async routes => { registerRoutes(routes, ctx, options, observe) }, { prefix: options.prefix })
 }
 
-/** The hub, its broker subscription, and (unless `path: false`) the websocket endpoint. */
-async function startRealtime (app: FastifyInstance, ctx: ActionContext, options: ResolvedRealtime): Promise<Hub> {
-  const hub = new Hub({
-    broker: options.broker ?? new MemoryBroker(),
-    registry: ctx.registry,
-    authorize: options.authorize,
-    maxSubscriptions: options.maxSubscriptions,
-    log: app.log
-  })
-  // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
-  // ioredis may hold a command for seconds). Publications still leave in commit order.
-  ctx.notifier.listen(changes => {
-    hub.publishChanges(changes).catch((err: unknown) => { app.log.error({ err }, 'fastify-blueprints: the broker did not take a change set; its sockets miss it') })
-  })
-  await hub.start()
-  app.addHook('onClose', async () => { await hub.stop() })
-  if (options.path === false) return hub
-  // Marks responses to socket requests that Fastify serialises as JSON: the frame embeds them as is.
-  app.addHook('preSerialization', (_request, _reply, payload, done) => {
-    const scope = socketRequests.getStore()
-    if (scope !== undefined) scope.json = true
-    done(null, payload)
-  })
-  // The endpoint lives in a context of its own: @fastify/websocket's hooks (it adds some to every
-  // route of the context it is registered in) stay off the app's other routes. An app that
-  // registered @fastify/websocket itself keeps its server, which the endpoint then uses.
-  const path = options.path
-  await app.register(async endpoint => {
-    if (!endpoint.hasDecorator('websocketServer')) {
-      await endpoint.register(websocket, {
-        options: { maxPayload: options.maxPayload },
-        // Sockets are told the server is going away (1001), so that clients reconnect elsewhere.
-        preClose (done) {
-          const server = endpoint.websocketServer
-          for (const client of server.clients) client.close(CLOSE.GOING_AWAY, 'server closing')
-          server.close()
-          done()
-        }
-      })
+/**
+ * Adds the schemas to the instance the app registered the plugin on (fastify-plugin lifts it
+ * there), so that the app's @fastify/swagger sees them as components. A schema that an earlier
+ * registration added is kept when it is the same; a different one under the same `$id` (the same
+ * identity for another shape) is refused.
+ *
+ * @throws BP_ERR_INVALID_OPTION for a clash.
+ */
+function addSchemas (app: FastifyInstance, schemas: readonly TSchema[]): void {
+  for (const schema of schemas) {
+    const id = (schema as { $id?: string }).$id as string
+    const existing: unknown = app.getSchema(id)
+    if (existing === undefined) app.addSchema(schema)
+    else if (!isDeepStrictEqual(existing, schema)) {
+      throw new BP_ERR_INVALID_OPTION(`the schema ${id} of an earlier registration differs from this one's: give the model another identity (\`models.<Entity>.identity\`)`)
     }
-    registerEndpoint(endpoint, hub, { ...options, path })
-  })
-  return hub
+  }
 }
 
-function decoration (registry: ModelRegistry, notifier: Notifier, hub: Hub | undefined): Blueprints {
-  const realtime = (what: string): Hub => {
+function decoration (registry: ModelRegistry, notifier: Notifier, realtime: Realtime | undefined): Blueprints {
+  const hub = realtime?.hub
+  const enabled = (what: string): Hub => {
     if (hub === undefined) throw new BP_ERR_REALTIME_DISABLED(what)
     return hub
   }
   return {
     models: registry,
     onChange: listener => notifier.listen(listener),
-    publish: async (identity, id, data, origin) => { await realtime('publish()').publish(identity, id, data, origin) },
-    subscribe: (socket, identity, ids) => realtime('subscribe()').subscribe(socket, identity, ids),
-    unsubscribe: (socket, identity, ids) => { realtime('unsubscribe()').unsubscribe(socket, identity, ids) },
+    publish: async (identity, id, data, origin) => { await enabled('publish()').publish(identity, id, data, origin) },
+    subscribe: (socket, identity, ids) => enabled('subscribe()').subscribe(socket, identity, ids),
+    unsubscribe: (socket, identity, ids) => { enabled('unsubscribe()').unsubscribe(socket, identity, ids) },
     socketOf: () => socketRequests.getStore()?.connection,
     stats: () => hub?.subscriptions.stats() ?? { sockets: 0, subscriptions: 0, records: 0, watches: 0 }
   }

@@ -77,6 +77,16 @@ for (const db of DATABASES) {
     ])
     t.same((await call('DELETE', '/user/1/tags/admin')).changes, undefined)
     t.same((await call('DELETE', '/user/1/friends/3')).changes, [change('user', { verb: 'removedFrom', id: 1, attribute: 'friends', removedIds: [3] })])
+
+    const inverse = await call('DELETE', '/tag/beta/users/1')
+    t.equal(inverse.status, 200)
+    t.notOk(ids(inverse.body.users).includes(1), 'the answer no longer lists the user')
+    t.same(inverse.changes, [
+      change('tag', { verb: 'removedFrom', id: 'beta', attribute: 'users', removedIds: [1] }),
+      change('user', { verb: 'removedFrom', id: 1, attribute: 'tags', removedIds: ['beta'] })
+    ], 'from the inverse side: both sides')
+    t.same((await get(app, '/user/1/tags')).body, [], 'the link row is gone')
+    t.same((await call('DELETE', '/tag/beta/users/1')).changes, undefined, 'removing it again changes nothing')
   })
 
   t.test(`${db}: replace`, async t => {
@@ -122,6 +132,19 @@ for (const db of DATABASES) {
       change('tag', { verb: 'removedFrom', id: 'beta', attribute: 'users', removedIds: [1] }),
       change('tag', { verb: 'removedFrom', id: 'vip', attribute: 'users', removedIds: [1] })
     ], 'removed ids in ascending key order')
+
+    t.same(ids((await get(app, '/tag/admin/users')).body), [4])
+    const inverse = await call('PUT', '/tag/admin/users', { fks: [3, 1] })
+    t.equal(inverse.status, 200)
+    t.same(ids(inverse.body.users), [1, 3], 'from the inverse side')
+    t.same(inverse.changes, [
+      change('tag', { verb: 'addedTo', id: 'admin', attribute: 'users', addedIds: [3, 1] }),
+      change('tag', { verb: 'removedFrom', id: 'admin', attribute: 'users', removedIds: [4] }),
+      change('user', { verb: 'addedTo', id: 3, attribute: 'tags', addedIds: ['admin'] }),
+      change('user', { verb: 'addedTo', id: 1, attribute: 'tags', addedIds: ['admin'] }),
+      change('user', { verb: 'removedFrom', id: 4, attribute: 'tags', removedIds: ['admin'] })
+    ], 'both sides told; added ids in the order given')
+    t.same(ids((await get(app, '/user/1/tags')).body, 'slug'), ['admin'])
   })
 
   t.test(`${db}: bad input → coded 4xx, nothing written`, async t => {
@@ -134,6 +157,9 @@ for (const db of DATABASES) {
       ['DELETE', '/user/99/tags/admin', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /user/],
       ['DELETE', '/user/1/pets/99', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /pet/],
       ['DELETE', '/user/1/friends/99', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /user .*99/],
+      ['PUT', '/user/99/friends/1', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /user .*99/],
+      ['PUT', '/tag/nope/users/1', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /tag .*nope/],
+      ['DELETE', '/tag/nope/users/1', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /tag .*nope/],
       ['PUT', '/user/abc/pets/1', undefined, 400, 'BP_ERR_INVALID_ID', /`id`/],
       ['PUT', '/user/1/pets/x', undefined, 400, 'BP_ERR_INVALID_ID', /`fk`/],
       ['PUT', '/user/1/pets/1.5', undefined, 400, 'BP_ERR_INVALID_ID', /whole number/],

@@ -35,6 +35,10 @@ t.test('invalid options are refused at registration with a coded error', async t
     [{ orm, defaultLimit: 50, maxLimit: 10 }, /`defaultLimit` is above `maxLimit`/],
     [{ orm, caseInsensitive: 1 }, /`caseInsensitive` must be a boolean/],
     [{ orm, parseBlueprintOptions: {} }, /`parseBlueprintOptions` must be a function/],
+    [{ orm, limits: 5 }, /`limits` must be an object/],
+    [{ orm, limits: { maxValue: 5 } }, /unknown option `limits.maxValue` \(did you mean `maxValues`\?\)/],
+    [{ orm, limits: { maxDepth: 0 } }, /`limits.maxDepth` must be a whole number from 1 up/],
+    [{ orm, limits: { maxJsonDepth: 2.5 } }, /`limits.maxJsonDepth`/],
     [{ orm, hooks: 5 }, /`hooks` must be an object/],
     [{ orm, hooks: { onReqest: () => {} } }, /unknown option `hooks.onReqest` \(did you mean `onRequest`\?\)/],
     [{ orm, hooks: { onRequest: [() => {}, 5] } }, /`hooks.onRequest` must be a function/],
@@ -128,7 +132,8 @@ t.test('parseBlueprintOptions changes the query per request, and its result is v
     plugin: {
       async parseBlueprintOptions (request, query, context) {
         calls.push(`${context.action}:${context.model.identity}:${context.parent?.association ?? ''}`)
-        if (request.headers['x-tenant'] === 'bob') query.where = { and: [query.where, { name: { contains: 'ob' } }] }
+        // Records populated into a user (pets, tags) are asked about too: only users have this filter.
+        if (request.headers['x-tenant'] === 'bob' && context.model.identity === 'user') query.where = { and: [query.where, { name: { contains: 'ob' } }] }
         if (request.headers['x-bad'] === '1') return { ...query, limit: -5 }
         if (request.headers['x-bad'] === '2') return { ...query, where: { nope: 1 } }
         if (request.headers['x-bad'] === '3') return { ...query, sort: [{ attribute: 'name', direction: 'UP' as 'ASC' }] }

@@ -77,6 +77,8 @@ for (const db of DATABASES) {
     app.blueprints.onChange(batch => { changes.push(...batch) })
     const refused = await app.inject({ method: 'DELETE', url: '/team/1' })
     t.same([refused.statusCode, refused.json().code], [409, 'BP_ERR_CONSTRAINT'], 'a restricting foreign key refuses')
+    // PostgreSQL says which table still points at the record; SQLite only that a key refused.
+    t.equal(refused.json().message, `The change breaks a database constraint: ${db === 'postgres' ? 'sponsor records still point at it' : 'a foreign key does not allow it'}`, 'in the plugin\'s words')
     t.equal((await get(app, '/team/1')).status, 200, 'nothing deleted')
     const blue = await app.inject({ method: 'DELETE', url: '/team/2' })
     t.equal(blue.statusCode, 200)

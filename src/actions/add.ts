@@ -4,6 +4,7 @@
  * @module
  */
 import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/records.ts'
 import { collectionOf, keyOf, oneChild, parentRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
@@ -18,10 +19,10 @@ import { inTransaction, type ActionContext } from './context.ts'
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
-export async function add (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string): Promise<JsonRecord> {
+export async function add (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, views?: Views): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
-  const open = oneChild(ctx, collection, rawId, rawFk)
+  const open = oneChild(ctx, collection, rawId, rawFk, true)
   return inTransaction(ctx, { action: 'add', model: model.identity }, async scope => {
     const { id, parentKey, fk, childKey, current } = await open(scope)
     if (association.relation === '1:m') {
@@ -36,6 +37,6 @@ export async function add (ctx: ActionContext, model: Model, association: Collec
       scope.changes.addedTo(model.identity, parentKey, association.name, [childKey])
       if (association.via !== undefined) scope.changes.addedTo(child.identity, childKey, association.via, [parentKey])
     }
-    return parentRecord(ctx, scope, collection, id)
+    return parentRecord(ctx, scope, collection, id, views)
   })
 }

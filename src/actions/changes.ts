@@ -15,6 +15,13 @@ export interface Change {
   /** Identity of the model of the record concerned (`user`). */
   readonly model: string
   readonly message: ChangeMessage
+  /**
+   * With a `parseBlueprintOptions` policy and realtime on: the records the message names, as the
+   * write committed them (every attribute, singular associations as keys) — for `updated` the
+   * record, for `addedTo` the records added. Each socket's policy is checked against them on
+   * delivery; they are never sent.
+   */
+  readonly records?: ReadonlyArray<Record<string, unknown>>
 }
 
 /** What a listener is told besides the changes. */

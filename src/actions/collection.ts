@@ -11,6 +11,9 @@ import type { JsonRecord } from '../sql/records.ts'
 import { defaultRecord } from './record.ts'
 import type { Id } from './changes.ts'
 import { parseId, type ActionContext, type WriteScope } from './context.ts'
+import { inLockOrder } from './locks.ts'
+import type { RowsToLock } from '../sql/links.ts'
+import type { Views } from '../criteria/types.ts'
 
 /** The models of a collection route. */
 export interface Collection {
@@ -29,16 +32,7 @@ export function keyOf (model: Model, value: unknown): Id {
   return jsonKey(model.primaryKey.type, value)
 }
 
-/**
- * Locks the parent row for the rest of the transaction.
- *
- * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
- */
-export async function lockParent (scope: WriteScope, { parent }: Collection, id: unknown, rawId: string): Promise<void> {
-  if (!await scope.links.lock(parent, id)) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
-}
-
-/** What add and remove know once the parent is locked and the child found. */
+/** What add and remove know once the rows are locked and the child found. */
 export interface OneChild {
   /** The parent's key, coerced (for SQL) and as JSON. */
   readonly id: unknown
@@ -51,29 +45,93 @@ export interface OneChild {
 }
 
 /**
- * The opening of add and remove: coerce both ids, then in the transaction lock the parent and
- * find the child (one-to-many: with its current parent, locked too).
+ * The opening of add and remove: coerce both ids, then in the transaction lock what the write
+ * may change (see locks.ts) and find the child. One-to-many: the parent and the child's current
+ * parent first (one statement, in key order), then the child, whose foreign key is read under
+ * its lock. Many-to-many: both ends, in the models' lock order (see {@link lockEnds}; `linking`
+ * for add, not for remove).
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
-export function oneChild (ctx: ActionContext, collection: Collection, rawId: string, rawFk: string): (scope: WriteScope) => Promise<OneChild> {
+export function oneChild (ctx: ActionContext, collection: Collection, rawId: string, rawFk: string, linking: boolean): (scope: WriteScope) => Promise<OneChild> {
   const { parent, child, association } = collection
   const id = parseId(parent, rawId, 'id')
   const fk = parseId(child, rawFk, 'fk')
-  return async scope => {
-    await lockParent(scope, collection, id, rawId)
-    const oneToMany = association.relation === '1:m'
-    const column = oneToMany ? association.parentColumn : child.primaryKey.column
-    const found = (await scope.links.read(child, [fk], column, oneToMany)).get(String(fk))
+  const opened = (found: { id: unknown, value: unknown } | undefined, current: unknown): OneChild => {
     if (found === undefined) throw new BP_ERR_RECORD_NOT_FOUND(child.identity, rawFk)
-    return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current: found.value }
+    return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current }
   }
+  if (association.relation === '1:m') {
+    const column = association.parentColumn
+    return async scope => {
+      const parents = await scope.links.lock(parent, { ids: [id], parentsOf: { child, ids: [fk], columns: [column] } })
+      if (!parents.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
+      const found = (await scope.links.lock(child, { ids: [fk], read: column })).get(String(fk))
+      await lockMovedParents(scope, parent, parents, [found?.value])
+      return opened(found, found?.value)
+    }
+  }
+  return async scope => {
+    const found = (await lockEnds(ctx, scope, collection, id, rawId, { ids: [fk] }, linking)).get(String(fk))
+    return opened(found, undefined)
+  }
+}
+
+/**
+ * Many-to-many: locks the parent (exclusive) and the child rows `children` names (shared) in the
+ * models' lock order (one statement, all exclusive, when both ends are of one model); returns the
+ * child rows. When the parent's model locks first, the children it only unlinks need no lock
+ * (see locks.ts): `membersOf` is left out, and `children.ids` are only looked up unless the
+ * write is `linking` them. Without a via, the children's own collections do not change: they are
+ * only read.
+ *
+ * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
+ */
+export async function lockEnds (ctx: ActionContext, scope: WriteScope, { parent, child, association }: Collection, id: unknown, rawId: string, children: RowsToLock & { readonly ids: readonly unknown[] }, linking: boolean): Promise<Map<string, { id: unknown, value: unknown }>> {
+  const missing = (): never => { throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId) }
+  if (association.via === undefined) {
+    if (!(await scope.links.lock(parent, { ids: [id] })).has(String(id))) missing()
+    return scope.links.read(child, children.ids, child.primaryKey.column)
+  }
+  if (parent === child) {
+    // One statement: the parent's row and the children's, in key order.
+    const rows = await scope.links.lock(parent, { ...children, ids: [id, ...children.ids] })
+    if (!rows.has(String(id))) missing()
+    return rows
+  }
+  // The children are the far end: shared locks (see locks.ts).
+  const [first] = inLockOrder(ctx.ranks, [{ model: parent }, { model: child }])
+  if (first.model === parent) {
+    if (!(await scope.links.lock(parent, { ids: [id] })).has(String(id))) missing()
+    return linking ? scope.links.lock(child, { ids: children.ids, share: true }) : scope.links.read(child, children.ids, child.primaryKey.column)
+  }
+  const found = await scope.links.lock(child, { ...children, share: true })
+  if (!(await scope.links.lock(parent, { ids: [id] })).has(String(id))) missing()
+  if (children.membersOf !== undefined) {
+    // The members were read before the parent was locked; only now are they stable (a write that
+    // links a member holds the parent). Members linked meanwhile are locked too, out of the usual
+    // order: without waiting (if one is held, the transaction runs again).
+    for (const [key, row] of await scope.links.lock(child, { membersOf: children.membersOf, share: true, noWait: true })) found.set(key, row)
+  }
+  return found
+}
+
+/**
+ * One-to-many: the parents of children whose foreign key changed between the statement that
+ * locked the parents (it read the keys) and the one that locked the children (a concurrent write
+ * moved them meanwhile): locked now, so that every parent whose collection this write changes is
+ * held. Out of the usual order, so without waiting: when one is held, the transaction runs again
+ * from the start (never a deadlock).
+ */
+export async function lockMovedParents (scope: WriteScope, parent: Model, locked: { has (key: string): boolean }, keys: readonly unknown[]): Promise<void> {
+  const moved = keys.filter(key => key !== null && key !== undefined && !locked.has(String(key)))
+  if (moved.length > 0) await scope.links.lock(parent, { ids: moved, noWait: true })
 }
 
 /**
  * The parent as the collection routes answer it: the named collection complete (every member,
  * ascending by key), the other associations populated by default. Read inside the transaction.
  */
-export async function parentRecord (ctx: ActionContext, scope: WriteScope, { parent, association }: Collection, id: unknown): Promise<JsonRecord> {
-  return defaultRecord(ctx, scope.run, parent, id, association)
+export async function parentRecord (ctx: ActionContext, scope: WriteScope, { parent, association }: Collection, id: unknown, views: Views | undefined): Promise<JsonRecord> {
+  return defaultRecord(ctx, scope.run, parent, id, views, association)
 }

@@ -4,18 +4,19 @@
  *
  * @module
  */
-import { CompiledQuery } from 'kysely'
 import type { EntityManager, MikroORM } from '@mikro-orm/core'
+import type { Database } from '../sql/database.ts'
 import type { Dialect } from '../sql/dialect.ts'
 import { LinkWriter } from '../sql/links.ts'
 import { RecordWriter } from '../sql/writes.ts'
-import { ChangeSet, type ChangeContext, type Notifier } from './changes.ts'
+import { ChangeSet, type Change, type ChangeContext, type Id, type Notifier } from './changes.ts'
+import type { LockRanks } from './locks.ts'
 import type { Bounds } from '../criteria/validate.ts'
-import { BP_ERR_INVALID_ID, fromDatabaseError } from '../errors.ts'
-import type { Model } from '../models/model.ts'
+import { BP_ERR_INVALID_ID } from '../errors.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { coerce, describe, INVALID } from '../models/values.ts'
-import type { Executor, RecordLoader } from '../sql/records.ts'
+import { coerce, describe, fits, INVALID, invalidReason } from '../models/values.ts'
+import type { Executor, JsonRecord, RecordLoader } from '../sql/records.ts'
 
 /** Everything an action reads. */
 export interface ActionContext {
@@ -23,25 +24,23 @@ export interface ActionContext {
   readonly dialect: Dialect
   readonly registry: ModelRegistry
   readonly loader: RecordLoader
-  /** Runs statements on the ORM's connection, outside any transaction. */
+  /** Statements and transactions on the ORM's connection pool. */
+  readonly database: Database
+  /** Runs statements on the ORM's connection, outside any transaction (`database.run`). */
   readonly run: Executor
   readonly bounds: Bounds
-  /** Receives the changes of committed writes. */
+  /** The order in which writes lock rows (see locks.ts). */
+  readonly ranks: LockRanks
+  /** Receives the changes of committed writes (`onChange` listeners). */
   readonly notifier: Notifier
+  /** Hands the changes of committed writes to realtime, when it is on. */
+  readonly publish: ((changes: readonly Change[]) => void) | undefined
+  /**
+   * Whether changes carry the records they name (see `Change.records`): when realtime delivers
+   * them to sockets under a policy.
+   */
+  readonly withRecords: boolean
 }
-
-/** The part of Kysely this module uses (the ORM's own instance, or a transaction of it). */
-interface QueryRunner {
-  executeQuery (query: CompiledQuery): Promise<{ rows: unknown[] }>
-}
-
-interface KyselyManager {
-  getKysely (): QueryRunner & {
-    startTransaction (): { execute (): Promise<QueryRunner & { commit (): Executable, rollback (): Executable }> }
-  }
-}
-
-interface Executable { execute (): Promise<unknown> }
 
 /** What a write runs with inside its transaction. */
 export interface WriteScope {
@@ -58,74 +57,100 @@ export interface WriteScope {
 }
 
 /**
- * Runs `work` in one database transaction. Its changes go to the listeners after the commit, and
- * nowhere when it throws (the transaction is rolled back).
+ * Runs `work` in one database transaction (see `Database.transaction`: a deadlock runs it again
+ * from the start). Its changes go to the listeners after the commit, and nowhere when it throws
+ * (the transaction is rolled back).
  *
  * The transaction is a Kysely transaction on the ORM's connection rather than
  * `em.transactional()`: the statements are the plugin's own SQL, so the ORM's unit of work has
  * nothing to flush, and skipping it saves a fork, a flush and its events on every write.
  */
 export async function inTransaction<T> (ctx: ActionContext, context: ChangeContext, work: (scope: WriteScope) => Promise<T>): Promise<T> {
-  const changes = new ChangeSet()
-  let result: T
-  try {
-    const trx = await (ctx.orm.em as unknown as KyselyManager).getKysely().startTransaction().execute()
-    try {
-      const run = executorOn(trx)
-      let em: EntityManager | undefined
-      result = await work({
-        get em () {
-          if (em === undefined) {
-            em = ctx.orm.em.fork()
-            em.setTransactionContext(trx as never)
-          }
-          return em
-        },
-        run,
-        links: new LinkWriter(ctx.dialect, run),
-        records: new RecordWriter(ctx.dialect, run, ctx.registry),
-        changes
-      })
-      await trx.commit().execute()
-    } catch (err) {
-      // The original error is what the client is told about; a failed rollback (a broken
-      // connection) is the pool's business, and the connection is released either way.
-      await Promise.allSettled([trx.rollback().execute()])
-      throw err
-    }
-  } catch (err) {
-    throw fromDatabaseError(err)
-  }
-  await ctx.notifier.emit(changes.changes, context)
+  let changes = new ChangeSet()
+  const { result, ticket } = await ctx.database.transaction(async (run, transaction) => {
+    // A new change set per attempt: a retried transaction starts from nothing.
+    changes = new ChangeSet()
+    let em: EntityManager | undefined
+    const answer = await work({
+      get em () {
+        if (em === undefined) {
+          em = ctx.orm.em.fork()
+          em.setTransactionContext(transaction as never)
+        }
+        return em
+      },
+      run,
+      links: new LinkWriter(ctx.dialect, run),
+      records: new RecordWriter(ctx.dialect, run, ctx.registry),
+      changes
+    })
+    if (ctx.withRecords) await attachRecords(ctx, run, changes)
+    return answer
+  })
+  // Handed on in commit order (see sql/commit-order.ts), to realtime and to the listeners; the
+  // write answers once its listeners are done.
+  await new Promise<void>(resolve => {
+    ctx.database.order.done(ticket, () => {
+      if (changes.changes.length > 0) ctx.publish?.(changes.changes)
+      void ctx.notifier.emit(changes.changes, context).then(resolve)
+    })
+  })
   return result
 }
 
 /**
- * An executor over a MikroORM entity manager: statements go through the manager's Kysely
- * instance, on the ORM's connection pool.
- */
-export function executorFor (manager: EntityManager): Executor {
-  return executorOn((manager as unknown as KyselyManager).getKysely())
-}
-
-function executorOn (kysely: QueryRunner): Executor {
-  return async statement => {
-    const result = await kysely.executeQuery(CompiledQuery.raw(statement.sql, statement.params as unknown[]))
-    return result.rows as Array<Record<string, unknown>>
-  }
-}
-
-/**
- * Reads a route parameter as a primary key of `model`.
+ * Reads a route parameter (or an id of replace's `fks`) as a primary key of `model`. A key its
+ * column cannot hold (a fraction, a number out of the column's range, a text with a NUL
+ * character) is refused rather than looked up.
  *
  * @throws BP_ERR_INVALID_ID naming the parameter.
  */
 export function parseId (model: Model, raw: unknown, param: string): unknown {
   const pk = model.primaryKey
   const id = coerce(pk.type, raw)
-  const whole = !pk.integer || typeof id !== 'number' || Number.isSafeInteger(id)
-  if (id === INVALID || !whole) {
-    throw new BP_ERR_INVALID_ID(param, `must be a ${pk.integer ? 'whole number' : pk.type} (the primary key of ${model.identity}), got ${describe(raw)}`)
+  if (id === INVALID) {
+    throw new BP_ERR_INVALID_ID(param, `must be a ${pk.integer ? 'whole number' : pk.type} (the primary key of ${model.identity}): ${describe(raw)} ${invalidReason(pk.type, raw)}`)
   }
+  const problem = fits(pk, id)
+  if (problem !== undefined) throw new BP_ERR_INVALID_ID(param, `must be a primary key of ${model.identity}: ${describe(raw)} ${problem}`)
   return id
+}
+
+/**
+ * Reads, still inside the transaction, the records that `updated` and `addedTo` messages name
+ * (one statement per model), and attaches them to their changes.
+ */
+async function attachRecords (ctx: ActionContext, run: Executor, changes: ChangeSet): Promise<void> {
+  const wanted = new Map<Model, Set<Id>>()
+  const want = (model: Model, ids: readonly Id[]): void => {
+    const set = wanted.get(model) ?? new Set<Id>()
+    for (const id of ids) set.add(id)
+    wanted.set(model, set)
+  }
+  const named = changes.changes.map(({ model, message }) => {
+    const owner = ctx.registry.get(model) as Model
+    if (message.verb === 'updated') return { model: owner, ids: [message.id] }
+    if (message.verb === 'addedTo') return { model: ctx.registry.get((owner.collections.get(message.attribute) as CollectionAssociation).target) as Model, ids: message.addedIds }
+    return undefined
+  })
+  for (const entry of named) if (entry !== undefined) want(entry.model, entry.ids)
+  const found = new Map<Model, Map<string, JsonRecord>>()
+  for (const [model, ids] of wanted) {
+    const records = await ctx.loader.find(run, model, {
+      where: { kind: 'in', target: model.primaryKey, negate: false, values: [...ids].map(id => coerce(model.primaryKey.type, id)) },
+      limit: Infinity,
+      skip: 0,
+      sort: [],
+      projection: ctx.loader.plainProjection(model),
+      caseInsensitive: false
+    })
+    found.set(model, new Map(records.map(record => [String(record[model.primaryKey.name]), record])))
+  }
+  changes.changes.forEach((change, i) => {
+    const entry = named[i]
+    if (entry === undefined) return
+    const records = found.get(entry.model) as Map<string, JsonRecord>
+    // Every record named exists: the write has just updated or linked it.
+    changes.changes[i] = { ...change, records: entry.ids.map(id => records.get(String(id)) as JsonRecord) }
+  })
 }

@@ -4,11 +4,12 @@
  * @module
  */
 import type { Model } from '../models/model.ts'
+import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/records.ts'
 import { keyOf } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
 import { defaultRecord } from './record.ts'
-import { checkTargets } from './targets.ts'
+import { lockTargets } from './targets.ts'
 import { readBody } from './values.ts'
 
 /**
@@ -22,10 +23,10 @@ import { readBody } from './values.ts'
  * @throws the coded 400s of {@link readBody}, BP_ERR_RECORD_NOT_FOUND (a foreign key that points
  * nowhere), BP_ERR_UNIQUE and BP_ERR_CONSTRAINT.
  */
-export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>): Promise<JsonRecord> {
-  const assignments = readBody(model, ctx.registry, body, 'create')
+export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, views?: Views): Promise<JsonRecord> {
+  const assignments = readBody(model, ctx.registry, body, 'create', ctx.bounds.limits.maxJsonDepth)
   return inTransaction(ctx, { action: 'create', model: model.identity }, async scope => {
-    await checkTargets(ctx, scope, assignments)
+    await lockTargets(ctx, scope, model, assignments)
     const entity: Record<string, unknown> = Object.fromEntries(assignments.map(a => [a.field.name, a.value]))
     for (const attribute of model.attributes.values()) {
       if (attribute.onCreate === undefined || attribute.name in entity) continue
@@ -33,13 +34,15 @@ export async function create (ctx: ActionContext, model: Model, body: Record<str
       assignments.push({ field: attribute, value: entity[attribute.name] })
     }
     const id = await scope.records.insert(model, assignments)
-    const record = await defaultRecord(ctx, scope.run, model, id)
+    const record = await defaultRecord(ctx, scope.run, model, id, undefined)
     const key = keyOf(model, id)
     scope.changes.created(model.identity, key, record)
     for (const { field, value } of assignments) {
       if (!('target' in field) || value === null || field.via === undefined) continue
       scope.changes.addedTo(field.target, keyOf(ctx.registry.get(field.target) as Model, value), field.via, [key])
     }
-    return record
+    // The change carries the whole record (each socket's policy filters it on delivery); the
+    // answer shows what the requester's policy lets appear.
+    return views === undefined ? record : await defaultRecord(ctx, scope.run, model, id, views)
   })
 }

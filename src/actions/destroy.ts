@@ -4,11 +4,14 @@
  * @module
  */
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
-import type { Model } from '../models/model.ts'
+import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
+import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/records.ts'
 import type { Id } from './changes.ts'
-import { keyOf } from './collection.ts'
+import { keyOf, lockMovedParents } from './collection.ts'
 import { inTransaction, parseId, type ActionContext } from './context.ts'
+import { inLockOrder } from './locks.ts'
+import type { RowsToLock } from '../sql/links.ts'
 import { defaultRecord } from './record.ts'
 
 /**
@@ -23,37 +26,72 @@ import { defaultRecord } from './record.ts'
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND, BP_ERR_CONSTRAINT.
  */
-export async function destroy (ctx: ActionContext, model: Model, rawId: string): Promise<JsonRecord> {
+export async function destroy (ctx: ActionContext, model: Model, rawId: string, views?: Views): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
   return inTransaction(ctx, { action: 'destroy', model: model.identity }, async scope => {
-    if (!await scope.links.lock(model, id)) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
-    const previous = await defaultRecord(ctx, scope.run, model, id)
-    const key = keyOf(model, id)
-    const members = await Promise.all([...model.collections.values()].map(async association => {
+    // The records this one points at through an association with a via lose it from their
+    // collection: locked first (parents before children), then the record itself.
+    const parents = new Map<Model, { model: Model, columns: string[] }>()
+    for (const association of model.singulars.values()) {
+      if (association.via === undefined) continue
+      const target = ctx.registry.get(association.target) as Model
+      const entry = parents.get(target) ?? { model: target, columns: [] }
+      entry.columns.push(association.column)
+      parents.set(target, entry)
+    }
+    const held = new Map<Model, ReadonlyMap<string, unknown>>()
+    for (const { model: target, columns } of inLockOrder(ctx.ranks, [...parents.values()])) {
+      held.set(target, await scope.links.lock(target, { parentsOf: { child: model, ids: [id], columns } }))
+    }
+    // The records in its collections with a via: one-to-many children get a null key (or are
+    // deleted by a cascade), many-to-many members lose it from their own collection. Locked in the
+    // models' order: members of a model that ranks first before the record (and again after it,
+    // for members linked meanwhile), the others after it.
+    const collections = [...model.collections.values()].filter(association => association.via !== undefined).map(association => {
       const child = ctx.registry.get(association.target) as Model
-      return { association, child, ids: await scope.links.members(association, model, child, id) }
-    }))
+      const rows: RowsToLock = association.relation === '1:m'
+        ? { pointingAt: { column: association.parentColumn, parent: model, id } }
+        : { membersOf: { association, parent: model, id }, share: true }
+      return { association, child, rows, early: (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(model.identity) as number) }
+    })
+    for (const { child, rows, early } of collections) if (early) await scope.links.lock(child, rows)
+    if (!(await scope.links.lock(model, { ids: [id] })).has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+    const previous = await defaultRecord(ctx, scope.run, model, id, undefined)
+    const answer = views === undefined ? previous : await defaultRecord(ctx, scope.run, model, id, views)
+    const key = keyOf(model, id)
+    const pointedAt = (association: SingularAssociation): JsonRecord | null => previous[association.name] as JsonRecord | null
+    for (const association of model.singulars.values()) {
+      const target = pointedAt(association)
+      if (association.via === undefined || target === null) continue
+      const targetModel = ctx.registry.get(association.target) as Model
+      await lockMovedParents(scope, targetModel, held.get(targetModel) as ReadonlyMap<string, unknown>, [target[targetModel.primaryKey.name]])
+    }
+    const members: Array<{ association: CollectionAssociation, child: Model, ids: unknown[] }> = []
+    for (const { association, child, rows, early } of collections) {
+      // Again for members of a model that ranks first: those linked meanwhile, without waiting.
+      members.push({ association, child, ids: [...(await scope.links.lock(child, { ...rows, noWait: early })).values()].map(row => row.id) })
+    }
     await scope.records.delete(model, id)
     scope.changes.destroyed(model.identity, key, previous)
     for (const association of model.singulars.values()) {
-      const target = previous[association.name] as JsonRecord | null
+      const target = pointedAt(association)
       if (target === null || association.via === undefined) continue
       const targetModel = ctx.registry.get(association.target) as Model
       scope.changes.removedFrom(targetModel.identity, target[targetModel.primaryKey.name] as Id, association.via, [key])
     }
     for (const { association, child, ids } of members) {
-      if (association.via === undefined) continue
+      const via = association.via as string
       if (association.relation === 'm:n') {
-        for (const member of ids) scope.changes.removedFrom(child.identity, keyOf(child, member), association.via, [key])
+        for (const member of ids) scope.changes.removedFrom(child.identity, keyOf(child, member), via, [key])
         continue
       }
-      const left = await scope.links.read(child, ids, child.primaryKey.column, false)
+      const left = await scope.links.read(child, ids, child.primaryKey.column)
       for (const member of ids) {
         const memberKey = keyOf(child, member)
-        if (left.has(String(member))) scope.changes.updated(child.identity, memberKey, { [association.via]: null }, { [association.via]: key })
+        if (left.has(String(member))) scope.changes.updated(child.identity, memberKey, { [via]: null }, { [via]: key })
         else scope.changes.destroyed(child.identity, memberKey, { [child.primaryKey.name]: memberKey })
       }
     }
-    return previous
+    return answer
   })
 }

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { BlueprintQuery } from '../criteria/types.ts'
+import type { BlueprintQuery, Views } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
@@ -17,7 +17,7 @@ import { parseId, type ActionContext } from './context.ts'
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND and the coded 400s of the criteria pipeline.
  */
-export async function findOne (ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery): Promise<JsonRecord> {
+export async function findOne (ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, views?: Views): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
   const pk = model.primaryKey.name
   const criteria = validateFind({
@@ -27,7 +27,7 @@ export async function findOne (ctx: ActionContext, model: Model, rawId: string, 
     skip: 0,
     sort: []
   }, model, ctx.registry, ctx.bounds)
-  const [record] = await ctx.loader.find(ctx.run, model, criteria)
+  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, views })
   if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   return record
 }

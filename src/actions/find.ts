@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { BlueprintQuery } from '../criteria/types.ts'
+import type { BlueprintQuery, Views } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import type { Model } from '../models/model.ts'
 import type { JsonRecord } from '../sql/records.ts'
@@ -15,7 +15,7 @@ import type { ActionContext } from './context.ts'
  *
  * @throws the coded 400 errors of the criteria pipeline.
  */
-export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery): Promise<JsonRecord[]> {
+export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery, views?: Views): Promise<JsonRecord[]> {
   const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
-  return ctx.loader.find(ctx.run, model, criteria)
+  return ctx.loader.find(ctx.run, model, { ...criteria, views })
 }

@@ -31,7 +31,14 @@ export async function populate (ctx: ActionContext, model: Model, association: A
   if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   const record = parent.value === null
     ? undefined
-    : (await ctx.loader.find(ctx.run, child, validateFind({ ...query, where: { [child.primaryKey.name]: parent.value }, limit: 1, populate: false }, child, ctx.registry, ctx.bounds)))[0]
+    : (await ctx.loader.find(ctx.run, child, validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.registry, ctx.bounds)))[0]
+  // Empty, dangling, or hidden by the policy: the same answer.
   if (record === undefined) throw new BP_ERR_ASSOCIATION_EMPTY(model.identity, rawId, association.name)
   return record
+}
+
+/** The record with key `id`, narrowed by a `where` (from a policy: a record outside it is not found). */
+function narrowed (model: Model, id: unknown, where: Record<string, unknown>): Record<string, unknown> {
+  const key = { [model.primaryKey.name]: id }
+  return Object.keys(where).length === 0 ? key : { and: [key, where] }
 }

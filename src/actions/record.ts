@@ -3,16 +3,20 @@
  *
  * @module
  */
+import type { Views } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Executor, JsonRecord } from '../sql/records.ts'
 import type { ActionContext } from './context.ts'
+import { linksLockedByAnswers } from './locks.ts'
 
 /**
  * The record `id` with every association populated by default (collections capped at
- * `populateLimit`), except `complete`, which is populated in full. The record must exist.
+ * `populateLimit`), except `complete`, which is populated in full; `views` are what a policy lets
+ * appear of them. The record must exist. Read inside a write: the links of its many-to-many
+ * collections whose members' model locks first are locked as they are read (see locks.ts).
  */
-export async function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, complete?: CollectionAssociation): Promise<JsonRecord> {
+export async function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, views: Views | undefined, complete?: CollectionAssociation): Promise<JsonRecord> {
   const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, model, { maxLimit: Infinity })
   const [record] = await ctx.loader.find(run, model, {
     where: { kind: 'compare', target: model.primaryKey, op: '=', value: id },
@@ -23,7 +27,9 @@ export async function defaultRecord (ctx: ActionContext, run: Executor, model: M
       ...projection,
       collections: projection.collections.map(c => c.association === complete ? { association: complete, limit: Infinity } : c)
     },
-    caseInsensitive: false
+    caseInsensitive: ctx.bounds.caseInsensitive,
+    views,
+    lockLinks: linksLockedByAnswers(ctx.ranks, model)
   })
   return record
 }

@@ -5,6 +5,7 @@
  */
 import { BP_ERR_LINK_REQUIRED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/records.ts'
 import { collectionOf, oneChild, parentRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
@@ -19,10 +20,10 @@ import { inTransaction, type ActionContext } from './context.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child), BP_ERR_LINK_REQUIRED
  * (a one-to-many child whose foreign key cannot be null).
  */
-export async function remove (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string): Promise<JsonRecord> {
+export async function remove (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, views?: Views): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
-  const open = oneChild(ctx, collection, rawId, rawFk)
+  const open = oneChild(ctx, collection, rawId, rawFk, false)
   return inTransaction(ctx, { action: 'remove', model: model.identity }, async scope => {
     const { id, parentKey, fk, childKey, current } = await open(scope)
     if (association.relation === '1:m') {
@@ -37,6 +38,6 @@ export async function remove (ctx: ActionContext, model: Model, association: Col
       scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
       if (association.via !== undefined) scope.changes.removedFrom(child.identity, childKey, association.via, [parentKey])
     }
-    return parentRecord(ctx, scope, collection, id)
+    return parentRecord(ctx, scope, collection, id, views)
   })
 }

@@ -3,11 +3,12 @@
  *
  * @module
  */
-import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LINK_REQUIRED } from '../errors.ts'
+import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/records.ts'
 import type { Id } from './changes.ts'
-import { collectionOf, keyOf, lockParent, parentRecord } from './collection.ts'
+import { collectionOf, keyOf, lockEnds, lockMovedParents, parentRecord } from './collection.ts'
 import { inTransaction, parseId, type ActionContext } from './context.ts'
 
 /**
@@ -22,7 +23,7 @@ import { inTransaction, parseId, type ActionContext } from './context.ts'
  * @throws BP_ERR_INVALID_ID (a bad id in `fks`), BP_ERR_RECORD_NOT_FOUND (parent),
  * BP_ERR_CHILDREN_NOT_FOUND (ids that match no child; nothing changes), BP_ERR_LINK_REQUIRED.
  */
-export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>): Promise<JsonRecord> {
+export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, views?: Views): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const id = parseId(model, rawId, 'id')
@@ -32,17 +33,30 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
     wanted.set(String(key), key)
   }
   return inTransaction(ctx, { action: 'replace', model: model.identity }, async scope => {
-    await lockParent(scope, collection, id, rawId)
     const parentKey = keyOf(model, id)
     const oneToMany = association.relation === '1:m'
-    const column = oneToMany ? association.parentColumn : child.primaryKey.column
-    const found = await scope.links.read(child, [...wanted.values()], column, oneToMany)
+    const ids = [...wanted.values()]
+    let found: Map<string, { id: unknown, value: unknown }>
+    let current = new Map<string, unknown>()
+    if (oneToMany) {
+      // The parent and the wanted children's current parents (which lose them), then the wanted
+      // children and the current members, whose foreign keys are read under their locks.
+      const column = association.parentColumn
+      const parents = await scope.links.lock(model, { ids: [id], parentsOf: { child, ids, columns: [column] } })
+      if (!parents.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+      const rows = await scope.links.lock(child, { ids, pointingAt: { column, parent: model, id }, read: column })
+      found = new Map([...rows].filter(([key]) => wanted.has(key)))
+      current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
+      await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
+    } else {
+      found = await lockEnds(ctx, scope, collection, id, rawId, { ids, membersOf: { association, parent: model, id } }, true)
+    }
     const missing = [...wanted.keys()].filter(key => !found.has(key))
-    if (missing.length > 0) throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.join(', '))
+    // The message names ten of them at most: a request with thousands would otherwise echo them all.
+    if (missing.length > 0) throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.slice(0, 10).join(', ') + (missing.length > 10 ? ` and ${missing.length - 10} more` : ''))
     const added: unknown[] = []
     const removed: unknown[] = []
     if (oneToMany) {
-      const current = new Map((await scope.links.members(association, model, child, id)).map(raw => [String(raw), raw]))
       const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
       const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)
       const via = association.via as string
@@ -79,6 +93,6 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
         for (const key of removed) scope.changes.removedFrom(child.identity, keyOf(child, key), association.via, [parentKey])
       }
     }
-    return parentRecord(ctx, scope, collection, id)
+    return parentRecord(ctx, scope, collection, id, views)
   })
 }

@@ -1,23 +1,45 @@
 /**
- * Singular associations written by create and update: the records they point at must exist.
+ * The records that the singular associations of a create or update body point at: they must
+ * exist, and those whose collection gains (or loses) the record are locked (see locks.ts).
  *
  * @module
  */
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
 import type { ActionContext, WriteScope } from './context.ts'
+import { inLockOrder } from './locks.ts'
 import type { Assignment } from './values.ts'
 
+/** Per target model, the keys locked (or read), as `String(key)`. */
+export type Held = ReadonlyMap<Model, ReadonlySet<string>>
+
 /**
- * Checks that every non-null foreign key of the assignments names an existing record.
+ * Checks that every non-null foreign key of the assignments names an existing record, and locks
+ * the records whose collection changes: those a key with a via points at, and, for an update of
+ * record `id` (`before` it is locked), those its keys point at now.
  *
  * @throws BP_ERR_RECORD_NOT_FOUND naming the missing record.
  */
-export async function checkTargets (ctx: ActionContext, scope: WriteScope, assignments: readonly Assignment[]): Promise<void> {
+export async function lockTargets (ctx: ActionContext, scope: WriteScope, model: Model, assignments: readonly Assignment[], id?: unknown): Promise<Held> {
+  const targets = new Map<Model, { model: Model, ids: unknown[], columns: string[], lock: boolean }>()
   for (const { field, value } of assignments) {
-    if (!('target' in field) || value === null) continue
+    if (!('target' in field)) continue
     const target = ctx.registry.get(field.target) as Model
-    const found = await scope.links.read(target, [value], target.primaryKey.column, false)
-    if (found.size === 0) throw new BP_ERR_RECORD_NOT_FOUND(target.identity, String(value))
+    let entry = targets.get(target)
+    if (entry === undefined) targets.set(target, entry = { model: target, ids: [], columns: [], lock: false })
+    if (value !== null) entry.ids.push(value)
+    if (field.via !== undefined) {
+      entry.lock = true
+      entry.columns.push(field.column)
+    }
   }
+  const held = new Map<Model, Set<string>>()
+  for (const { model: target, ids, columns, lock } of inLockOrder(ctx.ranks, [...targets.values()])) {
+    const rows = lock
+      ? await scope.links.lock(target, { ids, parentsOf: id === undefined ? undefined : { child: model, ids: [id], columns } })
+      : await scope.links.read(target, ids, target.primaryKey.column)
+    for (const value of ids) if (!rows.has(String(value))) throw new BP_ERR_RECORD_NOT_FOUND(target.identity, String(value))
+    held.set(target, new Set(rows.keys()))
+  }
+  return held
 }

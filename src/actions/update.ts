@@ -5,12 +5,13 @@
  */
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
+import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/records.ts'
 import type { Id } from './changes.ts'
-import { keyOf } from './collection.ts'
+import { keyOf, lockMovedParents } from './collection.ts'
 import { inTransaction, parseId, type ActionContext } from './context.ts'
 import { defaultRecord } from './record.ts'
-import { checkTargets } from './targets.ts'
+import { lockTargets } from './targets.ts'
 import { readBody, type Assignment } from './values.ts'
 
 /**
@@ -26,15 +27,23 @@ import { readBody, type Assignment } from './values.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (the record, or a foreign key that points
  * nowhere), the coded 400s of {@link readBody}, BP_ERR_UNIQUE and BP_ERR_CONSTRAINT.
  */
-export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>): Promise<JsonRecord> {
+export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>, views?: Views): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
-  const assignments = readBody(model, ctx.registry, body, { id })
+  const assignments = readBody(model, ctx.registry, body, { id }, ctx.bounds.limits.maxJsonDepth)
   return inTransaction(ctx, { action: 'update', model: model.identity }, async scope => {
-    if (!await scope.links.lock(model, id)) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
-    await checkTargets(ctx, scope, assignments)
-    const before = await defaultRecord(ctx, scope.run, model, id)
+    // The records the body's keys point at, and those they point at now (their collections change),
+    // then the record itself.
+    const held = await lockTargets(ctx, scope, model, assignments, id)
+    if (!(await scope.links.lock(model, { ids: [id] })).has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+    const before = await defaultRecord(ctx, scope.run, model, id, undefined)
+    for (const { field } of assignments) {
+      if (!('target' in field) || field.via === undefined) continue
+      const target = ctx.registry.get(field.target) as Model
+      await lockMovedParents(scope, target, held.get(target) as ReadonlySet<string>, [stored(ctx, field, before)])
+    }
     const changed = assignments.filter(a => JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before)))
-    if (changed.length === 0) return before
+    const answer = async (record: JsonRecord): Promise<JsonRecord> => views === undefined ? record : await defaultRecord(ctx, scope.run, model, id, views)
+    if (changed.length === 0) return answer(before)
     const entity: Record<string, unknown> = { ...Object.fromEntries(changed.map(a => [a.field.name, a.value])) }
     for (const attribute of model.attributes.values()) {
       if (attribute.onUpdate === undefined || attribute.name in entity) continue
@@ -42,7 +51,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
       changed.push({ field: attribute, value: entity[attribute.name] })
     }
     await scope.records.update(model, id, changed)
-    const after = await defaultRecord(ctx, scope.run, model, id)
+    const after = await defaultRecord(ctx, scope.run, model, id, undefined)
     const key = keyOf(model, id)
     const data: Record<string, unknown> = {}
     const previous: Record<string, unknown> = {}
@@ -57,7 +66,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
       if (previous[field.name] !== null) scope.changes.removedFrom(target.identity, previous[field.name] as Id, field.via, [key])
       if (data[field.name] !== null) scope.changes.addedTo(target.identity, data[field.name] as Id, field.via, [key])
     }
-    return after
+    return answer(after)
   })
 }
 

@@ -3,10 +3,13 @@
  *
  * @module
  */
-import { BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_MISSING_VALUE, BP_ERR_UNKNOWN_ATTRIBUTE, didYouMean } from '../errors.ts'
+import {
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_LIMIT_EXCEEDED, BP_ERR_MISSING_VALUE, BP_ERR_UNKNOWN_ATTRIBUTE,
+  didYouMean
+} from '../errors.ts'
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { coerce, describe, INVALID } from '../models/values.ts'
+import { coerce, describe, fits, INVALID, invalidReason, jsonProblem } from '../models/values.ts'
 
 /** One column to write: the attribute or singular association, and its coerced value. */
 export interface Assignment {
@@ -16,13 +19,15 @@ export interface Assignment {
 
 /**
  * Reads a create or update body. Unknown keys, collections, values of the wrong type and `null`
- * for attributes that do not accept it are refused; on create every required attribute must be
- * there; on update the primary key may only be repeated, not changed.
+ * for attributes that do not accept it are refused, and so are values their column cannot store
+ * (out of its range, longer than it, texts with NUL characters or lone surrogates, JSON nested
+ * deeper than `maxJsonDepth`); on create every required attribute must be there; on update the
+ * primary key may only be repeated, not changed.
  *
  * @throws BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE,
- * BP_ERR_MISSING_VALUE.
+ * BP_ERR_MISSING_VALUE, BP_ERR_LIMIT_EXCEEDED.
  */
-export function readBody (model: Model, registry: ModelRegistry, body: Record<string, unknown>, mode: 'create' | { readonly id: unknown }): Assignment[] {
+export function readBody (model: Model, registry: ModelRegistry, body: Record<string, unknown>, mode: 'create' | { readonly id: unknown }, maxJsonDepth: number): Assignment[] {
   const assignments: Assignment[] = []
   for (const [name, raw] of Object.entries(body)) {
     const field = model.attributes.get(name) ?? model.singulars.get(name)
@@ -36,7 +41,7 @@ export function readBody (model: Model, registry: ModelRegistry, body: Record<st
     }
     const pk = field === model.primaryKey
     const target = 'target' in field ? (registry.get(field.target) as Model).primaryKey : field
-    const value = read(field.name, target, field.nullable, raw)
+    const value = read(field.name, target, field.nullable, raw, maxJsonDepth)
     if (pk && mode !== 'create') {
       if (String(value) !== String(mode.id)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, 'the primary key cannot be changed')
       continue
@@ -51,14 +56,20 @@ export function readBody (model: Model, registry: ModelRegistry, body: Record<st
   return assignments
 }
 
-function read (name: string, type: Pick<Attribute, 'type' | 'integer'>, nullable: boolean, raw: unknown): unknown {
+function read (name: string, column: Attribute, nullable: boolean, raw: unknown, maxJsonDepth: number): unknown {
   if (raw === null) {
     if (nullable) return null
     throw new BP_ERR_INVALID_VALUE('body', name, 'null is not allowed')
   }
-  if (type.type === 'json') return raw
-  const value = coerce(type.type, raw)
-  if (value === INVALID) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} is not a valid ${type.type}`)
-  if (type.integer && typeof value === 'number' && !Number.isSafeInteger(value)) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} is not a whole number`)
+  if (column.type === 'json') {
+    const problem = jsonProblem(raw, maxJsonDepth)
+    if (problem === undefined) return raw
+    if (problem.startsWith('nests')) throw new BP_ERR_LIMIT_EXCEEDED('body', `\`${name}\` ${problem}`)
+    throw new BP_ERR_INVALID_VALUE('body', name, `the value ${problem}`)
+  }
+  const value = coerce(column.type, raw)
+  if (value === INVALID) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} ${invalidReason(column.type, raw)}`)
+  const problem = fits(column, value)
+  if (problem !== undefined) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} ${problem}`)
   return value
 }

@@ -12,6 +12,7 @@ import {
 import type { Model } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import { FIND_PARAMETERS } from './operators.ts'
+import { FROM_PARAMETERS } from './where.ts'
 import type { BlueprintQuery, SortDirection } from './types.ts'
 
 /** A parsed query string: every value a string, or an array of strings for a repeated key. */
@@ -60,8 +61,10 @@ function parseWhere (query: QueryString, model: Model): Record<string, unknown> 
   if (query.where === undefined) {
     // Attribute-named parameters, each an equality (a repeated key is an `in`).
     const where: Record<string, unknown> = {}
+    FROM_PARAMETERS.add(where)
     for (const key of Object.keys(query)) {
-      if (!FIND_PARAMETERS.has(key)) where[key] = query[key]
+      // Defined, not assigned: a parameter named `__proto__` must stay a (refused) attribute name.
+      if (!FIND_PARAMETERS.has(key)) Object.defineProperty(where, key, { value: query[key], enumerable: true, writable: true, configurable: true })
     }
     return where
   }

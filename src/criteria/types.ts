@@ -55,6 +55,8 @@ export interface Target {
   readonly type: AttributeType
   readonly integer: boolean
   readonly nullable: boolean
+  /** A singular association: the primary key of its target, which a populated value carries. */
+  readonly key?: string
 }
 
 /** Which fields of a record are returned and which associations are populated. */
@@ -67,6 +69,28 @@ export interface Projection {
   readonly collections: ReadonlyArray<{ readonly association: CollectionAssociation, readonly limit: number }>
 }
 
+/**
+ * What a policy (`parseBlueprintOptions`) lets appear of the records of one association where
+ * they are populated into another record: which records (`where`) and which of their fields.
+ */
+export interface View {
+  readonly where: WhereNode
+  /** Attributes and singular associations (as keys) of the populated records. */
+  readonly projection: Projection
+}
+
+/** Views by association name. An association without one is populated as it is. */
+export type Views = ReadonlyMap<string, View>
+
+/**
+ * What a policy lets one requester see of a model, kept by a socket for the notifications it is
+ * sent: which records (`where`) and which of their fields (`undefined`: all).
+ */
+export interface ModelView {
+  readonly where: WhereNode
+  readonly fields: ReadonlySet<string> | undefined
+}
+
 /** A validated find: the SQL builder's input. */
 export interface Criteria {
   readonly where: WhereNode
@@ -77,4 +101,11 @@ export interface Criteria {
   readonly projection: Projection
   /** Fold ASCII case in `contains`, `startsWith`, `endsWith` and `like`. */
   readonly caseInsensitive: boolean
+  /** What a policy lets appear of the populated associations. */
+  readonly views?: Views
+  /**
+   * Many-to-many collections whose links (pivot rows) are locked, shared, as they are read: in
+   * the answer of a write, those whose members' model locks first (see actions/locks.ts).
+   */
+  readonly lockLinks?: ReadonlySet<string>
 }

@@ -10,6 +10,7 @@ import {
 import type { Attribute, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { describe } from '../models/values.ts'
+import type { ResolvedLimits } from '../limits.ts'
 import type { BlueprintQuery, Criteria, Projection } from './types.ts'
 import { buildWhere, targetOf } from './where.ts'
 
@@ -20,6 +21,8 @@ export interface Bounds {
   readonly caseInsensitive: boolean
   /** Children per collection when associations are populated by default. */
   readonly populateLimit: number
+  /** Sizes a request may not exceed. */
+  readonly limits: ResolvedLimits
 }
 
 /**
@@ -36,6 +39,8 @@ export function validateFind (query: BlueprintQuery, model: Model, registry: Mod
   const seen = new Set<string>()
   for (const key of query.sort) {
     const target = targetOf(model, registry, key.attribute, 'sort')
+    // JSON has no order both databases agree on (PostgreSQL orders jsonb values, SQLite their text).
+    if (target.type === 'json') throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', target.name, 'a JSON attribute cannot be sorted by')
     if (seen.has(target.name)) throw new BP_ERR_INVALID_SORT(`\`${target.name}\` appears twice`)
     if (key.direction !== 'ASC' && key.direction !== 'DESC') throw new BP_ERR_INVALID_SORT(`the direction must be ASC or DESC, got ${describe(key.direction)}`)
     seen.add(target.name)
@@ -44,7 +49,7 @@ export function validateFind (query: BlueprintQuery, model: Model, registry: Mod
   // The primary key breaks ties, so that pages never overlap and both databases agree.
   if (!seen.has(model.primaryKey.name)) sort.push({ target: model.primaryKey, direction: 'ASC' })
   return {
-    where: buildWhere(model, registry, query.where),
+    where: buildWhere(model, registry, query.where, bounds.limits),
     limit: query.limit,
     skip: query.skip,
     sort,

@@ -5,18 +5,22 @@
  * @module
  */
 import {
-  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_INVALID_WHERE, BP_ERR_RETIRED_MODIFIER,
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_INVALID_WHERE, BP_ERR_LIMIT_EXCEEDED, BP_ERR_RETIRED_MODIFIER,
   BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_UNKNOWN_MODIFIER, didYouMean
 } from '../errors.ts'
+import type { ResolvedLimits } from '../limits.ts'
 import type { Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { INVALID, coerce, describe } from '../models/values.ts'
+import { INVALID, coerce, describe, invalidReason, textProblem } from '../models/values.ts'
 import type { PatternToken } from '../sql/dialect.ts'
 import { MODIFIERS, RETIRED_MODIFIERS, has } from './operators.ts'
 import type { Target, WhereNode } from './types.ts'
 
-/** Deepest nesting of `and` / `or` accepted. */
-export const MAX_WHERE_DEPTH = 16
+/**
+ * Longest text of `contains`, `startsWith`, `endsWith` and `like`: SQLite refuses patterns above
+ * 50 000 bytes, and 10 000 characters stay below that however they are escaped.
+ */
+export const MAX_PATTERN = 10_000
 
 const ALL: WhereNode = { kind: 'all' }
 const NONE: WhereNode = { kind: 'none' }
@@ -27,17 +31,37 @@ interface Scope {
   readonly registry: ModelRegistry
   /** The request parameter the filter came from (`where`, or an attribute name). */
   readonly param: string
+  readonly limits: ResolvedLimits
+  /**
+   * What the whole `where` holds so far: constraints (against `limits.maxConstraints`) and values
+   * of `in` / `nin` lists (against `limits.maxValues`). Shared by every part of it.
+   */
+  readonly counts: { constraints: number, values: number }
 }
+
+/**
+ * The `where` dictionaries made of attribute-named query parameters (`?age=30&name=bob`): their
+ * errors name those parameters rather than `where`.
+ */
+export const FROM_PARAMETERS = new WeakSet<object>()
 
 /**
  * Validates a where dictionary against a model.
  *
  * @param param - the request parameter that carried it, named in error messages.
  * @throws BP_ERR_INVALID_WHERE, BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_ATTRIBUTE_NOT_ALLOWED,
- * BP_ERR_UNKNOWN_MODIFIER, BP_ERR_RETIRED_MODIFIER, BP_ERR_INVALID_VALUE.
+ * BP_ERR_UNKNOWN_MODIFIER, BP_ERR_RETIRED_MODIFIER, BP_ERR_INVALID_VALUE, and
+ * BP_ERR_LIMIT_EXCEEDED beyond `limits` (constraints, `and`/`or` depth, values of `in`).
  */
-export function buildWhere (model: Model, registry: ModelRegistry, where: unknown, param = 'where'): WhereNode {
-  return dictionary({ model, registry, param }, where, 0)
+export function buildWhere (model: Model, registry: ModelRegistry, where: unknown, limits: ResolvedLimits, param = 'where'): WhereNode {
+  return dictionary({ model, registry, param, limits, counts: { constraints: 0, values: 0 } }, where, 0)
+}
+
+/** Counts one more constraint against the limit. */
+function counted (scope: Scope): void {
+  if (++scope.counts.constraints > scope.limits.maxConstraints) {
+    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `it holds more than ${scope.limits.maxConstraints} constraints`)
+  }
 }
 
 /** The column a filter or sort key on `name` reads: a scalar attribute or a singular association. */
@@ -48,7 +72,7 @@ export function targetOf (model: Model, registry: ModelRegistry, name: string, p
   if (singular !== undefined) {
     // A singular association is compared by its foreign key, typed like the target's primary key.
     const targetPk = (registry.get(singular.target) as Model).primaryKey
-    return { name, column: singular.column, type: targetPk.type, integer: targetPk.integer, nullable: singular.nullable }
+    return { name, column: singular.column, type: targetPk.type, integer: targetPk.integer, nullable: singular.nullable, key: targetPk.name }
   }
   if (model.collections.has(name)) {
     throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, `it is a collection of ${model.identity}; collections cannot be filtered or sorted`)
@@ -61,18 +85,20 @@ function dictionary (scope: Scope, where: unknown, depth: number): WhereNode {
   if (typeof where !== 'object' || where === null || Array.isArray(where)) {
     throw new BP_ERR_INVALID_WHERE(`expected a dictionary of constraints, got ${describe(where)}`)
   }
-  if (depth > MAX_WHERE_DEPTH) throw new BP_ERR_INVALID_WHERE(`and/or are nested deeper than ${MAX_WHERE_DEPTH} levels`)
+  if (depth > scope.limits.maxDepth) throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `and/or are nested deeper than ${scope.limits.maxDepth} levels`)
   const items: WhereNode[] = []
+  const named = FROM_PARAMETERS.has(where)
   for (const key of Object.keys(where)) {
     const value = (where as Record<string, unknown>)[key]
     if (key === 'and' || key === 'or') items.push(predicate(scope, key, value, depth))
-    else items.push(constraint(scope, key, value))
+    else items.push(constraint(named ? { ...scope, param: key } : scope, key, value))
   }
   return combine('and', items)
 }
 
 function predicate (scope: Scope, kind: 'and' | 'or', value: unknown, depth: number): WhereNode {
   if (!Array.isArray(value)) throw new BP_ERR_INVALID_WHERE(`\`${kind}\` must be an array of dictionaries, got ${describe(value)}`)
+  counted(scope)
   return combine(kind, value.map(item => dictionary(scope, item, depth + 1)))
 }
 
@@ -91,11 +117,14 @@ function combine (kind: 'and' | 'or', nodes: WhereNode[]): WhereNode {
 
 function constraint (scope: Scope, name: string, value: unknown): WhereNode {
   const target = targetOf(scope.model, scope.registry, name, scope.param)
+  counted(scope)
   if (value === null) return { kind: 'null', target, negate: false }
   if (Array.isArray(value)) return membership(scope, target, value, false, 'in')
   if (typeof value === 'object') {
     const modifiers = Object.keys(value as object)
     if (modifiers.length === 0) throw new BP_ERR_INVALID_WHERE(`the constraint on \`${name}\` is an empty dictionary`)
+    // The first modifier was counted with the attribute; every further one counts too.
+    for (let i = 1; i < modifiers.length; i++) counted(scope)
     return combine('and', modifiers.map(modifier => modified(scope, target, modifier, (value as Record<string, unknown>)[modifier])))
   }
   return compare(target, '=', scalar(scope, target, value))
@@ -142,6 +171,11 @@ function modified (scope: Scope, target: Target, name: string, value: unknown): 
 }
 
 function membership (scope: Scope, target: Target, values: unknown[], negate: boolean, name: string): WhereNode {
+  // The limit holds for the whole `where` (every list in it), so that work per request is bounded.
+  scope.counts.values += values.length
+  if (scope.counts.values > scope.limits.maxValues) {
+    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `\`${name}\` on \`${target.name}\` brings its lists to ${scope.counts.values} values, more than ${scope.limits.maxValues}`)
+  }
   const coerced = values.map(item => {
     if (item === null) invalid(scope, target, `\`${name}\` cannot hold null (use \`${negate ? '!=' : '='}\` null)`)
     return scalar(scope, target, item)
@@ -154,6 +188,11 @@ function pattern (scope: Scope, target: Target, kind: string, name: string, valu
   if (target.type !== 'string') notFor(scope, target, name)
   if (typeof value === 'number' && Number.isFinite(value)) value = String(value)
   if (typeof value !== 'string') return invalid(scope, target, `\`${name}\` takes a string, got ${describe(value)}`)
+  const problem = textProblem(value)
+  if (problem !== undefined) invalid(scope, target, `${describe(value)} ${problem}`)
+  if (value.length > MAX_PATTERN) {
+    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `the \`${name}\` text on \`${target.name}\` is longer than ${MAX_PATTERN} characters`)
+  }
   const any = { wildcard: 'any' } as const
   let tokens: PatternToken[]
   if (kind === 'contains') tokens = [any, value, any]
@@ -194,7 +233,7 @@ function likeTokens (pattern: string): PatternToken[] {
 function scalar (scope: Scope, target: Target, value: unknown): unknown {
   if (target.type === 'json') notFor(scope, target, 'a value other than null')
   const coerced = coerce(target.type, value)
-  if (coerced === INVALID) return invalid(scope, target, `${describe(value)} is not a valid ${target.type}`)
+  if (coerced === INVALID) return invalid(scope, target, `${describe(value)} ${invalidReason(target.type, value)}`)
   if (target.integer && typeof coerced === 'number' && Math.abs(coerced) > Number.MAX_SAFE_INTEGER) {
     return invalid(scope, target, `${describe(value)} is out of range`)
   }

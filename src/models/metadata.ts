@@ -4,7 +4,7 @@
  * @module
  */
 import type { EntityMetadata, EntityProperty, MetadataStorage } from '@mikro-orm/core'
-import type { Attribute, AttributeType, CollectionAssociation, Generator, Model, SingularAssociation } from './model.ts'
+import type { Attribute, AttributeType, CollectionAssociation, Generator, Model, SingularAssociation, ValueRange } from './model.ts'
 
 /** Why an entity or a property was left out, for the start-up log. */
 export interface Skipped {
@@ -166,12 +166,43 @@ function readAttribute (prop: EntityProperty, primary: boolean): Attribute | und
     column: prop.fieldNames[0],
     type,
     integer,
+    range: rangeOf(prop, type, integer),
+    maxLength: type === 'string' ? lengthOf(prop) : undefined,
     nullable,
     primary,
     required: !nullable && !generated,
     onCreate: prop.onCreate as Generator | undefined,
     onUpdate: prop.onUpdate as Generator | undefined
   }
+}
+
+const INT16 = { min: -32768, max: 32767 }
+const INT32 = { min: -2147483648, max: 2147483647 }
+const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n }
+const SAFE = { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }
+const FLOAT32 = { min: -3.4028234663852886e38, max: 3.4028234663852886e38 }
+
+/**
+ * What a numeric column stores, from the type the entity declares (so that both databases refuse
+ * the same values: SQLite would store any 64-bit integer in an `integer` column), else from the
+ * column type.
+ */
+function rangeOf (prop: EntityProperty, type: AttributeType, integer: boolean): ValueRange | undefined {
+  const declared = `${String(prop.type)} ${String(prop.columnTypes[0])}`.toLowerCase()
+  if (type === 'bigint') return INT64
+  if (type !== 'number') return undefined
+  if (!integer) return /\b(real|float4)\b/.test(declared) || String(prop.type).toLowerCase() === 'float' ? FLOAT32 : undefined
+  if (/\b(bigint|int8|bigserial)\b|bigint/.test(declared)) return SAFE
+  if (/\b(smallint|tinyint|int2|smallserial)\b/.test(declared)) return INT16
+  return INT32
+}
+
+/** The length of a text column: declared (`length`, `varchar(n)`), else 255 for MikroORM's `string`. */
+function lengthOf (prop: EntityProperty): number | undefined {
+  if (typeof prop.length === 'number') return prop.length
+  const declared = /^(?:var)?char(?:acter)?(?: varying)?\((\d+)\)$/i.exec(String(prop.columnTypes[0]))
+  if (declared !== null) return Number(declared[1])
+  return String(prop.type).toLowerCase() === 'string' ? 255 : undefined
 }
 
 function attributeType (prop: EntityProperty): AttributeType | undefined {

@@ -26,6 +26,13 @@ export interface Attribute {
   readonly type: AttributeType
   /** A whole-number column (integer, bigint, serial …), as opposed to a decimal or float one. */
   readonly integer: boolean
+  /**
+   * The values the column can store, for numbers: `smallint` ±2^15, `integer` ±2^31, `bigint`
+   * ±2^63 (JSON-number bigints: ±2^53), `real` ±3.4e38. Writes outside it are refused.
+   */
+  readonly range: ValueRange | undefined
+  /** The longest text the column stores, in characters (`varchar(n)`; `string` is 255). */
+  readonly maxLength: number | undefined
   readonly nullable: boolean
   readonly primary: boolean
   /** create must give a value: no default, no generator, not nullable (an auto-increment key is generated). */
@@ -33,6 +40,12 @@ export interface Attribute {
   /** MikroORM's `onCreate` / `onUpdate` generators (e.g. timestamps), run by create and update. */
   readonly onCreate: Generator | undefined
   readonly onUpdate: Generator | undefined
+}
+
+/** The smallest and the largest value a numeric column stores (bigints as `bigint`). */
+export interface ValueRange {
+  readonly min: number | bigint
+  readonly max: number | bigint
 }
 
 /** A value generator of MikroORM (`onCreate`, `onUpdate`): called with the record's values. */

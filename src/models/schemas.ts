@@ -90,7 +90,7 @@ export const findOneQuery: TSchema = Type.Object({
  * equality filter per attribute. Values stay strings; the criteria pipeline coerces them, so that
  * every mistake gets a coded error that names the parameter.
  */
-export function findQuery (model: Model, withPopulate: boolean): TSchema {
+export function findQuery (model: Model, populate: 'used' | 'ignored'): TSchema {
   const properties: Record<string, TSchema> = {}
   for (const name of [...model.attributes.keys(), ...model.singulars.keys()]) {
     properties[name] = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: `equality filter on ${name} (ignored when where is given)` }))
@@ -103,7 +103,7 @@ export function findQuery (model: Model, withPopulate: boolean): TSchema {
     select: Type.Optional(SELECT),
     omit: Type.Optional(OMIT)
   })
-  if (withPopulate) properties.populate = Type.Optional(POPULATE)
+  properties.populate = Type.Optional(populate === 'used' ? POPULATE : Type.String({ description: 'accepted and ignored: populated children never carry collections' }))
   return Type.Object(properties)
 }
 
@@ -111,9 +111,8 @@ function input (type: AttributeType, nullable: boolean, description?: string): T
   const notes = [description, nullable ? undefined : 'not null'].filter(note => note !== undefined).join('; ')
   const options = notes === '' ? {} : { description: notes }
   if (type === 'json') return Type.Unknown(options)
-  // Dates are ISO 8601 text (or epoch milliseconds as text), 64-bit integers decimal text.
-  // `nullable` lets null through to the plugin, which refuses it with a coded error where the
-  // attribute does not accept it (the validator would otherwise turn null into "" or 0).
+  // Dates are ISO 8601 text (or epoch milliseconds as text), 64-bit integers decimal text. The
+  // route only checks that the body is an object: the action reads every value, with coded errors.
   return Type.Unsafe({ type: type === 'date' || type === 'bigint' ? 'string' : type, nullable: true, ...options })
 }
 

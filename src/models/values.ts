@@ -5,14 +5,55 @@
  * @module
  */
 import type { Dialect } from '../sql/dialect.ts'
-import type { AttributeType } from './model.ts'
+import type { AttributeType, ValueRange } from './model.ts'
 
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/
 const INTEGER = /^[+-]?\d+$/
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}(:?\d{2})?)?)?$/
+// An ISO 8601 date, or date and time, with an optional offset (its parts captured).
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/
 
 /** What {@link coerce} returns for a value that does not fit the type. */
 export const INVALID: unique symbol = Symbol('invalid value')
+
+// The dates both databases store and JSON writes as plain ISO 8601: years 0001 to 9999.
+const FIRST_DATE = Date.parse('0001-01-01T00:00:00.000Z')
+const LAST_DATE = Date.parse('9999-12-31T23:59:59.999Z')
+const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n }
+
+/**
+ * Reads an ISO 8601 date (and time) that exists; `undefined` for any other text. `Date` alone
+ * would read `2024-02-30` or `10:61` as a later day or minute, and would hand a form outside the
+ * one ECMAScript defines (a space before the time, an offset without its colon) to the engine's
+ * own guesses, which take `0000-01-01 10:00Z` for the year 2000: the parts are checked, then
+ * written in ECMAScript's form. A date alone is midnight UTC; a time without an offset is the
+ * server's local time (both as ECMAScript reads them).
+ */
+function isoDate (text: string): Date | undefined {
+  const parts = ISO_DATE.exec(text)
+  if (parts === null) return undefined
+  const [, y, mo, d, h, mi, s = '00', fraction = '', zone = ''] = parts
+  const [year, month, day] = [Number(y), Number(mo), Number(d)]
+  const days = new Date(Date.UTC(2000, month, 0)).getUTCDate() - (month === 2 && !leap(year) ? 1 : 0)
+  if (month < 1 || month > 12 || day < 1 || day > days) return undefined
+  if (h === undefined) return new Date(`${y}-${mo}-${d}T00:00:00.000Z`)
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined
+  const offset = zone.length === 3 ? `${zone}:00` : zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone
+  return new Date(`${y}-${mo}-${d}T${h}:${mi}:${s}.${fraction.padEnd(3, '0').slice(0, 3)}${offset}`)
+}
+
+function leap (year: number): boolean {
+  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+}
+
+/**
+ * Why a text cannot be stored or compared: it holds the NUL character (PostgreSQL refuses it), or
+ * a lone surrogate (not Unicode: it cannot be written as UTF-8). `undefined` for a valid text.
+ */
+export function textProblem (text: string): string | undefined {
+  if (text.includes('\u0000')) return 'holds the NUL character (U+0000), which cannot be stored'
+  if (!text.isWellFormed()) return 'is not valid Unicode (it holds a lone surrogate)'
+  return undefined
+}
 
 /**
  * Reads a request value as a value of the given type.
@@ -34,7 +75,7 @@ export function coerce (type: AttributeType, value: unknown): unknown {
       if (typeof value === 'boolean') return value ? 1 : 0
       break
     case 'string':
-      if (typeof value === 'string') return value
+      if (typeof value === 'string') return textProblem(value) === undefined ? value : INVALID
       if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') return String(value)
       break
     case 'boolean':
@@ -45,18 +86,97 @@ export function coerce (type: AttributeType, value: unknown): unknown {
       const millis = typeof value === 'string' && INTEGER.test(value) ? Number(value) : value
       const date = typeof millis === 'number' && Number.isFinite(millis)
         ? new Date(millis)
-        : typeof millis === 'string' && ISO_DATE.test(millis) ? new Date(millis) : undefined
-      if (date !== undefined && !Number.isNaN(date.getTime())) return date
+        : typeof millis === 'string' ? isoDate(millis) : undefined
+      const time = date?.getTime() ?? NaN
+      if (time >= FIRST_DATE && time <= LAST_DATE) return date
       break
     }
-    case 'bigint':
-      if (typeof value === 'bigint') return value
-      if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value)
-      if (typeof value === 'string' && INTEGER.test(value)) return BigInt(value)
+    case 'bigint': {
+      let big: bigint | undefined
+      if (typeof value === 'bigint') big = value
+      else if (typeof value === 'number' && Number.isSafeInteger(value)) big = BigInt(value)
+      else if (typeof value === 'string' && INTEGER.test(value)) big = BigInt(value)
+      if (big !== undefined && big >= INT64.min && big <= INT64.max) return big
       break
+    }
     // json: never coerced (where.ts refuses values other than null before asking).
   }
   return INVALID
+}
+
+/**
+ * Why {@link coerce} refused `raw` for `type`, as the end of a sentence that starts with the value
+ * (`"abc" is not a valid number`).
+ */
+export function invalidReason (type: AttributeType, raw: unknown): string {
+  const text = typeof raw === 'string' ? textProblem(raw) : undefined
+  if (text !== undefined) return text
+  if (type === 'date') return 'is not a date (ISO 8601 or epoch milliseconds) from year 1 to 9999'
+  if (type === 'bigint') return 'is not a whole number within ±2^63'
+  return `is not a valid ${type}`
+}
+
+/** What a column can hold, for {@link fits}. */
+export interface Storable {
+  readonly integer: boolean
+  readonly range: ValueRange | undefined
+  readonly maxLength: number | undefined
+}
+
+/**
+ * Why a coerced value cannot be written to a column (a fraction in a whole-number column, a number
+ * outside the column's range, a text longer than it), or `undefined` when it fits. (A `bigint`
+ * fits: {@link coerce} only makes 64-bit ones.) Checked before
+ * the database is asked, so that both databases refuse the same values with the same message.
+ */
+export function fits (column: Storable, value: unknown): string | undefined {
+  if (typeof value === 'number') {
+    if (column.integer && !Number.isInteger(value)) return 'is not a whole number'
+    const range = column.range
+    if (range !== undefined && (value < range.min || value > range.max)) return `is out of range (from ${String(range.min)} to ${String(range.max)})`
+  } else if (typeof value === 'string' && column.maxLength !== undefined && value.length > column.maxLength && characters(value) > column.maxLength) {
+    return `is longer than the ${column.maxLength} characters it may hold`
+  }
+  return undefined
+}
+
+/** Characters (code points) of a text: what `varchar(n)` counts. */
+function characters (text: string): number {
+  let count = 0
+  for (const _ of text) count++
+  return count
+}
+
+/**
+ * Why a JSON value cannot be stored: it nests deeper than `maxDepth` objects and arrays, or one
+ * of its texts (keys included) has a {@link textProblem}.
+ */
+export function jsonProblem (value: unknown, maxDepth: number): string | undefined {
+  return walkJson(value, maxDepth, textProblem)
+}
+
+/**
+ * Walks a JSON value without recursion (a deep value cannot exhaust the stack): returns
+ * `nests deeper than …` when objects and arrays nest deeper than `maxDepth`, or the first problem
+ * `check` finds in a text (a key or a string value), else `undefined`.
+ */
+export function walkJson (value: unknown, maxDepth: number, check: (text: string) => string | undefined): string | undefined {
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop() as [unknown, number]
+    if (typeof item === 'string') {
+      const problem = check(item)
+      if (problem !== undefined) return `holds a text that ${problem}`
+    } else if (typeof item === 'object' && item !== null) {
+      if (depth >= maxDepth) return `nests deeper than ${maxDepth} levels`
+      for (const key in item) {
+        const problem = check(key)
+        if (problem !== undefined) return `holds a key that ${problem}`
+        stack.push([(item as Record<string, unknown>)[key], depth + 1])
+      }
+    }
+  }
+  return undefined
 }
 
 /** A short, safe rendering of a value for an error message. */

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { VirtualSocket } from './dispatch.ts'
+import type { ModelView } from '../criteria/types.ts'
 import { Holdings } from './registry.ts'
 
 /**
@@ -58,6 +59,11 @@ export class Connection implements BlueprintSocket {
   readonly peer: VirtualSocket
   /** The records this socket is subscribed to, and the models it watches (see registry.ts). */
   readonly holdings = new Holdings()
+  /**
+   * What the app's policy lets this socket see of each model, from its latest reads (empty
+   * without a `parseBlueprintOptions` hook): notifications are filtered by it.
+   */
+  readonly views = new Map<string, ModelView>()
   /** Requests received and not answered yet. */
   pending = 0
   /** Whether a pong (or any frame) came since the last ping. */

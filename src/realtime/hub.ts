@@ -16,20 +16,12 @@ import type { Broker, Envelope, EnvelopeItem } from './brokers/broker.ts'
 import { Connection, type BlueprintSocket } from './connection.ts'
 import { RecentEnvelopes } from './recent.ts'
 import { socketRequests } from './socket-requests.ts'
+import { Outbox } from './outbox.ts'
+import { CLOSE } from './protocol.ts'
 import { SubscriptionRegistry } from './registry.ts'
+import { Delivery, verbOf, type Authorize, type Frame } from './delivery.ts'
 
-/** A notification on its way to one socket, as the `authorize` option sees it. */
-export type Notification = EnvelopeItem
-
-/**
- * Decides whether one socket may receive one notification. It runs for every recipient of every
- * notification, so it must be cheap and synchronous: decide from the socket's `context` (computed
- * once, when the socket connected) and the notification, never with a query per recipient.
- */
-export type Authorize = (socket: BlueprintSocket, notification: Notification) => boolean
-
-/** A notification frame, encoded once for all its recipients. */
-interface Frame { bytes?: Uint8Array }
+export type { Authorize, Notification } from './delivery.ts'
 
 /** An association as the read subscription walks it. */
 interface Link {
@@ -42,7 +34,6 @@ interface Link {
 /** A record's key in a set of keys (the replay's). */
 const recordKey = (identity: string, id: Id): string => `${identity}/${String(id)}`
 
-const verbOf = (item: EnvelopeItem): string | undefined => item.kind === 'change' ? (item.message as { verb: string }).verb : undefined
 
 /** A read whose records a socket is subscribed to. */
 export interface Read {
@@ -59,6 +50,8 @@ export interface HubOptions {
   readonly registry: ModelRegistry
   readonly authorize: Authorize | undefined
   readonly maxSubscriptions: number
+  /** Matching in policies ignores ASCII case (the `caseInsensitive` option). */
+  readonly fold: boolean
   readonly log: FastifyBaseLogger
 }
 
@@ -69,11 +62,15 @@ export class Hub {
   readonly #registry: ModelRegistry
   readonly #linksByModel = new Map<Model, readonly Link[]>()
   readonly #recent = new RecentEnvelopes()
+  readonly #outbox: Outbox
+  readonly #delivery: Delivery
 
   constructor (options: HubOptions) {
     this.#options = options
     this.#registry = options.registry
     this.subscriptions = new SubscriptionRegistry(options.maxSubscriptions)
+    this.#outbox = new Outbox(options.broker, options.log)
+    this.#delivery = new Delivery({ ...options, subscriptions: this.subscriptions })
   }
 
   /** How many envelopes this hub has received. */
@@ -88,19 +85,23 @@ export class Hub {
 
   /** Stops receiving envelopes. */
   async stop (): Promise<void> {
+    this.#outbox.stop()
     await this.#stop?.()
     this.#stop = undefined
   }
 
   /** Publishes the changes of a committed write; the socket that made it (if any) is the origin. */
   async publishChanges (changes: readonly Change[]): Promise<void> {
-    const items: EnvelopeItem[] = changes.map(({ model, message }) => ({ kind: 'change', model, id: message.id, message }))
-    await this.#options.broker.publish({ origin: socketRequests.getStore()?.connection.id, items })
+    const items: EnvelopeItem[] = changes.map(({ model, message, records }) => records === undefined
+      ? { kind: 'change', model, id: message.id, message }
+      : { kind: 'change', model, id: message.id, message, records })
+    await this.#outbox.publish({ origin: socketRequests.getStore()?.connection.id, items })
   }
 
   /** Publishes app data to the subscribers of one record, on every instance. */
   async publish (identity: string, id: Id, data: unknown, origin?: BlueprintSocket): Promise<void> {
-    const model = this.#model(identity)
+    const model = this.model(identity)
+    // App code is told at once when the broker does not take it (nothing is held for it).
     await this.#options.broker.publish({ origin: origin?.id, items: [{ kind: 'publish', model: identity, id: jsonKey(model.primaryKey.type, id), message: data }] })
   }
 
@@ -111,14 +112,23 @@ export class Hub {
    * envelope came from is sent nothing.
    */
   deliver (envelope: Envelope): void {
+    if (envelope.missed === true) {
+      // What the sockets show may be stale, with nothing to tell them what changed: they read again.
+      for (const connection of this.subscriptions.sockets()) connection.close(CLOSE.MISSED, 'notifications were missed; read again')
+      return
+    }
     this.#recent.add(envelope)
+    // Subscriptions end after the whole envelope: its later items (the `removedFrom` of a child
+    // that an `updated` just hid, say) are checked against what the socket followed before it.
+    const after: Array<() => void> = []
     for (const item of envelope.items) {
       const verb = verbOf(item)
       const recipients = verb === 'created' ? this.subscriptions.watchers(item.model) : this.subscriptions.subscribers(item.model, item.id)
       const frame: Frame = {}
-      for (const connection of recipients ?? []) this.#notify(connection, envelope.origin, item, frame)
-      if (verb === 'destroyed') this.subscriptions.drop(item.model, item.id)
+      for (const connection of [...recipients ?? []]) this.#delivery.notify(connection, envelope.origin, item, frame, after)
+      if (verb === 'destroyed') after.push(() => { this.subscriptions.drop(item.model, item.id) })
     }
+    for (const end of after) end()
   }
 
   /**
@@ -166,41 +176,30 @@ export class Hub {
   /** `app.blueprints.subscribe()`: returns how many of the records the socket is now subscribed to. */
   subscribe (socket: BlueprintSocket, identity: string, ids: readonly Id[]): number {
     const connection = this.#connection(socket)
-    const model = this.#model(identity)
+    const model = this.model(identity)
     return ids.filter(id => this.subscriptions.subscribe(connection, identity, jsonKey(model.primaryKey.type, id)) !== 'full').length
   }
 
   /** `app.blueprints.unsubscribe()`. */
   unsubscribe (socket: BlueprintSocket, identity: string, ids: readonly Id[]): void {
     const connection = this.#connection(socket)
-    const model = this.#model(identity)
+    const model = this.model(identity)
     for (const id of ids) this.subscriptions.unsubscribe(connection, identity, jsonKey(model.primaryKey.type, id))
-  }
-
-  /**
-   * One notification to one socket: authorised, and never to the socket it came from. A watcher
-   * told about a new record follows it from now on, the one that created it included (the
-   * requester is only spared the notification: it has the response).
-   */
-  #notify (connection: Connection, origin: string | undefined, item: EnvelopeItem, frame: Frame): void {
-    if (!this.#allowed(connection, item)) return
-    if (verbOf(item) === 'created') this.subscriptions.subscribe(connection, item.model, item.id)
-    if (connection.id === origin) return
-    frame.bytes ??= Buffer.from(JSON.stringify({ event: item.model, data: item.message }))
-    connection.send(frame.bytes)
   }
 
   /** Replays to a socket the envelopes after `since` about records (or a model) it just began to follow. */
   #replay (connection: Connection, since: number, added: Set<string>, watched: string | undefined): void {
     for (const envelope of this.#recent.after(since)) {
+      const after: Array<() => void> = []
       for (const item of envelope.items) {
         const key = recordKey(item.model, item.id)
         const verb = verbOf(item)
         if (verb === 'created' ? item.model !== watched : !added.has(key)) continue
-        this.#notify(connection, envelope.origin, item, {})
+        this.#delivery.notify(connection, envelope.origin, item, {}, after)
         if (verb === 'created') added.add(key)
-        if (verb === 'destroyed') this.subscriptions.unsubscribe(connection, item.model, item.id)
+        if (verb === 'destroyed') after.push(() => { this.subscriptions.unsubscribe(connection, item.model, item.id) })
       }
+      for (const end of after) end()
     }
   }
 
@@ -217,18 +216,14 @@ export class Hub {
     return links
   }
 
-  #allowed (connection: Connection, item: EnvelopeItem): boolean {
-    const authorize = this.#options.authorize
-    if (authorize === undefined) return true
-    try {
-      return authorize(connection, item) === true
-    } catch (err) {
-      this.#options.log.error({ err, socket: connection.id, model: item.model, id: item.id }, 'fastify-blueprints: authorize threw; the notification was not sent')
-      return false
-    }
-  }
 
-  #model (identity: string): Model {
+
+  /**
+   * The model with this identity.
+   *
+   * @throws BP_ERR_UNKNOWN_MODEL when no model has it.
+   */
+  model (identity: string): Model {
     const model = this.#registry.get(identity)
     if (model === undefined) throw new BP_ERR_UNKNOWN_MODEL(identity)
     return model

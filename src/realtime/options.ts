@@ -9,6 +9,7 @@ import { fn, hooks, unknownKeys } from '../option-checks.ts'
 import type { RouteHooks } from '../options.ts'
 import type { Broker } from './brokers/broker.ts'
 import type { Authorize } from './hub.ts'
+import { resolveOrigins, type OriginPolicy } from './origins.ts'
 
 /**
  * Options of the websocket endpoint and of realtime notifications (`realtime` in
@@ -46,6 +47,14 @@ export interface RealtimeOptions {
   readonly authorize?: Authorize
   /** Fastify hooks of the upgrade request (e.g. authentication: a hook that replies refuses the socket). */
   readonly hooks?: RouteHooks
+  /**
+   * The origins whose pages may open a socket (Sails' name): exact origins such as
+   * `['https://app.example.com']`, or `'*'` for any. Checked at every upgrade, before the `hooks`;
+   * a browser page of another origin is refused with 403 `BP_ERR_ORIGIN_NOT_ALLOWED` (a request
+   * without an `Origin` header, from a non-browser client, is let through). Default: any origin,
+   * except that with `NODE_ENV=production` registering without it is refused.
+   */
+  readonly onlyAllowOrigins?: readonly string[] | '*'
   /** Largest incoming frame, in bytes; a larger one closes the socket with 1009. Default 1 MiB. */
   readonly maxPayload?: number
   /** Requests of one socket running at once; more are answered 429. Default 32. */
@@ -65,6 +74,8 @@ export interface ResolvedRealtime {
   readonly context: ((request: FastifyRequest) => unknown) | undefined
   readonly authorize: Authorize | undefined
   readonly hooks: RouteHooks
+  /** `undefined`: any origin (outside production). */
+  readonly origins: OriginPolicy | undefined
   readonly maxPayload: number
   readonly maxPending: number
   readonly maxSubscriptions: number
@@ -81,7 +92,7 @@ export const REALTIME_DEFAULTS = Object.freeze({
   pingInterval: 30_000
 })
 
-const REALTIME_KEYS = ['path', 'broker', 'context', 'authorize', 'hooks', 'maxPayload', 'maxPending', 'maxSubscriptions', 'maxBufferedBytes', 'pingInterval']
+const REALTIME_KEYS = ['path', 'broker', 'context', 'authorize', 'hooks', 'onlyAllowOrigins', 'maxPayload', 'maxPending', 'maxSubscriptions', 'maxBufferedBytes', 'pingInterval']
 
 /**
  * Checks the `realtime` option and applies the defaults; `false` stays `false`.
@@ -95,6 +106,10 @@ export function resolveRealtime (value: boolean | RealtimeOptions, prefix: strin
   unknownKeys(given, REALTIME_KEYS, 'realtime.')
   const path = given.path ?? `${prefix}/socket`
   if (path !== false && (typeof path !== 'string' || !path.startsWith('/'))) throw new BP_ERR_INVALID_OPTION('`realtime.path` must start with / (or be false)')
+  const origins = resolveOrigins(given.onlyAllowOrigins)
+  if (path !== false && origins === undefined && process.env.NODE_ENV === 'production') {
+    throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example [\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
+  }
   const broker = given.broker
   if (broker !== undefined && (typeof broker?.publish !== 'function' || typeof broker.subscribe !== 'function')) {
     throw new BP_ERR_INVALID_OPTION('`realtime.broker` must have publish() and subscribe()')
@@ -108,8 +123,9 @@ export function resolveRealtime (value: boolean | RealtimeOptions, prefix: strin
     path,
     broker,
     context: fn(given.context, 'realtime.context'),
-    authorize: fn(given.authorize, 'realtime.authorize'),
+    authorize: synchronous(fn(given.authorize, 'realtime.authorize'), 'realtime.authorize'),
     hooks: hooks(given.hooks, 'realtime.hooks'),
+    origins,
     maxPayload: limit('maxPayload', 1),
     maxPending: limit('maxPending', 1),
     maxSubscriptions: limit('maxSubscriptions', 0),
@@ -118,3 +134,10 @@ export function resolveRealtime (value: boolean | RealtimeOptions, prefix: strin
   })
 }
 
+/** Refuses an `async` function where a synchronous answer is needed (a promise is not `true`). */
+function synchronous<T> (value: T, name: string): T {
+  if (typeof value === 'function' && Object.prototype.toString.call(value) === '[object AsyncFunction]') {
+    throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed once by the \`realtime.context\` option)`)
+  }
+  return value
+}

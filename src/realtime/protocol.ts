@@ -29,7 +29,12 @@ export const CLOSE = Object.freeze({
   /** A frame was larger than `maxPayload`. */
   TOO_BIG: 1009,
   /** `context()` refused the connection. */
-  REFUSED: 4003
+  REFUSED: 4003,
+  /**
+   * Notifications may have been missed (the broker's connection was lost): reconnect and read
+   * again. The client of `fastify-blueprints/client` does so by itself.
+   */
+  MISSED: 4010
 })
 
 /**
@@ -52,7 +57,7 @@ export const NOT_FORWARDED: ReadonlySet<string> = new Set(['connection', 'keep-a
 export function frameProblem (frame: unknown): string | undefined {
   if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) return 'a frame must be a JSON object'
   const { id, method, url, headers } = frame as Record<string, unknown>
-  if (typeof id !== 'string' && typeof id !== 'number') return '`id` must be a string or a number'
+  if (typeof id !== 'string' && (typeof id !== 'number' || !Number.isFinite(id))) return '`id` must be a string or a finite number'
   if (typeof method !== 'string' || !METHODS.has(method)) return '`method` must be one of GET, POST, PUT, PATCH, DELETE'
   if (typeof url !== 'string' || !url.startsWith('/') || url.startsWith('//')) return '`url` must be a path starting with a single /'
   if (headers !== undefined) {
@@ -67,5 +72,5 @@ export function frameProblem (frame: unknown): string | undefined {
 /** The `id` of a frame that may be malformed, or null. */
 export function frameId (frame: unknown): string | number | null {
   const id = (frame as { id?: unknown } | null)?.id
-  return typeof id === 'string' || typeof id === 'number' ? id : null
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null
 }

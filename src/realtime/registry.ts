@@ -30,6 +30,8 @@ export class Holdings {
   readonly watching = new Set<string>()
   /** Record subscriptions in all. */
   count = 0
+  /** The socket closed: it takes no more subscriptions (a read still running may try). */
+  released = false
 }
 
 /** Sockets by record and by watched model. */
@@ -55,13 +57,13 @@ export class SubscriptionRegistry {
 
   /**
    * Subscribes a socket to a record: `added`, or `held` when it already was; `full` (nothing
-   * subscribed) when the socket already holds `maxSubscriptions` other subscriptions.
+   * subscribed) when the socket already holds `maxSubscriptions` other subscriptions, or closed.
    */
   subscribe (connection: Connection, identity: string, id: Id): 'added' | 'held' | 'full' {
     const holdings = connection.holdings
     let held = holdings.records.get(identity)
     if (held?.has(id) === true) return 'held'
-    if (holdings.count >= this.#maxPerSocket) return 'full'
+    if (holdings.count >= this.#maxPerSocket || holdings.released) return 'full'
     if (held === undefined) holdings.records.set(identity, held = new Set())
     held.add(id)
     holdings.count++
@@ -86,7 +88,7 @@ export class SubscriptionRegistry {
   /** Tells a socket about new records of a model from now on; returns whether it is new. */
   watch (connection: Connection, identity: string): boolean {
     const watching = connection.holdings.watching
-    if (watching.has(identity)) return false
+    if (watching.has(identity) || connection.holdings.released) return false
     watching.add(identity)
     let set = this.#watchers.get(identity)
     if (set === undefined) this.#watchers.set(identity, set = new Set())
@@ -115,6 +117,7 @@ export class SubscriptionRegistry {
   release (connection: Connection): void {
     this.#sockets.delete(connection)
     const holdings = connection.holdings
+    holdings.released = true
     for (const [identity, ids] of holdings.records) {
       for (const id of ids) this.#leave(identity, id, connection)
     }

@@ -7,19 +7,27 @@
  * @module
  */
 import { STATUS_CODES } from 'node:http'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify'
 import '@fastify/websocket'
 import type { RawData, WebSocket } from 'ws'
-import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../errors.ts'
+import { BP_ERR_INVALID_FRAME, BP_ERR_ORIGIN_NOT_ALLOWED, BP_ERR_TOO_MANY_REQUESTS } from '../errors.ts'
 import type { ResolvedRealtime } from './options.ts'
+import { originAllowed, type OriginPolicy } from './origins.ts'
 import { Connection } from './connection.ts'
 import { dispatch, VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
+import { walkJson } from '../models/values.ts'
 import { CLOSE, frameId, frameProblem, NOT_FORWARDED, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
 
+const ACCEPT_TEXT = (): undefined => undefined
+
 /** The endpoint's settings: the resolved realtime options, with a path. */
-export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'context' | 'maxPayload' | 'maxPending' | 'maxBufferedBytes' | 'pingInterval'> & { readonly path: string }
+export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'origins' | 'context' | 'maxPayload' | 'maxPending' | 'maxBufferedBytes' | 'pingInterval'> & {
+  readonly path: string
+  /** Deepest nesting of a frame's body (the `limits.maxJsonDepth` option). */
+  readonly maxJsonDepth: number
+}
 
 /**
  * Adds the websocket route to `app` (the instance the plugin is registered on, where
@@ -27,8 +35,13 @@ export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'context' | 'maxP
  */
 export function registerEndpoint (app: FastifyInstance, hub: Hub, options: EndpointOptions): void {
   const limits = { maxBufferedBytes: options.maxBufferedBytes }
-  // A plain GET of this path (no upgrade) is answered 404 by @fastify/websocket.
-  app.get(options.path, { websocket: true, ...options.hooks }, (ws: WebSocket, request: FastifyRequest) => {
+  const origins = options.origins
+  // The origin is checked before the app's own hooks: a refused page learns nothing more.
+  // A plain GET of this path (no upgrade, or a socket's own request frame) is the app's 404, as for
+  // any path without a route (@fastify/websocket would answer an empty 404). Then the origin is
+  // checked, before the app's own hooks: a refused page learns nothing more.
+  const onRequest = [notAnUpgrade, ...(origins === undefined ? [] : [checkOrigin(origins)]), ...[options.hooks.onRequest ?? []].flat()]
+  app.get(options.path, { websocket: true, ...options.hooks, onRequest }, (ws: WebSocket, request: FastifyRequest) => {
     const headers: Record<string, string | string[] | undefined> = {}
     for (const [name, value] of Object.entries(request.headers)) {
       if (!UPGRADE_ONLY.has(name)) headers[name] = value
@@ -52,6 +65,22 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
     const timer = setInterval(() => { for (const connection of hub.subscriptions.sockets()) connection.ping() }, options.pingInterval)
     timer.unref()
     app.addHook('onClose', async () => { clearInterval(timer) })
+  }
+}
+
+/** Sends a request that is not a websocket upgrade to the app's not-found handler. */
+function notAnUpgrade (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  if ((request as FastifyRequest & { ws: boolean }).ws) done()
+  else reply.callNotFound()
+}
+
+/** The upgrade hook that refuses pages of origins the policy does not allow. */
+function checkOrigin (origins: OriginPolicy): onRequestHookHandler {
+  return (request, reply, done) => {
+    const origin = request.headers.origin
+    if (originAllowed(origins, origin)) return done()
+    request.log.info({ origin }, 'fastify-blueprints: refused a socket from an origin that realtime.onlyAllowOrigins does not allow')
+    reply.code(403).send(new BP_ERR_ORIGIN_NOT_ALLOWED(JSON.stringify(origin)))
   }
 }
 
@@ -81,7 +110,12 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
   else {
     try {
       frame = JSON.parse(String(data))
-      problem = frameProblem(frame)
+      // A frame nested without bound would exhaust the stack of the JSON.stringify that passes
+      // its body on. The frame and its body object come before the attribute values: a JSON
+      // attribute may nest `maxJsonDepth` levels in a frame as over HTTP.
+      problem = walkJson(frame, options.maxJsonDepth + 2, ACCEPT_TEXT) === undefined
+        ? frameProblem(frame)
+        : `the body nests deeper than ${options.maxJsonDepth + 1} levels (its values may nest \`limits.maxJsonDepth\` levels)`
     } catch (err) {
       problem = `not valid JSON (${(err as Error).message})`
     }

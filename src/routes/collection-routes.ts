@@ -13,6 +13,8 @@ import type { CollectionAssociation } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import { idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './table.ts'
+import { defaultViews } from './policy.ts'
+import { checkQueryEncoding } from './validation.ts'
 
 const KEYS = Type.Array(Type.Union([Type.String(), Type.Number()]), { description: 'primary keys of the child records' })
 
@@ -37,7 +39,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}/:fk`,
     schema: input => ({ params: idParams(['id', 'fk']), response: answer(input) }),
-    handler: input => async request => add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk)
+    handler: input => async request => add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await defaultViews(input, request, 'add'))
   },
   {
     action: 'replace',
@@ -47,7 +49,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     schema: input => ({ params: idParams(['id']), body: REPLACE_BODY, response: answer(input) }),
     handler: input => async request => {
       const body = request.body as { fks: Array<string | number> } | Array<string | number>
-      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks)
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks, await defaultViews(input, request, 'replace'))
     }
   },
   {
@@ -59,6 +61,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}/replace`,
     schema: input => ({ params: idParams(['id']), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
     handler: input => async request => {
+      checkQueryEncoding(request.url)
       const text = (request.query as { fks: string }).fks
       let fks: unknown
       try {
@@ -67,7 +70,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
         throw new BP_ERR_INVALID_JSON('fks', (err as Error).message)
       }
       if (!Array.isArray(fks)) throw new BP_ERR_INVALID_ID('fks', `must be a JSON array of primary keys, got ${describe(fks)}`)
-      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, fks)
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, fks, await defaultViews(input, request, 'replace'))
     }
   },
   {
@@ -76,6 +79,6 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}/:fk`,
     schema: input => ({ params: idParams(['id', 'fk']), response: answer(input) }),
-    handler: input => async request => remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk)
+    handler: input => async request => remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await defaultViews(input, request, 'remove'))
   }
 ]

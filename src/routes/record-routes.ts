@@ -9,6 +9,8 @@ import { destroy } from '../actions/destroy.ts'
 import { update } from '../actions/update.ts'
 import { bodySchema, idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './table.ts'
+import { defaultViews } from './policy.ts'
+import { readByAction } from './validation.ts'
 
 function answer (input: RouteInput): Record<string, unknown> {
   return { 200: Type.Ref(recordSchemaId(input.model.identity)), '4xx': Type.Ref('blueprints.error') }
@@ -21,16 +23,16 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     method: 'POST',
     per: 'model',
     url: model => `/${model.identity}`,
-    schema: input => ({ body: bodySchema(input.model, input.ctx.registry), response: answer(input) }),
-    handler: input => async request => create(input.ctx, input.model, request.body as Record<string, unknown>)
+    schema: input => ({ body: readByAction(bodySchema(input.model, input.ctx.registry)), response: answer(input) }),
+    handler: input => async request => create(input.ctx, input.model, request.body as Record<string, unknown>, await defaultViews(input, request, 'create'))
   },
   {
     action: 'update',
     method: 'PATCH',
     per: 'model',
     url: model => `/${model.identity}/:id`,
-    schema: input => ({ params: idParams(['id']), body: bodySchema(input.model, input.ctx.registry), response: answer(input) }),
-    handler: input => async request => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>)
+    schema: input => ({ params: idParams(['id']), body: readByAction(bodySchema(input.model, input.ctx.registry)), response: answer(input) }),
+    handler: input => async request => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, await defaultViews(input, request, 'update'))
   },
   {
     action: 'destroy',
@@ -38,6 +40,6 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     per: 'model',
     url: model => `/${model.identity}/:id`,
     schema: input => ({ params: idParams(['id']), response: answer(input) }),
-    handler: input => async request => destroy(input.ctx, input.model, (request.params as { id: string }).id)
+    handler: input => async request => destroy(input.ctx, input.model, (request.params as { id: string }).id, await defaultViews(input, request, 'destroy'))
   }
 ]

@@ -8,9 +8,10 @@ import type { ActionContext } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, ModelOptions, ResolvedOptions, RouteHooks } from '../options.ts'
 import { ROUTES, type RouteInput, type RouteSpec } from './table.ts'
+import { compileValidator, parseJsonBodies } from './validation.ts'
 
 /** Called with what a read route (find, findOne, populate) answers, before it is serialised. */
-export type ReadObserver = (input: RouteInput & { readonly action: 'find' | 'findOne' | 'populate' }, request: FastifyRequest, reply: FastifyReply, result: unknown) => void
+export type ReadObserver = (input: RouteInput & { readonly action: 'find' | 'findOne' | 'populate' }, request: FastifyRequest, reply: FastifyReply, result: unknown) => void | Promise<void>
 
 const READS = new Set<BlueprintAction>(['find', 'findOne', 'populate'])
 
@@ -30,6 +31,7 @@ export interface BlueprintRouteConfig {
  * `observe` function, read routes hand it their results (realtime subscribes sockets with it).
  */
 export function registerRoutes (app: FastifyInstance, ctx: ActionContext, options: ResolvedOptions, observe?: ReadObserver): void {
+  parseJsonBodies(app)
   for (const model of ctx.registry.all()) {
     const modelOptions = options.models[model.entityName] ?? {}
     for (const spec of ROUTES) {
@@ -47,15 +49,16 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
           method: spec.method,
           url: spec.url(model, association),
           schema: { ...spec.schema(input), tags: [model.identity], operationId: operationId(spec, model, association) },
+          validatorCompiler: compileValidator,
           config: { blueprint: config },
           handler: observe === undefined || !READS.has(spec.action)
             ? handler
             : async (request: FastifyRequest, reply: FastifyReply) => {
               const result = await handler(request)
-              observe(read, request, reply, result)
+              await observe(read, request, reply, result)
               return result
             },
-          ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks)
+          ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks, { preSerialization: keepErrorBody })
         } as RouteOptions)
       }
     }
@@ -65,6 +68,16 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
 function operationId (spec: RouteSpec, model: Model, association?: Association): string {
   const name = spec.method === 'GET' && spec.action === 'replace' ? 'replaceShortcut' : spec.action
   return association === undefined ? `${name}_${model.identity}` : `${name}_${model.identity}_${association.name}`
+}
+
+/**
+ * Sends an error body that app code put in the reply (a hook's `reply.code(403).send({ … })`)
+ * as JSON of its own, so that the route's error schema cannot reshape it, drop its fields or
+ * fail on them with a 500. The plugin's own errors are thrown, and never pass here.
+ */
+function keepErrorBody (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void {
+  if (reply.statusCode >= 400) reply.serializer(JSON.stringify)
+  done(null, payload)
 }
 
 /** Global hooks run first, then the model's, then the action's. */

@@ -16,7 +16,9 @@ import { BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
 import { childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
 import type { BlueprintAction, QueryContext, ResolvedOptions } from '../options.ts'
+import { customise, populated, viewsOf } from './policy.ts'
 import { COLLECTION_ROUTES } from './collection-routes.ts'
+import { checkQueryEncoding } from './validation.ts'
 import { RECORD_ROUTES } from './record-routes.ts'
 
 /** What a handler is built from. */
@@ -41,23 +43,20 @@ export interface RouteSpec {
   handler (input: RouteInput): (request: FastifyRequest) => Promise<unknown>
 }
 
-/** The error body every route documents for 4xx answers. */
+/**
+ * The error body every route documents for 4xx answers. Its fields are optional and further
+ * fields are kept: a body that an app's hook or handler sends on a blueprint route (a policy's
+ * `reply.code(403).send({ message })`) is serialised as it was sent, never turned into a 500.
+ */
 export const ERROR_SCHEMA = Type.Object({
-  statusCode: Type.Integer(),
-  code: Type.String(),
-  error: Type.String(),
-  message: Type.String()
-}, { $id: 'blueprints.error', title: 'Blueprint error' })
+  statusCode: Type.Optional(Type.Integer({ description: 'the HTTP status, repeated' })),
+  code: Type.Optional(Type.String({ description: 'stable error code, e.g. BP_ERR_UNKNOWN_ATTRIBUTE (see docs/errors.md)' })),
+  error: Type.Optional(Type.String({ description: 'the HTTP reason phrase' })),
+  message: Type.Optional(Type.String({ description: 'what is wrong, naming the parameter' }))
+}, { $id: 'blueprints.error', title: 'Blueprint error', additionalProperties: true })
 
 /** Reference to {@link ERROR_SCHEMA}. */
 export const errorRef = Type.Ref('blueprints.error')
-
-/** Runs the app's parseBlueprintOptions hook, if any. */
-async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext): Promise<BlueprintQuery> {
-  const hook = input.options.parseBlueprintOptions
-  if (hook === undefined) return query
-  return (await hook(request, query, context)) ?? query
-}
 
 function defaults (input: RouteInput): { limit: number, populateLimit: number } {
   return { limit: input.options.defaultLimit, populateLimit: input.options.populateLimit }
@@ -71,12 +70,13 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     per: 'model',
     url: model => `/${model.identity}`,
     schema: ({ model }) => ({
-      querystring: findQuery(model, true),
+      querystring: findQuery(model, 'used'),
       response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity))), '4xx': errorRef }
     }),
     handler: input => async request => {
-      const query = parseFind(request.query as QueryString, input.model, defaults(input))
-      return find(input.ctx, input.model, await customise(input, request, query, { action: 'find', model: input.model }))
+      checkQueryEncoding(request.url)
+      const query = await customise(input, request, parseFind(request.query as QueryString, input.model, defaults(input)), { action: 'find', model: input.model })
+      return find(input.ctx, input.model, query, await viewsOf(input, request, 'find', input.model, populated(input.model, query.populate)))
     }
   },
   {
@@ -90,6 +90,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       response: { 200: Type.Ref(recordSchemaId(model.identity)), '4xx': errorRef }
     }),
     handler: input => async request => {
+      checkQueryEncoding(request.url)
       const raw = request.query as QueryString
       const query: BlueprintQuery = {
         where: {},
@@ -101,7 +102,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         populateLimit: input.options.populateLimit
       }
       const id = (request.params as { id: string }).id
-      return findOne(input.ctx, input.model, id, await customise(input, request, query, { action: 'findOne', model: input.model }))
+      const customised = await customise(input, request, query, { action: 'findOne', model: input.model })
+      return findOne(input.ctx, input.model, id, customised, await viewsOf(input, request, 'findOne', input.model, populated(input.model, customised.populate)))
     }
   },
   {
@@ -114,7 +116,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const child = ctx.registry.get(target.target) as Model
       const item = Type.Ref(childSchemaId(child.identity))
       return target.kind === 'collection'
-        ? { params: idParams(['id']), querystring: findQuery(child, false), response: { 200: Type.Array(item), '4xx': errorRef } }
+        ? { params: idParams(['id']), querystring: findQuery(child, 'ignored'), response: { 200: Type.Array(item), '4xx': errorRef } }
         : { params: idParams(['id']), querystring: Type.Object({ select: Type.Optional(Type.String()), omit: Type.Optional(Type.String()) }), response: { 200: item, '4xx': errorRef } }
     },
     handler: input => {
@@ -122,6 +124,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const child = input.ctx.registry.get(association.target) as Model
       const context: QueryContext = { action: 'populate', model: child, parent: { model: input.model, association: association.name } }
       return async request => {
+        checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         let query: BlueprintQuery
         if (association.kind === 'collection') {

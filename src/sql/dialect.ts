@@ -23,23 +23,45 @@ export interface Dialect {
   readonly name: 'postgres' | 'sqlite'
   /** Placeholder for the n-th (1-based) parameter; absent when `?` is the placeholder. */
   readonly placeholder?: (n: number) => string
-  /** The placeholder for a value compared with `target` (PostgreSQL types whole numbers as int8). */
-  param (target: { readonly integer: boolean }): string
+  /**
+   * The placeholder for a value compared with (or written to) `target`. PostgreSQL types numbers
+   * as int8 or float8, so that a value beyond the column's own type compares instead of failing.
+   */
+  param (target: Typed): string
   /** A JS value (already coerced to the attribute type) as the driver wants it bound. */
   bind (type: AttributeType, value: unknown): unknown
-  /** Row-lock clause for a SELECT inside a write transaction. */
-  readonly forUpdate: string
+  /**
+   * Row-lock clause for a SELECT inside a write transaction: exclusive, or shared (`share`: other
+   * shared locks of the rows do not wait); with `noWait`, failing at once (SQLSTATE 55P03) instead
+   * of waiting for a row another transaction holds; `of` names the one table (alias) locked.
+   */
+  rowLock (share: boolean, noWait: boolean, of?: string): string
   /** Collation clause for comparing and ordering strings by code point. */
   readonly byCodePoint: string
   /** `expr` matched against a pattern; `fold` compares ASCII letters case-insensitively. */
   match (expr: string, tokens: readonly PatternToken[], fold: boolean): Fragment
-  /** `expr` is one of `values` (bound as a single parameter, so the SQL text does not grow). */
-  oneOf (expr: string, values: readonly unknown[]): Fragment
+  /**
+   * `expr` is one of `values` (bound as a single parameter, so the SQL text does not grow, and the
+   * database's limit on parameters is never reached), typed like {@link param} for `target`.
+   */
+  oneOf (expr: string, values: readonly unknown[], target?: Typed): Fragment
   /** The LIMIT/OFFSET tail of a query; `limit` may be Infinity. */
   page (limit: number, skip: number): Fragment
 }
 
+/** What a placeholder's type is chosen from. */
+export interface Typed {
+  readonly integer: boolean
+  readonly type: AttributeType
+}
+
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
+
+/** PostgreSQL's cast of a number parameter: to the widest integer or float type. */
+function numberCast (target: Typed | undefined): string {
+  if (target?.integer === true) return '::int8'
+  return target?.type === 'number' ? '::float8' : ''
+}
 
 /** ASCII-only lower-casing: what SQLite's lower() does, so both sides fold the same letters. */
 export function foldAscii (value: string): string {
@@ -51,9 +73,9 @@ const postgres: Dialect = {
   placeholder: n => `$${n}`,
   // An int8 parameter compares with int2/int4/int8 columns through the index (cross-type btree
   // operators), and accepts any safe JavaScript integer without overflowing an int4.
-  param: target => target.integer ? '?::int8' : '?',
+  param: target => `?${numberCast(target)}`,
   bind: (type, value) => type === 'bigint' ? String(value) : value,
-  forUpdate: ' FOR UPDATE',
+  rowLock: (share, noWait, of) => `${share ? ' FOR KEY SHARE' : ' FOR UPDATE'}${of === undefined ? '' : ` OF ${of}`}${noWait ? ' NOWAIT' : ''}`,
   // The "C" collation orders by byte, which for UTF-8 is code-point order: the order SQLite's
   // default BINARY collation gives. The database's own locale would sort 'cody' before 'Scott'.
   byCodePoint: ' COLLATE "C"',
@@ -68,7 +90,10 @@ const postgres: Dialect = {
     const target = fold ? `translate(${expr}, '${UPPER}', '${UPPER.toLowerCase()}')` : expr
     return { sql: `${target} LIKE ? ESCAPE '\\'`, params: [pattern] }
   },
-  oneOf: (expr, values) => ({ sql: `${expr} = ANY(?)`, params: [values] }),
+  oneOf: (expr, values, target) => {
+    const cast = numberCast(target)
+    return { sql: `${expr} = ANY(?${cast === '' ? '' : cast + '[]'})`, params: [values] }
+  },
   page: (limit, skip) => limit === Infinity
     ? { sql: ' OFFSET ?', params: [skip] }
     : { sql: ' LIMIT ? OFFSET ?', params: [limit, skip] }
@@ -84,7 +109,7 @@ const sqlite: Dialect = {
     return value
   },
   // SQLite has no row locks; its write transactions are serial.
-  forUpdate: '',
+  rowLock: () => '',
   byCodePoint: '',
   match (expr, tokens, fold) {
     // SQLite's LIKE ignores ASCII case and cannot be made case-sensitive per query; GLOB is
@@ -103,7 +128,8 @@ const sqlite: Dialect = {
     }
     return { sql: `${expr} GLOB ?`, params: [pattern] }
   },
-  oneOf: (expr, values) => ({ sql: `${expr} IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(values)] }),
+  // json_each reads integers beyond 2^53 exactly, so bigints are written as their digits.
+  oneOf: (expr, values) => ({ sql: `${expr} IN (SELECT value FROM json_each(?))`, params: [`[${values.map(v => typeof v === 'bigint' ? String(v) : JSON.stringify(v)).join(',')}]`] }),
   page: (limit, skip) => ({ sql: ' LIMIT ? OFFSET ?', params: [limit === Infinity ? -1 : limit, skip] })
 }
 

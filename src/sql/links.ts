@@ -9,6 +9,30 @@ import { quote, type Dialect } from './dialect.ts'
 import { table, type Executor } from './records.ts'
 import { SqlBuilder } from './statement.ts'
 
+/** Which rows {@link LinkWriter.lock} takes: the union of the conditions given. */
+export interface RowsToLock {
+  /** Rows by primary key. */
+  readonly ids?: readonly unknown[]
+  /** The rows that the rows `ids` of `child` point at through their `columns` (their parents now). */
+  readonly parentsOf?: { readonly child: Model, readonly ids: readonly unknown[], readonly columns: readonly string[] }
+  /** The rows whose `column` points at record `id` of `parent` (its one-to-many children now). */
+  readonly pointingAt?: { readonly column: string, readonly parent: Model, readonly id: unknown }
+  /** The rows linked to record `id` of `parent` by a many-to-many association (its members now). */
+  readonly membersOf?: { readonly association: CollectionAssociation, readonly parent: Model, readonly id: unknown }
+  /** A column whose raw value each row returns as `value`. */
+  readonly read?: string
+  /**
+   * A shared lock rather than an exclusive one: for the far end of a many-to-many link, whose
+   * collection the write changes by its own pivot rows only (see actions/locks.ts).
+   */
+  readonly share?: boolean
+  /**
+   * Fail at once (a retryable error: the transaction runs again) rather than wait for a row
+   * another transaction holds: for locks taken out of the usual order, which could deadlock.
+   */
+  readonly noWait?: boolean
+}
+
 /** Statements on links, for one dialect. */
 export class LinkWriter {
   readonly #dialect: Dialect
@@ -20,28 +44,60 @@ export class LinkWriter {
   }
 
   /**
-   * Whether the record exists; on PostgreSQL its row stays locked until the transaction ends, so
-   * that concurrent changes to the same parent run one after the other. (SQLite runs one write
-   * transaction at a time anyway.)
+   * Locks rows of `model` until the transaction ends (on PostgreSQL; SQLite runs one write
+   * transaction at a time anyway) and returns them keyed by `String(id)`, with the raw value of
+   * `rows.read` when asked. The rows are the union of what `rows` names; they are locked in the
+   * order of their keys, so that writes that lock rows of one table lock them in one order.
    */
-  async lock (model: Model, id: unknown): Promise<boolean> {
-    const out = new SqlBuilder().push(`SELECT 1 AS found FROM ${table(model)} WHERE ${quote(model.primaryKey.column)} = `)
-    this.#key(out, model, id)
-    out.push(this.#dialect.forUpdate)
-    return (await this.#run(out.finish(this.#dialect))).length === 1
+  async lock (model: Model, rows: RowsToLock): Promise<Map<string, { id: unknown, value: unknown }>> {
+    const pk = quote(model.primaryKey.column)
+    const out = new SqlBuilder().push(`SELECT ${pk} AS id${rows.read === undefined ? '' : `, ${quote(rows.read)} AS value`} FROM ${table(model)} WHERE `)
+    const conditions: Array<() => void> = []
+    if (rows.ids !== undefined && rows.ids.length > 0) conditions.push(() => { this.#oneOf(out, pk, model, rows.ids as unknown[]) })
+    const parentsOf = rows.parentsOf
+    if (parentsOf !== undefined && parentsOf.ids.length > 0) {
+      for (const column of parentsOf.columns) {
+        conditions.push(() => {
+          out.push(`${pk} IN (SELECT ${quote(column)} FROM ${table(parentsOf.child)} WHERE `)
+          this.#oneOf(out, quote(parentsOf.child.primaryKey.column), parentsOf.child, parentsOf.ids)
+          out.push(')')
+        })
+      }
+    }
+    const pointingAt = rows.pointingAt
+    if (pointingAt !== undefined) {
+      conditions.push(() => {
+        out.push(`${quote(pointingAt.column)} = `)
+        this.#key(out, pointingAt.parent, pointingAt.id)
+      })
+    }
+    const membersOf = rows.membersOf
+    if (membersOf !== undefined) {
+      conditions.push(() => {
+        const { association } = membersOf
+        out.push(`${pk} IN (SELECT ${quote(association.childColumn as string)} FROM ${quote(association.pivotTable as string)} WHERE ${quote(association.parentColumn)} = `)
+        this.#key(out, membersOf.parent, membersOf.id)
+        out.push(')')
+      })
+    }
+    const found = new Map<string, { id: unknown, value: unknown }>()
+    if (conditions.length === 0) return found
+    conditions.forEach((condition, i) => {
+      if (i > 0) out.push(' OR ')
+      condition()
+    })
+    out.push(` ORDER BY ${pk}${this.#dialect.rowLock(rows.share === true, rows.noWait === true)}`)
+    for (const row of await this.#run(out.finish(this.#dialect))) found.set(String(row.id), { id: row.id, value: row.value })
+    return found
   }
 
-  /**
-   * The records among `ids` that exist (keyed by `String(id)`), with the raw value of `column`;
-   * with `lock`, their rows stay locked like {@link lock}'s.
-   */
-  async read (model: Model, ids: readonly unknown[], column: string, lock: boolean): Promise<Map<string, { id: unknown, value: unknown }>> {
+  /** The records among `ids` that exist (keyed by `String(id)`), with the raw value of `column`; nothing is locked. */
+  async read (model: Model, ids: readonly unknown[], column: string): Promise<Map<string, { id: unknown, value: unknown }>> {
     const found = new Map<string, { id: unknown, value: unknown }>()
     if (ids.length === 0) return found
     const pk = quote(model.primaryKey.column)
     const out = new SqlBuilder().push(`SELECT ${pk} AS id, ${quote(column)} AS value FROM ${table(model)} WHERE `)
     this.#oneOf(out, pk, model, ids)
-    if (lock) out.push(this.#dialect.forUpdate)
     for (const row of await this.#run(out.finish(this.#dialect))) found.set(String(row.id), { id: row.id, value: row.value })
     return found
   }
@@ -55,19 +111,6 @@ export class LinkWriter {
     out.push(' WHERE ')
     this.#oneOf(out, quote(model.primaryKey.column), model, ids)
     await this.#run(out.finish(this.#dialect))
-  }
-
-  /**
-   * Primary keys (raw) of the current members of a collection. One-to-many children stay locked,
-   * so that no concurrent add moves one away while this transaction decides about it.
-   */
-  async members (association: CollectionAssociation, parent: Model, child: Model, parentId: unknown): Promise<unknown[]> {
-    const out = association.relation === '1:m'
-      ? new SqlBuilder().push(`SELECT ${quote(child.primaryKey.column)} AS id FROM ${table(child)} WHERE ${quote(association.parentColumn)} = `)
-      : new SqlBuilder().push(`SELECT ${quote(association.childColumn as string)} AS id FROM ${quote(association.pivotTable as string)} WHERE ${quote(association.parentColumn)} = `)
-    this.#key(out, parent, parentId)
-    if (association.relation === '1:m') out.push(this.#dialect.forUpdate)
-    return (await this.#run(out.finish(this.#dialect))).map(row => row.id)
   }
 
   /**
@@ -131,7 +174,7 @@ export class LinkWriter {
   /** `expr` is one of the keys `ids` of `model`: one parameter however many ids there are. */
   #oneOf (out: SqlBuilder, expr: string, model: Model, ids: readonly unknown[]): void {
     const type = model.primaryKey.type
-    out.fragment(this.#dialect.oneOf(expr, ids.map(id => this.#dialect.bind(type, id))))
+    out.fragment(this.#dialect.oneOf(expr, ids.map(id => this.#dialect.bind(type, id)), model.primaryKey))
   }
 }
 

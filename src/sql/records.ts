@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Criteria, Projection, Target, WhereNode } from '../criteria/types.ts'
+import type { Criteria, Projection, Target, View, WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { toJson, type ToJson } from '../models/values.ts'
@@ -22,7 +22,10 @@ export type JsonRecord = Record<string, unknown>
 export type Executor = (statement: Statement) => Promise<Row[]>
 
 /** The criteria that choose the children of a collection. */
-export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive'>
+export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive'> & {
+  /** Lock the pivot rows read (a many-to-many collection of one parent; see `Criteria.lockLinks`). */
+  readonly lockPivotRows?: boolean
+}
 
 interface Field {
   readonly name: string
@@ -68,7 +71,7 @@ export class RecordLoader {
     if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
     out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
     const rows = await run(out.finish(this.#dialect))
-    return this.#complete(run, model, rows, fields, criteria.projection)
+    return this.#complete(run, model, rows, fields, criteria)
   }
 
   /** The raw value of one column of the record with this primary key; `undefined` if no record. */
@@ -85,21 +88,24 @@ export class RecordLoader {
     return byParent.get(parentId) ?? []
   }
 
-  async #complete (run: Executor, model: Model, rows: Row[], fields: Field[], projection: Projection): Promise<JsonRecord[]> {
+  async #complete (run: Executor, model: Model, rows: Row[], fields: Field[], { projection, views, caseInsensitive, lockLinks }: Criteria): Promise<JsonRecord[]> {
     const records = rows.map(row => toRecord(row, fields))
     if (records.length === 0) return records
     const work: Array<Promise<void>> = []
     for (const { association, populate } of projection.singulars) {
-      if (populate) work.push(this.#populateSingular(run, rows, records, association))
+      if (populate) work.push(this.#populateSingular(run, rows, records, association, views?.get(association.name), caseInsensitive))
     }
     for (const { association, limit } of projection.collections) {
-      work.push(this.#populateCollection(run, model, rows, records, association, limit))
+      work.push(this.#populateCollection(run, model, rows, records, association, limit, views?.get(association.name), caseInsensitive, lockLinks?.has(association.name) === true))
     }
-    await Promise.all(work)
+    // Every statement settles before an error is passed on: inside a transaction they share one
+    // connection, and the rollback must not be queued behind one still running.
+    const failed = (await Promise.allSettled(work)).find(result => result.status === 'rejected')
+    if (failed !== undefined) throw failed.reason
     return records
   }
 
-  async #populateSingular (run: Executor, rows: Row[], records: JsonRecord[], association: SingularAssociation): Promise<void> {
+  async #populateSingular (run: Executor, rows: Row[], records: JsonRecord[], association: SingularAssociation, view: View | undefined, fold: boolean): Promise<void> {
     const keys = new Set<unknown>()
     for (const row of rows) {
       const key = row[association.column]
@@ -108,28 +114,33 @@ export class RecordLoader {
     const found = new Map<unknown, JsonRecord>()
     if (keys.size > 0) {
       const target = this.#registry.get(association.target) as Model
-      const fields = this.#fields(this.plainProjection(target))
+      const fields = this.#fields(view?.projection ?? this.plainProjection(target))
       const out = new SqlBuilder()
         .push(`SELECT ${columns('c', fields)} FROM ${table(target)} AS c WHERE `)
         .fragment(this.#dialect.oneOf(column('c', target.primaryKey), [...keys]))
+      if (view !== undefined) {
+        out.push(' AND ')
+        writeWhere(out, view.where, 'c', this.#dialect, fold)
+      }
       for (const row of await run(out.finish(this.#dialect))) found.set(row[target.primaryKey.column], toRecord(row, fields))
     }
-    // A dangling foreign key populates as null, like a null one.
+    // A dangling foreign key, and a record the policy hides, populate as null, like a null key.
     rows.forEach((row, i) => { records[i][association.name] = found.get(row[association.column]) ?? null })
   }
 
-  async #populateCollection (run: Executor, model: Model, rows: Row[], records: JsonRecord[], association: CollectionAssociation, limit: number): Promise<void> {
+  async #populateCollection (run: Executor, model: Model, rows: Row[], records: JsonRecord[], association: CollectionAssociation, limit: number, view: View | undefined, fold: boolean, lockLinks: boolean): Promise<void> {
     const child = this.#registry.get(association.target) as Model
     const ids = rows.map(row => row[model.primaryKey.column])
     const byParent = limit === 0
       ? new Map<unknown, JsonRecord[]>()
       : await this.#children(run, association, ids, {
-        where: { kind: 'all' },
+        where: view?.where ?? { kind: 'all' },
         sort: [{ target: child.primaryKey, direction: 'ASC' }],
         limit,
         skip: 0,
-        projection: this.plainProjection(child),
-        caseInsensitive: false
+        projection: view?.projection ?? this.plainProjection(child),
+        caseInsensitive: fold,
+        lockPivotRows: lockLinks
       })
     ids.forEach((id, i) => { records[i][association.name] = byParent.get(id) ?? [] })
   }
@@ -160,8 +171,11 @@ export class RecordLoader {
     const plain = `SELECT ${columns('c', fields)}, ${parent} AS ${PARENT}`
     const single = parentIds.length === 1
     if (single || criteria.limit === Infinity) {
-      const rows = await run(select(plain).push(` ORDER BY ${order}`).fragment(this.#dialect.page(single ? criteria.limit : Infinity, single ? criteria.skip : 0)).finish(this.#dialect))
-      return group(rows, fields, Infinity)
+      const out = select(plain).push(` ORDER BY ${order}`).fragment(this.#dialect.page(single ? criteria.limit : Infinity, single ? criteria.skip : 0))
+      // The links of a write's answer (one parent): shared locks on the pivot rows, taken as they
+      // are read, so that a link another write is removing is waited for (see actions/locks.ts).
+      if (criteria.lockPivotRows === true) out.push(this.#dialect.rowLock(true, false, 'j'))
+      return group(await run(out.finish(this.#dialect)), fields, Infinity)
     }
     const probe = parentIds.length * criteria.limit + 1
     const rows = await run(select(plain).push(` ORDER BY ${order}`).fragment(this.#dialect.page(probe, 0)).finish(this.#dialect))

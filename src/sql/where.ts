@@ -47,10 +47,13 @@ export function writeWhere (out: SqlBuilder, node: WhereNode, alias: string, dia
     }
     case 'in': {
       const col = column(alias, node.target)
-      const marks = node.values.map(() => dialect.param(node.target)).join(', ')
       const values = node.values.map(value => dialect.bind(node.target.type, value))
-      if (!node.negate) out.push(`${col} IN (${marks})`, ...values)
-      else out.push(node.target.nullable ? `(${col} NOT IN (${marks}) OR ${col} IS NULL)` : `${col} NOT IN (${marks})`, ...values)
+      if (!node.negate) {
+        out.fragment(dialect.oneOf(col, values, node.target))
+        return
+      }
+      out.push(node.target.nullable ? '(NOT (' : 'NOT (').fragment(dialect.oneOf(col, values, node.target))
+      out.push(node.target.nullable ? `) OR ${col} IS NULL)` : ')')
       return
     }
     case 'match':

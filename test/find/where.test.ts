@@ -59,6 +59,7 @@ const CASES: IdCase[] = [
   [w({ born: { '>': '1989-01-01' } }), [1, 5]],
   [w({ born: '1990-01-01T00:00:00.000Z' }), [1]],
   [w({ born: 631152000000 }), [1]],
+  [w({ born: '2000-02-29T00:00:00Z' }), [5]],
   [w({ born: null }), [2, 4, 6, 7, 8, 9, 10]],
   [w({ id: 3 }), [3]],
   [w({ id: { '!=': 3 } }), [1, 2, 4, 5, 6, 7, 8, 9, 10]],
@@ -119,7 +120,7 @@ const ERRORS: ErrorCase[] = [
   [w({ born: '2020-13-45' }), 400, 'BP_ERR_INVALID_VALUE', 'born'],
   [w({ bestPet: 'x' }), 400, 'BP_ERR_INVALID_VALUE', 'bestPet'],
   [w({ id: 'x'.repeat(60) }), 400, 'BP_ERR_INVALID_VALUE', '…'],
-  [w(depth(20)), 400, 'BP_ERR_INVALID_WHERE', 'nested'],
+  [w(depth(20)), 400, 'BP_ERR_LIMIT_EXCEEDED', 'nested deeper than 16'],
   ['/user?age=abc', 400, 'BP_ERR_INVALID_VALUE', 'age'],
   ['/user?nope=1', 400, 'BP_ERR_UNKNOWN_ATTRIBUTE', 'nope'],
   ['/user?pets=1', 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', 'pets']

@@ -9,8 +9,8 @@ export interface Notice { event: string, data: any }
 
 export interface TestSocket {
   readonly ws: WebSocket
-  /** Sends a request frame and resolves with its response frame. */
-  request (method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<Frame>
+  /** Sends a request frame and resolves with its response frame (fails after `ms`, default 5 s). */
+  request (method: string, url: string, body?: unknown, headers?: Record<string, string>, ms?: number): Promise<Frame>
   /** Sends raw text and resolves with the next frame that is not a notification. */
   raw (text: string | Buffer, binary?: boolean): Promise<Frame>
   /** Notifications received so far (and from now on). */
@@ -62,14 +62,14 @@ export async function connect (url: string, options: WebSocket.ClientOptions = {
   return {
     ws,
     notices,
-    request (method, url, body, headers) {
+    request (method, url, body, headers, ms = 5000) {
       const id = `r${++next}`
       const frame: Record<string, unknown> = { id, method, url }
       if (body !== undefined) frame.body = body
       if (headers !== undefined) frame.headers = headers
       const answer = new Promise<Frame>(resolve => waiting.set(id, resolve))
       ws.send(JSON.stringify(frame))
-      return deadline(answer, 5000, `the answer to ${method} ${url}`)
+      return deadline(answer, ms, `the answer to ${method} ${url}`)
     },
     raw (text, binary = false) {
       const answer = new Promise<Frame>(resolve => rawWaiters.push(resolve))

@@ -1,6 +1,8 @@
 // What app code does with realtime: socketOf, subscribe, unsubscribe and publish; authorisation
 // at delivery; and why a plain HTTP request can never pass for a socket.
 import t from 'tap'
+import type { FastifyBaseLogger } from 'fastify'
+import { Outbox } from '../../src/realtime/outbox.ts'
 import type { BlueprintSocket, Broker, Notification } from '../../src/index.ts'
 import { parseEnvelope } from '../../src/realtime/brokers/listeners.ts'
 import { build, DATABASES } from '../helpers/app.ts'
@@ -113,7 +115,7 @@ for (const db of DATABASES) {
   })
 }
 
-t.test('a broker that fails to publish does not fail the write; the failure is logged', async t => {
+t.test('a broker that fails to publish does not fail the write; the change set is held, and that is logged', async t => {
   const logged: string[] = []
   const broker: Broker = {
     async publish () { throw new Error('broker down') },
@@ -121,21 +123,65 @@ t.test('a broker that fails to publish does not fail the write; the failure is l
   }
   const { app } = await build(t, DATABASES[0], {
     plugin: { realtime: { broker } },
-    logger: { level: 'error', stream: { write: (line: string) => { logged.push(JSON.parse(line).msg) } } }
+    logger: { level: 'warn', stream: { write: (line: string) => { logged.push(JSON.parse(line).msg) } } }
   })
   const res = await app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 3 } })
   t.same([res.statusCode, res.json().age], [200, 3], 'committed and answered')
   for (let i = 0; i < 50 && logged.length === 0; i++) await new Promise(resolve => setTimeout(resolve, 10))
-  t.same(logged, ['fastify-blueprints: the broker did not take a change set; its sockets miss it'])
+  t.same(logged, ['fastify-blueprints: the broker did not take a change set; it is held until the broker is back'])
   await t.rejects(app.blueprints.publish('user', 1, {}), { message: 'broker down' }, 'publish() from app code does reject')
+})
+
+t.test('an outbox that stopped holds nothing more', async t => {
+  const failing: Broker = { async publish () { throw new Error('broker down') }, async subscribe () { return async () => {} } }
+  const logged: string[] = []
+  const log = { warn: (_details: object, message: string) => { logged.push(message) }, error: () => {} } as unknown as FastifyBaseLogger
+  const outbox = new Outbox(failing, log)
+  const held = outbox.publish({ items: [] })
+  outbox.stop()
+  await t.rejects(held, /closed before the broker took/, 'what waited is dropped')
+  await t.rejects(outbox.publish({ items: [] }), /closed before the broker took/, 'and nothing more is held')
+  t.same(logged, ['fastify-blueprints: the broker did not take a change set; it is held until the broker is back'].flatMap(m => [m, m]))
+})
+
+t.test('an outbox stopped while it retries gives up when that retry fails', async t => {
+  // The broker refuses the first envelope; the retry (100 ms later) waits until the test fails it.
+  let calls = 0
+  let retried!: () => void
+  const retry = new Promise<void>(resolve => { retried = resolve })
+  let failRetry!: (err: Error) => void
+  const broker: Broker = {
+    async publish () {
+      if (++calls === 1) throw new Error('broker down')
+      retried()
+      await new Promise<void>((_resolve, reject) => { failRetry = reject })
+    },
+    async subscribe () { return async () => {} }
+  }
+  const logged: string[] = []
+  const log = { warn: (_details: object, message: string) => { logged.push(message) }, error: () => {} } as unknown as FastifyBaseLogger
+  const outbox = new Outbox(broker, log)
+  const held = outbox.publish({ items: [] })
+  await retry
+  outbox.stop()
+  await t.rejects(held, /closed before the broker took/, 'what waited is dropped at the stop')
+  failRetry(new Error('still down'))
+  await new Promise(resolve => setImmediate(resolve))
+  t.equal(calls, 2, 'the broker was asked twice')
+  t.same(logged, ['fastify-blueprints: the broker did not take a change set; it is held until the broker is back'], 'the retry that failed after the stop is not reported as a broker still away')
 })
 
 t.test('envelopes from a channel are checked item by item', async t => {
   const valid = { origin: 'x', items: [{ kind: 'change', model: 'user', id: 1, message: { verb: 'updated' } }, { kind: 'publish', model: 'tag', id: 'a', message: null }] }
   t.same(parseEnvelope(JSON.stringify(valid)), valid)
+  const withRecords = { items: [{ kind: 'change', model: 'user', id: 1, message: { verb: 'updated' }, records: [{ id: 1 }] }] }
+  t.same(parseEnvelope(JSON.stringify(withRecords)), withRecords, 'records the policy checks')
+  t.same(parseEnvelope('{"items":[],"missed":true}'), { items: [], missed: true }, 'envelopes were missed')
   for (const bad of ['[]', 'null', '{"items":{}}', '{"origin":1,"items":[]}', '{"items":[null]}', '{"items":[{"kind":"other","model":"user","id":1}]}',
     '{"items":[{"kind":"change","model":"user","id":1,"message":null}]}', '{"items":[{"kind":"publish","model":1,"id":1}]}',
-    '{"items":[{"kind":"publish","model":"user","id":true}]}', 'nope']) {
+    '{"items":[{"kind":"publish","model":"user","id":true}]}', '{"items":[],"missed":1}',
+    '{"items":[{"kind":"change","model":"user","id":1,"message":{"verb":"updated"},"records":{}}]}',
+    '{"items":[{"kind":"change","model":"user","id":1,"message":{"verb":"updated"},"records":[1]}]}', 'nope']) {
     t.throws(() => parseEnvelope(bad), bad)
   }
 })

@@ -253,12 +253,17 @@ for (const db of DATABASES) {
 
       if (setup.breakA !== undefined) {
         const breakA = setup.breakA
-        await t.test('after its connection is broken, A receives again', async t => {
+        await t.test('after its connection is broken, A tells its sockets to read again, and receives again', async t => {
           const socket = await open(t, a.app)
           await read(t, socket, '/user/6')
+          const closed = new Promise<number>(resolve => { socket.ws.once('close', code => { resolve(code) }) })
           await breakA(t, a)
+          // What was published while the connection was away is lost: the socket cannot know what.
+          t.equal(await deadline(closed, 5000, 'the socket to be closed'), 4010, 'closed with 4010: notifications were missed')
+          const again = await open(t, a.app)
+          await read(t, again, '/user/6')
           await b.app.blueprints.publish('user', 6, { again: true })
-          t.same(await socket.until(1), [{ event: 'user', data: { again: true } }])
+          t.same(await again.until(1), [{ event: 'user', data: { again: true } }])
         })
       }
 
@@ -350,7 +355,7 @@ t.test('RedisBroker: the default channel; the client can be any object with publ
   const heard: string[] = []
   listener.on('message', (channel: string, message: string) => { heard.push(`${channel} ${message}`) })
   await listener.subscribe('fastify-blueprints')
-  const structural: RedisClient = { publish: (channel, message) => client.publish(channel, message), duplicate: () => client.duplicate() }
+  const structural: RedisClient = { publish: (channel, message) => client.publish(channel, message), duplicate: override => client.duplicate(override) }
   const broker = new RedisBroker({ client: structural })
   const received: Envelope[] = []
   const stop = await broker.subscribe(envelope => { received.push(envelope) }, recorder())
@@ -387,6 +392,29 @@ t.test('RedisBroker: an unreachable Redis makes subscribe reject, reports errors
   await sleep(400)
   t.equal(attempts, before, 'the failed connections do not try to reconnect')
   await t.rejects(broker.publish(envelope(1)), 'publish rejects (ioredis gives up)')
+})
+
+t.test('RedisBroker: a lazy client (lazyConnect) is connected by the subscription', async t => {
+  const name = unique()
+  const client = new Redis({ ...REDIS, lazyConnect: true })
+  t.teardown(() => { client.disconnect() })
+  const broker = new RedisBroker({ client, channel: name })
+  const received: Envelope[] = []
+  const stop = await broker.subscribe(envelope => { received.push(envelope) }, recorder())
+  await client.connect()
+  await broker.publish(envelope(name))
+  await eventually('the envelope', () => received.length === 1)
+  t.same(received, [envelope(name)])
+  await stop()
+})
+
+t.test('RedisBroker: an unreachable Redis fails the subscription of a client that connects at once, too', async t => {
+  // Not lazy: the subscriber connection is already connecting when the broker waits for it.
+  const client = new Redis({ host: '127.0.0.1', port: 1, maxRetriesPerRequest: 0, enableOfflineQueue: false })
+  client.on('error', () => {})
+  t.teardown(() => { client.disconnect() })
+  const broker = new RedisBroker({ client })
+  await t.rejects(broker.subscribe(() => {}, recorder()), { code: 'ECONNREFUSED' }, 'subscribe rejects with the connection error')
 })
 
 t.test('PostgresBroker: the channel must be a plain identifier', async t => {
@@ -585,12 +613,14 @@ t.test('PostgresBroker: a lost connection is reported and reopened with back-off
 
   proxy.mode = 'pass'
   await eventually('the reconnection', () => log.find('info', 'reconnected').length === 1, 8000)
+  const missed = { items: [], missed: true }
+  t.same([first, later], [[missed], [missed]], 'both subscriptions are told that envelopes were missed')
   await peer.publish(envelope('back'))
-  await eventually('the envelope after the reconnection', () => first.length === 1 && later.length === 1)
-  t.same([first, later], [[envelope('back')], [envelope('back')]], 'both subscriptions, the one made while down included, receive once')
+  await eventually('the envelope after the reconnection', () => first.length === 2 && later.length === 2)
+  t.same([first, later], [[missed, envelope('back')], [missed, envelope('back')]], 'both subscriptions, the one made while down included, receive once')
   await broker.publish(envelope('own'))
-  await eventually('its own publish', () => first.length === 2)
-  t.same(first[1], envelope('own'), 'publish works again')
+  await eventually('its own publish', () => first.length === 3)
+  t.same(first[2], envelope('own'), 'publish works again')
 
   // Stopped from inside the report of the loss: the retry scheduled just before must be cancelled.
   const stopping: Array<Promise<void>> = []

@@ -22,6 +22,11 @@ export interface EnvelopeItem {
   readonly id: Id
   /** The `data` of the notification frame. */
   readonly message: unknown
+  /**
+   * `change` under a policy: the records the message names, as committed (see `Change.records`),
+   * to check each recipient's policy against. Never sent to sockets.
+   */
+  readonly records?: ReadonlyArray<Record<string, unknown>>
 }
 
 /** What one write (or one `publish()` call) sends to every instance. JSON-serialisable. */
@@ -29,6 +34,13 @@ export interface Envelope {
   /** Id of the socket whose request caused it; that socket is not notified. */
   readonly origin?: string
   readonly items: readonly EnvelopeItem[]
+  /**
+   * Envelopes may have been missed before this one: the broker's connection was lost and is back,
+   * or a publisher dropped envelopes it could not send. Every instance then closes its sockets
+   * (close code 4010), whose clients reconnect and read again. A broker delivers
+   * `{ items: [], missed: true }` to its own handlers when its subscription comes back.
+   */
+  readonly missed?: boolean
 }
 
 /** Receives every envelope published by any instance. It must not throw. */

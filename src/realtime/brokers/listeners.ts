@@ -55,6 +55,11 @@ export class Listeners {
     }
   }
 
+  /** Tells every handler that envelopes may have been missed (the connection was lost and is back). */
+  missed (): void {
+    for (const { handler } of this.#all) handler({ items: [], missed: true })
+  }
+
   /** Reports to the log of every subscription (once per log). */
   report (level: keyof BrokerLog, details: object, message: string): void {
     for (const log of new Set([...this.#all].map(listener => listener.log))) log[level](details, message)
@@ -71,10 +76,12 @@ export function parseEnvelope (message: string): Envelope {
   const value = JSON.parse(message) as { origin?: unknown, items?: unknown } | null
   if (typeof value !== 'object' || value === null || !Array.isArray(value.items)) throw new TypeError('the message is not an envelope')
   if (value.origin !== undefined && typeof value.origin !== 'string') throw new TypeError('the origin of the envelope is not a string')
+  if ((value as { missed?: unknown }).missed !== undefined && (value as { missed?: unknown }).missed !== true) throw new TypeError('`missed` of the envelope is not true')
   for (const item of value.items as Array<Partial<EnvelopeItem> | null>) {
     const valid = typeof item === 'object' && item !== null &&
       (item.kind === 'publish' || (item.kind === 'change' && typeof (item.message as { verb?: unknown } | null)?.verb === 'string')) &&
-      typeof item.model === 'string' && (typeof item.id === 'string' || typeof item.id === 'number')
+      typeof item.model === 'string' && (typeof item.id === 'string' || typeof item.id === 'number') &&
+      (item.records === undefined || (Array.isArray(item.records) && item.records.every(record => typeof record === 'object' && record !== null)))
     if (!valid) throw new TypeError('an item of the envelope is malformed')
   }
   return value as Envelope

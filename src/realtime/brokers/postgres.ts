@@ -201,7 +201,8 @@ export class PostgresBroker implements Broker {
     this.#client = client
     this.#down = false
     this.#delay = FIRST_DELAY
-    this.#listeners.report('info', {}, 'fastify-blueprints: the PostgreSQL broker reconnected; notifications sent while it was away were lost')
+    this.#listeners.report('info', {}, 'fastify-blueprints: the PostgreSQL broker reconnected; notifications sent while it was away were lost, so sockets read again')
+    this.#listeners.missed()
   }
 
   /** Closes the connection when nothing needs it: no subscription, no publish under way. */

@@ -23,8 +23,19 @@ export interface RedisSubscriber {
   subscribe (channel: string): Promise<unknown>
   on (event: 'message', listener: (channel: string, message: string) => void): unknown
   on (event: 'error', listener: (err: Error) => void): unknown
+  /** Emitted when the connection is ready: at first, and again after each reconnection. */
+  on (event: 'ready', listener: () => void): unknown
   /** Closes the connection at once, without reconnecting. */
   disconnect (): void
+  /**
+   * ioredis' connection state (`wait` for a lazy client, `connecting`, `ready` …). The broker waits
+   * for `ready` before it subscribes, so that a client made with `enableOfflineQueue: false` works.
+   */
+  readonly status: string
+  /** Connects a lazy client (`lazyConnect: true`); resolves once it is ready. */
+  connect (): Promise<unknown>
+  once (event: 'ready' | 'error', listener: (err?: Error) => void): unknown
+  off (event: 'ready' | 'error', listener: (err?: Error) => void): unknown
 }
 
 /**
@@ -39,8 +50,12 @@ export interface RedisSubscriber {
  */
 export interface RedisClient {
   publish (channel: string, message: string): Promise<unknown>
-  /** A new connection with the same settings (a subscribed connection cannot publish). */
-  duplicate (): RedisSubscriber
+  /**
+   * A new connection with the same settings (a subscribed connection cannot publish). The broker
+   * asks for `{ autoResubscribe: false }`: it subscribes again itself after a reconnection (ioredis
+   * would leave that command's failure unhandled, which ends the process).
+   */
+  duplicate (override: { readonly autoResubscribe: false }): RedisSubscriber
 }
 
 /**
@@ -110,11 +125,12 @@ export class RedisBroker implements Broker {
   }
 
   async #open (): Promise<RedisSubscriber> {
-    const connection = this.#client.duplicate()
+    const connection = this.#client.duplicate({ autoResubscribe: false })
     connection.on('message', (_channel, message) => { this.#listeners.deliver(message, 'Redis', this.#channel) })
     // Without a listener, ioredis would print its connection errors to the console.
     connection.on('error', err => { this.#listeners.report('error', { err }, 'fastify-blueprints: the Redis broker\'s subscriber connection failed; ioredis reconnects') })
     try {
+      await ready(connection)
       await connection.subscribe(this.#channel)
     } catch (err) {
       this.#subscriber = undefined
@@ -122,7 +138,40 @@ export class RedisBroker implements Broker {
       connection.disconnect()
       throw err
     }
+    // Ready again means the connection was lost and is back: the broker subscribes again, then
+    // tells the handlers that what was published meanwhile is lost. A subscription that fails
+    // (the connection is lost again) is tried again at the next reconnection.
+    connection.on('ready', () => {
+      connection.subscribe(this.#channel).then(() => {
+        this.#listeners.report('info', {}, 'fastify-blueprints: the Redis broker\'s subscriber connection is back; notifications sent while it was away were lost, so sockets read again')
+        this.#listeners.missed()
+      }, (err: unknown) => {
+        this.#listeners.report('warn', { err }, 'fastify-blueprints: the Redis broker could not subscribe again; it tries at the next reconnection')
+      })
+    })
     return connection
   }
 }
 
+/**
+ * Waits until a new connection is ready: a command sent earlier would be refused by a client made
+ * with `enableOfflineQueue: false` ("Stream isn't writeable"). Rejects at the first connection
+ * error, so that an unreachable Redis fails the subscription instead of holding it.
+ */
+async function ready (connection: RedisSubscriber): Promise<void> {
+  // A lazy client waits to be told to connect; any other is connecting already.
+  if (connection.status === 'wait') {
+    await connection.connect()
+    return
+  }
+  await new Promise<void>((resolve, reject) => {
+    const settle = (err?: Error): void => {
+      connection.off('ready', settle)
+      connection.off('error', settle)
+      if (err === undefined) resolve()
+      else reject(err)
+    }
+    connection.once('ready', settle)
+    connection.once('error', settle)
+  })
+}

@@ -1,0 +1,93 @@
+/**
+ * A validated filter evaluated against a record in memory, with the rules the SQL follows (see
+ * `sql/where.ts` and docs/criteria.md): comparisons never match null, `!=` and `nin` match null,
+ * texts compare by code point, `contains` & co. fold ASCII letters only when asked. Realtime uses
+ * it to decide, per socket, whether a record a notification carries is one the socket's policy
+ * lets it see.
+ *
+ * @module
+ */
+import type { PatternToken } from '../sql/dialect.ts'
+import type { Target, WhereNode } from './types.ts'
+
+/**
+ * Whether a record (as the plugin answers it: dates as ISO text, 64-bit integers as text, a
+ * populated singular association as an object) matches `node`. An attribute the record does not
+ * carry makes its comparisons false.
+ */
+export function matches (node: WhereNode, record: Readonly<Record<string, unknown>>, fold: boolean): boolean {
+  switch (node.kind) {
+    case 'all': return true
+    case 'none': return false
+    case 'and': return node.items.every(item => matches(item, record, fold))
+    case 'or': return node.items.some(item => matches(item, record, fold))
+    case 'null': return (valueOf(node.target, record) === null) !== node.negate
+    case 'compare': {
+      const value = valueOf(node.target, record)
+      if (value === null) return node.op === '<>' && node.target.nullable
+      const order = compare(node.target, value, node.value)
+      switch (node.op) {
+        case '=': return order === 0
+        case '<>': return order !== 0
+        case '<': return order < 0
+        case '<=': return order <= 0
+        case '>': return order > 0
+        default: return order >= 0
+      }
+    }
+    case 'in': {
+      const value = valueOf(node.target, record)
+      if (value === null) return node.negate && node.target.nullable
+      return node.values.some(item => compare(node.target, value, item) === 0) !== node.negate
+    }
+    case 'match': {
+      const value = valueOf(node.target, record)
+      return typeof value === 'string' && pattern(node.tokens, fold).test(fold ? foldAscii(value) : value)
+    }
+  }
+}
+
+/** The value a filter reads: the attribute, or the key of a populated singular association. */
+function valueOf (target: Target, record: Readonly<Record<string, unknown>>): unknown {
+  const value = record[target.name]
+  if (value === undefined || value === null) return null
+  // A populated singular association is compared by its key (which every selection keeps).
+  return target.key !== undefined && typeof value === 'object' ? (value as Record<string, unknown>)[target.key] : value
+}
+
+/** Order of a record's value and a filter's value (coerced to the target's type). */
+function compare (target: Target, value: unknown, other: unknown): number {
+  switch (target.type) {
+    case 'date': return Date.parse(value as string) - (other as Date).getTime()
+    case 'bigint': {
+      const a = BigInt(value as string)
+      const b = other as bigint
+      return a < b ? -1 : a > b ? 1 : 0
+    }
+    case 'string': return byCodePoint(String(value), other as string)
+    case 'boolean': return Number(value) - Number(other)
+    default: return Number(value) - Number(other)
+  }
+}
+
+/** Code-point order, as PostgreSQL's "C" collation and SQLite's BINARY give (not UTF-16 order). */
+function byCodePoint (a: string, b: string): number {
+  const x = [...a]
+  const y = [...b]
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    if (x[i] !== y[i]) return (x[i].codePointAt(0) as number) - (y[i].codePointAt(0) as number)
+  }
+  return x.length - y.length
+}
+
+function foldAscii (text: string): string {
+  return text.replace(/[A-Z]/g, c => c.toLowerCase())
+}
+
+/** A whole-string regular expression for match tokens. */
+function pattern (tokens: readonly PatternToken[], fold: boolean): RegExp {
+  const source = tokens.map(token => typeof token === 'string'
+    ? (fold ? foldAscii(token) : token).replace(/[\\^$.*+?()[\]{}|/-]/g, c => `\\${c}`)
+    : token.wildcard === 'any' ? '[\\s\\S]*' : '[\\s\\S]').join('')
+  return new RegExp(`^${source}$`, 'u')
+}

@@ -1,0 +1,40 @@
+/**
+ * The limits on what one request may ask of the database, with their defaults. Every refusal is
+ * a 400 `BP_ERR_LIMIT_EXCEEDED` naming the parameter; docs/reliability.md lists each limit and
+ * the database limit it keeps requests away from.
+ *
+ * @module
+ */
+
+/**
+ * Limits on the size of one request's criteria and values (`limits` in the plugin's options).
+ *
+ * @example
+ * ```ts
+ * await app.register(blueprints, { orm, limits: { maxValues: 500, maxConstraints: 64 } })
+ * ```
+ */
+export interface Limits {
+  /** Values in one `in` / `nin` list (or one repeated attribute parameter). Default 10 000. */
+  readonly maxValues?: number
+  /**
+   * Constraints in one `where`: each comparison, `in`, `null` test and pattern counts, and so does
+   * each `and` / `or`. Default 256 (SQLite refuses expressions nested 1 000 deep).
+   */
+  readonly maxConstraints?: number
+  /** Nesting of `and` / `or` inside `where`. Default 16. */
+  readonly maxDepth?: number
+  /** Nesting of objects and arrays in a JSON attribute's value and in a socket frame's body. Default 32. */
+  readonly maxJsonDepth?: number
+}
+
+/** The limits with every default applied. */
+export type ResolvedLimits = Required<Limits>
+
+/** The default limits, documented in docs/options.md. */
+export const LIMIT_DEFAULTS: ResolvedLimits = Object.freeze({
+  maxValues: 10_000,
+  maxConstraints: 256,
+  maxDepth: 16,
+  maxJsonDepth: 32
+})

@@ -1,0 +1,100 @@
+/**
+ * One notification to one socket: authorised (`realtime.authorize`), filtered by the socket's
+ * policy (see visibility.ts), never sent to the socket whose request caused it, and encoded once
+ * for every recipient that receives it unchanged.
+ *
+ * @module
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import type { ModelRegistry } from '../models/registry.ts'
+import type { EnvelopeItem } from './brokers/broker.ts'
+import type { BlueprintSocket, Connection } from './connection.ts'
+import type { SubscriptionRegistry } from './registry.ts'
+import { visibleMessage } from './visibility.ts'
+
+/** A notification on its way to one socket, as the `authorize` option sees it. */
+export type Notification = EnvelopeItem
+
+/**
+ * Decides whether one socket may receive one notification. It runs for every recipient of every
+ * notification, so it must be cheap and synchronous: decide from the socket's `context` (computed
+ * once, when the socket connected) and the notification, never with a query per recipient.
+ */
+export type Authorize = (socket: BlueprintSocket, notification: Notification) => boolean
+
+/** A notification frame, encoded once for all its recipients. */
+export interface Frame { bytes?: Uint8Array }
+
+/** What delivery needs of the hub. */
+export interface DeliveryOptions {
+  readonly registry: ModelRegistry
+  readonly subscriptions: SubscriptionRegistry
+  readonly authorize: Authorize | undefined
+  /** Matching in policies ignores ASCII case (the `caseInsensitive` option). */
+  readonly fold: boolean
+  readonly log: FastifyBaseLogger
+}
+
+/** The verb of a change item (`undefined` for data an app published). */
+export const verbOf = (item: EnvelopeItem): string | undefined => item.kind === 'change' ? (item.message as { verb: string }).verb : undefined
+
+/** Sends notifications to the sockets of one hub. */
+export class Delivery {
+  readonly #options: DeliveryOptions
+  #toldAsync = false
+
+  constructor (options: DeliveryOptions) {
+    this.#options = options
+  }
+
+  /**
+   * One notification to one socket. A watcher told about a new record follows it from now on, the
+   * one that created it included (the requester is only spared the notification: it has the
+   * response). Subscriptions that end are pushed to `after`: the caller ends them once the whole
+   * envelope is delivered.
+   */
+  notify (connection: Connection, origin: string | undefined, item: EnvelopeItem, frame: Frame, after: Array<() => void>): void {
+    if (!this.#allowed(connection, item)) return
+    const verb = verbOf(item)
+    const subscriptions = this.#options.subscriptions
+    const message = connection.views.size === 0 || item.kind === 'publish'
+      ? item.message
+      : visibleMessage(item, {
+        views: connection.views,
+        follows: (identity, id) => connection.holdings.records.get(identity)?.has(id) === true,
+        registry: this.#options.registry,
+        fold: this.#options.fold
+      })
+    if (message === undefined) {
+      // A record the socket followed that its policy hides now: it follows it no more.
+      if (verb === 'updated') after.push(() => { subscriptions.unsubscribe(connection, item.model, item.id) })
+      return
+    }
+    if (verb === 'created') subscriptions.subscribe(connection, item.model, item.id)
+    if (connection.id === origin) return
+    if (message === item.message) {
+      frame.bytes ??= Buffer.from(JSON.stringify({ event: item.model, data: item.message }))
+      connection.send(frame.bytes)
+    } else connection.send(JSON.stringify({ event: item.model, data: message }))
+  }
+
+  #allowed (connection: Connection, item: EnvelopeItem): boolean {
+    const authorize = this.#options.authorize
+    if (authorize === undefined) return true
+    let answer: unknown
+    try {
+      answer = authorize(connection, item)
+    } catch (err) {
+      this.#options.log.error({ err, socket: connection.id, model: item.model, id: item.id }, 'fastify-blueprints: authorize threw; the notification was not sent')
+      return false
+    }
+    if (answer === true) return true
+    if (!this.#toldAsync && typeof (answer as { then?: unknown } | null)?.then === 'function') {
+      // An async function is refused at registration; a function that returns a promise is
+      // told here, once: every notification it was asked about was dropped.
+      this.#toldAsync = true
+      this.#options.log.error({ socket: connection.id, model: item.model }, 'fastify-blueprints: authorize returned a promise; it must answer true or false at once, so notifications are not sent')
+    }
+    return false
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Starting realtime for one registration: the hub and its broker subscription, the websocket
+ * endpoint (unless `path: false`) in a context of its own, and the closing of upgrade
+ * connections answered over HTTP.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify'
+import websocket from '@fastify/websocket'
+import type { Change } from '../actions/changes.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import type { Broker } from './brokers/broker.ts'
+import { Hub } from './hub.ts'
+import type { ResolvedRealtime } from './options.ts'
+import { CLOSE } from './protocol.ts'
+import { socketRequests } from './socket-requests.ts'
+import { registerEndpoint } from './socket-route.ts'
+import { closeAnsweredUpgrades } from './upgrades.ts'
+
+/** What realtime gives the rest of the plugin. */
+export interface Realtime {
+  readonly hub: Hub
+  /** Hands the changes of a committed write to the broker (not awaited by the write). */
+  readonly publish: (changes: readonly Change[]) => void
+}
+
+/** What {@link startRealtime} needs besides the options. */
+export interface RealtimeSetup {
+  readonly registry: ModelRegistry
+  /** The broker when the options name none (shared by the registrations on one ORM). */
+  readonly defaultBroker: Broker
+  /** Deepest nesting of a frame's body. */
+  readonly maxJsonDepth: number
+  /** Matching ignores ASCII case (the `caseInsensitive` option). */
+  readonly fold: boolean
+}
+
+/** Starts the hub (and the endpoint); stopped when the app closes. */
+export async function startRealtime (app: FastifyInstance, options: ResolvedRealtime, setup: RealtimeSetup): Promise<Realtime> {
+  const hub = new Hub({
+    broker: options.broker ?? setup.defaultBroker,
+    registry: setup.registry,
+    authorize: options.authorize,
+    maxSubscriptions: options.maxSubscriptions,
+    fold: setup.fold,
+    log: app.log
+  })
+  // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
+  // ioredis may hold a command for seconds). Publications still leave in commit order.
+  const publish = (changes: readonly Change[]): void => {
+    hub.publishChanges(changes).catch((err: unknown) => { app.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it') })
+  }
+  await hub.start()
+  app.addHook('onClose', async () => { await hub.stop() })
+  if (options.path === false) return { hub, publish }
+  // Marks responses to socket requests that Fastify serialises as JSON: the frame embeds them as is.
+  app.addHook('preSerialization', (_request, _reply, payload, done) => {
+    const scope = socketRequests.getStore()
+    if (scope !== undefined) scope.json = true
+    done(null, payload)
+  })
+  closeAnsweredUpgrades(app.server)
+  // The endpoint lives in a context of its own: @fastify/websocket's hooks (it adds some to every
+  // route of the context it is registered in) stay off the app's other routes. An app that
+  // registered @fastify/websocket itself keeps its server, which the endpoint then uses.
+  const path = options.path
+  await app.register(async endpoint => {
+    if (!endpoint.hasDecorator('websocketServer')) {
+      await endpoint.register(websocket, {
+        options: { maxPayload: options.maxPayload },
+        // Sockets are told the server is going away (1001), so that clients reconnect elsewhere.
+        preClose (done) {
+          const server = endpoint.websocketServer
+          for (const client of server.clients) client.close(CLOSE.GOING_AWAY, 'server closing')
+          server.close()
+          done()
+        }
+      })
+    }
+    registerEndpoint(endpoint, hub, { ...options, path, maxJsonDepth: setup.maxJsonDepth })
+  })
+  return { hub, publish }
+}

@@ -1,0 +1,99 @@
+/**
+ * Notifications under a policy: what the app's `parseBlueprintOptions` hides from a socket's
+ * reads, it also hides from the notifications the socket is sent. The socket keeps the policy's
+ * view of each model from its reads (`Connection.views`); a change's message is checked against
+ * it on delivery, with the records the change carries (`Change.records`).
+ *
+ * - `created`: sent (and followed) only when the new record is one the socket may see;
+ * - `updated`: not sent when the record, as the write left it, is one the socket may no longer
+ *   see (the socket stops following it);
+ * - `addedTo`: only the added records the socket may see; `removedFrom`: only those it followed
+ *   (those it was shown); nothing when none remains;
+ * - records inside a message (`created.data`, `destroyed.previous`, their populated associations):
+ *   hidden records left out (a hidden singular association is `null`), and only the fields the
+ *   policy selects.
+ *
+ * @module
+ */
+import { matches } from '../criteria/matches.ts'
+import type { ModelView } from '../criteria/types.ts'
+import type { ChangeMessage, Id } from '../messages.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import type { EnvelopeItem } from './brokers/broker.ts'
+
+type JsonRecord = Record<string, unknown>
+
+/** What a check needs besides the item. */
+export interface Viewer {
+  readonly views: ReadonlyMap<string, ModelView>
+  /** Whether the socket follows a record (it was shown it). */
+  readonly follows: (identity: string, id: Id) => boolean
+  readonly registry: ModelRegistry
+  /** Matching ignores ASCII case (the `caseInsensitive` option). */
+  readonly fold: boolean
+}
+
+/** The message of a change as one socket may see it, or `undefined` when it may see none of it. */
+export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
+  const message = item.message as ChangeMessage
+  const model = viewer.registry.get(item.model) as Model
+  const view = viewer.views.get(model.identity)
+  switch (message.verb) {
+    case 'created':
+      if (!visible(viewer, view, message.data)) return undefined
+      return { ...message, data: shown(viewer, model, message.data) }
+    case 'destroyed':
+      return { ...message, previous: shown(viewer, model, message.previous) }
+    case 'updated': {
+      const record = item.records?.[0]
+      if (record !== undefined && !visible(viewer, view, record)) return undefined
+      // A change set's `updated` always has `previous`.
+      return { ...message, data: pick(model, message.data, view), previous: pick(model, message.previous as JsonRecord, view) }
+    }
+    case 'addedTo': {
+      const child = childOf(viewer, model, message.attribute)
+      const childView = viewer.views.get(child.identity)
+      // Records come with changes made under a policy; a change made through a registration without
+      // one carries none, and then no added record is shown to a socket its policy filters.
+      const records = item.records ?? []
+      const addedIds = childView === undefined ? message.addedIds : message.addedIds.filter((_id, i) => records[i] !== undefined && visible(viewer, childView, records[i]))
+      return addedIds.length === 0 ? undefined : { ...message, addedIds }
+    }
+    case 'removedFrom': {
+      const child = childOf(viewer, model, message.attribute)
+      if (!viewer.views.has(child.identity)) return message
+      const removedIds = message.removedIds.filter(id => viewer.follows(child.identity, id))
+      return removedIds.length === 0 ? undefined : { ...message, removedIds }
+    }
+  }
+}
+
+function visible (viewer: Viewer, view: ModelView | undefined, record: JsonRecord): boolean {
+  return view === undefined || matches(view.where, record, viewer.fold)
+}
+
+function childOf (viewer: Viewer, model: Model, attribute: string): Model {
+  return viewer.registry.get((model.collections.get(attribute) as CollectionAssociation).target) as Model
+}
+
+/** A record as the socket may see it: its fields, and its populated associations filtered. */
+function shown (viewer: Viewer, model: Model, record: JsonRecord): JsonRecord {
+  const out = pick(model, record, viewer.views.get(model.identity))
+  for (const association of [...model.singulars.values(), ...model.collections.values()]) {
+    const value = out[association.name]
+    if (value === null || typeof value !== 'object') continue
+    const target = viewer.registry.get(association.target) as Model
+    const view = viewer.views.get(target.identity)
+    if (Array.isArray(value)) out[association.name] = (value as JsonRecord[]).filter(child => visible(viewer, view, child)).map(child => pick(target, child, view))
+    else out[association.name] = visible(viewer, view, value as JsonRecord) ? pick(target, value as JsonRecord, view) : null
+  }
+  return out
+}
+
+/** The fields of a record that a view selects (every field without a selection); collections stay. */
+function pick (model: Model, record: JsonRecord, view: ModelView | undefined): JsonRecord {
+  const fields = view?.fields
+  if (fields === undefined) return { ...record }
+  return Object.fromEntries(Object.entries(record).filter(([name]) => fields.has(name) || model.collections.has(name)))
+}

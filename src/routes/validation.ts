@@ -1,0 +1,97 @@
+/**
+ * How blueprint routes check what arrives: their schemas are compiled with TypeBox, and nothing
+ * is coerced (Fastify's Ajv would turn `{"fks": 7}` into `[7]` and `[[7]]` into `[7]`); create and
+ * update bodies are only checked to be objects, their values being read by the action with coded
+ * errors; JSON bodies and query strings must be valid UTF-8.
+ *
+ * @module
+ */
+import { isUtf8 } from 'node:buffer'
+import type { FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
+import type { TSchema } from 'typebox'
+import { Compile } from 'typebox/compile'
+import { BP_ERR_INVALID_ENCODING } from '../errors.ts'
+
+/** A validator as Fastify calls it: on `false`, it formats `errors` (`body/fks must be array`). */
+interface Validate {
+  (data: unknown): boolean
+  errors?: FastifySchemaValidationError[]
+}
+
+// Body schemas whose values the action reads itself (create, update).
+const READ_BY_ACTION = new WeakSet<object>()
+
+/**
+ * Marks a body schema whose values the action checks and coerces itself, with coded errors that
+ * name the attribute: the route only checks that the body is a JSON object. The schema still
+ * documents the body.
+ */
+export function readByAction<T extends TSchema> (schema: T): T {
+  READ_BY_ACTION.add(schema)
+  return schema
+}
+
+const NOT_AN_OBJECT: FastifySchemaValidationError[] = [{ keyword: 'type', instancePath: '', schemaPath: '#/type', params: { type: 'object' }, message: 'must be object' }]
+
+const anObject: Validate = Object.assign((data: unknown): boolean => typeof data === 'object' && data !== null && !Array.isArray(data), { errors: NOT_AN_OBJECT })
+
+/** The validator compiler of every blueprint route (Fastify's `validatorCompiler` route option). */
+export const compileValidator: FastifySchemaCompiler<TSchema> = ({ schema }) => {
+  if (READ_BY_ACTION.has(schema)) return anObject
+  const validator = Compile(schema)
+  const validate: Validate = data => {
+    if (validator.Check(data)) return true
+    validate.errors = validator.Errors(data)
+    return false
+  }
+  return validate
+}
+
+const LONE_PERCENT = /%(?![0-9a-fA-F]{2})/g
+
+/**
+ * Refuses a query string whose percent-encoding is not UTF-8 (`?name=%C3%28`): the query parser
+ * would keep such a value as its raw text.
+ *
+ * @throws BP_ERR_INVALID_ENCODING naming the first parameter at fault.
+ */
+export function checkQueryEncoding (url: string): void {
+  const start = url.indexOf('?')
+  if (start === -1 || !url.includes('%', start)) return
+  for (const pair of url.slice(start + 1).split('&')) {
+    try {
+      // A `%` that starts no escape stays as it is (the query parser keeps it as text too).
+      decodeURIComponent(pair.replace(LONE_PERCENT, '%25'))
+    } catch {
+      const name = pair.split('=')[0]
+      let readable = name
+      try {
+        readable = decodeURIComponent(name.replace(LONE_PERCENT, '%25'))
+      } catch {
+        // The name itself is the invalid part: named as it was sent.
+      }
+      throw new BP_ERR_INVALID_ENCODING(readable)
+    }
+  }
+}
+
+type Poisoning = Parameters<FastifyInstance['getDefaultJsonParser']>
+
+/**
+ * Parses JSON bodies of the blueprint routes (in their own context) like Fastify's own parser,
+ * with the app's prototype-poisoning settings, after checking that the bytes are UTF-8: invalid
+ * bytes would otherwise become U+FFFD and be stored as such.
+ */
+export function parseJsonBodies (routes: FastifyInstance): void {
+  // Fastify fills both settings with their defaults ('error'); its types call them optional.
+  const { onProtoPoisoning, onConstructorPoisoning } = routes.initialConfig as { onProtoPoisoning: Poisoning[0], onConstructorPoisoning: Poisoning[1] }
+  const parse = routes.getDefaultJsonParser(onProtoPoisoning, onConstructorPoisoning)
+  routes.removeContentTypeParser('application/json')
+  routes.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (!isUtf8(body as Buffer)) {
+      done(new BP_ERR_INVALID_ENCODING('body'), undefined)
+      return
+    }
+    parse(request, (body as Buffer).toString('utf8'), done)
+  })
+}

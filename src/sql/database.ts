@@ -1,0 +1,148 @@
+/**
+ * The plugin's access to the database: statements on MikroORM's Kysely instance (the ORM's own
+ * connection pool), transactions that never keep a broken connection, bounded retries of
+ * deadlocks, and every driver error classified (see `failures.ts`).
+ *
+ * @module
+ */
+import { CompiledQuery } from 'kysely'
+import type { ModelRegistry } from '../models/registry.ts'
+import { CommitOrder } from './commit-order.ts'
+import { classify, type Naming } from './failures.ts'
+import type { Executor } from './records.ts'
+
+/** The part of Kysely this module uses: the ORM's instance, or one bound to a connection. */
+export interface QueryRunner {
+  executeQuery (query: CompiledQuery): Promise<{ rows: unknown[] }>
+}
+
+/** A Kysely transaction, as far as this module uses it. */
+export interface KyselyTransaction extends QueryRunner {
+  commit (): { execute (): Promise<unknown> }
+  rollback (): { execute (): Promise<unknown> }
+}
+
+/** MikroORM's Kysely instance, as far as this module uses it. */
+export interface Kysely extends QueryRunner {
+  connection (): { execute<T> (work: (connection: QueryRunner & { startTransaction (): { execute (): Promise<KyselyTransaction> } }) => Promise<T>): Promise<T> }
+}
+
+/** How many times a transaction runs at most when deadlocks or serialisation failures end it. */
+export const ATTEMPTS = 5
+
+const RETRYABLE = new WeakSet<object>()
+
+/** What a committed transaction gives back. */
+export interface Committed<T> {
+  readonly result: T
+  /** Its place in the commit order: hand it to `order.done()` (see commit-order.ts). */
+  readonly ticket: number
+}
+
+/** Statements and transactions on one ORM's connection pool. */
+export class Database {
+  /** Runs one statement outside any transaction. */
+  readonly run: Executor
+  /** The order in which this process's transactions committed. */
+  readonly order = new CommitOrder()
+  readonly #kysely: Kysely
+  readonly #naming: Naming
+
+  constructor (kysely: Kysely, registry: ModelRegistry) {
+    this.#kysely = kysely
+    this.#naming = namingOf(registry)
+    this.run = this.#executor(kysely)
+  }
+
+  /**
+   * Runs `work` in one transaction on a connection of its own, and commits. When `work` throws,
+   * the transaction is rolled back. A deadlock or serialisation failure runs `work` again from the
+   * start (at most {@link ATTEMPTS} times in all, after a short random pause); `work` must
+   * therefore keep no state between attempts.
+   *
+   * The connection goes back to the pool whatever happens: a failed commit or rollback means the
+   * connection broke, and the pool discards a broken connection instead of lending it again.
+   *
+   * @param attempt - which attempt this is (1 for a caller).
+   * @throws the coded error of a failed statement (see `failures.ts`), or what `work` threw.
+   */
+  async transaction<T> (work: (run: Executor, transaction: KyselyTransaction) => Promise<T>, attempt = 1): Promise<Committed<T>> {
+    try {
+      return await this.#once(work)
+    } catch (err) {
+      if (!RETRYABLE.has(err as object) || attempt === ATTEMPTS) throw err
+    }
+    await pause(attempt)
+    return await this.transaction(work, attempt + 1)
+  }
+
+  async #once<T> (work: (run: Executor, transaction: KyselyTransaction) => Promise<T>): Promise<Committed<T>> {
+    // What `work` throws is the app's or the plugin's (statements' errors are classified as they
+    // happen); anything else comes from the driver: acquiring the connection, BEGIN or COMMIT.
+    let failed: { error: unknown } | undefined
+    try {
+      return await this.#kysely.connection().execute(async connection => {
+        const transaction = await connection.startTransaction().execute()
+        let result: T
+        let ticket: number | undefined
+        try {
+          try {
+            result = await work(this.#executor(transaction), transaction)
+          } catch (err) {
+            failed = { error: err }
+            throw err
+          }
+          // Taken before COMMIT, while the locks are held: see commit-order.ts.
+          ticket = this.order.take()
+          await transaction.commit().execute()
+        } catch (err) {
+          if (ticket !== undefined) this.order.done(ticket)
+          // The client is told the first error. A rollback that fails means the connection is
+          // broken; it is released below all the same, and the pool drops it.
+          await Promise.allSettled([transaction.rollback().execute()])
+          throw err
+        }
+        return { result, ticket }
+      })
+    } catch (err) {
+      throw failed?.error === err ? err : this.#failure(err)
+    }
+  }
+
+  #executor (runner: QueryRunner): Executor {
+    return async statement => {
+      try {
+        const result = await runner.executeQuery(CompiledQuery.raw(statement.sql, statement.params as unknown[]))
+        return result.rows as Array<Record<string, unknown>>
+      } catch (err) {
+        throw this.#failure(err)
+      }
+    }
+  }
+
+  /** The coded error for a driver error. */
+  #failure (err: unknown): unknown {
+    const failure = classify(err, this.#naming)
+    if (failure.kind === 'retry') RETRYABLE.add(failure.error)
+    return failure.error
+  }
+}
+
+/** A random pause before attempt `attempt + 1`: up to 2, 4, 8 … milliseconds. */
+async function pause (attempt: number): Promise<void> {
+  await new Promise(resolve => setTimeout(resolve, Math.random() * 2 ** attempt))
+}
+
+function namingOf (registry: ModelRegistry): Naming {
+  const models = new Map<string, { identity: string, columns: Map<string, string> }>()
+  for (const model of registry.all()) {
+    const columns = new Map<string, string>()
+    for (const attribute of model.attributes.values()) columns.set(attribute.column, attribute.name)
+    for (const association of model.singulars.values()) columns.set(association.column, association.name)
+    models.set(model.table, { identity: model.identity, columns })
+  }
+  return {
+    model: table => models.get(table)?.identity,
+    attribute: (table, column) => models.get(table)?.columns.get(column)
+  }
+}
