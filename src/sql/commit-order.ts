@@ -10,6 +10,8 @@
  * @module
  */
 
+import { AsyncResource } from 'node:async_hooks'
+
 /** Tickets, and what to run for each once every earlier one has run. */
 export class CommitOrder {
   #next = 0
@@ -23,10 +25,12 @@ export class CommitOrder {
 
   /**
    * Runs `then` once every earlier ticket is done (at once when they are). A write that did not
-   * commit is done too, with nothing to run.
+   * commit is done too, with nothing to run. A `then` that has to wait runs in its own write's
+   * async context, not in that of the write whose ticket released it (what `onChange` listeners
+   * read from an `AsyncLocalStorage` is their own request's).
    */
   done (ticket: number, then?: () => void): void {
-    this.#ready.set(ticket, then ?? NOTHING)
+    this.#ready.set(ticket, then === undefined ? NOTHING : ticket === this.#due ? then : AsyncResource.bind(then))
     for (let run = this.#ready.get(this.#due); run !== undefined; run = this.#ready.get(this.#due)) {
       this.#ready.delete(this.#due++)
       run()

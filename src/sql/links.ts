@@ -86,7 +86,9 @@ export class LinkWriter {
       if (i > 0) out.push(' OR ')
       condition()
     })
-    out.push(` ORDER BY ${pk}${this.#dialect.rowLock(rows.share === true, rows.noWait === true)}`)
+    // One key needs no order (and its plain `=` is cheaper for the database to plan).
+    const single = conditions.length === 1 && rows.ids?.length === 1
+    out.push(`${single ? '' : ` ORDER BY ${pk}`}${this.#dialect.rowLock(rows.share === true, rows.noWait === true)}`)
     for (const row of await this.#run(out.finish(this.#dialect))) found.set(String(row.id), { id: row.id, value: row.value })
     return found
   }

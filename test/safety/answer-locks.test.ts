@@ -1,0 +1,60 @@
+// The answer of a write is the state at its commit, also for links that it does not lock itself
+// (docs/reliability.md, Concurrency). Users lock before tags, so a write on user 1's tags does not
+// lock the tags it unlinks; a write answering with a tag locks, shared, the link rows it shows, and
+// so waits for a transaction that is deleting one. PostgreSQL only (SQLite runs one write
+// transaction at a time). The wait is observed in pg_stat_activity, not timed.
+import t from 'tap'
+import pg from 'pg'
+import { build, DATABASES, get } from '../helpers/app.ts'
+import { PG } from '../helpers/db.ts'
+
+const ids = (list: Array<{ id: number }>): number[] => list.map(user => user.id)
+
+/** Resolves once a backend of `dbName` other than `client`'s waits for a lock; rejects after 10 s. */
+async function lockWaitIn (client: pg.Client, dbName: string): Promise<void> {
+  for (let round = 0; round < 200; round++) {
+    const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'", [dbName])
+    if (rows[0].n > 0) return
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  throw new Error('no request of the app waited for the link row')
+}
+
+if (DATABASES.includes('postgres')) {
+  t.test('postgres: a write answering with a tag waits for an uncommitted unlink of one of its users', async t => {
+    const { app, orm } = await build(t, 'postgres')
+    const dbName = orm.config.get('dbName') as string
+    t.same(ids((await get(app, '/tag/admin/users')).body), [1, 4])
+
+    // Another transaction unlinks user 1 from `admin` as a replace of user 1's tags does: the link
+    // row deleted, the tag's row untouched.
+    const other = new pg.Client({ ...PG, database: dbName })
+    await other.connect()
+    t.teardown(async () => { await other.end() })
+    const watcher = new pg.Client({ ...PG, database: dbName })
+    await watcher.connect()
+    t.teardown(async () => { await watcher.end() })
+    await other.query('BEGIN')
+    t.equal((await other.query("DELETE FROM user_tags WHERE user_id = 1 AND tag_slug = 'admin'")).rowCount, 1)
+
+    t.same(ids((await get(app, '/tag/admin/users')).body), [1, 4], 'a read does not wait: it sees the last commit')
+
+    const patch = app.inject({ method: 'PATCH', url: '/tag/admin', payload: { label: 'Admins' } })
+    await lockWaitIn(watcher, dbName)
+    await other.query('COMMIT')
+    const patched = await patch
+    t.equal(patched.statusCode, 200)
+    t.same(ids(patched.json().users), [4], 'PATCH /tag/admin answers the state at its commit, the unlink included')
+
+    // The same for a remove from the tag's side: its answer shows the members it did not remove.
+    t.equal((await app.inject({ method: 'PUT', url: '/tag/admin/users/3' })).statusCode, 200)
+    await other.query('BEGIN')
+    t.equal((await other.query("DELETE FROM user_tags WHERE user_id = 3 AND tag_slug = 'admin'")).rowCount, 1)
+    const remove = app.inject({ method: 'DELETE', url: '/tag/admin/users/4' })
+    await lockWaitIn(watcher, dbName)
+    await other.query('COMMIT')
+    const removed = await remove
+    t.equal(removed.statusCode, 200)
+    t.same(removed.json().users, [], 'DELETE /tag/admin/users/4 answers without user 3, unlinked meanwhile')
+  })
+}
