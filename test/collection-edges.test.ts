@@ -4,18 +4,10 @@ import t from 'tap'
 import { defineEntity, p, type MikroORM } from '@mikro-orm/core'
 import type { Change } from '../src/actions/changes.ts'
 import { build, DATABASES, get } from './helpers/app.ts'
+import { Person } from './fixtures/entities.ts'
 
 const Team = defineEntity({ name: 'Team', properties: { id: p.integer().primary(), name: p.string(), players: () => p.oneToMany(Player).mappedBy('team') } })
 const Player = defineEntity({ name: 'Player', properties: { id: p.integer().primary(), name: p.string(), team: () => p.manyToOne(Team) } })
-const Person = defineEntity({
-  name: 'Person',
-  properties: {
-    id: p.integer().primary(),
-    name: p.string(),
-    following: () => p.manyToMany(Person).owner().inversedBy('followers'),
-    followers: () => p.manyToMany(Person).mappedBy('following')
-  }
-})
 
 async function seedEdges (orm: MikroORM): Promise<void> {
   const em = orm.em.fork()

@@ -25,6 +25,18 @@ export interface BuildOptions {
 }
 
 export async function build (t: Teardown, db: Database, options: BuildOptions = {}): Promise<{ app: FastifyInstance, orm: MikroORM }> {
+  const { app, orm } = await bareApp(t, db, options)
+  await app.register(blueprints, { orm, ...options.plugin })
+  options.routes?.(app)
+  await app.ready()
+  return { app, orm }
+}
+
+/**
+ * A Fastify app without the plugin, and a fresh, seeded ORM for it (both closed at teardown): for
+ * tests that add their own hooks first, or register the plugin their own way.
+ */
+export async function bareApp (t: Teardown, db: Database, options: Pick<BuildOptions, 'entities' | 'seed' | 'logger'> = {}): Promise<{ app: FastifyInstance, orm: MikroORM }> {
   const orm = await createOrm(db, options.entities ?? defaultEntities)
   if (options.seed !== false) await (options.seed ?? seed)(orm)
   const app = Fastify({ logger: options.logger ?? false })
@@ -32,9 +44,6 @@ export async function build (t: Teardown, db: Database, options: BuildOptions = 
     await app.close()
     await destroyOrm(db, orm)
   })
-  await app.register(blueprints, { orm, ...options.plugin })
-  options.routes?.(app)
-  await app.ready()
   return { app, orm }
 }
 

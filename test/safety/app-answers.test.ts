@@ -5,12 +5,9 @@
 // that a thrown error without a `code` keeps its status, and that the plugin's own errors keep
 // their shape.
 import t, { type Test } from 'tap'
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
-import { DATABASES, type Database } from '../helpers/app.ts'
-import { createOrm, destroyOrm } from '../helpers/db.ts'
-import { entities } from '../fixtures/entities.ts'
-import { seed } from '../fixtures/seed.ts'
+import { bareApp, DATABASES, type Database } from '../helpers/app.ts'
 import { listening, open } from '../helpers/realtime.ts'
 
 /** The answers a policy hook gives, chosen by the request's `x-answer` header. */
@@ -43,13 +40,7 @@ const ROUTES: Array<{ method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: 
 
 /** An app with `policy` as an app-wide onRequest hook, added before the plugin. */
 async function appWide (t: Tap, db: Database): Promise<FastifyInstance> {
-  const orm = await createOrm(db, entities)
-  await seed(orm)
-  const app = Fastify()
-  t.teardown(async () => {
-    await app.close()
-    await destroyOrm(db, orm)
-  })
+  const { app, orm } = await bareApp(t, db)
   app.addHook('onRequest', policy)
   await app.register(blueprints, { orm } satisfies BlueprintsOptions)
   await app.listen({ port: 0, host: '127.0.0.1' })

@@ -7,6 +7,7 @@ import t from 'tap'
 import { defineEntity, p } from '@mikro-orm/core'
 import { lockRanks } from '../../src/actions/locks.ts'
 import { build, DATABASES } from '../helpers/app.ts'
+import { Person } from '../fixtures/entities.ts'
 
 const Gauge = defineEntity({
   name: 'Gauge',
@@ -40,15 +41,6 @@ const Knot = defineEntity({
   }
 })
 
-const Person = defineEntity({
-  name: 'Person',
-  properties: {
-    id: p.integer().primary(),
-    name: p.string(),
-    following: () => p.manyToMany(Person).owner().inversedBy('followers'),
-    followers: () => p.manyToMany(Person).mappedBy('following')
-  }
-})
 
 for (const db of DATABASES) {
   t.test(`${db}: each column refuses what it cannot store, and stores its edges`, async t => {

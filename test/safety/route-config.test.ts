@@ -4,12 +4,9 @@
 // tests): the hook below reads the config without any cast. At run time it checks the values on
 // a find, a findOne, a populate and an add route, and `undefined` on an app's own route.
 import t from 'tap'
-import Fastify, { type FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import blueprints, { type BlueprintAction, type BlueprintRouteConfig } from '../../src/index.ts'
-import { DATABASES } from '../helpers/app.ts'
-import { createOrm, destroyOrm } from '../helpers/db.ts'
-import { entities } from '../fixtures/entities.ts'
-import { seed } from '../fixtures/seed.ts'
+import { bareApp, DATABASES } from '../helpers/app.ts'
 
 /** `true` only when A and B are the same type (neither `any` nor a supertype passes). */
 type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false
@@ -31,13 +28,7 @@ function policyView (request: FastifyRequest): Seen {
 
 for (const db of DATABASES) {
   t.test(`${db}: route config typing: request.routeOptions.config.blueprint in an app-wide hook`, async t => {
-    const orm = await createOrm(db, entities)
-    await seed(orm)
-    const app = Fastify()
-    t.teardown(async () => {
-      await app.close()
-      await destroyOrm(db, orm)
-    })
+    const { app, orm } = await bareApp(t, db)
     const seen = new Map<string, Seen>()
     app.addHook('onRequest', async request => {
       seen.set(`${request.method} ${request.url}`, policyView(request))

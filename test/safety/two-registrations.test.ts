@@ -8,10 +8,7 @@ import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Change } from '../../src/actions/changes.ts'
 import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
-import { build, DATABASES, q, type Database } from '../helpers/app.ts'
-import { createOrm, destroyOrm } from '../helpers/db.ts'
-import { entities } from '../fixtures/entities.ts'
-import { seed } from '../fixtures/seed.ts'
+import { bareApp, build, DATABASES, q, type Database } from '../helpers/app.ts'
 import { open } from '../helpers/realtime.ts'
 
 type Tap = Test
@@ -19,13 +16,7 @@ type Plugin = Omit<BlueprintsOptions, 'orm'>
 
 /** A listening app with the plugin registered twice on one seeded ORM. */
 async function twice (t: Tap, db: Database, first: Plugin, second: Plugin): Promise<FastifyInstance> {
-  const orm = await createOrm(db, entities)
-  await seed(orm)
-  const app = Fastify()
-  t.teardown(async () => {
-    await app.close()
-    await destroyOrm(db, orm)
-  })
+  const { app, orm } = await bareApp(t, db)
   await app.register(blueprints, { orm, ...first })
   await app.register(blueprints, { orm, ...second })
   await app.listen({ port: 0, host: '127.0.0.1' })
