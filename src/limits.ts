@@ -26,6 +26,13 @@ export interface Limits {
   readonly maxDepth?: number
   /** Nesting of objects and arrays in a JSON attribute's value and in a socket frame's body. Default 32. */
   readonly maxJsonDepth?: number
+  /**
+   * Characters of the pattern texts (`contains`, `startsWith`, `endsWith`, `like`) of one `where`,
+   * all together. Default 1 000: matching a pattern can take its length times the length of each
+   * text it is tried on (`"aaa…ab"` against `"aaa…a"`), for every row, and SQLite runs on the event
+   * loop. One pattern never exceeds 10 000 characters, whatever this says.
+   */
+  readonly maxPatternLength?: number
 }
 
 /** The limits with every default applied. */
@@ -36,5 +43,6 @@ export const LIMIT_DEFAULTS: ResolvedLimits = Object.freeze({
   maxValues: 10_000,
   maxConstraints: 256,
   maxDepth: 16,
-  maxJsonDepth: 32
+  maxJsonDepth: 32,
+  maxPatternLength: 1_000
 })

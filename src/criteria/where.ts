@@ -33,10 +33,11 @@ interface Scope {
   readonly param: string
   readonly limits: ResolvedLimits
   /**
-   * What the whole `where` holds so far: constraints (against `limits.maxConstraints`) and values
-   * of `in` / `nin` lists (against `limits.maxValues`). Shared by every part of it.
+   * What the whole `where` holds so far: constraints (against `limits.maxConstraints`), values
+   * of `in` / `nin` lists (against `limits.maxValues`) and characters of patterns (against
+   * `limits.maxPatternLength`). Shared by every part of it.
    */
-  readonly counts: { constraints: number, values: number }
+  readonly counts: { constraints: number, values: number, patternLength: number }
 }
 
 /**
@@ -54,7 +55,7 @@ export const FROM_PARAMETERS = new WeakSet<object>()
  * BP_ERR_LIMIT_EXCEEDED beyond `limits` (constraints, `and`/`or` depth, values of `in`).
  */
 export function buildWhere (model: Model, registry: ModelRegistry, where: unknown, limits: ResolvedLimits, param = 'where'): WhereNode {
-  return dictionary({ model, registry, param, limits, counts: { constraints: 0, values: 0 } }, where, 0)
+  return dictionary({ model, registry, param, limits, counts: { constraints: 0, values: 0, patternLength: 0 } }, where, 0)
 }
 
 /** Counts one more constraint against the limit. */
@@ -192,6 +193,11 @@ function pattern (scope: Scope, target: Target, kind: string, name: string, valu
   if (problem !== undefined) invalid(scope, target, `${describe(value)} ${problem}`)
   if (value.length > MAX_PATTERN) {
     throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `the \`${name}\` text on \`${target.name}\` is longer than ${MAX_PATTERN} characters`)
+  }
+  // The work of matching grows with the patterns' length: bounded for the whole `where`.
+  scope.counts.patternLength += value.length
+  if (scope.counts.patternLength > scope.limits.maxPatternLength) {
+    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `\`${name}\` on \`${target.name}\` brings its pattern texts to ${scope.counts.patternLength} characters, more than ${scope.limits.maxPatternLength}`)
   }
   const any = { wildcard: 'any' } as const
   let tokens: PatternToken[]

@@ -19,7 +19,7 @@ export class Refused extends Error {}
 export class Unsure extends Error {}
 
 /** The limits of docs/errors.md#bp_err_limit_exceeded (the plugin's defaults). */
-export const LIMITS = { maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxPattern: 10_000 }
+export const LIMITS = { maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxPattern: 10_000, maxPatternLength: 1_000 }
 
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/
 const DIGITS = /^[+-]?\d+$/
@@ -166,7 +166,7 @@ function likeMatches (tokens: readonly LikeToken[], text: string): boolean {
 type Test = (row: Row) => boolean
 
 /** What a document has used of the limits so far. */
-interface Budget { constraints: number, values: number }
+interface Budget { constraints: number, values: number, patternLength: number }
 
 function count (budget: Budget, n = 1): void {
   budget.constraints += n
@@ -174,7 +174,7 @@ function count (budget: Budget, n = 1): void {
 }
 
 /** Builds the test of one `where` dictionary (throws {@link Refused} when it is not valid). */
-export function whereTest (model: ModelName, where: unknown, ci: boolean, budget: Budget = { constraints: 0, values: 0 }, depth = 0): Test {
+export function whereTest (model: ModelName, where: unknown, ci: boolean, budget: Budget = { constraints: 0, values: 0, patternLength: 0 }, depth = 0): Test {
   if (typeof where !== 'object' || where === null || Array.isArray(where)) throw new Refused('not a dictionary')
   if (depth > LIMITS.maxDepth) throw new Refused(`and/or nested deeper than ${LIMITS.maxDepth}`)
   const tests: Test[] = []
@@ -259,6 +259,8 @@ function modified (kind: Kind, get: (row: Row) => number | string | boolean | nu
       if (typeof text !== 'string') throw new Refused(`${modifier} without a string`)
       read('string', text)
       if (text.length > LIMITS.maxPattern) throw new Refused(`a pattern of more than ${LIMITS.maxPattern} characters`)
+      budget.patternLength += text.length
+      if (budget.patternLength > LIMITS.maxPatternLength) throw new Refused(`patterns of more than ${LIMITS.maxPatternLength} characters together`)
       if (modifier === 'like') {
         if (text === '') throw new Refused('empty like')
         const tokens = likeTokens(text, ci)

@@ -53,6 +53,7 @@ const CASES: readonly Case[] = [
   { what: 'a minute that does not exist', method: 'PATCH', url: '/user/1', body: { born: '2024-01-01T10:60' }, status: 400, code: 'BP_ERR_INVALID_VALUE', mentions: /`born`/ },
   { what: 'year 0 with a space before the time (Date took it for the year 2000)', method: 'POST', url: '/user', body: { name: 'x', born: '0000-01-01 10:00:00Z' }, status: 400, code: 'BP_ERR_INVALID_VALUE', mentions: /`born`.*year 1 to 9999/ },
   { what: 'a pattern longer than 10 000 characters (SQLite: 500 above 50 000 bytes)', method: 'GET', url: `/user?where=${q({ name: { contains: 'é'.repeat(10_001) } })}`, status: 400, code: 'BP_ERR_LIMIT_EXCEEDED', mentions: /`contains` text on `name` is longer than 10000 characters/ },
+  { what: 'patterns whose matching takes their length times each text\'s (SQLite stalled the event loop for seconds)', method: 'GET', url: `/user?where=${q({ or: Array.from({ length: 4 }, () => ({ name: { contains: 'a'.repeat(255) + 'b' } })) })}`, status: 400, code: 'BP_ERR_LIMIT_EXCEEDED', mentions: /`contains` on `name` brings its pattern texts to 1024 characters, more than 1000/ },
   { what: 'a GET of the socket path without an upgrade (an empty 404)', method: 'GET', url: '/socket', status: 404, code: undefined, mentions: /Route GET:\/socket not found/ },
   // Repeated parameters: 500 "single(...).split is not a function".
   { what: 'populate repeated on a collection populate', method: 'GET', url: '/user/1/friends?populate=false&populate=false', status: 400, code: 'FST_ERR_VALIDATION', mentions: /populate/ },
@@ -180,7 +181,7 @@ for (const db of DATABASES) {
 
 for (const db of DATABASES) {
   t.test(`${db}: the limits option sets every limit`, async t => {
-    const app = await listening(t, db, { plugin: { limits: { maxValues: 2, maxConstraints: 3, maxDepth: 1, maxJsonDepth: 2 } } })
+    const app = await listening(t, db, { plugin: { limits: { maxValues: 2, maxConstraints: 3, maxDepth: 1, maxJsonDepth: 2, maxPatternLength: 5 } } })
     const cases: Array<[string, unknown, number, RegExp?]> = [
       [`/user?where=${q({ id: { in: [1, 2] } })}`, undefined, 200],
       [`/user?where=${q({ id: { in: [1, 2, 3] } })}`, undefined, 400, /3 values, more than 2/],
@@ -188,6 +189,8 @@ for (const db of DATABASES) {
       [`/user?where=${q({ id: 1, age: 30, name: 'alice', active: true })}`, undefined, 400, /more than 3 constraints/],
       [`/user?where=${q({ or: [{ id: 1 }] })}`, undefined, 200],
       [`/user?where=${q({ or: [{ or: [{ id: 1 }] }] })}`, undefined, 400, /nested deeper than 1 levels/],
+      [`/user?where=${q({ name: { contains: 'ab' }, or: [{ name: { startsWith: 'abc' } }] })}`, undefined, 200],
+      [`/user?where=${q({ name: { contains: 'ab' }, or: [{ name: { like: 'abc%' } }] })}`, undefined, 400, /`like` on `name` brings its pattern texts to 6 characters, more than 5/],
       ['/user', { name: 'x', meta: [[1]] }, 200],
       ['/user', { name: 'x', meta: [[[1]]] }, 400, /nests deeper than 2 levels/]
     ]

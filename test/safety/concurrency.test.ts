@@ -17,13 +17,15 @@ import { build, DATABASES, type Database } from '../helpers/app.ts'
 import { open } from '../helpers/realtime.ts'
 import type { Notice, TestSocket } from '../helpers/socket.ts'
 
-const USERS = [1, 2, 3, 4, 5, 6]
-const PETS = Array.from({ length: 12 }, (_, i) => i + 1)
-const TAGS = ['a', 'b', 'c', 'd']
 /** Bursts per database: 3 in the suite, 30 in the long variant (`scripts/long-safety.sh`). */
 const LONG = process.env.BLUEPRINTS_LONG === '1'
 const ROUNDS = LONG ? 30 : 3
 if (LONG) t.setTimeout(1_800_000)
+// Each burst destroys a user and a pet of its own (user 4 + round, the last pet not yet
+// destroyed), so that every burst, however many there are, has live records to work on.
+const USERS = Array.from({ length: 3 + ROUNDS }, (_, i) => i + 1)
+const PETS = Array.from({ length: 9 + ROUNDS }, (_, i) => i + 1)
+const TAGS = ['a', 'b', 'c', 'd']
 const PER_ROUND = 150
 
 /** The state the change sets describe: owners of pets, user–tag links, which records exist. */
@@ -107,7 +109,7 @@ async function seedRichly (orm: MikroORM): Promise<void> {
   for (const slug of TAGS) em.create(Tag, { slug, label: slug.toUpperCase() } as never)
   for (const id of USERS) em.create(User, { id, name: `user${id}` } as never)
   await em.flush()
-  for (const id of PETS) em.create(Pet, { id, name: `pet${id}`, species: 'cat', owner: id % 5 === 0 ? null : 1 + (id % 6) } as never)
+  for (const id of PETS) em.create(Pet, { id, name: `pet${id}`, species: 'cat', owner: id % 5 === 0 ? null : 1 + (id % USERS.length) } as never)
   await em.flush()
   const conn = em.getConnection()
   for (const user of USERS) {
@@ -138,26 +140,29 @@ function writes (random: () => number, round: number): Write[] {
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]
   const some = <T>(list: readonly T[]): T[] => list.filter(() => random() < 0.35)
   const out: Write[] = []
+  // Users 1–3 and the one this burst destroys; the pets earlier bursts did not destroy.
+  const users = [1, 2, 3, 4 + round]
+  const pets = PETS.slice(0, PETS.length - round)
   for (let i = 0; i < PER_ROUND; i++) {
-    const user = pick(USERS.slice(0, 4))
-    const pet = pick(PETS)
+    const user = pick(users)
+    const pet = pick(pets)
     const tag = pick(TAGS)
     const r = random()
     if (r < 0.14) out.push({ method: 'PUT', url: `/user/${user}/pets/${pet}` })
     else if (r < 0.22) out.push({ method: 'DELETE', url: `/user/${user}/pets/${pet}` })
-    else if (r < 0.32) out.push({ method: 'PUT', url: `/user/${user}/pets`, body: { fks: some(PETS) } })
-    else if (r < 0.40) out.push({ method: 'PATCH', url: `/pet/${pet}`, body: { owner: random() < 0.2 ? null : pick(USERS.slice(0, 4)) } })
+    else if (r < 0.32) out.push({ method: 'PUT', url: `/user/${user}/pets`, body: { fks: some(pets) } })
+    else if (r < 0.40) out.push({ method: 'PATCH', url: `/pet/${pet}`, body: { owner: random() < 0.2 ? null : pick(users) } })
     else if (r < 0.43) out.push({ method: 'POST', url: '/pet', body: { name: `new${round}.${i}`, species: 'dog', owner: user } })
     else if (r < 0.52) out.push({ method: 'PUT', url: `/user/${user}/tags/${tag}` })
     else if (r < 0.58) out.push({ method: 'DELETE', url: `/user/${user}/tags/${tag}` })
     else if (r < 0.68) out.push({ method: 'PUT', url: `/user/${user}/tags`, body: { fks: some(TAGS) } })
-    else if (r < 0.78) out.push({ method: 'PUT', url: `/tag/${tag}/users/${pick(USERS.slice(0, 4))}` })
-    else if (r < 0.84) out.push({ method: 'DELETE', url: `/tag/${tag}/users/${pick(USERS.slice(0, 4))}` })
-    else if (r < 0.94) out.push({ method: 'PUT', url: `/tag/${tag}/users`, body: some(USERS.slice(0, 4)) })
+    else if (r < 0.78) out.push({ method: 'PUT', url: `/tag/${tag}/users/${pick(users)}` })
+    else if (r < 0.84) out.push({ method: 'DELETE', url: `/tag/${tag}/users/${pick(users)}` })
+    else if (r < 0.94) out.push({ method: 'PUT', url: `/tag/${tag}/users`, body: some(users) })
     else out.push({ method: 'PATCH', url: `/user/${user}`, body: { age: Math.floor(random() * 90) } })
   }
   // Each round destroys a user that has pets and links, and a pet, amid the rest.
-  out.splice(PER_ROUND / 2, 0, { method: 'DELETE', url: `/user/${4 + round}` }, { method: 'DELETE', url: `/pet/${12 - round}` })
+  out.splice(PER_ROUND / 2, 0, { method: 'DELETE', url: `/user/${4 + round}` }, { method: 'DELETE', url: `/pet/${PETS.length - round}` })
   return out
 }
 
