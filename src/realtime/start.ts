@@ -68,6 +68,15 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     if (!endpoint.hasDecorator('websocketServer')) {
       await endpoint.register(websocket, {
         options: { maxPayload: options.maxPayload },
+        // A client that breaks the websocket protocol (an oversized or malformed frame: ws's
+        // WS_ERR_* codes) is the client's fault: a warning, not an error in the app's log.
+        errorHandler (error, socket, request) {
+          const code = (error as { code?: unknown }).code
+          if (typeof code === 'string' && code.startsWith('WS_ERR_')) request.log.warn({ err: error }, 'fastify-blueprints: a socket broke the websocket protocol and was dropped')
+          /* c8 ignore next -- errors of the endpoint's own handler: it catches every error of its requests */
+          else request.log.error({ err: error }, 'fastify-blueprints: a socket failed')
+          socket.terminate()
+        },
         // Sockets are told the server is going away (1001), so that clients reconnect elsewhere.
         preClose (done) {
           const server = endpoint.websocketServer

@@ -682,7 +682,9 @@ export function frame (seq: () => number): fc.Arbitrary<FrameCase> {
       if (b !== undefined) frame.body = b
       if (h !== undefined) frame.headers = h
       // docs/protocol.md: a body nested deeper than `limits.maxJsonDepth` + 1 (33) refuses the frame.
-      return { data: JSON.stringify(frame), binary: false, invalid: depthOf(b) > 33, id, describe: 'request' }
+      // docs/protocol.md: header names are HTTP tokens, values what HTTP can carry.
+      const badHeader = Object.entries(h ?? {}).some(([name, value]) => !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name) || /[^\t\x20-\x7e\x80-\xff]/.test(String(value)))
+      return { data: JSON.stringify(frame), binary: false, invalid: depthOf(b) > 33 || badHeader, id, describe: 'request' }
     })
   // A well-formed request whose body nests `depth` levels (more than 33 refuses the frame).
   const deep = fc.tuple(goodId, fc.constantFrom(1, 32, 33, 34, 35, 1000, 50000)).map(([id, depth]): FrameCase => ({

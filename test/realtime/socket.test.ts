@@ -13,6 +13,7 @@ import { entities } from '../fixtures/entities.ts'
 import { seed } from '../fixtures/seed.ts'
 import { listening, open, seen } from '../helpers/realtime.ts'
 import { connect, socketUrl } from '../helpers/socket.ts'
+import { portOf, rawUpgrade } from '../helpers/upgrade.ts'
 
 /** Resolves with the close code of a socket (fails after `ms`). */
 function closed (ws: WebSocket, ms = 3000): Promise<number> {
@@ -156,7 +157,12 @@ for (const db of DATABASES) {
       [JSON.stringify({ id: 4, method: 'GET', url: 'user' }), 4, /`url`/],
       [JSON.stringify({ id: 5, method: 'GET', url: '//evil.example/user' }), 5, /`url`/],
       [JSON.stringify({ id: 6, method: 'GET', url: '/user', headers: 'x' }), 6, /`headers`/],
-      [JSON.stringify({ id: 'h', method: 'GET', url: '/user', headers: { a: 1 } }), 'h', /header `a`/]
+      [JSON.stringify({ id: 'h', method: 'GET', url: '/user', headers: { a: 1 } }), 'h', /header `a`/],
+      [JSON.stringify({ id: 7, method: 'GET', url: '/user', headers: { 'x-a': 'v\r\nx-b: injected' } }), 7, /header `x-a` holds a character that an HTTP header cannot/],
+      [JSON.stringify({ id: 8, method: 'GET', url: '/user', headers: { 'x-a': 'v\u0000' } }), 8, /header `x-a`/],
+      [JSON.stringify({ id: 9, method: 'GET', url: '/user', headers: { 'x-a': '東京' } }), 9, /beyond U\+00FF/],
+      [JSON.stringify({ id: 10, method: 'GET', url: '/user', headers: { 'a b': 'v' } }), 10, /header name "a b" is not an HTTP token/],
+      [JSON.stringify({ id: 11, method: 'GET', url: '/user', headers: { '': 'v' } }), 11, /header name "" is not an HTTP token/]
     ]
     for (const [text, id, mentions] of cases) {
       const answer = await socket.raw(text)
@@ -166,15 +172,18 @@ for (const db of DATABASES) {
     const binary = await socket.raw(Buffer.from(JSON.stringify({ id: 1, method: 'GET', url: '/user' })), true)
     t.match(binary.body.message, /binary/)
     t.equal((await socket.request('GET', '/user/1')).statusCode, 200, 'the socket still works')
+    t.equal((await socket.request('GET', '/user/1', undefined, { 'x-name': 'Émile\tL' })).statusCode, 200, 'a header value with Latin-1 letters and a tab is one HTTP could carry')
     t.equal(app.blueprints.stats().sockets, 1)
   })
 
   t.test(`${db}: limits: frame size, requests in flight`, async t => {
     let release = (): void => {}
     const gate = new Promise<void>(resolve => { release = resolve })
+    const logs: Array<{ level: number, msg: string, err?: { code?: string } }> = []
     const app = await listening(t, db, {
       plugin: { realtime: { maxPayload: 2048, maxPending: 2 } },
-      routes: app => { app.get('/slow', async () => { await gate; return { done: true } }) }
+      routes: app => { app.get('/slow', async () => { await gate; return { done: true } }) },
+      logger: { level: 'warn', stream: { write: (line: string) => { logs.push(JSON.parse(line)) } } }
     })
     const busy = await open(t, app)
     const first = busy.request('GET', '/slow')
@@ -190,7 +199,17 @@ for (const db of DATABASES) {
     const code = closed(big.ws)
     big.ws.send(JSON.stringify({ id: 1, method: 'POST', url: '/user', body: { name: 'x'.repeat(3000) } }))
     t.equal(await code, 1009, 'a frame above maxPayload closes the socket with 1009')
+    t.same(logs.map(entry => [entry.level, entry.err?.code, entry.msg]), [[40, 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH', 'fastify-blueprints: a socket broke the websocket protocol and was dropped']], 'the client\'s fault is logged as a warning, not an error')
   })
+
+  t.test(`${db}: the first subprotocol a client offers is echoed back, as browsers require`, async t => {
+    const app = await listening(t, db)
+    const upgrade = rawUpgrade(portOf(app), '/socket', { 'sec-websocket-protocol': 'foo, bar' })
+    t.teardown(() => { upgrade.socket.destroy() })
+    const answer = await upgrade.answer
+    t.same([answer.status, answer.headers['sec-websocket-protocol']], [101, 'foo'])
+  })
+
 
   t.test(`${db}: an app that registered @fastify/websocket itself keeps it; maxPayload still holds`, async t => {
     const orm = await createOrm(db, entities)
