@@ -130,8 +130,11 @@ const sqlite: Dialect = {
     }
     return { sql: `${expr} GLOB ?`, params: [pattern] }
   },
-  // json_each reads integers beyond 2^53 exactly, so bigints are written as their digits.
-  oneOf: (expr, values) => ({ sql: `${expr} IN (SELECT value FROM json_each(?))`, params: [`[${values.map(v => typeof v === 'bigint' ? String(v) : JSON.stringify(v)).join(',')}]`] }),
+  // One value: a plain `=` (no JSON to write and to parse). json_each reads integers beyond 2^53
+  // exactly, so bigints are written as their digits.
+  oneOf: (expr, values) => values.length === 1
+    ? { sql: `${expr} = ?`, params: [values[0]] }
+    : { sql: `${expr} IN (SELECT value FROM json_each(?))`, params: [`[${values.map(v => typeof v === 'bigint' ? String(v) : JSON.stringify(v)).join(',')}]`] },
   page: (limit, skip) => ({ sql: ' LIMIT ? OFFSET ?', params: [limit === Infinity ? -1 : limit, skip] })
 }
 
