@@ -13,6 +13,7 @@ import type { Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { INVALID, coerce, describe, invalidReason, textProblem } from '../models/values.ts'
 import type { PatternToken } from '../sql/dialect.ts'
+import { likeTokens } from './like.ts'
 import { MODIFIERS, RETIRED_MODIFIERS, has } from './operators.ts'
 import type { Target, WhereNode } from './types.ts'
 
@@ -211,29 +212,6 @@ function pattern (scope: Scope, target: Target, kind: string, name: string, valu
   // contains/startsWith/endsWith "" match every value, null included (as in Waterline).
   if (value === '' && kind !== 'like') return ALL
   return { kind: 'match', target, tokens }
-}
-
-/**
- * A `like` pattern: `%` any run of characters, `_` one character, `\` makes the next character
- * literal (a trailing `\` is a literal backslash).
- */
-function likeTokens (pattern: string): PatternToken[] {
-  const tokens: PatternToken[] = []
-  let literal = ''
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]
-    if (c === '\\' && i + 1 < pattern.length) {
-      literal += pattern[++i]
-    } else if (c === '%' || c === '_') {
-      if (literal !== '') tokens.push(literal)
-      literal = ''
-      tokens.push({ wildcard: c === '%' ? 'any' : 'one' })
-    } else {
-      literal += c
-    }
-  }
-  if (literal !== '') tokens.push(literal)
-  return tokens
 }
 
 function scalar (scope: Scope, target: Target, value: unknown): unknown {
