@@ -88,25 +88,24 @@ export function oneChild (ctx: ActionContext, collection: Collection, rawId: str
  * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
  */
 export async function lockEnds (ctx: ActionContext, scope: WriteScope, { parent, child, association }: Collection, id: unknown, rawId: string, children: RowsToLock & { readonly ids: readonly unknown[] }, linking: boolean): Promise<Map<string, { id: unknown, value: unknown }>> {
-  const missing = (): never => { throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId) }
   if (association.via === undefined) {
-    if (!(await scope.links.lock(parent, { ids: [id] })).has(String(id))) missing()
+    await lockRecord(scope, parent, id, rawId)
     return scope.links.read(child, children.ids, child.primaryKey.column)
   }
   if (parent === child) {
     // One statement: the parent's row and the children's, in key order.
     const rows = await scope.links.lock(parent, { ...children, ids: [id, ...children.ids] })
-    if (!rows.has(String(id))) missing()
+    if (!rows.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
     return rows
   }
   // The children are the far end: shared locks (see locks.ts).
   const [first] = inLockOrder(ctx.ranks, [{ model: parent }, { model: child }])
   if (first.model === parent) {
-    if (!(await scope.links.lock(parent, { ids: [id] })).has(String(id))) missing()
+    await lockRecord(scope, parent, id, rawId)
     return linking ? scope.links.lock(child, { ids: children.ids, share: true }) : scope.links.read(child, children.ids, child.primaryKey.column)
   }
   const found = await scope.links.lock(child, { ...children, share: true })
-  if (!(await scope.links.lock(parent, { ids: [id] })).has(String(id))) missing()
+  await lockRecord(scope, parent, id, rawId)
   if (children.membersOf !== undefined) {
     // The members were read before the parent was locked; only now are they stable (a write that
     // links a member holds the parent). Members linked meanwhile are locked too, out of the usual
@@ -114,6 +113,15 @@ export async function lockEnds (ctx: ActionContext, scope: WriteScope, { parent,
     for (const [key, row] of await scope.links.lock(child, { membersOf: children.membersOf, share: true, noWait: true })) found.set(key, row)
   }
   return found
+}
+
+/**
+ * Locks the record `id` of `model` exclusively, for a write that changes it or its collections.
+ *
+ * @throws BP_ERR_RECORD_NOT_FOUND when there is none.
+ */
+export async function lockRecord (scope: WriteScope, model: Model, id: unknown, rawId: string): Promise<void> {
+  if (!(await scope.links.lock(model, { ids: [id] })).has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
 }
 
 /**

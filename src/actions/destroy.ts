@@ -3,16 +3,15 @@
  *
  * @module
  */
-import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/records.ts'
 import type { Id } from './changes.ts'
-import { keyOf, lockMovedParents } from './collection.ts'
+import { keyOf, lockMovedParents, lockRecord } from './collection.ts'
 import { inTransaction, parseId, type ActionContext } from './context.ts'
-import { inLockOrder } from './locks.ts'
 import type { RowsToLock } from '../sql/links.ts'
 import { defaultRecord } from './record.ts'
+import { lockTargets } from './targets.ts'
 
 /**
  * Destroys the record `rawId` and answers it as it was (populated by default). What happens to
@@ -31,18 +30,8 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
   return inTransaction(ctx, { action: 'destroy', model: model.identity }, async scope => {
     // The records this one points at through an association with a via lose it from their
     // collection: locked first (parents before children), then the record itself.
-    const parents = new Map<Model, { model: Model, columns: string[] }>()
-    for (const association of model.singulars.values()) {
-      if (association.via === undefined) continue
-      const target = ctx.registry.get(association.target) as Model
-      const entry = parents.get(target) ?? { model: target, columns: [] }
-      entry.columns.push(association.column)
-      parents.set(target, entry)
-    }
-    const held = new Map<Model, ReadonlyMap<string, unknown>>()
-    for (const { model: target, columns } of inLockOrder(ctx.ranks, [...parents.values()])) {
-      held.set(target, await scope.links.lock(target, { parentsOf: { child: model, ids: [id], columns } }))
-    }
+    const pointing = [...model.singulars.values()].filter(association => association.via !== undefined)
+    const held = await lockTargets(ctx, scope, model, pointing.map(field => ({ field, value: null })), id)
     // The records in its collections with a via: one-to-many children get a null key (or are
     // deleted by a cascade), many-to-many members lose it from their own collection. Locked in the
     // models' order: members of a model that ranks first before the record (and again after it,
@@ -55,7 +44,7 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
       return { association, child, rows, early: (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(model.identity) as number) }
     })
     for (const { child, rows, early } of collections) if (early) await scope.links.lock(child, rows)
-    if (!(await scope.links.lock(model, { ids: [id] })).has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+    await lockRecord(scope, model, id, rawId)
     const previous = await defaultRecord(ctx, scope.run, model, id, undefined)
     const answer = views === undefined ? previous : await defaultRecord(ctx, scope.run, model, id, views)
     const key = keyOf(model, id)
@@ -64,7 +53,7 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
       const target = pointedAt(association)
       if (association.via === undefined || target === null) continue
       const targetModel = ctx.registry.get(association.target) as Model
-      await lockMovedParents(scope, targetModel, held.get(targetModel) as ReadonlyMap<string, unknown>, [target[targetModel.primaryKey.name]])
+      await lockMovedParents(scope, targetModel, held.get(targetModel) as ReadonlySet<string>, [target[targetModel.primaryKey.name]])
     }
     const members: Array<{ association: CollectionAssociation, child: Model, ids: unknown[] }> = []
     for (const { association, child, rows, early } of collections) {

@@ -1,6 +1,7 @@
 /**
  * The records that the singular associations of a create or update body point at: they must
- * exist, and those whose collection gains (or loses) the record are locked (see locks.ts).
+ * exist, and those whose collection gains (or loses) the record are locked (see locks.ts). A
+ * destroy locks, the same way, those its record points at (null assignments: nothing to check).
  *
  * @module
  */

@@ -3,12 +3,11 @@
  *
  * @module
  */
-import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/records.ts'
 import type { Id } from './changes.ts'
-import { keyOf, lockMovedParents } from './collection.ts'
+import { keyOf, lockMovedParents, lockRecord } from './collection.ts'
 import { inTransaction, parseId, type ActionContext } from './context.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
@@ -34,7 +33,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
     // The records the body's keys point at, and those they point at now (their collections change),
     // then the record itself.
     const held = await lockTargets(ctx, scope, model, assignments, id)
-    if (!(await scope.links.lock(model, { ids: [id] })).has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+    await lockRecord(scope, model, id, rawId)
     const before = await defaultRecord(ctx, scope.run, model, id, undefined)
     for (const { field } of assignments) {
       if (!('target' in field) || field.via === undefined) continue

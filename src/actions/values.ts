@@ -9,7 +9,7 @@ import {
 } from '../errors.ts'
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { coerce, describe, fits, INVALID, invalidReason, jsonProblem } from '../models/values.ts'
+import { coerce, describe, fits, INVALID, invalidReason, jsonProblem, TOO_DEEP } from '../models/values.ts'
 
 /** One column to write: the attribute or singular association, and its coerced value. */
 export interface Assignment {
@@ -64,7 +64,7 @@ function read (name: string, column: Attribute, nullable: boolean, raw: unknown,
   if (column.type === 'json') {
     const problem = jsonProblem(raw, maxJsonDepth)
     if (problem === undefined) return raw
-    if (problem.startsWith('nests')) throw new BP_ERR_LIMIT_EXCEEDED('body', `\`${name}\` ${problem}`)
+    if (problem.startsWith(TOO_DEEP)) throw new BP_ERR_LIMIT_EXCEEDED('body', `\`${name}\` ${problem}`)
     throw new BP_ERR_INVALID_VALUE('body', name, `the value ${problem}`)
   }
   const value = coerce(column.type, raw)

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { PatternToken } from '../sql/dialect.ts'
+import { foldAscii, type PatternToken } from '../sql/dialect.ts'
 import type { Target, WhereNode } from './types.ts'
 
 /**
@@ -42,7 +42,7 @@ export function matches (node: WhereNode, record: Readonly<Record<string, unknow
     }
     case 'match': {
       const value = valueOf(node.target, record)
-      return typeof value === 'string' && pattern(node.tokens, fold).test(fold ? foldAscii(value) : value)
+      return typeof value === 'string' && compiled(node.tokens, fold).test(fold ? foldAscii(value) : value)
     }
   }
 }
@@ -65,7 +65,6 @@ function compare (target: Target, value: unknown, other: unknown): number {
       return a < b ? -1 : a > b ? 1 : 0
     }
     case 'string': return byCodePoint(String(value), other as string)
-    case 'boolean': return Number(value) - Number(other)
     default: return Number(value) - Number(other)
   }
 }
@@ -80,9 +79,19 @@ function byCodePoint (a: string, b: string): number {
   return x.length - y.length
 }
 
-function foldAscii (text: string): string {
-  return text.replace(/[A-Z]/g, c => c.toLowerCase())
+/**
+ * The regular expression of match tokens, compiled once per tokens (a policy's `where` lives as long
+ * as the socket's view, and is tried on every notification).
+ */
+function compiled (tokens: readonly PatternToken[], fold: boolean): RegExp {
+  const cache = fold ? FOLDED : EXACT
+  let regexp = cache.get(tokens)
+  if (regexp === undefined) cache.set(tokens, regexp = pattern(tokens, fold))
+  return regexp
 }
+
+const FOLDED = new WeakMap<readonly PatternToken[], RegExp>()
+const EXACT = new WeakMap<readonly PatternToken[], RegExp>()
 
 /** A whole-string regular expression for match tokens. */
 function pattern (tokens: readonly PatternToken[], fold: boolean): RegExp {

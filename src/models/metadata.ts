@@ -5,6 +5,7 @@
  */
 import type { EntityMetadata, EntityProperty, MetadataStorage } from '@mikro-orm/core'
 import type { Attribute, AttributeType, CollectionAssociation, Generator, Model, SingularAssociation, ValueRange } from './model.ts'
+import { INT64 } from './values.ts'
 
 /** Why an entity or a property was left out, for the start-up log. */
 export interface Skipped {
@@ -178,7 +179,6 @@ function readAttribute (prop: EntityProperty, primary: boolean): Attribute | und
 
 const INT16 = { min: -32768, max: 32767 }
 const INT32 = { min: -2147483648, max: 2147483647 }
-const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n }
 const SAFE = { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }
 const FLOAT32 = { min: -3.4028234663852886e38, max: 3.4028234663852886e38 }
 
@@ -192,7 +192,7 @@ function rangeOf (prop: EntityProperty, type: AttributeType, integer: boolean): 
   if (type === 'bigint') return INT64
   if (type !== 'number') return undefined
   if (!integer) return /\b(real|float4)\b/.test(declared) || String(prop.type).toLowerCase() === 'float' ? FLOAT32 : undefined
-  if (/\b(bigint|int8|bigserial)\b|bigint/.test(declared)) return SAFE
+  if (/\b(int8|bigserial)\b|bigint/.test(declared)) return SAFE
   if (/\b(smallint|tinyint|int2|smallserial)\b/.test(declared)) return INT16
   return INT32
 }

@@ -18,7 +18,8 @@ export const INVALID: unique symbol = Symbol('invalid value')
 // The dates both databases store and JSON writes as plain ISO 8601: years 0001 to 9999.
 const FIRST_DATE = Date.parse('0001-01-01T00:00:00.000Z')
 const LAST_DATE = Date.parse('9999-12-31T23:59:59.999Z')
-const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n }
+/** The range of a 64-bit integer column (PostgreSQL's int8; SQLite's INTEGER). */
+export const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n }
 
 /**
  * Reads an ISO 8601 date (and time) that exists; `undefined` for any other text. `Date` alone
@@ -155,6 +156,9 @@ export function jsonProblem (value: unknown, maxDepth: number): string | undefin
   return walkJson(value, maxDepth, textProblem)
 }
 
+/** How a {@link walkJson} problem about nesting starts (a limit, unlike the problems of texts). */
+export const TOO_DEEP = 'nests deeper than'
+
 /**
  * Walks a JSON value without recursion (a deep value cannot exhaust the stack): returns
  * `nests deeper than …` when objects and arrays nest deeper than `maxDepth`, or the first problem
@@ -168,7 +172,7 @@ export function walkJson (value: unknown, maxDepth: number, check: (text: string
       const problem = check(item)
       if (problem !== undefined) return `holds a text that ${problem}`
     } else if (typeof item === 'object' && item !== null) {
-      if (depth >= maxDepth) return `nests deeper than ${maxDepth} levels`
+      if (depth >= maxDepth) return `${TOO_DEEP} ${maxDepth} levels`
       for (const key in item) {
         const problem = check(key)
         if (problem !== undefined) return `holds a key that ${problem}`

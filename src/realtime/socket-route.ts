@@ -36,7 +36,6 @@ export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'origins' | 'cont
 export function registerEndpoint (app: FastifyInstance, hub: Hub, options: EndpointOptions): void {
   const limits = { maxBufferedBytes: options.maxBufferedBytes }
   const origins = options.origins
-  // The origin is checked before the app's own hooks: a refused page learns nothing more.
   // A plain GET of this path (no upgrade, or a socket's own request frame) is the app's 404, as for
   // any path without a route (@fastify/websocket would answer an empty 404). Then the origin is
   // checked, before the app's own hooks: a refused page learns nothing more.

@@ -48,6 +48,8 @@ export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
     case 'updated': {
       const record = item.records?.[0]
       if (record !== undefined && !visible(viewer, view, record)) return undefined
+      // Without a selection the message is the shared one (serialised once for every socket).
+      if (view?.fields === undefined) return message
       // A change set's `updated` always has `previous`.
       return { ...message, data: pick(model, message.data, view), previous: pick(model, message.previous as JsonRecord, view) }
     }

@@ -64,8 +64,9 @@ export async function modelViews (input: RouteInput, request: FastifyRequest, ac
   return views
 }
 
-/** The views of every association of `model`: a record answered populated by default. */
-export async function defaultViews (input: RouteInput, request: FastifyRequest, action: BlueprintAction, model: Model = input.model): Promise<Views | undefined> {
+/** The views of every association of the route's model: a record answered populated by default. */
+export async function defaultViews (input: RouteInput, request: FastifyRequest, action: BlueprintAction): Promise<Views | undefined> {
+  const { model } = input
   return viewsOf(input, request, action, model, [...model.singulars.values(), ...model.collections.values()])
 }
 

@@ -135,6 +135,12 @@ for (const db of DATABASES) {
     const unlinked = await heard(() => asAdmin('DELETE', '/user/1/tags/beta'))
     t.same(unlinked.map(n => [n.event, n.data.verb, n.data.removedIds ?? n.data.id]), [['user', 'removedFrom', ['beta']], ['tag', 'removedFrom', [1]]], 'a visible tag unlinked: told')
 
+    const relabelled = await heard(() => asAdmin('PATCH', '/tag/beta', { label: 'Beta!', weight: 7 }))
+    t.same(relabelled.map(n => [n.event, n.data.verb, n.data.data, Object.keys(n.data.previous)]), [['tag', 'updated', { label: 'Beta!' }, ['label']]], 'an `updated` shows only the fields the policy lets the socket see')
+    const reweighed = await heard(() => asAdmin('PATCH', '/tag/beta', { weight: 8 }))
+    t.same(reweighed.map(n => [n.event, n.data.verb, n.data.data]), [['tag', 'updated', {}]], 'a change of hidden fields only: an `updated` without data')
+    t.same(admin.notices.filter(n => n.event === 'tag' && n.data.verb === 'updated').map(n => n.data.data), [{ label: 'Beta!', weight: 7 }, { weight: 8 }], 'the admin sees every field')
+
     const gone = await heard(() => asAdmin('DELETE', '/user/1'))
     const previous = gone.find(n => n.event === 'user' && n.data.verb === 'destroyed')?.data.previous
     t.same(ids(previous.pets).includes(3) || ids(previous.pets).includes(fish.id), false, '`destroyed.previous` leaves hidden pets out')
