@@ -5,16 +5,11 @@
  *
  * @module
  */
-import { CompiledQuery } from 'kysely'
 import type { ModelRegistry } from '../models/registry.ts'
 import { CommitOrder } from './commit-order.ts'
 import { classify, type Naming } from './failures.ts'
+import type { QueryRunner, RunPrepared } from './prepared.ts'
 import type { Executor } from './records.ts'
-
-/** The part of Kysely this module uses: the ORM's instance, or one bound to a connection. */
-export interface QueryRunner {
-  executeQuery (query: CompiledQuery): Promise<{ rows: unknown[] }>
-}
 
 /** A Kysely transaction, as far as this module uses it. */
 export interface KyselyTransaction extends QueryRunner {
@@ -47,11 +42,14 @@ export class Database {
   readonly order = new CommitOrder()
   readonly #kysely: Kysely
   readonly #naming: Naming
+  readonly #prepared: RunPrepared
 
-  constructor (kysely: Kysely, registry: ModelRegistry) {
+  /** @param prepared - how statements run (see prepared.ts). */
+  constructor (kysely: Kysely, registry: ModelRegistry, prepared: RunPrepared) {
     this.#kysely = kysely
     this.#naming = namingOf(registry)
-    this.run = this.#executor(kysely)
+    this.#prepared = prepared
+    this.run = this.#executor(kysely, false)
   }
 
   /**
@@ -87,7 +85,7 @@ export class Database {
         let ticket: number | undefined
         try {
           try {
-            result = await work(this.#executor(transaction), transaction)
+            result = await work(this.#executor(transaction, true), transaction)
           } catch (err) {
             failed = { error: err }
             throw err
@@ -109,11 +107,10 @@ export class Database {
     }
   }
 
-  #executor (runner: QueryRunner): Executor {
+  #executor (runner: QueryRunner, held: boolean): Executor {
     return async statement => {
       try {
-        const result = await runner.executeQuery(CompiledQuery.raw(statement.sql, statement.params as unknown[]))
-        return result.rows as Array<Record<string, unknown>>
+        return await this.#prepared(runner, statement.sql, statement.params, held) as Array<Record<string, unknown>>
       } catch (err) {
         throw this.#failure(err)
       }

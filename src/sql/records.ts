@@ -33,6 +33,18 @@ interface Field {
   readonly convert: ToJson | undefined
 }
 
+/** A populated singular association joined in a find. */
+interface Join {
+  readonly association: SingularAssociation
+  readonly target: Model
+  readonly alias: string
+  /** What the names of its columns in the row start with. */
+  readonly prefix: string
+  readonly fields: Field[]
+  /** What a policy lets appear of the target. */
+  readonly where: WhereNode | undefined
+}
+
 const PARENT = '__bp_parent'
 const ROW = '__bp_row'
 
@@ -62,16 +74,49 @@ export class RecordLoader {
     return projection
   }
 
-  /** Runs a find and populates what the projection asks for. */
+  /**
+   * Runs a find and populates what the projection asks for: populated singular associations are
+   * joined in the find's own statement, each collection is one batched statement for all records.
+   */
   async find (run: Executor, model: Model, criteria: Criteria): Promise<JsonRecord[]> {
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#fields(criteria.projection)
-    const out = new SqlBuilder().push(`SELECT ${columns('t', fields)} FROM ${table(model)} AS t WHERE `)
+    const joins = this.#joins(criteria)
+    const out = new SqlBuilder().push(`SELECT ${columns('t', fields)}`)
+    for (const join of joins) out.push(`, ${join.fields.map(field => `${column(join.alias, field)} AS ${quote(join.prefix + field.column)}`).join(', ')}`)
+    out.push(` FROM ${table(model)} AS t`)
+    for (const join of joins) {
+      // A record the policy hides joins as nothing, like a dangling or null key: null.
+      out.push(` LEFT JOIN ${table(join.target)} AS ${join.alias} ON ${column(join.alias, join.target.primaryKey)} = ${column('t', join.association)}`)
+      if (join.where !== undefined) {
+        out.push(' AND ')
+        writeWhere(out, join.where, join.alias, this.#dialect, criteria.caseInsensitive)
+      }
+    }
+    out.push(' WHERE ')
     writeWhere(out, criteria.where, 't', this.#dialect, criteria.caseInsensitive)
     if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
     out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
     const rows = await run(out.finish(this.#dialect))
-    return this.#complete(run, model, rows, fields, criteria)
+    const records = rows.map(row => toRecord(row, fields))
+    for (const join of joins) {
+      const key = join.prefix + join.target.primaryKey.column
+      rows.forEach((row, i) => { records[i][join.association.name] = row[key] === null ? null : toRecord(row, join.fields, join.prefix) })
+    }
+    return this.#complete(run, model, rows, records, criteria)
+  }
+
+  /** The populated singular associations of a find, each joined under an alias of its own. */
+  #joins ({ projection, views }: Criteria): Join[] {
+    const joins: Join[] = []
+    for (const { association, populate } of projection.singulars) {
+      if (!populate) continue
+      const target = this.#registry.get(association.target) as Model
+      const view = views?.get(association.name)
+      const alias = `s${joins.length}`
+      joins.push({ association, target, alias, prefix: `__bp_${alias}.`, fields: this.#fields(view?.projection ?? this.plainProjection(target)), where: view?.where })
+    }
+    return joins
   }
 
   /** The raw value of one column of the record with this primary key; `undefined` if no record. */
@@ -88,13 +133,9 @@ export class RecordLoader {
     return byParent.get(parentId) ?? []
   }
 
-  async #complete (run: Executor, model: Model, rows: Row[], fields: Field[], { projection, views, caseInsensitive, lockLinks }: Criteria): Promise<JsonRecord[]> {
-    const records = rows.map(row => toRecord(row, fields))
-    if (records.length === 0) return records
+  async #complete (run: Executor, model: Model, rows: Row[], records: JsonRecord[], { projection, views, caseInsensitive, lockLinks }: Criteria): Promise<JsonRecord[]> {
+    if (records.length === 0 || projection.collections.length === 0) return records
     const work: Array<Promise<void>> = []
-    for (const { association, populate } of projection.singulars) {
-      if (populate) work.push(this.#populateSingular(run, rows, records, association, views?.get(association.name), caseInsensitive))
-    }
     for (const { association, limit } of projection.collections) {
       work.push(this.#populateCollection(run, model, rows, records, association, limit, views?.get(association.name), caseInsensitive, lockLinks?.has(association.name) === true))
     }
@@ -103,29 +144,6 @@ export class RecordLoader {
     const failed = (await Promise.allSettled(work)).find(result => result.status === 'rejected')
     if (failed !== undefined) throw failed.reason
     return records
-  }
-
-  async #populateSingular (run: Executor, rows: Row[], records: JsonRecord[], association: SingularAssociation, view: View | undefined, fold: boolean): Promise<void> {
-    const keys = new Set<unknown>()
-    for (const row of rows) {
-      const key = row[association.column]
-      if (key !== null) keys.add(key)
-    }
-    const found = new Map<unknown, JsonRecord>()
-    if (keys.size > 0) {
-      const target = this.#registry.get(association.target) as Model
-      const fields = this.#fields(view?.projection ?? this.plainProjection(target))
-      const out = new SqlBuilder()
-        .push(`SELECT ${columns('c', fields)} FROM ${table(target)} AS c WHERE `)
-        .fragment(this.#dialect.oneOf(column('c', target.primaryKey), [...keys]))
-      if (view !== undefined) {
-        out.push(' AND ')
-        writeWhere(out, view.where, 'c', this.#dialect, fold)
-      }
-      for (const row of await run(out.finish(this.#dialect))) found.set(row[target.primaryKey.column], toRecord(row, fields))
-    }
-    // A dangling foreign key, and a record the policy hides, populate as null, like a null key.
-    rows.forEach((row, i) => { records[i][association.name] = found.get(row[association.column]) ?? null })
   }
 
   async #populateCollection (run: Executor, model: Model, rows: Row[], records: JsonRecord[], association: CollectionAssociation, limit: number, view: View | undefined, fold: boolean, lockLinks: boolean): Promise<void> {
@@ -226,10 +244,11 @@ function group (rows: Row[], fields: Field[], cap: number): Map<unknown, JsonRec
   return byParent
 }
 
-function toRecord (row: Row, fields: Field[]): JsonRecord {
+/** The record of a row; `prefix`: the row's keys are the columns with this prefix (a joined record). */
+function toRecord (row: Row, fields: Field[], prefix = ''): JsonRecord {
   const record: JsonRecord = {}
   for (const field of fields) {
-    const value = row[field.column]
+    const value = row[prefix + field.column]
     record[field.name] = field.convert === undefined || value === null ? value : field.convert(value)
   }
   return record

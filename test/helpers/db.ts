@@ -52,3 +52,30 @@ export async function destroyOrm (db: Database, orm: MikroORM): Promise<void> {
   await admin.em.getConnection().execute(`drop database if exists "${dbName}" with (force)`)
   await admin.close(true)
 }
+
+/**
+ * Counts the SQL statements the plugin runs on `orm` from now on (each still runs): on SQLite the
+ * executions of prepared statements of its database handle, on PostgreSQL the statements sent
+ * through the ORM's Kysely client (BEGIN and COMMIT are not counted).
+ */
+export async function countStatements (t: { teardown (fn: () => void): void }, orm: MikroORM): Promise<() => number> {
+  let statements = 0
+  const connection = orm.em.getConnection() as unknown as { getClient (): unknown, getNativeClient (): Promise<unknown> }
+  const native = await connection.getNativeClient() as { prepare?: (sql: string) => object }
+  type Method = (this: { database?: unknown }, ...args: unknown[]) => unknown
+  const wrap = (target: Record<string, Method>, names: string[], counts: (self: { database?: unknown }) => boolean): void => {
+    for (const name of names) {
+      const original = target[name]
+      target[name] = function (...args) {
+        if (counts(this)) statements++
+        return original.apply(this, args)
+      }
+      t.teardown(() => { target[name] = original })
+    }
+  }
+  if (typeof native.prepare === 'function') {
+    // better-sqlite3: one prototype for every statement of the process; only this handle's count.
+    wrap(Object.getPrototypeOf(native.prepare('SELECT 1')), ['all', 'run', 'get'], self => self.database === native)
+  } else wrap(connection.getClient() as Record<string, Method>, ['executeQuery'], () => true)
+  return () => statements
+}

@@ -1,0 +1,97 @@
+/**
+ * Statements the database parses and plans once, not on every request. The plugin's SQL text is
+ * the same for every request of one shape (values are parameters), so each distinct text is
+ * prepared once per connection and reused:
+ *
+ * - PostgreSQL: the text gets a name (`bp1`, `bp2`, …), and `pg` sends it as a named statement.
+ *   `pg` parses a name once on each pooled connection and then only binds and executes it. The
+ *   first {@link MAX_PREPARED} texts an ORM runs get names; later ones run unnamed, so a client
+ *   that sends endless shapes of `where` cannot grow the server's memory.
+ * - SQLite (better-sqlite3): the prepared `Statement` objects are kept, the {@link MAX_PREPARED}
+ *   most recently used, and run on the ORM's own database handle.
+ *
+ * Both run on MikroORM's pool and connections: inside a write's transaction the statements use
+ * the transaction's connection, and the app's own ORM use is untouched.
+ *
+ * @module
+ */
+import { CompiledQuery } from 'kysely'
+import type { Dialect } from './dialect.ts'
+
+/** Distinct statement texts prepared at most, per ORM (PostgreSQL) or kept (SQLite). */
+export const MAX_PREPARED = 256
+
+/** The part of Kysely this module uses: the ORM's instance, or one bound to a connection. */
+export interface QueryRunner {
+  executeQuery (query: CompiledQuery): Promise<{ rows: unknown[] }>
+}
+
+/** A Kysely instance that lends its connection (for SQLite: its one connection, under a mutex). */
+export interface ConnectionLender {
+  connection (): { execute<T> (work: (connection: QueryRunner) => Promise<T>): Promise<T> }
+}
+
+/** The part of a better-sqlite3 (or libSQL) database handle this module uses. */
+export interface NativeSqlite {
+  prepare (sql: string): NativeStatement
+}
+
+/** A prepared better-sqlite3 statement. */
+export interface NativeStatement {
+  readonly reader: boolean
+  all (params: readonly unknown[]): unknown[]
+  run (params: readonly unknown[]): unknown
+}
+
+/**
+ * Runs a statement text with its parameters on `runner`. `held`: `runner` holds its connection
+ * (a transaction); otherwise one is lent for the statement.
+ */
+export type RunPrepared = (runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean) => Promise<unknown[]>
+
+// Per ORM (its Kysely instance): the names are the pool's, and two registrations share them.
+const NAMES = new WeakMap<object, Map<string, string>>()
+let lastName = 0
+
+/** PostgreSQL: statements by name, through Kysely, on whatever connection `runner` has. */
+export function namedStatements (kysely: object): RunPrepared {
+  let names = NAMES.get(kysely)
+  if (names === undefined) NAMES.set(kysely, names = new Map())
+  const known = names
+  return async (runner, sql, params) => {
+    let name = known.get(sql)
+    if (name === undefined && known.size < MAX_PREPARED) known.set(sql, name = `bp${++lastName}`)
+    const compiled = CompiledQuery.raw(sql, params as unknown[])
+    // Kysely hands `sql` to pg's `client.query()` as it is, and pg takes a query config object
+    // there as well as a text: a fresh one each time, since pg writes the values into it.
+    const query = name === undefined ? compiled : { ...compiled, sql: { name, text: sql } as unknown as string }
+    return (await runner.executeQuery(query)).rows
+  }
+}
+
+/** SQLite: statements prepared once on the ORM's database handle, run while the connection is held. */
+export function cachedStatements (database: NativeSqlite): RunPrepared {
+  const cache = new Map<string, NativeStatement>()
+  const execute = (sql: string, params: readonly unknown[]): unknown[] => {
+    let statement = cache.get(sql)
+    if (statement === undefined) {
+      statement = database.prepare(sql)
+      if (cache.size === MAX_PREPARED) cache.delete(cache.keys().next().value as string)
+    } else cache.delete(sql)
+    // Most recently used last: the first key is the one to drop.
+    cache.set(sql, statement)
+    if (statement.reader) return statement.all(params)
+    statement.run(params)
+    return []
+  }
+  return async (runner, sql, params, held) => held
+    ? execute(sql, params)
+    // Outside a transaction: the connection is lent first, so that the statement never runs in
+    // the middle of another write's transaction on the same (single) SQLite connection.
+    : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params))
+}
+
+/** The way statements run for a dialect: the ORM's Kysely, and for SQLite its native handle. */
+export function preparedFor (dialect: Dialect, kysely: object, native: NativeSqlite | undefined): RunPrepared {
+  return dialect.name === 'postgres' ? namedStatements(kysely) : cachedStatements(native as NativeSqlite)
+}

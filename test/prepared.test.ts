@@ -1,0 +1,84 @@
+// Statements are prepared once per connection (src/sql/prepared.ts): on PostgreSQL they are named
+// statements that the server lists in pg_prepared_statements, at most MAX_PREPARED of them; on
+// SQLite they are kept prepared, and a statement outside a transaction waits for the connection
+// rather than running inside another write's transaction.
+import t, { type Test } from 'tap'
+import { buildRegistry } from '../src/models/registry.ts'
+import { dialectFor } from '../src/sql/dialect.ts'
+import { Database, type Kysely } from '../src/sql/database.ts'
+import { MAX_PREPARED, preparedFor, type NativeSqlite } from '../src/sql/prepared.ts'
+import { bareApp, build, DATABASES, type Database as Db } from './helpers/app.ts'
+
+async function openDatabase (t: Test, db: Db): Promise<Database> {
+  const { orm } = await bareApp(t, db, { seed: false })
+  const dialect = dialectFor(orm.em.getPlatform())
+  const kysely = (orm.em as unknown as { getKysely (): Kysely }).getKysely()
+  const native = db === 'sqlite' ? await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<NativeSqlite> }).getNativeClient() : undefined
+  return new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }), preparedFor(dialect, kysely, native))
+}
+
+// Statements reach the database module with the dialect's placeholders written.
+const distinct = (n: number, placeholder = '?'): string => `SELECT ${n} AS n WHERE 1 = ${placeholder}`
+const pg = (n: number): string => distinct(n, '$1')
+
+if (DATABASES.includes('postgres')) {
+  t.test('postgres: each text is a named statement, parsed once per connection; at most MAX_PREPARED names', async t => {
+    const database = await openDatabase(t, 'postgres')
+    const listed = await database.transaction(async run => {
+      for (let n = 0; n < MAX_PREPARED + 20; n++) {
+        t.same(await run({ sql: pg(n), params: [1] }), [{ n }], `text ${n} answers`)
+      }
+      // Run again: pg binds the names it parsed on this connection.
+      t.same(await run({ sql: pg(7), params: [1] }), [{ n: 7 }], 'a prepared text runs again')
+      t.same(await run({ sql: pg(7), params: [2] }), [], 'with other parameters')
+      return run({ sql: 'SELECT name, statement FROM pg_prepared_statements WHERE name LIKE $1 ORDER BY statement', params: ['bp%'] })
+    })
+    const texts = listed.result.map(row => String(row.statement))
+    t.equal(texts.length, MAX_PREPARED, 'the connection holds MAX_PREPARED names, no more')
+    t.ok(texts.includes(pg(7)), 'the repeated text is one of them')
+    t.notOk(texts.includes(pg(MAX_PREPARED + 5)), 'texts past the cap ran unnamed')
+    t.equal(new Set(listed.result.map(row => row.name)).size, MAX_PREPARED, 'one name per text')
+  })
+
+  t.test('postgres: the plugin\'s routes run named statements on the ORM\'s pool', async t => {
+    const { app, orm } = await build(t, 'postgres')
+    for (let i = 0; i < 3; i++) t.equal((await app.inject('/user?limit=2')).statusCode, 200)
+    const kysely = (orm.em as unknown as { getKysely (): Kysely }).getKysely()
+    // Every pooled connection: the find's text is prepared on the ones that ran it.
+    const seen = await Promise.all([0, 1, 2, 3].map(async () => kysely.connection().execute(async connection => {
+      const { rows } = await connection.executeQuery({ sql: 'SELECT statement FROM pg_prepared_statements', parameters: [], query: { kind: 'RawNode' }, queryId: { queryId: 'x' } } as never)
+      return rows.map(row => String((row as { statement: string }).statement))
+    })))
+    t.ok(seen.flat().some(text => text.startsWith('SELECT') && text.includes('"user"')), 'the find on user is a prepared statement')
+  })
+}
+
+if (DATABASES.includes('sqlite')) {
+  t.test('sqlite: statements are reused, the least recently used dropped past MAX_PREPARED', async t => {
+    const database = await openDatabase(t, 'sqlite')
+    for (let n = 0; n < MAX_PREPARED + 20; n++) t.same(await database.run({ sql: distinct(n), params: [1] }), [{ n }])
+    t.same(await database.run({ sql: distinct(MAX_PREPARED + 19), params: [1] }), [{ n: MAX_PREPARED + 19 }], 'a kept statement runs again')
+    t.same(await database.run({ sql: distinct(0), params: [1] }), [{ n: 0 }], 'a dropped one is prepared again')
+    t.same(await database.run({ sql: 'CREATE TABLE prepared_probe (id integer)', params: [] }), [], 'a statement that returns no rows')
+  })
+
+  t.test('sqlite: a statement outside a transaction waits for the connection', async t => {
+    const database = await openDatabase(t, 'sqlite')
+    await database.run({ sql: 'CREATE TABLE probe (id integer)', params: [] })
+    let release = (): void => {}
+    const held = new Promise<void>(resolve => { release = resolve })
+    let inserted = (): void => {}
+    const insertedYet = new Promise<void>(resolve => { inserted = resolve })
+    const write = database.transaction(async run => {
+      await run({ sql: 'INSERT INTO probe (id) VALUES (?)', params: [1] })
+      inserted()
+      await held
+      await run({ sql: 'INSERT INTO probe (id) VALUES (?)', params: [2] })
+    })
+    await insertedYet
+    const read = database.run({ sql: 'SELECT count(*) AS n FROM probe', params: [] })
+    release()
+    await write
+    t.same(await read, [{ n: 2 }], 'the read ran after the commit, not between the two inserts')
+  })
+}
