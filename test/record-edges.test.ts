@@ -88,3 +88,20 @@ for (const db of DATABASES) {
     t.equal(dated.json().createdAt, 631152000000, 'numbers as text')
   })
 }
+
+for (const db of DATABASES) {
+  t.test(`${db}: generated keys never go back, whatever keys clients gave`, async t => {
+    const { app } = await build(t, db, { entities, seed: false })
+    const create = async (payload: object): Promise<number> => {
+      const res = await app.inject({ method: 'POST', url: '/counter', payload })
+      t.equal(res.statusCode, 200)
+      return res.json().id
+    }
+    t.equal(await create({ id: -5 }), -5, 'a key below the generated ones')
+    t.equal(await create({}), 1, 'generated keys start at 1 all the same')
+    t.equal(await create({ id: 20 }), 20)
+    t.equal((await app.inject({ method: 'DELETE', url: '/counter/20' })).statusCode, 200)
+    t.equal(await create({ id: 7 }), 7, 'a key given below the largest one ever given')
+    t.equal(await create({}), 21, 'the next generated key is past every key given out, destroyed or not')
+  })
+}

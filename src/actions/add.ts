@@ -5,7 +5,7 @@
  */
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
-import type { JsonRecord } from '../sql/records.ts'
+import type { JsonRecord } from '../sql/rows.ts'
 import { collectionOf, keyOf, oneChild, parentRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
 
@@ -24,7 +24,7 @@ export async function add (ctx: ActionContext, model: Model, association: Collec
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)
   return inTransaction(ctx, { action: 'add', model: model.identity }, async scope => {
-    const { id, parentKey, fk, childKey, current } = await open(scope)
+    const { id, parentKey, fk, childKey, current, changed } = await open(scope)
     if (association.relation === '1:m') {
       if (current === null || String(current) !== String(id)) {
         await scope.links.set(child, [fk], association.parentColumn, id, model)
@@ -33,7 +33,7 @@ export async function add (ctx: ActionContext, model: Model, association: Collec
         scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: current === null ? null : keyOf(model, current) })
         if (current !== null) scope.changes.removedFrom(model.identity, keyOf(model, current), association.name, [childKey])
       }
-    } else if ((await scope.links.link(association, model, child, id, [fk])).length > 0) {
+    } else if (changed) {
       scope.changes.addedTo(model.identity, parentKey, association.name, [childKey])
       if (association.via !== undefined) scope.changes.addedTo(child.identity, childKey, association.via, [parentKey])
     }

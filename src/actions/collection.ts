@@ -7,12 +7,13 @@
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { jsonKey } from '../models/values.ts'
-import type { JsonRecord } from '../sql/records.ts'
+import type { JsonRecord } from '../sql/rows.ts'
 import { defaultRecord } from './record.ts'
 import type { Id } from './changes.ts'
 import { parseId, type ActionContext, type WriteScope } from './context.ts'
 import { inLockOrder } from './locks.ts'
 import type { RowsToLock } from '../sql/links.ts'
+import { linkInOneStatement, type LinkChange, type LinkOutcome } from '../sql/linking.ts'
 import type { Views } from '../criteria/types.ts'
 
 /** The models of a collection route. */
@@ -42,14 +43,16 @@ export interface OneChild {
   readonly childKey: Id
   /** One-to-many: the child's current foreign key (raw), or null. */
   readonly current: unknown
+  /** Many-to-many: whether the link was made (add) or broken (remove) by this write. */
+  readonly changed: boolean
 }
 
 /**
  * The opening of add and remove: coerce both ids, then in the transaction lock what the write
  * may change (see locks.ts) and find the child. One-to-many: the parent and the child's current
  * parent first (one statement, in key order), then the child, whose foreign key is read under
- * its lock. Many-to-many: both ends, in the models' lock order (see {@link lockEnds}; `linking`
- * for add, not for remove).
+ * its lock. Many-to-many: the link is also made (`linking`: add) or broken (remove), see
+ * {@link changeLinks}.
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
@@ -57,9 +60,9 @@ export function oneChild (ctx: ActionContext, collection: Collection, rawId: str
   const { parent, child, association } = collection
   const id = parseId(parent, rawId, 'id')
   const fk = parseId(child, rawFk, 'fk')
-  const opened = (found: { id: unknown, value: unknown } | undefined, current: unknown): OneChild => {
+  const opened = (found: { id: unknown, value: unknown } | undefined, current: unknown, changed: boolean): OneChild => {
     if (found === undefined) throw new BP_ERR_RECORD_NOT_FOUND(child.identity, rawFk)
-    return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current }
+    return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current, changed }
   }
   if (association.relation === '1:m') {
     const column = association.parentColumn
@@ -68,12 +71,12 @@ export function oneChild (ctx: ActionContext, collection: Collection, rawId: str
       if (!parents.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
       const found = (await scope.links.lock(child, { ids: [fk], read: column })).get(String(fk))
       await lockMovedParents(scope, parent, parents, [found?.value])
-      return opened(found, found?.value)
+      return opened(found, found?.value, false)
     }
   }
   return async scope => {
-    const found = (await lockEnds(ctx, scope, collection, id, rawId, { ids: [fk] }, linking)).get(String(fk))
-    return opened(found, undefined)
+    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids: [fk], link: linking, unlink: linking ? undefined : 'ids' })
+    return opened(outcome.found.get(String(fk)), undefined, (linking ? outcome.linked : outcome.unlinked).length > 0)
   }
 }
 
@@ -113,6 +116,33 @@ export async function lockEnds (ctx: ActionContext, scope: WriteScope, { parent,
     for (const [key, row] of await scope.links.lock(child, { membersOf: children.membersOf, share: true, noWait: true })) found.set(key, row)
   }
   return found
+}
+
+/**
+ * Many-to-many: locks what the write needs (see {@link lockEnds}) and changes the links of the
+ * parent `id`. On PostgreSQL, when the parent's row is the first lock (its model locks first, or
+ * the children are only read), the locks, the look-up of the children and the writes are one
+ * statement (sql/linking.ts); otherwise one statement each.
+ *
+ * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
+ */
+export async function changeLinks (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: Omit<LinkChange, 'share'>): Promise<LinkOutcome> {
+  const { parent, child, association } = collection
+  const via = association.via
+  if (ctx.dialect.name === 'postgres' && (via === undefined || (ctx.ranks.get(parent.identity) as number) < (ctx.ranks.get(child.identity) as number))) {
+    // The children are the far end: locked, shared, when the write links them (as lockEnds does).
+    const outcome = await linkInOneStatement(scope.run, ctx.dialect, association, parent, child, id, { ...change, share: via !== undefined && change.link })
+    if (!outcome.parentFound) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
+    return outcome
+  }
+  const membersOf = change.unlink === 'others' ? { association, parent, id } : undefined
+  const found = await lockEnds(ctx, scope, collection, id, rawId, { ids: change.ids, membersOf }, change.link)
+  const existing = change.ids.filter(fk => found.has(String(fk)))
+  const unlinked = change.unlink === 'others'
+    ? await scope.links.unlinkOthers(association, parent, child, id, change.ids)
+    : change.unlink === 'ids' && existing.length > 0 ? await scope.links.unlink(association, parent, child, id, existing) : []
+  const linked = change.link ? await scope.links.link(association, parent, child, id, existing) : []
+  return { parentFound: true, found, linked, unlinked }
 }
 
 /**

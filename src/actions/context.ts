@@ -16,7 +16,8 @@ import { BP_ERR_INVALID_ID } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { coerce, describe, fits, INVALID, invalidReason } from '../models/values.ts'
-import type { Executor, JsonRecord, RecordLoader } from '../sql/records.ts'
+import type { RecordLoader } from '../sql/records.ts'
+import type { Executor, JsonRecord } from '../sql/rows.ts'
 
 /** Everything an action reads. */
 export interface ActionContext {

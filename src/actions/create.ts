@@ -5,7 +5,7 @@
  */
 import type { Model } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
-import type { JsonRecord } from '../sql/records.ts'
+import type { JsonRecord } from '../sql/rows.ts'
 import { keyOf } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
 import { defaultRecord } from './record.ts'

@@ -7,7 +7,7 @@ import type { BlueprintQuery, Views } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
-import type { JsonRecord } from '../sql/records.ts'
+import type { JsonRecord } from '../sql/rows.ts'
 import { parseId, type ActionContext } from './context.ts'
 
 /**

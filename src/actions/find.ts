@@ -6,7 +6,7 @@
 import type { BlueprintQuery, Views } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import type { Model } from '../models/model.ts'
-import type { JsonRecord } from '../sql/records.ts'
+import type { JsonRecord } from '../sql/rows.ts'
 import type { ActionContext } from './context.ts'
 
 /**

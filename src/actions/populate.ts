@@ -7,7 +7,7 @@ import type { BlueprintQuery } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_ASSOCIATION_EMPTY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
-import type { JsonRecord } from '../sql/records.ts'
+import type { JsonRecord } from '../sql/rows.ts'
 import { parseId, type ActionContext } from './context.ts'
 
 /**

@@ -6,7 +6,7 @@
 import { BP_ERR_LINK_REQUIRED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
-import type { JsonRecord } from '../sql/records.ts'
+import type { JsonRecord } from '../sql/rows.ts'
 import { collectionOf, oneChild, parentRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
 
@@ -25,7 +25,7 @@ export async function remove (ctx: ActionContext, model: Model, association: Col
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, false)
   return inTransaction(ctx, { action: 'remove', model: model.identity }, async scope => {
-    const { id, parentKey, fk, childKey, current } = await open(scope)
+    const { id, parentKey, fk, childKey, current, changed } = await open(scope)
     if (association.relation === '1:m') {
       if (current !== null && String(current) === String(id)) {
         const via = association.via as string
@@ -34,7 +34,7 @@ export async function remove (ctx: ActionContext, model: Model, association: Col
         scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
         scope.changes.updated(child.identity, childKey, { [via]: null }, { [via]: parentKey })
       }
-    } else if ((await scope.links.unlink(association, model, child, id, [fk])).length > 0) {
+    } else if (changed) {
       scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
       if (association.via !== undefined) scope.changes.removedFrom(child.identity, childKey, association.via, [parentKey])
     }

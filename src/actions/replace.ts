@@ -6,9 +6,9 @@
 import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
-import type { JsonRecord } from '../sql/records.ts'
+import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
-import { collectionOf, keyOf, lockEnds, lockMovedParents, parentRecord } from './collection.ts'
+import { changeLinks, collectionOf, keyOf, lockMovedParents, parentRecord } from './collection.ts'
 import { inTransaction, parseId, type ActionContext } from './context.ts'
 
 /**
@@ -38,6 +38,8 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
     const ids = [...wanted.values()]
     let found: Map<string, { id: unknown, value: unknown }>
     let current = new Map<string, unknown>()
+    const added: unknown[] = []
+    const removed: unknown[] = []
     if (oneToMany) {
       // The parent and the wanted children's current parents (which lose them), then the wanted
       // children and the current members, whose foreign keys are read under their locks.
@@ -49,13 +51,15 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
       current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
       await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
     } else {
-      found = await lockEnds(ctx, scope, collection, id, rawId, { ids, membersOf: { association, parent: model, id } }, true)
+      const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids, link: true, unlink: 'others' })
+      found = outcome.found
+      added.push(...outcome.linked)
+      removed.push(...outcome.unlinked)
     }
     const missing = [...wanted.keys()].filter(key => !found.has(key))
     // The message names ten of them at most: a request with thousands would otherwise echo them all.
+    // (Many-to-many links written meanwhile are rolled back with the transaction.)
     if (missing.length > 0) throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.slice(0, 10).join(', ') + (missing.length > 10 ? ` and ${missing.length - 10} more` : ''))
-    const added: unknown[] = []
-    const removed: unknown[] = []
     if (oneToMany) {
       const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
       const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)
@@ -82,10 +86,8 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
       for (const key of toRemove) scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
       for (const { parent, children } of formerParents.values()) scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
     } else {
-      // The members that stay are neither deleted nor inserted: both statements report exactly
-      // the links they changed, so no statement is needed to read the current members first.
-      removed.push(...await scope.links.unlinkOthers(association, model, child, id, [...wanted.values()]))
-      added.push(...await scope.links.link(association, model, child, id, [...wanted.values()]))
+      // The members that stay were neither deleted nor inserted: the statements reported exactly
+      // the links they changed, so none was needed to read the current members first.
       scope.changes.addedTo(model.identity, parentKey, association.name, added.map(key => keyOf(child, key)))
       scope.changes.removedFrom(model.identity, parentKey, association.name, removed.map(key => keyOf(child, key)))
       if (association.via !== undefined) {

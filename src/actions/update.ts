@@ -5,7 +5,7 @@
  */
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
-import type { JsonRecord } from '../sql/records.ts'
+import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
 import { keyOf, lockMovedParents, lockRecord } from './collection.ts'
 import { inTransaction, parseId, type ActionContext } from './context.ts'

@@ -65,6 +65,22 @@ export function validateFind (query: BlueprintQuery, model: Model, registry: Mod
  * out is neither returned nor populated. Collections are governed by `populate` alone.
  */
 export function validateProjection (query: Pick<BlueprintQuery, 'select' | 'omit' | 'populate' | 'populateLimit'>, model: Model, bounds: Pick<Bounds, 'maxLimit'>): Projection {
+  // Every attribute, every association populated or none: the same projection for every request
+  // (kept per model, so that what the SQL layer derives from it is kept too).
+  if (query.select === undefined && query.omit === undefined && typeof query.populate === 'boolean') {
+    const key = query.populate ? query.populateLimit : -1
+    let known = WHOLE.get(model)
+    if (known === undefined) WHOLE.set(model, known = new Map())
+    let projection = known.get(key)
+    if (projection === undefined) known.set(key, projection = project(query, model, bounds))
+    return projection
+  }
+  return project(query, model, bounds)
+}
+
+const WHOLE = new WeakMap<Model, Map<number, Projection>>()
+
+function project (query: Pick<BlueprintQuery, 'select' | 'omit' | 'populate' | 'populateLimit'>, model: Model, bounds: Pick<Bounds, 'maxLimit'>): Projection {
   if (query.select !== undefined && query.omit !== undefined) throw new BP_ERR_SELECT_AND_OMIT()
   const named = new Set<string>()
   for (const name of query.select ?? query.omit ?? []) {

@@ -9,7 +9,7 @@ import type { ModelRegistry } from '../models/registry.ts'
 import { CommitOrder } from './commit-order.ts'
 import { classify, type Naming } from './failures.ts'
 import type { QueryRunner, RunPrepared } from './prepared.ts'
-import type { Executor } from './records.ts'
+import type { Executor } from './rows.ts'
 
 /** A Kysely transaction, as far as this module uses it. */
 export interface KyselyTransaction extends QueryRunner {

@@ -6,7 +6,7 @@
  */
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { quote, type Dialect } from './dialect.ts'
-import { table, type Executor } from './records.ts'
+import { table, type Executor } from './rows.ts'
 import { SqlBuilder } from './statement.ts'
 
 /** Which rows {@link LinkWriter.lock} takes: the union of the conditions given. */
@@ -181,7 +181,7 @@ export class LinkWriter {
 }
 
 /** Order of distinct keys: numbers by value, anything else by its text (code points). */
-function ascending (a: unknown, b: unknown): number {
+export function ascending (a: unknown, b: unknown): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b
   const x = String(a)
   const y = String(b)

@@ -7,30 +7,16 @@
 import type { Criteria, Projection, Target, View, WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { toJson, type ToJson } from '../models/values.ts'
+import { toJson } from '../models/values.ts'
 import { quote, type Dialect } from './dialect.ts'
-import { SqlBuilder, type Statement } from './statement.ts'
+import { columns, group, PARENT, table, toRecord, type Executor, type Field, type JsonRecord, type Row } from './rows.ts'
+import { SqlBuilder } from './statement.ts'
 import { column, writeWhere } from './where.ts'
-
-/** A row as the driver returns it, keyed by column name. */
-export type Row = Record<string, unknown>
-
-/** A record as it is sent to the client. */
-export type JsonRecord = Record<string, unknown>
-
-/** Runs a statement and returns its rows. */
-export type Executor = (statement: Statement) => Promise<Row[]>
 
 /** The criteria that choose the children of a collection. */
 export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive'> & {
   /** Lock the pivot rows read (a many-to-many collection of one parent; see `Criteria.lockLinks`). */
   readonly lockPivotRows?: boolean
-}
-
-interface Field {
-  readonly name: string
-  readonly column: string
-  readonly convert: ToJson | undefined
 }
 
 /** A populated singular association joined in a find. */
@@ -45,7 +31,6 @@ interface Join {
   readonly where: WhereNode | undefined
 }
 
-const PARENT = '__bp_parent'
 const ROW = '__bp_row'
 
 /** Reads records of the registry's models. One instance per plugin registration. */
@@ -54,6 +39,9 @@ export class RecordLoader {
   readonly #dialect: Dialect
   /** Per model: the plain projection used for children (every attribute, foreign keys raw). */
   readonly #plain = new Map<string, Projection>()
+  readonly #projected = new WeakMap<Projection, Field[]>()
+  /** Per projection without views: the head of the find's statement and its joins. */
+  readonly #heads = new WeakMap<Projection, { sql: string, joins: Join[] }>()
 
   constructor (registry: ModelRegistry, dialect: Dialect) {
     this.#registry = registry
@@ -81,6 +69,24 @@ export class RecordLoader {
   async find (run: Executor, model: Model, criteria: Criteria): Promise<JsonRecord[]> {
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#fields(criteria.projection)
+    const { out, joins } = this.#head(model, fields, criteria)
+    out.push(' WHERE ')
+    writeWhere(out, criteria.where, 't', this.#dialect, criteria.caseInsensitive)
+    if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
+    out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
+    const rows = await run(out.finish(this.#dialect))
+    const records = rows.map(row => toRecord(row, fields))
+    for (const join of joins) {
+      const key = join.prefix + join.target.primaryKey.column
+      rows.forEach((row, i) => { records[i][join.association.name] = row[key] === null ? null : toRecord(row, join.fields, join.prefix) })
+    }
+    return this.#complete(run, model, rows, records, criteria)
+  }
+
+  /** `SELECT … FROM … [LEFT JOIN …]` of a find, and its joins; kept when no view applies. */
+  #head (model: Model, fields: Field[], criteria: Criteria): { out: SqlBuilder, joins: Join[] } {
+    const kept = criteria.views === undefined ? this.#heads.get(criteria.projection) : undefined
+    if (kept !== undefined) return { out: new SqlBuilder().push(kept.sql), joins: kept.joins }
     const joins = this.#joins(criteria)
     const out = new SqlBuilder().push(`SELECT ${columns('t', fields)}`)
     for (const join of joins) out.push(`, ${join.fields.map(field => `${column(join.alias, field)} AS ${quote(join.prefix + field.column)}`).join(', ')}`)
@@ -93,17 +99,8 @@ export class RecordLoader {
         writeWhere(out, join.where, join.alias, this.#dialect, criteria.caseInsensitive)
       }
     }
-    out.push(' WHERE ')
-    writeWhere(out, criteria.where, 't', this.#dialect, criteria.caseInsensitive)
-    if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
-    out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
-    const rows = await run(out.finish(this.#dialect))
-    const records = rows.map(row => toRecord(row, fields))
-    for (const join of joins) {
-      const key = join.prefix + join.target.primaryKey.column
-      rows.forEach((row, i) => { records[i][join.association.name] = row[key] === null ? null : toRecord(row, join.fields, join.prefix) })
-    }
-    return this.#complete(run, model, rows, records, criteria)
+    if (criteria.views === undefined) this.#heads.set(criteria.projection, { sql: out.finish(this.#dialect).sql, joins })
+    return { out, joins }
   }
 
   /** The populated singular associations of a find, each joined under an alias of its own. */
@@ -212,7 +209,14 @@ export class RecordLoader {
     }).join(', ')
   }
 
+  /** The fields of a projection (kept per projection: the common ones are kept per model). */
   #fields (projection: Projection): Field[] {
+    let fields = this.#projected.get(projection)
+    if (fields === undefined) this.#projected.set(projection, fields = this.#project(projection))
+    return fields
+  }
+
+  #project (projection: Projection): Field[] {
     const fields: Field[] = []
     for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, convert: toJson(a.type, this.#dialect) })
     for (const { association } of projection.singulars) {
@@ -221,37 +225,6 @@ export class RecordLoader {
     }
     return fields
   }
-}
-
-/** `"schema"."table"` or `"table"`. */
-export function table (model: Pick<Model, 'schema' | 'table'>): string {
-  return model.schema === undefined ? quote(model.table) : `${quote(model.schema)}.${quote(model.table)}`
-}
-
-function columns (alias: string, fields: Field[]): string {
-  return fields.map(field => column(alias, field)).join(', ')
-}
-
-/** Rows (in order within each parent) grouped by parent key, at most `cap` per parent. */
-function group (rows: Row[], fields: Field[], cap: number): Map<unknown, JsonRecord[]> {
-  const byParent = new Map<unknown, JsonRecord[]>()
-  for (const row of rows) {
-    const key = row[PARENT]
-    let list = byParent.get(key)
-    if (list === undefined) byParent.set(key, list = [])
-    if (list.length < cap) list.push(toRecord(row, fields))
-  }
-  return byParent
-}
-
-/** The record of a row; `prefix`: the row's keys are the columns with this prefix (a joined record). */
-function toRecord (row: Row, fields: Field[], prefix = ''): JsonRecord {
-  const record: JsonRecord = {}
-  for (const field of fields) {
-    const value = row[prefix + field.column]
-    record[field.name] = field.convert === undefined || value === null ? value : field.convert(value)
-  }
-  return record
 }
 
 /** A where node that matches one primary key. */

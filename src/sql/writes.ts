@@ -7,7 +7,7 @@ import type { Assignment } from '../actions/values.ts'
 import type { Attribute, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { quote, type Dialect } from './dialect.ts'
-import { table, type Executor } from './records.ts'
+import { table, type Executor } from './rows.ts'
 import { SqlBuilder } from './statement.ts'
 
 /** Statements on records, for one dialect. */
@@ -39,9 +39,11 @@ export class RecordWriter {
     const key = model.primaryKey
     if (this.#dialect.name === 'postgres' && !key.required && assignments.some(a => a.field === key)) {
       // A key given by the client does not move PostgreSQL's sequence: move it past the largest
-      // key, or the next generated one would collide.
+      // key, or the next generated one would collide; never back (a key once given out is not
+      // given out again, as SQLite's AUTOINCREMENT does), and to 1 when no key is positive.
       const sequence = new SqlBuilder()
-        .push(`SELECT setval(pg_get_serial_sequence(?, ?), (SELECT max(${pk}) FROM ${table(model)}))`, table(model), key.column)
+        .push('SELECT setval(s, GREATEST(m, 1), m >= 1) FROM (SELECT s, GREATEST(' +
+          `(SELECT max(${pk}) FROM ${table(model)}), COALESCE(pg_sequence_last_value(s), 0)) AS m FROM (SELECT pg_get_serial_sequence(?, ?)::regclass AS s) AS q) AS x`, table(model), key.column)
       await this.#run(sequence.finish(this.#dialect))
     }
     return row.id

@@ -5,6 +5,7 @@
 import { MikroORM as SqliteORM } from '@mikro-orm/sqlite'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import type { MikroORM } from '@mikro-orm/core'
+import pg from 'pg'
 
 export type Database = 'sqlite' | 'postgres'
 
@@ -54,14 +55,13 @@ export async function destroyOrm (db: Database, orm: MikroORM): Promise<void> {
 }
 
 /**
- * Counts the SQL statements the plugin runs on `orm` from now on (each still runs): on SQLite the
- * executions of prepared statements of its database handle, on PostgreSQL the statements sent
- * through the ORM's Kysely client (BEGIN and COMMIT are not counted).
+ * Counts the SQL statements run on `orm`'s database from now on (each still runs), BEGIN and
+ * COMMIT included: on SQLite the executions of statements of its database handle, on PostgreSQL
+ * the queries of `pg` clients connected to its database.
  */
 export async function countStatements (t: { teardown (fn: () => void): void }, orm: MikroORM): Promise<() => number> {
   let statements = 0
-  const connection = orm.em.getConnection() as unknown as { getClient (): unknown, getNativeClient (): Promise<unknown> }
-  const native = await connection.getNativeClient() as { prepare?: (sql: string) => object }
+  const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<unknown> }).getNativeClient() as { prepare?: (sql: string) => object }
   type Method = (this: { database?: unknown }, ...args: unknown[]) => unknown
   const wrap = (target: Record<string, Method>, names: string[], counts: (self: { database?: unknown }) => boolean): void => {
     for (const name of names) {
@@ -73,9 +73,8 @@ export async function countStatements (t: { teardown (fn: () => void): void }, o
       t.teardown(() => { target[name] = original })
     }
   }
-  if (typeof native.prepare === 'function') {
-    // better-sqlite3: one prototype for every statement of the process; only this handle's count.
-    wrap(Object.getPrototypeOf(native.prepare('SELECT 1')), ['all', 'run', 'get'], self => self.database === native)
-  } else wrap(connection.getClient() as Record<string, Method>, ['executeQuery'], () => true)
+  // One prototype for every statement or client of the process: only this database's count.
+  if (typeof native.prepare === 'function') wrap(Object.getPrototypeOf(native.prepare('SELECT 1')), ['all', 'run', 'get'], self => self.database === native)
+  else wrap(pg.Client.prototype as unknown as Record<string, Method>, ['query'], self => self.database === orm.config.get('dbName'))
   return () => statements
 }

@@ -1,0 +1,62 @@
+/**
+ * Rows as the driver returns them, and the records sent to clients: how a statement runs, the
+ * fields read from a row, and the table and column lists of the plugin's SELECTs.
+ *
+ * @module
+ */
+import type { Model } from '../models/model.ts'
+import type { ToJson } from '../models/values.ts'
+import { quote } from './dialect.ts'
+import type { Statement } from './statement.ts'
+import { column } from './where.ts'
+
+/** A row as the driver returns it, keyed by column name. */
+export type Row = Record<string, unknown>
+
+/** A record as it is sent to the client. */
+export type JsonRecord = Record<string, unknown>
+
+/** Runs a statement and returns its rows. */
+export type Executor = (statement: Statement) => Promise<Row[]>
+
+/** A property of a record, read from a column of a row. */
+export interface Field {
+  readonly name: string
+  readonly column: string
+  readonly convert: ToJson | undefined
+}
+
+/** The column that holds the parent's key in a row of children. */
+export const PARENT = '__bp_parent'
+
+/** `"schema"."table"` or `"table"`. */
+export function table (model: Pick<Model, 'schema' | 'table'>): string {
+  return model.schema === undefined ? quote(model.table) : `${quote(model.schema)}.${quote(model.table)}`
+}
+
+/** The columns of `fields`, read from the table aliased `alias`. */
+export function columns (alias: string, fields: Field[]): string {
+  return fields.map(field => column(alias, field)).join(', ')
+}
+
+/** Rows (in order within each parent) grouped by parent key, at most `cap` per parent. */
+export function group (rows: Row[], fields: Field[], cap: number): Map<unknown, JsonRecord[]> {
+  const byParent = new Map<unknown, JsonRecord[]>()
+  for (const row of rows) {
+    const key = row[PARENT]
+    let list = byParent.get(key)
+    if (list === undefined) byParent.set(key, list = [])
+    if (list.length < cap) list.push(toRecord(row, fields))
+  }
+  return byParent
+}
+
+/** The record of a row; `prefix`: the row's keys are the columns with this prefix (a joined record). */
+export function toRecord (row: Row, fields: Field[], prefix = ''): JsonRecord {
+  const record: JsonRecord = {}
+  for (const field of fields) {
+    const value = row[prefix + field.column]
+    record[field.name] = field.convert === undefined || value === null ? value : field.convert(value)
+  }
+  return record
+}
