@@ -13,7 +13,7 @@ import type { Id } from './changes.ts'
 import { parseId, type ActionContext, type WriteScope } from './context.ts'
 import { inLockOrder } from './locks.ts'
 import type { RowsToLock } from '../sql/links.ts'
-import { linkInOneStatement, type LinkChange, type LinkOutcome } from '../sql/linking.ts'
+import { changeLinksOnPostgres, type LinkChange, type LinkOutcome } from '../sql/linking.ts'
 import type { Views } from '../criteria/types.ts'
 
 /** The models of a collection route. */
@@ -120,27 +120,31 @@ export async function lockEnds (ctx: ActionContext, scope: WriteScope, { parent,
 
 /**
  * Many-to-many: locks what the write needs (see {@link lockEnds}) and changes the links of the
- * parent `id`. On PostgreSQL, when the parent's row is the first lock (its model locks first, or
- * the children are only read), the locks, the look-up of the children and the writes are one
- * statement (sql/linking.ts); otherwise one statement each.
+ * parent `id`. On PostgreSQL in two statements at most (sql/linking.ts; an add in one), except
+ * for a self-referencing collection with a via, whose two ends lock in one statement in key order;
+ * otherwise one statement per step.
  *
  * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
  */
-export async function changeLinks (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: Omit<LinkChange, 'share'>): Promise<LinkOutcome> {
+export async function changeLinks (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange): Promise<LinkOutcome> {
   const { parent, child, association } = collection
   const via = association.via
-  if (ctx.dialect.name === 'postgres' && (via === undefined || (ctx.ranks.get(parent.identity) as number) < (ctx.ranks.get(child.identity) as number))) {
-    // The children are the far end: locked, shared, when the write links them (as lockEnds does).
-    const outcome = await linkInOneStatement(scope.run, ctx.dialect, association, parent, child, id, { ...change, share: via !== undefined && change.link })
+  if (ctx.dialect.name === 'postgres' && (via === undefined || parent !== child)) {
+    // The children are the far end: locked, shared, when the write links them or when they lock
+    // first (as lockEnds does); without a via, only read.
+    const childFirst = via !== undefined && (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(parent.identity) as number)
+    const locks = { childFirst, share: via !== undefined && (childFirst || change.link), members: childFirst && change.unlink === 'others' }
+    const outcome = await changeLinksOnPostgres(scope.run, ctx.dialect, association, parent, child, id, change, locks)
     if (!outcome.parentFound) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
     return outcome
   }
   const membersOf = change.unlink === 'others' ? { association, parent, id } : undefined
   const found = await lockEnds(ctx, scope, collection, id, rawId, { ids: change.ids, membersOf }, change.link)
   const existing = change.ids.filter(fk => found.has(String(fk)))
+  if (existing.length < change.ids.length && change.unlink !== undefined) return { parentFound: true, found, linked: [], unlinked: [] }
   const unlinked = change.unlink === 'others'
     ? await scope.links.unlinkOthers(association, parent, child, id, change.ids)
-    : change.unlink === 'ids' && existing.length > 0 ? await scope.links.unlink(association, parent, child, id, existing) : []
+    : change.unlink === 'ids' ? await scope.links.unlink(association, parent, child, id, existing) : []
   const linked = change.link ? await scope.links.link(association, parent, child, id, existing) : []
   return { parentFound: true, found, linked, unlinked }
 }

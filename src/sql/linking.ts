@@ -1,9 +1,17 @@
 /**
- * A many-to-many write of the collection routes (add, remove, replace) as one PostgreSQL
- * statement: it locks the parent, finds (and, when asked, locks) the children, deletes and inserts
- * the pivot rows, and reports all of it. It runs inside the caller's transaction and takes the same
- * locks in the same order as the statements of `links.ts` would one by one (parent, then children
- * in key order, then the pivot rows): only the round trips are fewer.
+ * The many-to-many writes of the collection routes (add, remove, replace) on PostgreSQL in at
+ * most two statements, taking the locks of `LinkWriter.lock` in the same order (the two models
+ * by rank, the children by key):
+ *
+ * 1. one statement locks the parent (exclusive) and finds the children (shared locks when asked),
+ *    in the models' order; an add also inserts its pivot row there;
+ * 2. one statement deletes and inserts the pivot rows (remove, replace), after the first holds
+ *    the parent: a statement sees the rows committed when it starts, so a statement that waited
+ *    for the parent's lock would not see links another write made meanwhile and delete them. An
+ *    insert is safe in the first (a link made meanwhile is a conflict, skipped whatever the
+ *    snapshot).
+ *
+ * Both run inside the caller's transaction.
  *
  * @module
  */
@@ -13,68 +21,144 @@ import { ascending } from './links.ts'
 import { table, type Executor } from './rows.ts'
 import { SqlBuilder } from './statement.ts'
 
-/** What a {@link linkInOneStatement} does to the links of the parent. */
+/** What a write does to the links of the parent. */
 export interface LinkChange {
   /** Children to find; with `link`, those found are linked. */
   readonly ids: readonly unknown[]
-  /** Lock the children found (shared: `FOR KEY SHARE`). */
-  readonly share: boolean
   /** Link the children found (the links that do not exist yet). */
   readonly link: boolean
   /** Unlink: `ids` (remove), or every member not in `ids` (replace). */
   readonly unlink: 'ids' | 'others' | undefined
 }
 
-/** What the statement reports: raw keys. */
+/** How the write locks (see actions/locks.ts). */
+export interface LinkLocks {
+  /** The children's model locks first. */
+  readonly childFirst: boolean
+  /** Lock the children found, shared (`FOR KEY SHARE`); otherwise they are only read. */
+  readonly share: boolean
+  /**
+   * Replace when the children lock first: the current members are locked (shared) with the
+   * children, and once the parent is held, those linked meanwhile too, without waiting.
+   */
+  readonly members: boolean
+}
+
+/** What the statements report: raw keys. */
 export interface LinkOutcome {
   readonly parentFound: boolean
-  /** The children among `ids` that exist, keyed by `String(id)`. */
+  /** The children found (among `ids`, and the members locked), keyed by `String(id)`. */
   readonly found: Map<string, { id: unknown, value: unknown }>
-  /** The children linked by the statement, in the order of `ids`. */
+  /** The children linked, in the order of `ids`. */
   readonly linked: unknown[]
-  /** The children unlinked by the statement, ascending. */
+  /** The children unlinked, ascending. */
   readonly unlinked: unknown[]
 }
 
 /**
- * Runs the change on the links of `parentId` in one statement (PostgreSQL only: data-modifying
- * `WITH` queries). The parent is locked exclusively, as `LinkWriter.lock` does.
+ * Runs `change` on the links of `parentId`. When the parent or a child of `ids` is missing, the
+ * second statement is not run: the caller refuses the write (and its transaction rolls back).
  */
-export async function linkInOneStatement (run: Executor, dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange): Promise<LinkOutcome> {
-  const parentPk = quote(parent.primaryKey.column)
-  const childPk = quote(child.primaryKey.column)
-  const pivot = quote(association.pivotTable as string)
-  const parentColumn = quote(association.parentColumn)
-  const childColumn = quote(association.childColumn as string)
-  const key = (out: SqlBuilder, model: Model, id: unknown): SqlBuilder => out.push(dialect.param(model.primaryKey), dialect.bind(model.primaryKey.type, id))
-  const oneOf = (out: SqlBuilder, expr: string): SqlBuilder => out.fragment(dialect.oneOf(expr, change.ids.map(id => dialect.bind(child.primaryKey.type, id)), child.primaryKey))
-  const out = new SqlBuilder().push(`WITH p AS (SELECT ${parentPk} AS id FROM ${table(parent)} WHERE ${parentPk} = `)
-  key(out, parent, parentId).push(`${dialect.rowLock(false, false)}), c AS (SELECT ${childPk} AS id FROM ${table(child)} WHERE `)
-  oneOf(out, childPk).push(` ORDER BY ${childPk}${change.share ? dialect.rowLock(true, false) : ''})`)
-  // Branches of the final UNION ALL run in order: the parent's lock, the children's, then the writes.
-  const branches = ["SELECT 'p' AS k, id AS parent, NULL AS child FROM p", "SELECT 'c', NULL, id FROM c"]
-  if (change.unlink !== undefined) {
-    out.push(`, d AS (DELETE FROM ${pivot} WHERE ${parentColumn} = (SELECT id FROM p)`)
-    if (change.unlink === 'ids') oneOf(out.push(' AND '), childColumn)
-    else if (change.ids.length > 0) oneOf(out.push(' AND NOT ('), childColumn).push(')')
-    out.push(` RETURNING ${childColumn} AS id)`)
-    branches.push("SELECT 'd', NULL, id FROM d")
-  }
-  if (change.link) {
-    // A link made meanwhile from the other side of the association is not an error, and not ours.
-    out.push(`, i AS (INSERT INTO ${pivot} (${parentColumn}, ${childColumn}) SELECT p.id, c.id FROM p, c ON CONFLICT DO NOTHING RETURNING ${childColumn} AS id)`)
-    branches.push("SELECT 'i', NULL, id FROM i")
-  }
-  const rows = await run(out.push(` ${branches.join(' UNION ALL ')}`).finish(dialect))
+export async function changeLinksOnPostgres (run: Executor, dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks): Promise<LinkOutcome> {
+  const s = new Statements(dialect, association, parent, child, parentId)
+  const first = s.locks(change, locks)
   const outcome: LinkOutcome = { parentFound: false, found: new Map(), linked: [], unlinked: [] }
   const linked = new Set<string>()
-  for (const row of rows) {
+  for (const row of await run(first.finish(dialect))) {
     if (row.k === 'p') (outcome as { parentFound: boolean }).parentFound = true
     else if (row.k === 'c') outcome.found.set(String(row.child), { id: row.child, value: row.child })
-    else if (row.k === 'd') outcome.unlinked.push(row.child)
     else linked.add(String(row.child))
+  }
+  const existing = change.ids.filter(id => outcome.found.has(String(id)))
+  if (change.unlink !== undefined && outcome.parentFound && existing.length === change.ids.length && (change.unlink === 'others' || existing.length > 0)) {
+    for (const row of await run(s.writes(change, locks.members).finish(dialect))) {
+      if (row.k === 'd') outcome.unlinked.push(row.id)
+      else if (row.k === 'i') linked.add(String(row.id))
+    }
   }
   for (const id of change.ids) if (linked.has(String(id))) outcome.linked.push(id)
   outcome.unlinked.sort(ascending)
   return outcome
+}
+
+/** The SQL of the two statements, for one parent of one association. */
+class Statements {
+  readonly #dialect: Dialect
+  readonly #parent: Model
+  readonly #child: Model
+  readonly #parentId: unknown
+  readonly #pivot: string
+  readonly #parentColumn: string
+  readonly #childColumn: string
+
+  constructor (dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown) {
+    this.#dialect = dialect
+    this.#parent = parent
+    this.#child = child
+    this.#parentId = parentId
+    this.#pivot = quote(association.pivotTable as string)
+    this.#parentColumn = quote(association.parentColumn)
+    this.#childColumn = quote(association.childColumn as string)
+  }
+
+  /** Statement 1: the parent's lock and the children's, in order; an add's insert. */
+  locks (change: LinkChange, locks: LinkLocks): SqlBuilder {
+    const parentPk = quote(this.#parent.primaryKey.column)
+    const childPk = quote(this.#child.primaryKey.column)
+    const out = new SqlBuilder().push(`WITH p AS (SELECT ${parentPk} AS id FROM ${table(this.#parent)} WHERE ${parentPk} = `)
+    this.#parentKey(out).push(`${this.#dialect.rowLock(false, false)}), c AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE `)
+    if (locks.members) this.#members(this.#oneOf(out.push('('), childPk, change.ids).push(` OR ${childPk} IN `)).push(')')
+    else this.#oneOf(out, childPk, change.ids)
+    out.push(` ORDER BY ${childPk}${locks.share ? this.#dialect.rowLock(true, false) : ''})`)
+    // The branches of a UNION ALL run in order: the locks are taken in the order written.
+    const parentRow = "SELECT 'p' AS k, id AS parent, NULL AS child FROM p"
+    const childRows = "SELECT 'c' AS k, NULL AS parent, id AS child FROM c"
+    const branches = locks.childFirst ? [childRows, parentRow] : [parentRow, childRows]
+    if (change.link && change.unlink === undefined) {
+      // A link made meanwhile from the other side of the association is not an error, and not ours.
+      out.push(`, i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${this.#childColumn}) SELECT p.id, c.id FROM p, c ON CONFLICT DO NOTHING RETURNING ${this.#childColumn} AS id)`)
+      branches.push("SELECT 'i', NULL, id FROM i")
+    }
+    return out.push(` ${branches.join(' UNION ALL ')}`)
+  }
+
+  /** Statement 2: the members linked meanwhile locked (`members`), then the deletes and inserts. */
+  writes (change: LinkChange, members: boolean): SqlBuilder {
+    const childPk = quote(this.#child.primaryKey.column)
+    const out = new SqlBuilder().push('WITH ')
+    const branches: string[] = []
+    if (members) {
+      this.#members(out.push(`m AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE ${childPk} IN `))
+      out.push(` ORDER BY ${childPk}${this.#dialect.rowLock(true, true)}), `)
+      branches.push("SELECT 'm' AS k, id FROM m")
+    }
+    this.#parentKey(out.push(`d AS (DELETE FROM ${this.#pivot} WHERE ${this.#parentColumn} = `))
+    if (change.unlink === 'ids') this.#oneOf(out.push(' AND '), this.#childColumn, change.ids)
+    else if (change.ids.length > 0) this.#oneOf(out.push(' AND NOT ('), this.#childColumn, change.ids).push(')')
+    out.push(` RETURNING ${this.#childColumn} AS id)`)
+    branches.push("SELECT 'd' AS k, id FROM d")
+    if (change.link && change.ids.length > 0) {
+      // Typed by the columns they are read from, like LinkWriter.link.
+      const parentKey = `p.${quote(this.#parent.primaryKey.column)}`
+      out.push(`, i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${this.#childColumn}) SELECT ${parentKey}, c.${childPk} FROM ${table(this.#parent)} AS p, ${table(this.#child)} AS c WHERE ${parentKey} = `)
+      this.#oneOf(this.#parentKey(out).push(' AND '), `c.${childPk}`, change.ids)
+      out.push(` ON CONFLICT DO NOTHING RETURNING ${this.#childColumn} AS id)`)
+      branches.push("SELECT 'i' AS k, id FROM i")
+    }
+    return out.push(` ${branches.join(' UNION ALL ')}`)
+  }
+
+  #parentKey (out: SqlBuilder): SqlBuilder {
+    return out.push(this.#dialect.param(this.#parent.primaryKey), this.#dialect.bind(this.#parent.primaryKey.type, this.#parentId))
+  }
+
+  /** `(SELECT child FROM pivot WHERE parent = …)`: the current members. */
+  #members (out: SqlBuilder): SqlBuilder {
+    return this.#parentKey(out.push(`(SELECT ${this.#childColumn} FROM ${this.#pivot} WHERE ${this.#parentColumn} = `)).push(')')
+  }
+
+  #oneOf (out: SqlBuilder, expr: string, ids: readonly unknown[]): SqlBuilder {
+    const key = this.#child.primaryKey
+    return out.fragment(this.#dialect.oneOf(expr, ids.map(id => this.#dialect.bind(key.type, id)), key))
+  }
 }

@@ -58,3 +58,46 @@ if (DATABASES.includes('postgres')) {
     t.same(removed.json().users, [], 'DELETE /tag/admin/users/4 answers without user 3, unlinked meanwhile')
   })
 }
+
+if (DATABASES.includes('postgres')) {
+  // A statement sees what was committed when it started: the deletes of a remove or a replace run
+  // in a statement of their own, after the one that waited for the parent's lock, so that they
+  // see (and delete) a link that the write holding the parent made meanwhile.
+  t.test('postgres: a remove or replace that waited for the parent sees the links made meanwhile', async t => {
+    const { app, orm } = await build(t, 'postgres')
+    const dbName = orm.config.get('dbName') as string
+    const other = new pg.Client({ ...PG, database: dbName })
+    await other.connect()
+    t.teardown(async () => { await other.end() })
+    const watcher = new pg.Client({ ...PG, database: dbName })
+    await watcher.connect()
+    t.teardown(async () => { await watcher.end() })
+    const tagsOf = async (user: number): Promise<string[]> =>
+      (await watcher.query('SELECT tag_slug FROM user_tags WHERE user_id = $1 ORDER BY tag_slug', [user])).rows.map(row => row.tag_slug)
+
+    // Another transaction holds user 2, as an add to user 2's tags does, and links `vip`.
+    const before = await tagsOf(2)
+    t.notOk(before.includes('vip'))
+    await other.query('BEGIN')
+    await other.query('SELECT id FROM "user" WHERE id = 2 FOR UPDATE')
+    await other.query("INSERT INTO user_tags (user_id, tag_slug) VALUES (2, 'vip')")
+    const remove = app.inject({ method: 'DELETE', url: '/user/2/tags/vip' })
+    await lockWaitIn(watcher, dbName)
+    await other.query('COMMIT')
+    const removed = await remove
+    t.equal(removed.statusCode, 200)
+    t.notOk(removed.json().tags.some((tag: { slug: string }) => tag.slug === 'vip'), 'the remove answers without vip')
+    t.same(await tagsOf(2), before, 'and removed the link made while it waited')
+
+    await other.query('BEGIN')
+    await other.query('SELECT id FROM "user" WHERE id = 2 FOR UPDATE')
+    await other.query("INSERT INTO user_tags (user_id, tag_slug) VALUES (2, 'vip')")
+    const replace = app.inject({ method: 'PUT', url: '/user/2/tags', payload: { fks: ['beta'] } })
+    await lockWaitIn(watcher, dbName)
+    await other.query('COMMIT')
+    const replaced = await replace
+    t.equal(replaced.statusCode, 200)
+    t.same(replaced.json().tags.map((tag: { slug: string }) => tag.slug), ['beta'], 'the replace answers exactly its members')
+    t.same(await tagsOf(2), ['beta'], 'and unlinked the link made while it waited')
+  })
+}
