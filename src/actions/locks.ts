@@ -3,8 +3,8 @@
  * and within a model by primary key (each lock statement orders its rows). A parent model ranks
  * before the children of its one-to-many collections, so a write locks the parents whose
  * collections it changes (the new parent and the former one) before the child it moves; the
- * two models of a many-to-many association are locked in one fixed order whichever side the
- * route is on. Where the entities' associations form a cycle, the order breaks it at the model
+ * two models of a many-to-many association are locked in one fixed order (the owning side first)
+ * whichever side the route is on. Where the entities' associations form a cycle, the order breaks it at the model
  * discovered first; a deadlock that this leaves possible is retried (see `Database.transaction`).
  *
  * Which rows a write locks (docs/reliability.md): exclusively, every record whose columns it
@@ -29,20 +29,28 @@ import type { ModelRegistry } from '../models/registry.ts'
 /** Model identity → rank (lower locks first). */
 export type LockRanks = ReadonlyMap<string, number>
 
-/** Ranks the models of a registry: parents of one-to-many collections first, then discovery order. */
+/**
+ * Ranks the models of a registry: parents of one-to-many collections before their children, the
+ * owning side of a many-to-many association (the one that holds the pivot table) before its inverse
+ * side, then discovery order. Owner first makes the routes of the owning side, through which apps
+ * usually write, the cheaper ones: their parent locks first, so a replace locks the children it
+ * links and not every current member.
+ */
 export function lockRanks (registry: ModelRegistry): LockRanks {
   const models = registry.all()
-  // identity → the parents it must come after
+  // identity → the models it must come after
   const after = new Map<string, Set<string>>(models.map(model => [model.identity, new Set()]))
   for (const model of models) {
     for (const association of model.collections.values()) {
-      if (association.relation === '1:m' && association.target !== model.identity) after.get(association.target)?.add(model.identity)
+      if (association.target === model.identity) continue
+      const owns = association.relation === 'm:n' && association.via !== undefined && (model.meta.properties as Record<string, { owner?: boolean }>)[association.name].owner === true
+      if (association.relation === '1:m' || owns) after.get(association.target)?.add(model.identity)
     }
   }
   const ranks = new Map<string, number>()
   while (ranks.size < models.length) {
     const remaining = models.filter(model => !ranks.has(model.identity))
-    // The first model whose parents are all ranked; in a cycle, the first one left.
+    // The first model whose predecessors are all ranked; in a cycle, the first one left.
     const next = remaining.find(model => [...(after.get(model.identity) as Set<string>)].every(parent => ranks.has(parent))) ?? remaining[0]
     ranks.set(next.identity, ranks.size)
   }

@@ -70,10 +70,13 @@ export class RecordLoader {
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#fields(criteria.projection)
     const { out, joins } = this.#head(model, fields, criteria)
-    out.push(' WHERE ')
-    writeWhere(out, criteria.where, 't', this.#dialect, criteria.caseInsensitive)
-    if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
-    out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
+    if (criteria.where.kind !== 'all') writeWhere(out.push(' WHERE '), criteria.where, 't', this.#dialect, criteria.caseInsensitive)
+    // One primary key matches one record at most: no order and no page to ask for (which also
+    // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
+    if (criteria.skip > 0 || !byOneKey(model, criteria.where)) {
+      if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
+      out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
+    }
     const rows = await run(out.finish(this.#dialect))
     const records = rows.map(row => toRecord(row, fields))
     for (const join of joins) {
@@ -179,8 +182,8 @@ export class RecordLoader {
       : `${quote(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON c.${quote(child.primaryKey.column)} = j.${quote(association.childColumn as string)}`
     const order = this.#orderBy('c', criteria.sort)
     const select = (head: string): SqlBuilder => {
-      const out = new SqlBuilder().push(`${head} FROM ${from} WHERE `).fragment(this.#dialect.oneOf(parent, parentIds)).push(' AND ')
-      writeWhere(out, criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
+      const out = new SqlBuilder().push(`${head} FROM ${from} WHERE `).fragment(this.#dialect.oneOf(parent, parentIds))
+      if (criteria.where.kind !== 'all') writeWhere(out.push(' AND '), criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
       return out
     }
     const plain = `SELECT ${columns('c', fields)}, ${parent} AS ${PARENT}`
@@ -225,6 +228,12 @@ export class RecordLoader {
     }
     return fields
   }
+}
+
+/** Whether `where` matches one primary key of `model` at most (`key = value`, alone or in an `and`). */
+function byOneKey (model: Model, where: WhereNode): boolean {
+  if (where.kind === 'and') return where.items.some(item => byOneKey(model, item))
+  return where.kind === 'compare' && where.op === '=' && where.target.column === model.primaryKey.column && where.target.key === undefined
 }
 
 /** A where node that matches one primary key. */
