@@ -1,41 +1,51 @@
-// The load generator's back door into the server process, on a port of its own and never
-// measured: it reads and resets the user–tag links of the write scenarios' users, so that every
-// measuring run starts from a known state and the verification can compare database states.
+// The load generator's back door into a server process, on a port of its own and never measured
+// (bench/run.ts calls it only between autocannon runs). It reads and resets the pet–tag links of
+// the write workloads' pets, so that every measuring run starts from a known state and the
+// verification can compare database states, and it reports the number of statements the process
+// has sent to its database so far (see the counters in bench/server.ts).
 import Fastify, { type FastifyInstance } from 'fastify'
-import { CompiledQuery } from 'kysely'
-import type { SqlEntityManager } from '@mikro-orm/sql'
-import type { MikroORM } from '@mikro-orm/core'
 
-type Row = Record<string, any>
+type Row = Record<string, unknown>
 
-/** The pivot rows of some users, and the number of rows in the whole pivot table. */
+/** Runs one statement (no parameters: every value is an integer written into the text). */
+export type RunSql = (sql: string) => Promise<Row[]>
+
+/** The pivot rows of some pets, and the number of rows in the whole pivot table. */
 export interface Links { total: number, rows: Array<[number, number]> }
 
-/** Body of `POST /reset`: for each of `users`, unlink `clear` (every tag when absent), then link `set`. */
-export interface Reset { users: number[], clear?: number[], set: number[] }
+/** Body of `POST /reset`: for each of `pets`, unlink `clear` (every tag when absent), then link `set`. */
+export interface Reset { pets: number[], clear?: number[], set: number[] }
 
-export async function controlApp (orm: MikroORM): Promise<FastifyInstance> {
-  const kysely = (orm.em as unknown as SqlEntityManager).getKysely()
+/** `GET /stats`: statements sent to the database since the process started. */
+export interface Stats { statements: number }
+
+export function controlApp (run: RunSql, stats: () => Stats): FastifyInstance {
   const list = (ids: number[]): string => ids.map(id => String(Math.trunc(id))).join(', ')
   const app = Fastify()
 
-  app.get<{ Querystring: { users: string } }>('/links', async (request): Promise<Links> => {
-    const users = request.query.users.split(',').map(Number)
-    const rows = (await kysely.executeQuery<Row>(CompiledQuery.raw(`SELECT user_id, tag_id FROM user_tags WHERE user_id IN (${list(users)}) ORDER BY user_id, tag_id`))).rows
-    const [{ n }] = (await kysely.executeQuery<Row>(CompiledQuery.raw('SELECT COUNT(*) AS n FROM user_tags'))).rows
-    return { total: Number(n), rows: rows.map(r => [r.user_id, r.tag_id]) }
+  app.get('/stats', async (): Promise<Stats> => stats())
+
+  app.get<{ Querystring: { pets: string } }>('/links', async (request): Promise<Links> => {
+    const pets = request.query.pets.split(',').map(Number)
+    const rows = await run(`SELECT pet_id, tag_id FROM pet_tags WHERE pet_id IN (${list(pets)}) ORDER BY pet_id, tag_id`)
+    const [{ n }] = await run('SELECT COUNT(*) AS n FROM pet_tags')
+    return { total: Number(n), rows: rows.map(r => [Number(r.pet_id), Number(r.tag_id)]) }
   })
 
   app.post<{ Body: Reset }>('/reset', async request => {
-    const { users, clear, set } = request.body
-    await kysely.transaction().execute(async trx => {
-      const run = async (sql: string): Promise<unknown> => trx.executeQuery(CompiledQuery.raw(sql))
-      if (clear === undefined) await run(`DELETE FROM user_tags WHERE user_id IN (${list(users)})`)
-      else if (clear.length > 0) await run(`DELETE FROM user_tags WHERE user_id IN (${list(users)}) AND tag_id IN (${list(clear)})`)
+    const { pets, clear, set } = request.body
+    await run('BEGIN')
+    try {
+      if (clear === undefined) await run(`DELETE FROM pet_tags WHERE pet_id IN (${list(pets)})`)
+      else if (clear.length > 0) await run(`DELETE FROM pet_tags WHERE pet_id IN (${list(pets)}) AND tag_id IN (${list(clear)})`)
       if (set.length > 0) {
-        await run(`INSERT INTO user_tags (user_id, tag_id) VALUES ${users.flatMap(u => set.map(t => `(${list([u])}, ${list([t])})`)).join(', ')} ON CONFLICT DO NOTHING`)
+        await run(`INSERT INTO pet_tags (pet_id, tag_id) VALUES ${pets.flatMap(p => set.map(t => `(${list([p])}, ${list([t])})`)).join(', ')} ON CONFLICT DO NOTHING`)
       }
-    })
+      await run('COMMIT')
+    } catch (err) {
+      await run('ROLLBACK')
+      throw err
+    }
     return { ok: true }
   })
   return app

@@ -1,49 +1,123 @@
-// Benchmark server process: `node bench/server.ts postgres|sqlite`. Seeds a fresh database, then
-// serves the plugin and the hand-written baseline from one MikroORM instance, each app on its own
-// 127.0.0.1 port (chosen by the system), and prints {"plugin":port,"baseline":port,"control":port}
-// on stdout. The control app (bench/control.ts) lets the load generator read and reset the links
-// of the write scenarios between runs; it is never measured. bench/run.ts starts this process as a
-// child so that the load generator does not share its CPU.
+// Benchmark server process: `node bench/server.ts plugin|baseline postgres|sqlite [database]`.
+// One contender per process, so that CPU time and memory are each contender's own.
+//
+// - plugin: MikroORM (its default pool) and the plugin registered as a user would,
+//   `app.register(blueprints, { orm })`, realtime on (the default).
+// - baseline: the hand-written app of bench/baseline.ts, on its own `pg.Pool` or better-sqlite3
+//   database.
+//
+// PostgreSQL: `database` is the contender's own copy of the seeded database (bench/run.ts makes
+// it). SQLite: the process seeds an in-memory database from the same deterministic data
+// (bench/seed.ts). Every statement the process sends to its database is counted (a wrapper around
+// `pg.Client.prototype.query`, or around the execution methods of better-sqlite3's statements),
+// and the control app (bench/control.ts, on a second port, never measured) reports the count.
+// Prints {"app":port,"control":port} on stdout once it listens on 127.0.0.1.
 import Fastify, { type FastifyInstance } from 'fastify'
+import pg from 'pg'
 import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import { MikroORM as SqliteORM } from '@mikro-orm/sqlite'
 import blueprints from '../src/index.ts'
-import { baselineApp } from './baseline.ts'
-import { controlApp } from './control.ts'
+import { baselinePoolConfig, baselinePostgres, baselineSqlite } from './baseline.ts'
+import { controlApp, type RunSql } from './control.ts'
 import { entities } from './entities.ts'
-import { seed } from './seed.ts'
+import { seedSqlite } from './seed.ts'
+import { openSqlite, statementPrototype, type SqliteDatabase } from './sqlite.ts'
 
-const db = process.argv[2]
-if (db !== 'postgres' && db !== 'sqlite') throw new Error('usage: node bench/server.ts postgres|sqlite')
-
-const orm = (db === 'postgres'
-  ? await PostgresORM.init({
-    entities,
-    dbName: process.env.BENCH_PG_DB ?? 'bp_bench',
-    host: process.env.PGHOST ?? '127.0.0.1',
-    port: Number(process.env.PGPORT ?? 5432),
-    user: process.env.PGUSER ?? 'postgres',
-    password: process.env.PGPASSWORD
-  })
-  : await SqliteORM.init({ entities, dbName: ':memory:' })) as unknown as MikroORM
-await orm.schema.ensureDatabase()
-await seed(orm)
-
-const plugin = Fastify()
-await plugin.register(blueprints, { orm })
-const baseline = await baselineApp(orm, db)
-const control = await controlApp(orm)
-
-const address = async (app: FastifyInstance): Promise<number> => {
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  return (app.server.address() as { port: number }).port
+const [who, db, database] = process.argv.slice(2)
+if ((who !== 'plugin' && who !== 'baseline') || (db !== 'postgres' && db !== 'sqlite') || (db === 'postgres' && database === undefined)) {
+  throw new Error('usage: node bench/server.ts plugin|baseline postgres|sqlite [database]')
 }
-process.stdout.write(JSON.stringify({ plugin: await address(plugin), baseline: await address(baseline), control: await address(control) }) + '\n')
+
+// Statements sent to the database by this process (the control app's own included: the load
+// generator reads the count only around measuring runs, when the control app is idle).
+let statements = 0
+if (db === 'postgres') {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
+  const query = proto.query
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    statements++
+    return query.apply(this, args)
+  }
+} else {
+  const proto = statementPrototype()
+  for (const method of ['all', 'get', 'run', 'iterate'] as const) {
+    const execute = proto[method]
+    proto[method] = function (this: unknown, ...args: unknown[]) {
+      statements++
+      return execute.apply(this, args)
+    }
+  }
+}
+
+const connection: pg.ClientConfig = {
+  host: process.env.PGHOST ?? '127.0.0.1',
+  port: Number(process.env.PGPORT ?? 5432),
+  user: process.env.PGUSER ?? 'postgres',
+  password: process.env.PGPASSWORD,
+  database
+}
+
+let app: FastifyInstance
+let runSql: RunSql
+/** What shutdown closes, in order. */
+const closers: Array<() => Promise<void>> = []
+if (who === 'plugin') {
+  const orm = (db === 'postgres'
+    ? await PostgresORM.init({ entities, dbName: database, host: connection.host, port: connection.port, user: connection.user, password: connection.password })
+    : await SqliteORM.init({ entities, dbName: ':memory:' })) as unknown as MikroORM
+  app = Fastify()
+  if (db === 'sqlite') {
+    const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<SqliteDatabase> }).getNativeClient()
+    seedSqlite(native)
+    runSql = sqliteRunner(native)
+  } else {
+    runSql = await pgRunner()
+  }
+  await app.register(blueprints, { orm })
+  closers.push(async () => { await orm.close(true) })
+} else if (db === 'postgres') {
+  const pool = new pg.Pool(baselinePoolConfig(connection))
+  app = baselinePostgres(pool)
+  runSql = await pgRunner()
+  closers.push(async () => { await pool.end() })
+} else {
+  const native = openSqlite()
+  seedSqlite(native)
+  app = baselineSqlite(native)
+  runSql = sqliteRunner(native)
+  closers.push(async () => { native.close() })
+}
+
+/** The control app's connection: a client of its own. */
+async function pgRunner (): Promise<RunSql> {
+  const client = new pg.Client(connection)
+  await client.connect()
+  closers.push(async () => { await client.end() })
+  return async sql => (await client.query(sql)).rows
+}
+
+/** The control app's access to an SQLite database: the process's own handle. */
+function sqliteRunner (native: SqliteDatabase): RunSql {
+  return async sql => {
+    const statement = native.prepare(sql)
+    if (statement.reader) return statement.all() as Array<Record<string, unknown>>
+    statement.run()
+    return []
+  }
+}
+
+const control = controlApp(runSql, () => ({ statements }))
+
+const listen = async (server: FastifyInstance): Promise<number> => {
+  await server.listen({ host: '127.0.0.1', port: 0 })
+  return (server.server.address() as { port: number }).port
+}
+process.stdout.write(JSON.stringify({ app: await listen(app), control: await listen(control) }) + '\n')
 
 async function shutdown (): Promise<void> {
-  await Promise.all([plugin.close(), baseline.close(), control.close()])
-  await orm.close(true)
+  await Promise.all([app.close(), control.close()])
+  for (const close of closers) await close()
   process.exit(0)
 }
 process.once('SIGTERM', () => { void shutdown() })
