@@ -26,7 +26,7 @@ import { modelViews } from './routes/policy.ts'
 import { registerRoutes, type BlueprintRouteConfig, type ReadObserver } from './routes/register.ts'
 import { ERROR_SCHEMA } from './routes/table.ts'
 import { Database, type Kysely } from './sql/database.ts'
-import { preparedFor, type NativeSqlite } from './sql/prepared.ts'
+import { preparedFor, type OrmConnection } from './sql/prepared.ts'
 import { dialectFor } from './sql/dialect.ts'
 import { RecordLoader } from './sql/records.ts'
 
@@ -132,8 +132,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     ? undefined
     : await startRealtime(app, realtimeOptions, { registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive })
   const kysely = (options.orm.em as unknown as { getKysely (): Kysely }).getKysely()
-  const native = dialect.name === 'sqlite' ? await (options.orm.em.getConnection() as unknown as { getNativeClient (): Promise<NativeSqlite> }).getNativeClient() : undefined
-  const database = new Database(kysely, registry, preparedFor(dialect, kysely, native))
+  const database = new Database(kysely, registry, await preparedFor(dialect, kysely, options.orm as unknown as OrmConnection))
   const ctx: ActionContext = {
     orm: options.orm,
     dialect,

@@ -3,18 +3,23 @@
 // SQLite they are kept prepared, and a statement outside a transaction waits for the connection
 // rather than running inside another write's transaction.
 import t, { type Test } from 'tap'
+import Fastify from 'fastify'
+import type { MikroORM } from '@mikro-orm/core'
+import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
+import blueprints from '../src/index.ts'
+import { entities } from './fixtures/entities.ts'
+import { destroyOrm, PG } from './helpers/db.ts'
 import { buildRegistry } from '../src/models/registry.ts'
 import { dialectFor } from '../src/sql/dialect.ts'
 import { Database, type Kysely } from '../src/sql/database.ts'
-import { MAX_PREPARED, preparedFor, type NativeSqlite } from '../src/sql/prepared.ts'
+import { MAX_PREPARED, preparedFor, type OrmConnection } from '../src/sql/prepared.ts'
 import { bareApp, build, DATABASES, type Database as Db } from './helpers/app.ts'
 
 async function openDatabase (t: Test, db: Db): Promise<Database> {
   const { orm } = await bareApp(t, db, { seed: false })
   const dialect = dialectFor(orm.em.getPlatform())
   const kysely = (orm.em as unknown as { getKysely (): Kysely }).getKysely()
-  const native = db === 'sqlite' ? await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<NativeSqlite> }).getNativeClient() : undefined
-  return new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }), preparedFor(dialect, kysely, native))
+  return new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }), await preparedFor(dialect, kysely, orm as unknown as OrmConnection))
 }
 
 // Statements reach the database module with the dialect's placeholders written.
@@ -38,6 +43,8 @@ if (DATABASES.includes('postgres')) {
     t.ok(texts.includes(pg(7)), 'the repeated text is one of them')
     t.notOk(texts.includes(pg(MAX_PREPARED + 5)), 'texts past the cap ran unnamed')
     t.equal(new Set(listed.result.map(row => row.name)).size, MAX_PREPARED, 'one name per text')
+    t.same(await database.run({ sql: pg(MAX_PREPARED + 30), params: [1] }), [{ n: MAX_PREPARED + 30 }], 'past the cap, outside a transaction: unnamed on the pool')
+    t.same(await database.run({ sql: pg(7), params: [1] }), [{ n: 7 }], 'a named one on the pool')
   })
 
   t.test('postgres: the plugin\'s routes run named statements on the ORM\'s pool', async t => {
@@ -80,5 +87,22 @@ if (DATABASES.includes('sqlite')) {
     release()
     await write
     t.same(await read, [{ n: 2 }], 'the read ran after the commit, not between the two inserts')
+  })
+}
+
+if (DATABASES.includes('postgres')) {
+  t.test('postgres: with an onReserveConnection hook, reads go through Kysely, which runs it', async t => {
+    let reserved = 0
+    const dbName = `bp_test_reserve_${process.pid}`
+    const orm = await PostgresORM.init({ entities: entities as never[], dbName, ...PG, pool: { min: 0, max: 2 }, onReserveConnection: async () => { reserved++ } })
+    await orm.schema.ensureDatabase()
+    await orm.schema.create()
+    t.teardown(async () => { await destroyOrm('postgres', orm as unknown as MikroORM) })
+    const app = Fastify()
+    t.teardown(async () => { await app.close() })
+    await app.register(blueprints, { orm: orm as unknown as MikroORM, realtime: false })
+    const before = reserved
+    t.equal((await app.inject('/user')).statusCode, 200)
+    t.ok(reserved > before, 'the hook ran for the read\'s connection')
   })
 }

@@ -53,14 +53,24 @@ export type RunPrepared = (runner: QueryRunner & Partial<ConnectionLender>, sql:
 const NAMES = new WeakMap<object, Map<string, string>>()
 let lastName = 0
 
-/** PostgreSQL: statements by name, through Kysely, on whatever connection `runner` has. */
-export function namedStatements (kysely: object): RunPrepared {
+/** The part of a `pg` pool this module uses. */
+export interface NativePool {
+  query (config: { name?: string, text: string, values: readonly unknown[] }): Promise<{ rows: unknown[] }>
+}
+
+/**
+ * PostgreSQL: statements by name. Inside a transaction on its connection, through Kysely;
+ * outside, straight on the ORM's `pg` pool when there is one to use (`pool`), which saves
+ * Kysely's layers on every read.
+ */
+export function namedStatements (kysely: object, pool: NativePool | undefined): RunPrepared {
   let names = NAMES.get(kysely)
   if (names === undefined) NAMES.set(kysely, names = new Map())
   const known = names
-  return async (runner, sql, params) => {
+  return async (runner, sql, params, held) => {
     let name = known.get(sql)
     if (name === undefined && known.size < MAX_PREPARED) known.set(sql, name = `bp${++lastName}`)
+    if (!held && pool !== undefined) return (await pool.query(name === undefined ? { text: sql, values: params } : { name, text: sql, values: params })).rows
     const compiled = CompiledQuery.raw(sql, params as unknown[])
     // Kysely hands `sql` to pg's `client.query()` as it is, and pg takes a query config object
     // there as well as a text: a fresh one each time, since pg writes the values into it.
@@ -91,7 +101,21 @@ export function cachedStatements (database: NativeSqlite): RunPrepared {
     : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params))
 }
 
-/** The way statements run for a dialect: the ORM's Kysely, and for SQLite its native handle. */
-export function preparedFor (dialect: Dialect, kysely: object, native: NativeSqlite | undefined): RunPrepared {
-  return dialect.name === 'postgres' ? namedStatements(kysely) : cachedStatements(native as NativeSqlite)
+/** What {@link preparedFor} reads of the ORM. */
+export interface OrmConnection {
+  readonly config: { get (key: 'onReserveConnection' | 'sessionContext'): unknown }
+  readonly em: { getConnection (): { getNativeClient (): Promise<unknown> } }
+}
+
+/**
+ * The way statements run for a dialect, on the ORM's Kysely instance and native client (the
+ * better-sqlite3 handle; the `pg` pool). Where the ORM prepares each connection it lends
+ * (`onReserveConnection`, `sessionContext: 'connection'`), PostgreSQL statements all go through
+ * Kysely, which runs those hooks.
+ */
+export async function preparedFor (dialect: Dialect, kysely: object, orm: OrmConnection): Promise<RunPrepared> {
+  const native = async (): Promise<unknown> => await orm.em.getConnection().getNativeClient()
+  if (dialect.name === 'sqlite') return cachedStatements(await native() as NativeSqlite)
+  const hooked = orm.config.get('onReserveConnection') !== undefined || orm.config.get('sessionContext') === 'connection'
+  return namedStatements(kysely, hooked ? undefined : await native() as NativePool)
 }
