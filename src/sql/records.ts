@@ -9,7 +9,7 @@ import type { CollectionAssociation, Model, SingularAssociation } from '../model
 import type { ModelRegistry } from '../models/registry.ts'
 import { toJson } from '../models/values.ts'
 import { quote, type Dialect } from './dialect.ts'
-import { columns, group, PARENT, table, toRecord, type Executor, type Field, type JsonRecord, type Row } from './rows.ts'
+import { columns, group, PARENT, reader, table, type Executor, type Field, type JsonRecord, type Row } from './rows.ts'
 import { SqlBuilder } from './statement.ts'
 import { column, writeWhere } from './where.ts'
 
@@ -78,10 +78,11 @@ export class RecordLoader {
       out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
     }
     const rows = await run(out.finish(this.#dialect))
-    const records = rows.map(row => toRecord(row, fields))
+    const records = rows.map(reader(fields, ''))
     for (const join of joins) {
       const key = join.prefix + join.target.primaryKey.column
-      rows.forEach((row, i) => { records[i][join.association.name] = row[key] === null ? null : toRecord(row, join.fields, join.prefix) })
+      const read = reader(join.fields, join.prefix)
+      rows.forEach((row, i) => { records[i][join.association.name] = row[key] === null ? null : read(row) })
     }
     return this.#complete(run, model, rows, records, criteria)
   }

@@ -42,21 +42,39 @@ export function columns (alias: string, fields: Field[]): string {
 /** Rows (in order within each parent) grouped by parent key, at most `cap` per parent. */
 export function group (rows: Row[], fields: Field[], cap: number): Map<unknown, JsonRecord[]> {
   const byParent = new Map<unknown, JsonRecord[]>()
+  const read = reader(fields, '')
   for (const row of rows) {
     const key = row[PARENT]
     let list = byParent.get(key)
     if (list === undefined) byParent.set(key, list = [])
-    if (list.length < cap) list.push(toRecord(row, fields))
+    if (list.length < cap) list.push(read(row))
   }
   return byParent
 }
 
-/** The record of a row; `prefix`: the row's keys are the columns with this prefix (a joined record). */
-export function toRecord (row: Row, fields: Field[], prefix = ''): JsonRecord {
-  const record: JsonRecord = {}
-  for (const field of fields) {
-    const value = row[prefix + field.column]
-    record[field.name] = field.convert === undefined || value === null ? value : field.convert(value)
+/** Reads a record out of a row. */
+export type RecordReader = (row: Row) => JsonRecord
+
+const READERS = new WeakMap<Field[], Map<string, RecordReader>>()
+
+/**
+ * The reader of `fields` (kept per field list and prefix; `prefix`: the row's keys are the
+ * columns with this prefix, for a joined record): one function that builds the record
+ * as one object literal, so that every record of a model has one shape, and reads each column
+ * once. Names and columns come from the ORM's metadata and are written as JSON strings.
+ */
+export function reader (fields: Field[], prefix: string): RecordReader {
+  let byPrefix = READERS.get(fields)
+  if (byPrefix === undefined) READERS.set(fields, byPrefix = new Map())
+  let read = byPrefix.get(prefix)
+  if (read === undefined) {
+    const reads = fields.map((field, i) => {
+      const value = `row[${JSON.stringify(prefix + field.column)}]`
+      return `${JSON.stringify(field.name)}: ${field.convert === undefined ? value : `(v = ${value}) === null ? null : convert[${i}](v)`}`
+    })
+    // eslint-disable-next-line no-new-func -- generated from metadata, not from input
+    read = new Function('convert', `return function read (row) { let v; return { ${reads.join(', ')} } }`)(fields.map(field => field.convert)) as RecordReader
+    byPrefix.set(prefix, read)
   }
-  return record
+  return read
 }
