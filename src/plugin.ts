@@ -25,8 +25,9 @@ import { BP_ERR_INVALID_OPTION, BP_ERR_REALTIME_DISABLED } from './errors.ts'
 import { modelViews } from './routes/policy.ts'
 import { registerRoutes, type BlueprintRouteConfig, type ReadObserver } from './routes/register.ts'
 import { ERROR_SCHEMA } from './routes/table.ts'
-import { Database, type Kysely } from './sql/database.ts'
-import { preparedFor, type OrmConnection } from './sql/prepared.ts'
+import { Database } from './sql/database.ts'
+import type { TransactionalKysely } from './sql/transactions.ts'
+import { connectionsFor, type OrmConnection } from './sql/prepared.ts'
 import { dialectFor } from './sql/dialect.ts'
 import { RecordLoader } from './sql/records.ts'
 
@@ -131,8 +132,8 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   const realtime = realtimeOptions === false
     ? undefined
     : await startRealtime(app, realtimeOptions, { registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive })
-  const kysely = (options.orm.em as unknown as { getKysely (): Kysely }).getKysely()
-  const database = new Database(kysely, registry, await preparedFor(dialect, kysely, options.orm as unknown as OrmConnection))
+  const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
+  const database = new Database(kysely, registry, await connectionsFor(dialect, kysely, options.orm as unknown as OrmConnection))
   const ctx: ActionContext = {
     orm: options.orm,
     dialect,

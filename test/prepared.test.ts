@@ -4,6 +4,7 @@
 // rather than running inside another write's transaction.
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
+import { CompiledQuery } from 'kysely'
 import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import blueprints from '../src/index.ts'
@@ -11,15 +12,16 @@ import { entities } from './fixtures/entities.ts'
 import { destroyOrm, PG } from './helpers/db.ts'
 import { buildRegistry } from '../src/models/registry.ts'
 import { dialectFor } from '../src/sql/dialect.ts'
-import { Database, type Kysely } from '../src/sql/database.ts'
-import { MAX_PREPARED, preparedFor, type OrmConnection } from '../src/sql/prepared.ts'
+import { Database } from '../src/sql/database.ts'
+import { connectionsFor, MAX_PREPARED, type OrmConnection } from '../src/sql/prepared.ts'
+import type { TransactionalKysely } from '../src/sql/transactions.ts'
 import { bareApp, build, DATABASES, type Database as Db } from './helpers/app.ts'
 
 async function openDatabase (t: Test, db: Db): Promise<Database> {
   const { orm } = await bareApp(t, db, { seed: false })
   const dialect = dialectFor(orm.em.getPlatform())
-  const kysely = (orm.em as unknown as { getKysely (): Kysely }).getKysely()
-  return new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }), await preparedFor(dialect, kysely, orm as unknown as OrmConnection))
+  const kysely = (orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
+  return new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }), await connectionsFor(dialect, kysely, orm as unknown as OrmConnection))
 }
 
 // Statements reach the database module with the dialect's placeholders written.
@@ -50,13 +52,27 @@ if (DATABASES.includes('postgres')) {
   t.test('postgres: the plugin\'s routes run named statements on the ORM\'s pool', async t => {
     const { app, orm } = await build(t, 'postgres')
     for (let i = 0; i < 3; i++) t.equal((await app.inject('/user?limit=2')).statusCode, 200)
-    const kysely = (orm.em as unknown as { getKysely (): Kysely }).getKysely()
+    const kysely = (orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
     // Every pooled connection: the find's text is prepared on the ones that ran it.
     const seen = await Promise.all([0, 1, 2, 3].map(async () => kysely.connection().execute(async connection => {
       const { rows } = await connection.executeQuery({ sql: 'SELECT statement FROM pg_prepared_statements', parameters: [], query: { kind: 'RawNode' }, queryId: { queryId: 'x' } } as never)
       return rows.map(row => String((row as { statement: string }).statement))
     })))
     t.ok(seen.flat().some(text => text.startsWith('SELECT') && text.includes('"user"')), 'the find on user is a prepared statement')
+  })
+}
+
+if (DATABASES.includes('postgres')) {
+  t.test('postgres: the context of a transaction for an entity manager runs on its connection', async t => {
+    const database = await openDatabase(t, 'postgres')
+    await database.run({ sql: 'CREATE TABLE probe (id integer)', params: [] })
+    const { result } = await database.transaction(async (run, context) => {
+      await run({ sql: 'INSERT INTO probe (id) VALUES ($1)', params: [1] })
+      const kysely = context() as { executeQuery (query: CompiledQuery): Promise<{ rows: unknown[] }> }
+      t.equal(context(), kysely, 'made once')
+      return (await kysely.executeQuery(CompiledQuery.raw('SELECT count(*)::int AS n FROM probe'))).rows
+    })
+    t.same(result, [{ n: 1 }], 'it sees the transaction\'s own uncommitted row')
   })
 }
 
@@ -104,5 +120,9 @@ if (DATABASES.includes('postgres')) {
     const before = reserved
     t.equal((await app.inject('/user')).statusCode, 200)
     t.ok(reserved > before, 'the hook ran for the read\'s connection')
+    const created = await app.inject({ method: 'POST', url: '/user', payload: { name: 'ann' } })
+    t.equal(created.statusCode, 200, 'a write, in a transaction through Kysely')
+    t.ok(reserved > before + 1, 'the hook ran for the write\'s connection')
+    t.same((await app.inject(`/user/${String(created.json().id)}?populate=false`)).json().name, 'ann')
   })
 }

@@ -62,13 +62,13 @@ export interface WriteScope {
  * from the start). Its changes go to the listeners after the commit, and nowhere when it throws
  * (the transaction is rolled back).
  *
- * The transaction is a Kysely transaction on the ORM's connection rather than
+ * The transaction is the plugin's own on the ORM's connections (sql/transactions.ts) rather than
  * `em.transactional()`: the statements are the plugin's own SQL, so the ORM's unit of work has
  * nothing to flush, and skipping it saves a fork, a flush and its events on every write.
  */
 export async function inTransaction<T> (ctx: ActionContext, context: ChangeContext, work: (scope: WriteScope) => Promise<T>): Promise<T> {
   let changes = new ChangeSet()
-  const { result, ticket } = await ctx.database.transaction(async (run, transaction) => {
+  const { result, ticket } = await ctx.database.transaction(async (run, context) => {
     // A new change set per attempt: a retried transaction starts from nothing.
     changes = new ChangeSet()
     let em: EntityManager | undefined
@@ -76,7 +76,7 @@ export async function inTransaction<T> (ctx: ActionContext, context: ChangeConte
       get em () {
         if (em === undefined) {
           em = ctx.orm.em.fork()
-          em.setTransactionContext(transaction as never)
+          em.setTransactionContext(context() as never)
         }
         return em
       },

@@ -1,7 +1,7 @@
 /**
- * The plugin's access to the database: statements on MikroORM's Kysely instance (the ORM's own
- * connection pool), transactions that never keep a broken connection, bounded retries of
- * deadlocks, and every driver error classified (see `failures.ts`).
+ * The plugin's access to the database: statements and transactions on MikroORM's own
+ * connections (prepared.ts, transactions.ts), transactions that never keep a broken connection,
+ * bounded retries of deadlocks, and every driver error classified (see `failures.ts`).
  *
  * @module
  */
@@ -10,17 +10,7 @@ import { CommitOrder } from './commit-order.ts'
 import { classify, type Naming } from './failures.ts'
 import type { QueryRunner, RunPrepared } from './prepared.ts'
 import type { Executor } from './rows.ts'
-
-/** A Kysely transaction, as far as this module uses it. */
-export interface KyselyTransaction extends QueryRunner {
-  commit (): { execute (): Promise<unknown> }
-  rollback (): { execute (): Promise<unknown> }
-}
-
-/** MikroORM's Kysely instance, as far as this module uses it. */
-export interface Kysely extends QueryRunner {
-  connection (): { execute<T> (work: (connection: QueryRunner & { startTransaction (): { execute (): Promise<KyselyTransaction> } }) => Promise<T>): Promise<T> }
-}
+import type { Open } from './transactions.ts'
 
 /** How many times a transaction runs at most when deadlocks or serialisation failures end it. */
 export const ATTEMPTS = 5
@@ -40,15 +30,18 @@ export class Database {
   readonly run: Executor
   /** The order in which this process's transactions committed. */
   readonly order = new CommitOrder()
-  readonly #kysely: Kysely
   readonly #naming: Naming
   readonly #prepared: RunPrepared
+  readonly #open: Open
 
-  /** @param prepared - how statements run (see prepared.ts). */
-  constructor (kysely: Kysely, registry: ModelRegistry, prepared: RunPrepared) {
-    this.#kysely = kysely
+  /**
+   * @param kysely - the ORM's Kysely instance, which statements outside transactions run on.
+   * @param connections - how statements run and transactions open (see `connectionsFor`).
+   */
+  constructor (kysely: QueryRunner, registry: ModelRegistry, connections: { prepared: RunPrepared, open: Open }) {
     this.#naming = namingOf(registry)
-    this.#prepared = prepared
+    this.#prepared = connections.prepared
+    this.#open = connections.open
     this.run = this.#executor(kysely, false)
   }
 
@@ -61,10 +54,12 @@ export class Database {
    * The connection goes back to the pool whatever happens: a failed commit or rollback means the
    * connection broke, and the pool discards a broken connection instead of lending it again.
    *
+   * @param work - gets the executor of the transaction's statements, and its context for an
+   * entity manager (see `OpenTransaction.context`).
    * @param attempt - which attempt this is (1 for a caller).
    * @throws the coded error of a failed statement (see `failures.ts`), or what `work` threw.
    */
-  async transaction<T> (work: (run: Executor, transaction: KyselyTransaction) => Promise<T>, attempt = 1): Promise<Committed<T>> {
+  async transaction<T> (work: (run: Executor, context: () => unknown) => Promise<T>, attempt = 1): Promise<Committed<T>> {
     try {
       return await this.#once(work)
     } catch (err) {
@@ -74,30 +69,29 @@ export class Database {
     return await this.transaction(work, attempt + 1)
   }
 
-  async #once<T> (work: (run: Executor, transaction: KyselyTransaction) => Promise<T>): Promise<Committed<T>> {
+  async #once<T> (work: (run: Executor, context: () => unknown) => Promise<T>): Promise<Committed<T>> {
     // What `work` throws is the app's or the plugin's (statements' errors are classified as they
     // happen); anything else comes from the driver: acquiring the connection, BEGIN or COMMIT.
     let failed: { error: unknown } | undefined
     try {
-      return await this.#kysely.connection().execute(async connection => {
-        const transaction = await connection.startTransaction().execute()
+      return await this.#open(async transaction => {
         let result: T
         let ticket: number | undefined
         try {
           try {
-            result = await work(this.#executor(transaction, true), transaction)
+            result = await work(this.#executor(transaction.runner, true), transaction.context)
           } catch (err) {
             failed = { error: err }
             throw err
           }
           // Taken before COMMIT, while the locks are held: see commit-order.ts.
           ticket = this.order.take()
-          await transaction.commit().execute()
+          await transaction.commit()
         } catch (err) {
           if (ticket !== undefined) this.order.done(ticket)
           // The client is told the first error. A rollback that fails means the connection is
-          // broken; it is released below all the same, and the pool drops it.
-          await Promise.allSettled([transaction.rollback().execute()])
+          // broken; it is released all the same, and the pool drops it.
+          await Promise.allSettled([transaction.rollback()])
           throw err
         }
         return { result, ticket }

@@ -17,6 +17,7 @@
  */
 import { CompiledQuery } from 'kysely'
 import type { Dialect } from './dialect.ts'
+import { openOnPool, openWithKysely, type Open, type TransactionalKysely } from './transactions.ts'
 
 /** Distinct statement texts prepared at most, per ORM (PostgreSQL) or kept (SQLite). */
 export const MAX_PREPARED = 256
@@ -53,15 +54,23 @@ export type RunPrepared = (runner: QueryRunner & Partial<ConnectionLender>, sql:
 const NAMES = new WeakMap<object, Map<string, string>>()
 let lastName = 0
 
+/** A query as `pg` takes it: named, it is parsed once per connection. */
+interface QueryConfig { name?: string, text: string, values?: readonly unknown[] }
+
+/** The part of a `pg` client (or pool) this module uses. */
+export interface NativeClient {
+  query (config: QueryConfig | string): Promise<{ rows: unknown[] }>
+}
+
 /** The part of a `pg` pool this module uses. */
-export interface NativePool {
-  query (config: { name?: string, text: string, values: readonly unknown[] }): Promise<{ rows: unknown[] }>
+export interface NativePool extends NativeClient {
+  connect (): Promise<NativeClient & { release (): void }>
 }
 
 /**
- * PostgreSQL: statements by name. Inside a transaction on its connection, through Kysely;
- * outside, straight on the ORM's `pg` pool when there is one to use (`pool`), which saves
- * Kysely's layers on every read.
+ * PostgreSQL: statements by name, straight on the ORM's `pg` pool when there is one to use
+ * (`pool`; a transaction's on its `pg` client, see transactions.ts), which saves Kysely's layers
+ * on every statement; otherwise through Kysely.
  */
 export function namedStatements (kysely: object, pool: NativePool | undefined): RunPrepared {
   let names = NAMES.get(kysely)
@@ -70,12 +79,13 @@ export function namedStatements (kysely: object, pool: NativePool | undefined): 
   return async (runner, sql, params, held) => {
     let name = known.get(sql)
     if (name === undefined && known.size < MAX_PREPARED) known.set(sql, name = `bp${++lastName}`)
-    if (!held && pool !== undefined) return (await pool.query(name === undefined ? { text: sql, values: params } : { name, text: sql, values: params })).rows
-    const compiled = CompiledQuery.raw(sql, params as unknown[])
+    // A transaction of openOnPool() runs on a `pg` client; one of Kysely's on a Kysely transaction.
+    const native = held ? (typeof (runner as Partial<NativeClient>).query === 'function' ? runner as unknown as NativeClient : undefined) : pool
+    // Without a name, pg runs the text as an unnamed statement.
+    if (native !== undefined) return (await native.query({ name, text: sql, values: params })).rows
     // Kysely hands `sql` to pg's `client.query()` as it is, and pg takes a query config object
     // there as well as a text: a fresh one each time, since pg writes the values into it.
-    const query = name === undefined ? compiled : { ...compiled, sql: { name, text: sql } as unknown as string }
-    return (await runner.executeQuery(query)).rows
+    return (await runner.executeQuery({ ...CompiledQuery.raw(sql, params as unknown[]), sql: { name, text: sql } as unknown as string })).rows
   }
 }
 
@@ -101,21 +111,22 @@ export function cachedStatements (database: NativeSqlite): RunPrepared {
     : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params))
 }
 
-/** What {@link preparedFor} reads of the ORM. */
+/** What {@link connectionsFor} reads of the ORM. */
 export interface OrmConnection {
   readonly config: { get (key: 'onReserveConnection' | 'sessionContext'): unknown }
   readonly em: { getConnection (): { getNativeClient (): Promise<unknown> } }
 }
 
 /**
- * The way statements run for a dialect, on the ORM's Kysely instance and native client (the
- * better-sqlite3 handle; the `pg` pool). Where the ORM prepares each connection it lends
- * (`onReserveConnection`, `sessionContext: 'connection'`), PostgreSQL statements all go through
- * Kysely, which runs those hooks.
+ * How statements run, and transactions open, for a dialect, on the ORM's Kysely instance and
+ * native client (the better-sqlite3 handle; the `pg` pool). Where the ORM prepares each
+ * connection it lends (`onReserveConnection`, `sessionContext: 'connection'`), PostgreSQL goes
+ * through Kysely, which runs those hooks.
  */
-export async function preparedFor (dialect: Dialect, kysely: object, orm: OrmConnection): Promise<RunPrepared> {
+export async function connectionsFor (dialect: Dialect, kysely: TransactionalKysely, orm: OrmConnection): Promise<{ prepared: RunPrepared, open: Open }> {
   const native = async (): Promise<unknown> => await orm.em.getConnection().getNativeClient()
-  if (dialect.name === 'sqlite') return cachedStatements(await native() as NativeSqlite)
+  if (dialect.name === 'sqlite') return { prepared: cachedStatements(await native() as NativeSqlite), open: openWithKysely(kysely) }
   const hooked = orm.config.get('onReserveConnection') !== undefined || orm.config.get('sessionContext') === 'connection'
-  return namedStatements(kysely, hooked ? undefined : await native() as NativePool)
+  const pool = hooked ? undefined : await native() as NativePool
+  return { prepared: namedStatements(kysely, pool), open: pool === undefined ? openWithKysely(kysely) : openOnPool(pool) }
 }
