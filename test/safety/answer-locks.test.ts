@@ -3,7 +3,7 @@
 // lock the tags it unlinks; a write answering with a tag locks, shared, the link rows it shows, and
 // so waits for a transaction that is deleting one. PostgreSQL only (SQLite runs one write
 // transaction at a time). The wait is observed in pg_stat_activity, not timed.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import pg from 'pg'
 import { build, DATABASES, get } from '../helpers/app.ts'
 import { PG } from '../helpers/db.ts'
@@ -20,6 +20,18 @@ async function lockWaitIn (client: pg.Client, dbName: string): Promise<void> {
   throw new Error('no request of the app waited for the link row')
 }
 
+/** Two connections of their own to `dbName`: one for another transaction, one to watch. */
+async function clients (t: Test, dbName: string): Promise<[pg.Client, pg.Client]> {
+  const made: pg.Client[] = []
+  for (let i = 0; i < 2; i++) {
+    const client = new pg.Client({ ...PG, database: dbName })
+    await client.connect()
+    t.teardown(async () => { await client.end() })
+    made.push(client)
+  }
+  return made as [pg.Client, pg.Client]
+}
+
 if (DATABASES.includes('postgres')) {
   t.test('postgres: a write answering with a tag waits for an uncommitted unlink of one of its users', async t => {
     const { app, orm } = await build(t, 'postgres')
@@ -28,12 +40,7 @@ if (DATABASES.includes('postgres')) {
 
     // Another transaction unlinks user 1 from `admin` as a replace of user 1's tags does: the link
     // row deleted, the tag's row untouched.
-    const other = new pg.Client({ ...PG, database: dbName })
-    await other.connect()
-    t.teardown(async () => { await other.end() })
-    const watcher = new pg.Client({ ...PG, database: dbName })
-    await watcher.connect()
-    t.teardown(async () => { await watcher.end() })
+    const [other, watcher] = await clients(t, dbName)
     await other.query('BEGIN')
     t.equal((await other.query("DELETE FROM user_tags WHERE user_id = 1 AND tag_slug = 'admin'")).rowCount, 1)
 
@@ -66,12 +73,7 @@ if (DATABASES.includes('postgres')) {
   t.test('postgres: a remove or replace that waited for the parent sees the links made meanwhile', async t => {
     const { app, orm } = await build(t, 'postgres')
     const dbName = orm.config.get('dbName') as string
-    const other = new pg.Client({ ...PG, database: dbName })
-    await other.connect()
-    t.teardown(async () => { await other.end() })
-    const watcher = new pg.Client({ ...PG, database: dbName })
-    await watcher.connect()
-    t.teardown(async () => { await watcher.end() })
+    const [other, watcher] = await clients(t, dbName)
     const tagsOf = async (user: number): Promise<string[]> =>
       (await watcher.query('SELECT tag_slug FROM user_tags WHERE user_id = $1 ORDER BY tag_slug', [user])).rows.map(row => row.tag_slug)
 
