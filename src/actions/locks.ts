@@ -4,8 +4,9 @@
  * before the children of its one-to-many collections, so a write locks the parents whose
  * collections it changes (the new parent and the former one) before the child it moves; the
  * two models of a many-to-many association are locked in one fixed order (the owning side first)
- * whichever side the route is on. Where the entities' associations form a cycle, the order breaks it at the model
- * discovered first; a deadlock that this leaves possible is retried (see `Database.transaction`).
+ * whichever side the route is on. Where the entities' associations form a cycle, the order breaks
+ * it at the model discovered first; a deadlock that this leaves possible is retried (see
+ * `Database.transaction`).
  *
  * Which rows a write locks (docs/reliability.md): exclusively, every record whose columns it
  * changes, the old and the new parent of a one-to-many child, and the record whose many-to-many
