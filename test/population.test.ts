@@ -1,7 +1,7 @@
 // Default population caps collections at 30 children per parent (ascending child key), explicit
 // population does not, and the number of statements does not grow with the number of records.
 import t from 'tap'
-import type { MikroORM } from '@mikro-orm/core'
+import { defineEntity, p, type MikroORM } from '@mikro-orm/core'
 import { build, DATABASES, get } from './helpers/app.ts'
 import { countStatements } from './helpers/db.ts'
 import { Pet, Tag, User } from './fixtures/entities.ts'
@@ -75,5 +75,26 @@ for (const db of DATABASES) {
       t.equal(await count('/user?where={"id":999}'), 1, 'no record → nothing to populate')
       t.equal(await count('/pet?limit=50'), 1, 'the owner joined')
     })
+  })
+}
+
+// A joined record's columns come back under short names: PostgreSQL cuts names at 63 bytes, and a
+// prefixed long column name would lose its end (and its value).
+const Owner = defineEntity({ name: 'Owner', properties: { id: p.integer().primary(), [`a${'n'.repeat(58)}`]: p.string().fieldName(`c${'o'.repeat(58)}`) } })
+const Thing = defineEntity({ name: 'Thing', properties: { id: p.integer().primary(), owner: () => p.manyToOne(Owner).nullable() } })
+for (const db of DATABASES) {
+  t.test(`${db}: a joined record with a column name near the 63-byte limit`, async t => {
+    const long = `a${'n'.repeat(58)}`
+    const { app } = await build(t, db, {
+      entities: [Owner, Thing],
+      seed: async orm => {
+        const em = orm.em.fork()
+        em.create(Owner, { id: 1, [long]: 'kept' } as never)
+        em.create(Thing, { id: 1, owner: 1 } as never)
+        em.create(Thing, { id: 2, owner: null } as never)
+        await em.flush()
+      }
+    })
+    t.same((await get(app, '/thing')).body, [{ id: 1, owner: { id: 1, [long]: 'kept' } }, { id: 2, owner: null }])
   })
 }

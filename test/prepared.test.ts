@@ -4,7 +4,10 @@
 // rather than running inside another write's transaction.
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
-import { CompiledQuery } from 'kysely'
+import { createRequire } from 'node:module'
+import Pg from 'pg'
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import { MikroORM as SqliteORM } from '@mikro-orm/sqlite'
 import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import blueprints from '../src/index.ts'
@@ -124,5 +127,35 @@ if (DATABASES.includes('postgres')) {
     t.equal(created.statusCode, 200, 'a write, in a transaction through Kysely')
     t.ok(reserved > before + 1, 'the hook ran for the write\'s connection')
     t.same((await app.inject(`/user/${String(created.json().id)}?populate=false`)).json().name, 'ann')
+  })
+}
+
+// An ORM given its own Kysely instance has no native client the plugin can use (MikroORM refuses
+// to hand one out): statements then go through that Kysely instance, unprepared.
+for (const db of DATABASES) {
+  t.test(`${db}: an ORM built on a Kysely instance of the app's`, async t => {
+    let orm: MikroORM
+    if (db === 'sqlite') {
+      const Sqlite = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => object
+      const kysely = new Kysely({ dialect: new SqliteDialect({ database: new Sqlite(':memory:') as never }) })
+      orm = await SqliteORM.init({ entities: entities as never[], dbName: ':memory:', driverOptions: kysely }) as unknown as MikroORM
+    } else {
+      const dbName = `bp_test_kysely_${process.pid}`
+      const admin = new Pg.Client({ ...PG, database: 'postgres' })
+      await admin.connect()
+      await admin.query(`DROP DATABASE IF EXISTS "${dbName}"`)
+      await admin.query(`CREATE DATABASE "${dbName}"`)
+      await admin.end()
+      const kysely = new Kysely({ dialect: new PostgresDialect({ pool: new Pg.Pool({ ...PG, database: dbName, max: 2 }) }) })
+      orm = await PostgresORM.init({ entities: entities as never[], dbName, ...PG, driverOptions: kysely }) as unknown as MikroORM
+    }
+    await orm.schema.create()
+    t.teardown(async () => { await destroyOrm(db, orm) })
+    const app = Fastify()
+    t.teardown(async () => { await app.close() })
+    await app.register(blueprints, { orm, realtime: false })
+    const created = await app.inject({ method: 'POST', url: '/user', payload: { name: 'ann' } })
+    t.equal(created.statusCode, 200, 'a write')
+    t.same((await app.inject('/user?populate=false')).json().map((user: { name: string }) => user.name), ['ann'], 'a read')
   })
 }

@@ -113,20 +113,28 @@ export function cachedStatements (database: NativeSqlite): RunPrepared {
 
 /** What {@link connectionsFor} reads of the ORM. */
 export interface OrmConnection {
-  readonly config: { get (key: 'onReserveConnection' | 'sessionContext'): unknown }
+  readonly config: { get (key: 'onCreateConnection' | 'onReserveConnection' | 'sessionContext'): unknown }
   readonly em: { getConnection (): { getNativeClient (): Promise<unknown> } }
 }
 
+/** Statements as Kysely runs them, unprepared: for drivers this module does not know. */
+const plain: RunPrepared = async (runner, sql, params) => (await runner.executeQuery(CompiledQuery.raw(sql, params as unknown[]))).rows
+
 /**
  * How statements run, and transactions open, for a dialect, on the ORM's Kysely instance and
- * native client (the better-sqlite3 handle; the `pg` pool). Where the ORM prepares each
- * connection it lends (`onReserveConnection`, `sessionContext: 'connection'`), PostgreSQL goes
- * through Kysely, which runs those hooks.
+ * native client (the better-sqlite3 handle; the `pg` pool). Where the ORM prepares the connections
+ * it makes or lends (`onCreateConnection`, `onReserveConnection`, `sessionContext: 'connection'`),
+ * PostgreSQL statements go through Kysely, which runs those hooks. Where the native client is not
+ * one of those (an ORM given its own Kysely instance or dialect, PGlite), statements go through
+ * Kysely unprepared.
  */
 export async function connectionsFor (dialect: Dialect, kysely: TransactionalKysely, orm: OrmConnection): Promise<{ prepared: RunPrepared, open: Open }> {
-  const native = async (): Promise<unknown> => await orm.em.getConnection().getNativeClient()
-  if (dialect.name === 'sqlite') return { prepared: cachedStatements(await native() as NativeSqlite), open: openWithKysely(kysely) }
-  const hooked = orm.config.get('onReserveConnection') !== undefined || orm.config.get('sessionContext') === 'connection'
-  const pool = hooked ? undefined : await native() as NativePool
-  return { prepared: namedStatements(kysely, pool), open: pool === undefined ? openWithKysely(kysely) : openOnPool(pool) }
+  const native = await orm.em.getConnection().getNativeClient().catch(() => undefined) as Partial<NativePool & NativeSqlite> | undefined
+  const open = openWithKysely(kysely)
+  if (dialect.name === 'sqlite') return { prepared: typeof native?.prepare === 'function' ? cachedStatements(native as NativeSqlite) : plain, open }
+  // A `pg` pool (its clients take named statements); PGlite's client has no `connect`.
+  if (typeof native?.connect !== 'function' || typeof native.query !== 'function') return { prepared: plain, open }
+  const pool = native as NativePool
+  const hooked = orm.config.get('onCreateConnection') !== undefined || orm.config.get('onReserveConnection') !== undefined || orm.config.get('sessionContext') === 'connection'
+  return hooked ? { prepared: namedStatements(kysely, undefined), open } : { prepared: namedStatements(kysely, pool), open: openOnPool(pool) }
 }

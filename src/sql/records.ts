@@ -24,7 +24,10 @@ interface Join {
   readonly association: SingularAssociation
   readonly target: Model
   readonly alias: string
-  /** What the names of its columns in the row start with. */
+  /**
+   * What the names of its columns in the row start with: each is this prefix and the field's
+   * index (column names may be too long for PostgreSQL's 63-byte names once prefixed).
+   */
   readonly prefix: string
   readonly fields: Field[]
   /** What a policy lets appear of the target. */
@@ -80,7 +83,7 @@ export class RecordLoader {
     const rows = await run(out.finish(this.#dialect))
     const records = rows.map(reader(fields, ''))
     for (const join of joins) {
-      const key = join.prefix + join.target.primaryKey.column
+      const key = join.prefix + String(join.fields.findIndex(field => field.column === join.target.primaryKey.column))
       const read = reader(join.fields, join.prefix)
       rows.forEach((row, i) => { records[i][join.association.name] = row[key] === null ? null : read(row) })
     }
@@ -93,7 +96,7 @@ export class RecordLoader {
     if (kept !== undefined) return { out: new SqlBuilder().push(kept.sql), joins: kept.joins }
     const joins = this.#joins(criteria)
     const out = new SqlBuilder().push(`SELECT ${columns('t', fields)}`)
-    for (const join of joins) out.push(`, ${join.fields.map(field => `${column(join.alias, field)} AS ${quote(join.prefix + field.column)}`).join(', ')}`)
+    for (const join of joins) out.push(`, ${join.fields.map((field, i) => `${column(join.alias, field)} AS ${quote(join.prefix + String(i))}`).join(', ')}`)
     out.push(` FROM ${table(model)} AS t`)
     for (const join of joins) {
       // A record the policy hides joins as nothing, like a dangling or null key: null.
@@ -115,7 +118,7 @@ export class RecordLoader {
       const target = this.#registry.get(association.target) as Model
       const view = views?.get(association.name)
       const alias = `s${joins.length}`
-      joins.push({ association, target, alias, prefix: `__bp_${alias}.`, fields: this.#fields(view?.projection ?? this.plainProjection(target)), where: view?.where })
+      joins.push({ association, target, alias, prefix: `__bp_${alias}_`, fields: this.#fields(view?.projection ?? this.plainProjection(target)), where: view?.where })
     }
     return joins
   }

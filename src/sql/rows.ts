@@ -58,8 +58,8 @@ export type RecordReader = (row: Row) => JsonRecord
 const READERS = new WeakMap<Field[], Map<string, RecordReader>>()
 
 /**
- * The reader of `fields` (kept per field list and prefix; `prefix`: the row's keys are the
- * columns with this prefix, for a joined record): one function that builds the record
+ * The reader of `fields` (kept per field list and prefix; with a `prefix`, a joined record, the
+ * row's key of each field is the prefix and the field's index): one function that builds the record
  * as one object literal, so that every record of a model has one shape, and reads each column
  * once. Names and columns come from the ORM's metadata and are written as JSON strings.
  */
@@ -69,7 +69,7 @@ export function reader (fields: Field[], prefix: string): RecordReader {
   let read = byPrefix.get(prefix)
   if (read === undefined) {
     const reads = fields.map((field, i) => {
-      const value = `row[${JSON.stringify(prefix + field.column)}]`
+      const value = `row[${JSON.stringify(prefix === '' ? field.column : prefix + String(i))}]`
       return `${JSON.stringify(field.name)}: ${field.convert === undefined ? value : `(v = ${value}) === null ? null : convert[${i}](v)`}`
     })
     // eslint-disable-next-line no-new-func -- generated from metadata, not from input
