@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Views } from '../criteria/types.ts'
+import type { Projection, Views } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Executor, JsonRecord } from '../sql/rows.ts'
@@ -23,13 +23,25 @@ export async function defaultRecord (ctx: ActionContext, run: Executor, model: M
     limit: 1,
     skip: 0,
     sort: [],
-    projection: {
-      ...projection,
-      collections: projection.collections.map(c => c.association === complete ? { association: complete, limit: Infinity } : c)
-    },
+    projection: answerProjection(projection, complete),
     caseInsensitive: ctx.bounds.caseInsensitive,
     views,
     lockLinks: linksLockedByAnswers(ctx.ranks, model)
   })
   return record
+}
+
+// Per default projection, the answer's projection for each `complete` collection: one object per
+// route, so that what the SQL layer keeps per projection (fields, readers, SQL) is found again.
+const ANSWERS = new WeakMap<Projection, Map<CollectionAssociation | undefined, Projection>>()
+
+function answerProjection (projection: Projection, complete: CollectionAssociation | undefined): Projection {
+  let byCollection = ANSWERS.get(projection)
+  if (byCollection === undefined) ANSWERS.set(projection, byCollection = new Map())
+  let answer = byCollection.get(complete)
+  if (answer === undefined) {
+    answer = { ...projection, collections: projection.collections.map(c => c.association === complete ? { association: complete, limit: Infinity } : c) }
+    byCollection.set(complete, answer)
+  }
+  return answer
 }

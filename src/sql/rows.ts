@@ -56,6 +56,10 @@ export function group (rows: Row[], fields: Field[], cap: number): Map<unknown, 
 export type RecordReader = (row: Row) => JsonRecord
 
 const READERS = new WeakMap<Field[], Map<string, RecordReader>>()
+// The generated functions by their text: field lists made per request (a policy's view, `select`)
+// reuse them instead of compiling again. Bounded: past the limit it starts over.
+const COMPILED = new Map<string, (row: Row, convert: ReadonlyArray<ToJson | undefined>) => JsonRecord>()
+const MAX_COMPILED = 1000
 
 /**
  * The reader of `fields` (kept per field list and prefix; with a `prefix`, a joined record, the
@@ -72,8 +76,17 @@ export function reader (fields: Field[], prefix: string): RecordReader {
       const value = `row[${JSON.stringify(prefix === '' ? field.column : prefix + String(i))}]`
       return `${JSON.stringify(field.name)}: ${field.convert === undefined ? value : `(v = ${value}) === null ? null : convert[${i}](v)`}`
     })
-    // eslint-disable-next-line no-new-func -- generated from metadata, not from input
-    read = new Function('convert', `return function read (row) { let v; return { ${reads.join(', ')} } }`)(fields.map(field => field.convert)) as RecordReader
+    const text = `let v; return { ${reads.join(', ')} }`
+    let compiled = COMPILED.get(text)
+    if (compiled === undefined) {
+      /* c8 ignore next -- reached after 1 000 distinct field lists, more `select` shapes than the test models have */
+      if (COMPILED.size === MAX_COMPILED) COMPILED.clear()
+      // eslint-disable-next-line no-new-func -- generated from metadata, not from input
+      COMPILED.set(text, compiled = new Function('row', 'convert', text) as (row: Row, convert: ReadonlyArray<ToJson | undefined>) => JsonRecord)
+    }
+    const convert = fields.map(field => field.convert)
+    const run = compiled
+    read = row => run(row, convert)
     byPrefix.set(prefix, read)
   }
   return read
