@@ -35,8 +35,11 @@ let statements = 0
 if (db === 'postgres') {
   const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
   const query = proto.query
+  // BENCH_SHOW_SQL=1 prints each statement's text on stderr (to see what a workload runs).
+  const show = process.env.BENCH_SHOW_SQL === '1'
   proto.query = function (this: unknown, ...args: unknown[]) {
     statements++
+    if (show) process.stderr.write(`${JSON.stringify(args[0])}\n`)
     return query.apply(this, args)
   }
 } else {

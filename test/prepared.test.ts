@@ -159,3 +159,50 @@ for (const db of DATABASES) {
     t.same((await app.inject('/user?populate=false')).json().map((user: { name: string }) => user.name), ['ann'], 'a read')
   })
 }
+
+// Transactions on the pool are pipelined (src/sql/transactions.ts): what a write issues before it
+// first waits leaves with BEGIN in one write to the socket, and the server runs it in order.
+if (DATABASES.includes('postgres')) {
+  t.test('postgres: a many-to-many write and its answer reach the server in one write to the socket, COMMIT in a second', async t => {
+    const { app, orm } = await build(t, 'postgres')
+    type Client = { pipeline?: boolean, connection: { stream: { _write: (...args: unknown[]) => unknown, _writev: (...args: unknown[]) => unknown } } }
+    const pool = await orm.em.getConnection().getNativeClient() as unknown as { connect (...args: unknown[]): Promise<Client> }
+    const clients: Client[] = []
+    let writes = 0
+    const connect = pool.connect.bind(pool)
+    // Transactions take a client by promise; the pool's own query() passes a callback.
+    pool.connect = async (...args: unknown[]) => {
+      if (args.length > 0) return await connect(...args)
+      const client = await connect()
+      if (!clients.includes(client)) {
+        clients.push(client)
+        const stream = client.connection.stream
+        for (const method of ['_write', '_writev'] as const) {
+          const original = stream[method].bind(stream)
+          stream[method] = (...args: unknown[]) => { writes++; return original(...args) }
+        }
+      }
+      return client
+    }
+    for (const [method, url] of [['PUT', '/user/2/tags/vip'], ['DELETE', '/user/2/tags/vip'], ['PUT', '/user/2/tags']] as const) {
+      writes = 0
+      const res = await app.inject({ method, url, payload: method === 'PUT' && url.endsWith('tags') ? { fks: ['vip'] } : undefined })
+      t.equal(res.statusCode, 200, `${method} ${url}`)
+      t.equal(writes, 2, `${method} ${url}: BEGIN, the write's statements and the answer's in one write; COMMIT in another`)
+    }
+    t.same((await app.inject('/user/2?populate=tags&select=name')).json().tags.map((tag: { slug: string }) => tag.slug), ['vip'], 'the writes took effect')
+    t.ok(clients.length > 0 && clients.every(client => client.pipeline === false), 'each client went back to the pool out of pipeline mode')
+  })
+
+  t.test('postgres: a statement that failed unnoticed rolls the transaction back; COMMIT does not pass for success', async t => {
+    const database = await openDatabase(t, 'postgres')
+    await database.run({ sql: 'CREATE TABLE probe (id integer)', params: [] })
+    await t.rejects(database.transaction(async run => {
+      await run({ sql: 'INSERT INTO probe (id) VALUES ($1)', params: [1] })
+      // Issued, never waited for: its failure aborts the transaction all the same.
+      run({ sql: 'SELECT 1 / $1::int AS n', params: [0] }).catch(() => {})
+      return 'done'
+    }), 'the transaction fails')
+    t.same(await database.run({ sql: 'SELECT count(*)::int AS n FROM probe', params: [] }), [{ n: 0 }], 'nothing was written')
+  })
+}

@@ -24,7 +24,7 @@ export async function add (ctx: ActionContext, model: Model, association: Collec
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)
   return inTransaction(ctx, { action: 'add', model: model.identity }, async scope => {
-    const { id, parentKey, fk, childKey, current, changed } = await open(scope)
+    const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, views))
     if (association.relation === '1:m') {
       if (current === null || String(current) !== String(id)) {
         await scope.links.set(child, [fk], association.parentColumn, id, model)
@@ -37,6 +37,6 @@ export async function add (ctx: ActionContext, model: Model, association: Collec
       scope.changes.addedTo(model.identity, parentKey, association.name, [childKey])
       if (association.via !== undefined) scope.changes.addedTo(child.identity, childKey, association.via, [parentKey])
     }
-    return parentRecord(ctx, scope, collection, id, views)
+    return record ?? await parentRecord(ctx, scope, collection, id, views)
   })
 }

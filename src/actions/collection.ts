@@ -7,7 +7,7 @@
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { jsonKey } from '../models/values.ts'
-import type { JsonRecord } from '../sql/rows.ts'
+import { inOrder, type JsonRecord } from '../sql/rows.ts'
 import { defaultRecord } from './record.ts'
 import type { Id } from './changes.ts'
 import { parseId, type ActionContext, type WriteScope } from './context.ts'
@@ -45,24 +45,29 @@ export interface OneChild {
   readonly current: unknown
   /** Many-to-many: whether the link was made (add) or broken (remove) by this write. */
   readonly changed: boolean
+  /** Many-to-many: the answer, read right after the write (see {@link changeLinks}). */
+  readonly record: JsonRecord | undefined
 }
+
+/** Reads the write's answer, the parent `id`: called once the write's statements are issued. */
+export type AnswerReader = (id: unknown) => Promise<JsonRecord>
 
 /**
  * The opening of add and remove: coerce both ids, then in the transaction lock what the write
  * may change (see locks.ts) and find the child. One-to-many: the parent and the child's current
  * parent first (one statement, in key order), then the child, whose foreign key is read under
- * its lock. Many-to-many: the link is also made (`linking`: add) or broken (remove), see
- * {@link changeLinks}.
+ * its lock. Many-to-many: the link is also made (`linking`: add) or broken (remove), and the
+ * answer read by `answer`, see {@link changeLinks}.
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
-export function oneChild (ctx: ActionContext, collection: Collection, rawId: string, rawFk: string, linking: boolean): (scope: WriteScope) => Promise<OneChild> {
+export function oneChild (ctx: ActionContext, collection: Collection, rawId: string, rawFk: string, linking: boolean): (scope: WriteScope, answer: AnswerReader) => Promise<OneChild> {
   const { parent, child, association } = collection
   const id = parseId(parent, rawId, 'id')
   const fk = parseId(child, rawFk, 'fk')
-  const opened = (found: { id: unknown, value: unknown } | undefined, current: unknown, changed: boolean): OneChild => {
+  const opened = (found: { id: unknown, value: unknown } | undefined, current: unknown, changed: boolean, record?: JsonRecord): OneChild => {
     if (found === undefined) throw new BP_ERR_RECORD_NOT_FOUND(child.identity, rawFk)
-    return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current, changed }
+    return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current, changed, record }
   }
   if (association.relation === '1:m') {
     const column = association.parentColumn
@@ -74,9 +79,9 @@ export function oneChild (ctx: ActionContext, collection: Collection, rawId: str
       return opened(found, found?.value, false)
     }
   }
-  return async scope => {
-    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids: [fk], link: linking, unlink: linking ? undefined : 'ids' })
-    return opened(outcome.found.get(String(fk)), undefined, (linking ? outcome.linked : outcome.unlinked).length > 0)
+  return async (scope, answer) => {
+    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids: [fk], link: linking, unlink: linking ? undefined : 'ids' }, answer)
+    return opened(outcome.found.get(String(fk)), undefined, (linking ? outcome.linked : outcome.unlinked).length > 0, outcome.record)
   }
 }
 
@@ -119,14 +124,15 @@ export async function lockEnds (ctx: ActionContext, scope: WriteScope, { parent,
 }
 
 /**
- * Many-to-many: locks what the write needs (see {@link lockEnds}) and changes the links of the
- * parent `id`. On PostgreSQL in two statements at most (sql/linking.ts; an add in one), except
- * for a self-referencing collection with a via, whose two ends lock in one statement in key order;
- * otherwise one statement per step.
+ * Many-to-many: locks what the write needs (see {@link lockEnds}), changes the links of the
+ * parent `id`, and reads the answer with `answer`. On PostgreSQL in two statements at most
+ * (sql/linking.ts; an add in one), issued together with the answer's (one round trip in a
+ * pipelined transaction), except for a self-referencing collection with a via, whose two ends lock
+ * in one statement in key order; otherwise one statement per step, then the answer.
  *
  * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
  */
-export async function changeLinks (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange): Promise<LinkOutcome> {
+export async function changeLinks (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, answer: AnswerReader): Promise<LinkOutcome & { record: JsonRecord }> {
   const { parent, child, association } = collection
   const via = association.via
   if (ctx.dialect.name === 'postgres' && (via === undefined || parent !== child)) {
@@ -134,10 +140,17 @@ export async function changeLinks (ctx: ActionContext, scope: WriteScope, collec
     // first (as lockEnds does); without a via, only read.
     const childFirst = via !== undefined && (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(parent.identity) as number)
     const locks = { childFirst, share: via !== undefined && (childFirst || change.link), members: childFirst && change.unlink === 'others' }
-    const outcome = await changeLinksOnPostgres(scope.run, ctx.dialect, association, parent, child, id, change, locks)
+    const [outcome, record] = await inOrder([changeLinksOnPostgres(scope.run, ctx.dialect, association, parent, child, id, change, locks), answer(id)])
     if (!outcome.parentFound) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
-    return outcome
+    return { ...outcome, record }
   }
+  const outcome = await changeLinksStepByStep(ctx, scope, collection, id, rawId, change)
+  return { ...outcome, record: await answer(id) }
+}
+
+/** {@link changeLinks} one statement per step: SQLite, and a self-referencing collection with a via. */
+async function changeLinksStepByStep (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange): Promise<LinkOutcome> {
+  const { parent, child, association } = collection
   const membersOf = change.unlink === 'others' ? { association, parent, id } : undefined
   const found = await lockEnds(ctx, scope, collection, id, rawId, { ids: change.ids, membersOf }, change.link)
   const existing = change.ids.filter(fk => found.has(String(fk)))

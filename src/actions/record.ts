@@ -14,7 +14,8 @@ import { linksLockedByAnswers } from './locks.ts'
  * The record `id` with every association populated by default (collections capped at
  * `populateLimit`), except `complete`, which is populated in full; `views` are what a policy lets
  * appear of them. The record must exist. Read inside a write: the links of its many-to-many
- * collections whose members' model locks first are locked as they are read (see locks.ts).
+ * collections whose members' model locks first are locked as they are read (see locks.ts). The
+ * collections' statements are issued with the record's (see `Criteria.together`).
  */
 export async function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, views: Views | undefined, complete?: CollectionAssociation): Promise<JsonRecord> {
   const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, model, { maxLimit: Infinity })
@@ -26,7 +27,8 @@ export async function defaultRecord (ctx: ActionContext, run: Executor, model: M
     projection: answerProjection(projection, complete),
     caseInsensitive: ctx.bounds.caseInsensitive,
     views,
-    lockLinks: linksLockedByAnswers(ctx.ranks, model)
+    lockLinks: linksLockedByAnswers(ctx.ranks, model),
+    together: { key: id }
   })
   return record
 }

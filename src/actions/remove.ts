@@ -25,7 +25,7 @@ export async function remove (ctx: ActionContext, model: Model, association: Col
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, false)
   return inTransaction(ctx, { action: 'remove', model: model.identity }, async scope => {
-    const { id, parentKey, fk, childKey, current, changed } = await open(scope)
+    const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, views))
     if (association.relation === '1:m') {
       if (current !== null && String(current) === String(id)) {
         const via = association.via as string
@@ -38,6 +38,6 @@ export async function remove (ctx: ActionContext, model: Model, association: Col
       scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
       if (association.via !== undefined) scope.changes.removedFrom(child.identity, childKey, association.via, [parentKey])
     }
-    return parentRecord(ctx, scope, collection, id, views)
+    return record ?? await parentRecord(ctx, scope, collection, id, views)
   })
 }

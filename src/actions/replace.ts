@@ -40,6 +40,7 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
     let current = new Map<string, unknown>()
     const added: unknown[] = []
     const removed: unknown[] = []
+    let record: JsonRecord | undefined
     if (oneToMany) {
       // The parent and the wanted children's current parents (which lose them), then the wanted
       // children and the current members, whose foreign keys are read under their locks.
@@ -51,7 +52,8 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
       current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
       await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
     } else {
-      const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids, link: true, unlink: 'others' })
+      const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids, link: true, unlink: 'others' }, async key => await parentRecord(ctx, scope, collection, key, views))
+      record = outcome.record
       found = outcome.found
       added.push(...outcome.linked)
       removed.push(...outcome.unlinked)
@@ -95,6 +97,6 @@ export async function replace (ctx: ActionContext, model: Model, association: Co
         for (const key of removed) scope.changes.removedFrom(child.identity, keyOf(child, key), association.via, [parentKey])
       }
     }
-    return parentRecord(ctx, scope, collection, id, views)
+    return record ?? await parentRecord(ctx, scope, collection, id, views)
   })
 }

@@ -108,4 +108,11 @@ export interface Criteria {
    * the answer of a write, those whose members' model locks first (see actions/locks.ts).
    */
   readonly lockLinks?: ReadonlySet<string>
+  /**
+   * The one primary key `where` names (`key = value`), for the collections' statements to be
+   * issued with the record's instead of after it. In a write's pipelined transaction they all
+   * reach the database in one round trip; for a key that matches nothing they are wasted, so
+   * reads outside a write wait for the record instead.
+   */
+  readonly together?: { readonly key: unknown }
 }

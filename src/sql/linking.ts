@@ -11,14 +11,15 @@
  *    insert is safe in the first (a link made meanwhile is a conflict, skipped whatever the
  *    snapshot).
  *
- * Both run inside the caller's transaction.
+ * Both run inside the caller's transaction, issued together: the server starts the second once
+ * the first is done, so it is as safe as waiting for the first's answer, without the round trip.
  *
  * @module
  */
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { quote, type Dialect } from './dialect.ts'
 import { ascending } from './links.ts'
-import { table, type Executor } from './rows.ts'
+import { inOrder, table, type Executor, type Row } from './rows.ts'
 import { SqlBuilder } from './statement.ts'
 
 /** What a write does to the links of the parent. */
@@ -56,29 +57,34 @@ export interface LinkOutcome {
 }
 
 /**
- * Runs `change` on the links of `parentId`. When the parent or a child of `ids` is missing, the
- * second statement is not run: the caller refuses the write (and its transaction rolls back).
+ * Runs `change` on the links of `parentId`. Both statements are issued at once (a pipelined
+ * transaction sends them together; the server still runs the second after the first has its
+ * locks), so they are issued before this returns: a statement issued after them runs after them.
+ * When the parent or a child of `ids` is missing, what the second did is not reported: the caller
+ * refuses the write, and its transaction rolls back.
  */
-export async function changeLinksOnPostgres (run: Executor, dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks): Promise<LinkOutcome> {
+export function changeLinksOnPostgres (run: Executor, dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks): Promise<LinkOutcome> {
   const s = new Statements(dialect, association, parent, child, parentId)
-  const first = s.locks(change, locks)
-  const outcome: LinkOutcome = { parentFound: false, found: new Map(), linked: [], unlinked: [] }
-  const linked = new Set<string>()
-  for (const row of await run(first.finish(dialect))) {
-    if (row.k === 'p') (outcome as { parentFound: boolean }).parentFound = true
-    else if (row.k === 'c') outcome.found.set(String(row.child), { id: row.child, value: row.child })
-    else linked.add(String(row.child))
-  }
-  const existing = change.ids.filter(id => outcome.found.has(String(id)))
-  if (change.unlink !== undefined && outcome.parentFound && existing.length === change.ids.length && (change.unlink === 'others' || existing.length > 0)) {
-    for (const row of await run(s.writes(change, locks.members).finish(dialect))) {
-      if (row.k === 'd') outcome.unlinked.push(row.id)
-      else if (row.k === 'i') linked.add(String(row.id))
+  const first = run(s.locks(change, locks).finish(dialect))
+  const second = change.unlink === undefined ? undefined : run(s.writes(change, locks.members).finish(dialect))
+  return inOrder<[Row[], Row[]]>([first, second ?? Promise.resolve([])]).then(([firstRows, secondRows]) => {
+    const outcome: LinkOutcome = { parentFound: false, found: new Map(), linked: [], unlinked: [] }
+    const linked = new Set<string>()
+    for (const row of firstRows) {
+      if (row.k === 'p') (outcome as { parentFound: boolean }).parentFound = true
+      else if (row.k === 'c') outcome.found.set(String(row.child), { id: row.child, value: row.child })
+      else linked.add(String(row.child))
     }
-  }
-  for (const id of change.ids) if (linked.has(String(id))) outcome.linked.push(id)
-  outcome.unlinked.sort(ascending)
-  return outcome
+    if (outcome.parentFound && change.ids.every(id => outcome.found.has(String(id)))) {
+      for (const row of secondRows) {
+        if (row.k === 'd') outcome.unlinked.push(row.id)
+        else if (row.k === 'i') linked.add(String(row.id))
+      }
+    }
+    for (const id of change.ids) if (linked.has(String(id))) outcome.linked.push(id)
+    outcome.unlinked.sort(ascending)
+    return outcome
+  })
 }
 
 /** The SQL of the two statements, for one parent of one association. */

@@ -64,7 +64,7 @@ export interface NativeClient {
 
 /** The part of a `pg` pool this module uses. */
 export interface NativePool extends NativeClient {
-  connect (): Promise<NativeClient & { release (): void }>
+  connect (): Promise<NativeClient & { release (destroy?: Error): void }>
 }
 
 /**

@@ -9,7 +9,7 @@ import type { CollectionAssociation, Model, SingularAssociation } from '../model
 import type { ModelRegistry } from '../models/registry.ts'
 import { toJson } from '../models/values.ts'
 import { quote, type Dialect } from './dialect.ts'
-import { columns, group, PARENT, reader, table, type Executor, type Field, type JsonRecord, type Row } from './rows.ts'
+import { columns, group, inOrder, PARENT, reader, table, type Executor, type Field, type JsonRecord, type Row } from './rows.ts'
 import { SqlBuilder } from './statement.ts'
 import { column, writeWhere } from './where.ts'
 
@@ -80,14 +80,28 @@ export class RecordLoader {
       if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
       out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
     }
-    const rows = await run(out.finish(this.#dialect))
+    const statement = out.finish(this.#dialect)
+    const collections = criteria.projection.collections
+    // `together`: the collections' statements are issued with the record's, on the key the
+    // criteria name, and come to nothing when there is no such record.
+    let rows: Row[]
+    let children: Array<Map<unknown, JsonRecord[]>>
+    if (criteria.together === undefined) {
+      rows = await run(statement)
+      children = rows.length === 0 ? [] : await this.#collections(run, rows.map(row => row[model.primaryKey.column]), criteria)
+    } else [rows, children] = await inOrder([run(statement), this.#collections(run, [this.#dialect.bind(model.primaryKey.type, criteria.together.key)], criteria)])
     const records = rows.map(reader(fields, ''))
     for (const join of joins) {
       const key = join.prefix + String(join.fields.findIndex(field => field.column === join.target.primaryKey.column))
       const read = reader(join.fields, join.prefix)
       rows.forEach((row, i) => { records[i][join.association.name] = row[key] === null ? null : read(row) })
     }
-    return this.#complete(run, model, rows, records, criteria)
+    if (rows.length > 0) {
+      collections.forEach(({ association }, c) => {
+        rows.forEach((row, i) => { records[i][association.name] = children[c].get(row[model.primaryKey.column]) ?? [] })
+      })
+    }
+    return records
   }
 
   /** `SELECT … FROM … [LEFT JOIN …]` of a find, and its joins; kept when no view applies. */
@@ -137,34 +151,22 @@ export class RecordLoader {
     return byParent.get(parentId) ?? []
   }
 
-  async #complete (run: Executor, model: Model, rows: Row[], records: JsonRecord[], { projection, views, caseInsensitive, lockLinks }: Criteria): Promise<JsonRecord[]> {
-    if (records.length === 0 || projection.collections.length === 0) return records
-    const work: Array<Promise<void>> = []
-    for (const { association, limit } of projection.collections) {
-      work.push(this.#populateCollection(run, model, rows, records, association, limit, views?.get(association.name), caseInsensitive, lockLinks?.has(association.name) === true))
-    }
-    // Every statement settles before an error is passed on: inside a transaction they share one
-    // connection, and the rollback must not be queued behind one still running.
-    const failed = (await Promise.allSettled(work)).find(result => result.status === 'rejected')
-    if (failed !== undefined) throw failed.reason
-    return records
-  }
-
-  async #populateCollection (run: Executor, model: Model, rows: Row[], records: JsonRecord[], association: CollectionAssociation, limit: number, view: View | undefined, fold: boolean, lockLinks: boolean): Promise<void> {
-    const child = this.#registry.get(association.target) as Model
-    const ids = rows.map(row => row[model.primaryKey.column])
-    const byParent = limit === 0
-      ? new Map<unknown, JsonRecord[]>()
-      : await this.#children(run, association, ids, {
+  /** The children of each populated collection of the parents `ids`, grouped by parent key. */
+  async #collections (run: Executor, ids: unknown[], { projection, views, caseInsensitive, lockLinks }: Criteria): Promise<Array<Map<unknown, JsonRecord[]>>> {
+    return await inOrder(projection.collections.map(({ association, limit }) => {
+      if (limit === 0) return Promise.resolve(new Map<unknown, JsonRecord[]>())
+      const view = views?.get(association.name)
+      const child = this.#registry.get(association.target) as Model
+      return this.#children(run, association, ids, {
         where: view?.where ?? { kind: 'all' },
         sort: [{ target: child.primaryKey, direction: 'ASC' }],
         limit,
         skip: 0,
         projection: view?.projection ?? this.plainProjection(child),
-        caseInsensitive: fold,
-        lockPivotRows: lockLinks
+        caseInsensitive,
+        lockPivotRows: lockLinks?.has(association.name) === true
       })
-    ids.forEach((id, i) => { records[i][association.name] = byParent.get(id) ?? [] })
+    }))
   }
 
   /**

@@ -19,6 +19,19 @@ export type JsonRecord = Record<string, unknown>
 /** Runs a statement and returns its rows. */
 export type Executor = (statement: Statement) => Promise<Row[]>
 
+/**
+ * The results of statements issued together (inside a transaction: one behind the other on its
+ * connection), once every one has settled; otherwise the first failure in the order given. A
+ * statement behind a failed one may fail only because the transaction was aborted: the first
+ * failure is the one to report, and nothing is left running when the caller rolls back.
+ */
+export async function inOrder<T extends readonly unknown[]> (work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const results = await Promise.allSettled(work)
+  const failed = results.find(result => result.status === 'rejected')
+  if (failed !== undefined) throw failed.reason
+  return results.map(result => (result as PromiseFulfilledResult<unknown>).value) as unknown as T
+}
+
 /** A property of a record, read from a column of a row. */
 export interface Field {
   readonly name: string
