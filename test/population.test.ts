@@ -73,6 +73,8 @@ for (const db of DATABASES) {
       t.equal(await count('/user?limit=0'), 0, 'limit=0 runs no query')
       t.equal(await count('/user?where={"id":{"in":[]}}'), 0, 'a where that matches nothing runs no query')
       t.equal(await count('/user?where={"id":999}'), 1, 'no record → nothing to populate')
+      t.equal(await count('/user/1'), 4, 'find-one: the record, bestPet joined, and its three collections, issued together')
+      t.equal(await count('/user/1?populate=false'), 1)
       t.equal(await count('/pet?limit=50'), 1, 'the owner joined')
     })
   })

@@ -27,7 +27,9 @@ export async function findOne (ctx: ActionContext, model: Model, rawId: string, 
     skip: 0,
     sort: []
   }, model, ctx.registry, ctx.bounds)
-  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, views })
+  // The collections' statements leave with the record's, on the key (see `Criteria.together`): a
+  // hand-written server would send them in parallel too.
+  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, views, together: { key: id } })
   if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   return record
 }

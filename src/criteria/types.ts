@@ -109,10 +109,11 @@ export interface Criteria {
    */
   readonly lockLinks?: ReadonlySet<string>
   /**
-   * The one primary key `where` names (`key = value`), for the collections' statements to be
-   * issued with the record's instead of after it. In a write's pipelined transaction they all
-   * reach the database in one round trip; for a key that matches nothing they are wasted, so
-   * reads outside a write wait for the record instead.
+   * The one primary key `where` names (`key = value`, alone or with other conditions), for the
+   * collections' statements to be issued with the record's instead of after it: in a write's
+   * pipelined transaction they all reach the database in one round trip, and outside one they
+   * run in parallel on the pool (find-one). For a key that matches nothing they are wasted, so a
+   * find of several records waits for them instead.
    */
   readonly together?: { readonly key: unknown }
 }
