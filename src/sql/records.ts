@@ -36,6 +36,18 @@ interface Join {
 
 const ROW = '__bp_row'
 
+/** What the names of a joined member's columns start with (then the field's index). */
+const MEMBER = '__bp_m_'
+
+/** A collection joined in the record's statement (see `RecordLoader.#joinedCollection`). */
+interface JoinedCollection {
+  readonly association: CollectionAssociation
+  readonly child: Model
+  readonly fields: Field[]
+  /** The row's key of the member's primary key: null in the one row of a record without members. */
+  readonly key: string
+}
+
 /** Reads records of the registry's models. One instance per plugin registration. */
 export class RecordLoader {
   readonly #registry: ModelRegistry
@@ -45,6 +57,9 @@ export class RecordLoader {
   readonly #projected = new WeakMap<Projection, Field[]>()
   /** Per projection without views: the head of the find's statement and its joins. */
   readonly #heads = new WeakMap<Projection, { sql: string, joins: Join[] }>()
+  /** The same, with a collection joined (see `#joinedCollection`). */
+  readonly #joinedHeads = new WeakMap<Projection, { sql: string, joins: Join[] }>()
+  readonly #joinedCollections = new Map<CollectionAssociation, JoinedCollection>()
 
   constructor (registry: ModelRegistry, dialect: Dialect) {
     this.#registry = registry
@@ -72,24 +87,33 @@ export class RecordLoader {
   async find (run: Executor, model: Model, criteria: Criteria): Promise<JsonRecord[]> {
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#fields(criteria.projection)
-    const { out, joins } = this.#head(model, fields, criteria)
+    const joined = this.#joinedCollection(criteria)
+    const { out, joins } = this.#head(model, fields, criteria, joined)
     if (criteria.where.kind !== 'all') writeWhere(out.push(' WHERE '), criteria.where, 't', this.#dialect, criteria.caseInsensitive)
+    if (joined !== undefined) out.push(` ORDER BY ${this.#orderBy('c', [{ target: joined.child.primaryKey, direction: 'ASC' }])}`)
     // One primary key matches one record at most: no order and no page to ask for (which also
     // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
-    if (criteria.skip > 0 || !byOneKey(model, criteria.where)) {
+    else if (criteria.skip > 0 || !byOneKey(model, criteria.where)) {
       if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
       out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
     }
     const statement = out.finish(this.#dialect)
-    const collections = criteria.projection.collections
+    const collections = criteria.projection.collections.filter(({ association }) => association !== joined?.association)
     // `together`: the collections' statements are issued with the record's, on the key the
     // criteria name, and come to nothing when there is no such record.
     let rows: Row[]
     let children: Array<Map<unknown, JsonRecord[]>>
     if (criteria.together === undefined) {
       rows = await run(statement)
-      children = rows.length === 0 ? [] : await this.#collections(run, rows.map(row => row[model.primaryKey.column]), criteria)
-    } else [rows, children] = await inOrder([run(statement), this.#collections(run, [this.#dialect.bind(model.primaryKey.type, criteria.together.key)], criteria)])
+      children = rows.length === 0 ? [] : await this.#collections(run, rows.map(row => row[model.primaryKey.column]), criteria, collections)
+    } else [rows, children] = await inOrder([run(statement), this.#collections(run, [this.#dialect.bind(model.primaryKey.type, criteria.together.key)], criteria, collections)])
+    let members: JsonRecord[] | undefined
+    if (joined !== undefined) {
+      // One row per member (or one row of nulls): the record is the first row's.
+      const read = reader(joined.fields, MEMBER)
+      members = rows.filter(row => row[joined.key] !== null).map(read)
+      rows = rows.slice(0, 1)
+    }
     const records = rows.map(reader(fields, ''))
     for (const join of joins) {
       const key = join.prefix + String(join.fields.findIndex(field => field.column === join.target.primaryKey.column))
@@ -100,17 +124,43 @@ export class RecordLoader {
       collections.forEach(({ association }, c) => {
         rows.forEach((row, i) => { records[i][association.name] = children[c].get(row[model.primaryKey.column]) ?? [] })
       })
+      if (joined !== undefined) records[0][joined.association.name] = members
     }
     return records
   }
 
-  /** `SELECT … FROM … [LEFT JOIN …]` of a find, and its joins; kept when no view applies. */
-  #head (model: Model, fields: Field[], criteria: Criteria): { out: SqlBuilder, joins: Join[] } {
-    const kept = criteria.views === undefined ? this.#heads.get(criteria.projection) : undefined
+  /**
+   * The collection joined in the record's own statement, when `together` reads one record with a
+   * complete collection (a write's answer): the first one populated without a cap, unless a view
+   * applies or its links are to be locked (a row lock cannot apply to the nullable side of an
+   * outer join). Its members come as one row each, ordered by key.
+   */
+  #joinedCollection ({ together, views, projection, lockLinks }: Criteria): JoinedCollection | undefined {
+    if (together === undefined || views !== undefined) return undefined
+    const entry = projection.collections.find(({ association, limit }) => limit === Infinity && lockLinks?.has(association.name) !== true)
+    if (entry === undefined) return undefined
+    let joined = this.#joinedCollections.get(entry.association)
+    if (joined === undefined) {
+      const child = this.#registry.get(entry.association.target) as Model
+      const fields = this.#fields(this.plainProjection(child))
+      joined = { association: entry.association, child, fields, key: MEMBER + String(fields.findIndex(field => field.column === child.primaryKey.column)) }
+      this.#joinedCollections.set(entry.association, joined)
+    }
+    return joined
+  }
+
+  /**
+   * `SELECT … FROM … [LEFT JOIN …]` of a find, and its joins (the `joined` collection's last);
+   * kept when no view applies.
+   */
+  #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { out: SqlBuilder, joins: Join[] } {
+    const heads = joined === undefined ? this.#heads : this.#joinedHeads
+    const kept = criteria.views === undefined ? heads.get(criteria.projection) : undefined
     if (kept !== undefined) return { out: new SqlBuilder().push(kept.sql), joins: kept.joins }
     const joins = this.#joins(criteria)
     const out = new SqlBuilder().push(`SELECT ${columns('t', fields)}`)
     for (const join of joins) out.push(`, ${join.fields.map((field, i) => `${column(join.alias, field)} AS ${quote(join.prefix + String(i))}`).join(', ')}`)
+    if (joined !== undefined) out.push(`, ${joined.fields.map((field, i) => `${column('c', field)} AS ${quote(MEMBER + String(i))}`).join(', ')}`)
     out.push(` FROM ${table(model)} AS t`)
     for (const join of joins) {
       // A record the policy hides joins as nothing, like a dangling or null key: null.
@@ -120,7 +170,15 @@ export class RecordLoader {
         writeWhere(out, join.where, join.alias, this.#dialect, criteria.caseInsensitive)
       }
     }
-    if (criteria.views === undefined) this.#heads.set(criteria.projection, { sql: out.finish(this.#dialect).sql, joins })
+    if (joined !== undefined) {
+      const { association, child } = joined
+      const key = column('t', model.primaryKey)
+      const childKey = `c.${quote(child.primaryKey.column)}`
+      out.push(association.relation === '1:m'
+        ? ` LEFT JOIN ${table(child)} AS c ON c.${quote(association.parentColumn)} = ${key}`
+        : ` LEFT JOIN (${quote(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON ${childKey} = j.${quote(association.childColumn as string)}) ON j.${quote(association.parentColumn)} = ${key}`)
+    }
+    if (criteria.views === undefined) heads.set(criteria.projection, { sql: out.finish(this.#dialect).sql, joins })
     return { out, joins }
   }
 
@@ -151,9 +209,9 @@ export class RecordLoader {
     return byParent.get(parentId) ?? []
   }
 
-  /** The children of each populated collection of the parents `ids`, grouped by parent key. */
-  async #collections (run: Executor, ids: unknown[], { projection, views, caseInsensitive, lockLinks }: Criteria): Promise<Array<Map<unknown, JsonRecord[]>>> {
-    return await inOrder(projection.collections.map(({ association, limit }) => {
+  /** The children of each of `collections` of the parents `ids`, grouped by parent key. */
+  async #collections (run: Executor, ids: unknown[], { views, caseInsensitive, lockLinks }: Criteria, collections: Projection['collections']): Promise<Array<Map<unknown, JsonRecord[]>>> {
+    return await inOrder(collections.map(({ association, limit }) => {
       if (limit === 0) return Promise.resolve(new Map<unknown, JsonRecord[]>())
       const view = views?.get(association.name)
       const child = this.#registry.get(association.target) as Model
