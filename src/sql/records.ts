@@ -176,7 +176,10 @@ export class RecordLoader {
       const childKey = `c.${quote(child.primaryKey.column)}`
       out.push(association.relation === '1:m'
         ? ` LEFT JOIN ${table(child)} AS c ON c.${quote(association.parentColumn)} = ${key}`
-        : ` LEFT JOIN (${quote(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON ${childKey} = j.${quote(association.childColumn as string)}) ON j.${quote(association.parentColumn)} = ${key}`)
+        // Two outer joins rather than a nested inner one, which SQLite cannot drive by the pivot
+        // table's index (it scanned the whole pivot table). A link without its child (none, with
+        // foreign keys) would come as a row without a member, skipped like a record without any.
+        : ` LEFT JOIN ${quote(association.pivotTable as string)} AS j ON j.${quote(association.parentColumn)} = ${key} LEFT JOIN ${table(child)} AS c ON ${childKey} = j.${quote(association.childColumn as string)}`)
     }
     if (criteria.views === undefined) heads.set(criteria.projection, { sql: out.finish(this.#dialect).sql, joins })
     return { out, joins }
