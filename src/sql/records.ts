@@ -30,6 +30,8 @@ interface Join {
    */
   readonly prefix: string
   readonly fields: Field[]
+  /** The row's key of the target's primary key (null: no record joined). */
+  readonly key: string
   /** What a policy lets appear of the target. */
   readonly where: WhereNode | undefined
 }
@@ -46,6 +48,8 @@ interface JoinedCollection {
   readonly fields: Field[]
   /** The row's key of the member's primary key: null in the one row of a record without members. */
   readonly key: string
+  /** ` ORDER BY …` of the members: by key. */
+  readonly order: string
 }
 
 /** Reads records of the registry's models. One instance per plugin registration. */
@@ -90,7 +94,7 @@ export class RecordLoader {
     const joined = this.#joinedCollection(criteria)
     const { out, joins } = this.#head(model, fields, criteria, joined)
     if (criteria.where.kind !== 'all') writeWhere(out.push(' WHERE '), criteria.where, 't', this.#dialect, criteria.caseInsensitive)
-    if (joined !== undefined) out.push(` ORDER BY ${this.#orderBy('c', [{ target: joined.child.primaryKey, direction: 'ASC' }])}`)
+    if (joined !== undefined) out.push(joined.order)
     // One primary key matches one record at most: no order and no page to ask for (which also
     // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
     else if (criteria.skip > 0 || !byOneKey(model, criteria.where)) {
@@ -116,9 +120,8 @@ export class RecordLoader {
     }
     const records = rows.map(reader(fields, ''))
     for (const join of joins) {
-      const key = join.prefix + String(join.fields.findIndex(field => field.column === join.target.primaryKey.column))
       const read = reader(join.fields, join.prefix)
-      rows.forEach((row, i) => { records[i][join.association.name] = row[key] === null ? null : read(row) })
+      rows.forEach((row, i) => { records[i][join.association.name] = row[join.key] === null ? null : read(row) })
     }
     if (rows.length > 0) {
       collections.forEach(({ association }, c) => {
@@ -143,7 +146,13 @@ export class RecordLoader {
     if (joined === undefined) {
       const child = this.#registry.get(entry.association.target) as Model
       const fields = this.#fields(this.plainProjection(child))
-      joined = { association: entry.association, child, fields, key: MEMBER + String(fields.findIndex(field => field.column === child.primaryKey.column)) }
+      joined = {
+        association: entry.association,
+        child,
+        fields,
+        key: MEMBER + String(fields.findIndex(field => field.column === child.primaryKey.column)),
+        order: ` ORDER BY ${this.#orderBy('c', [{ target: child.primaryKey, direction: 'ASC' }])}`
+      }
       this.#joinedCollections.set(entry.association, joined)
     }
     return joined
@@ -193,7 +202,10 @@ export class RecordLoader {
       const target = this.#registry.get(association.target) as Model
       const view = views?.get(association.name)
       const alias = `s${joins.length}`
-      joins.push({ association, target, alias, prefix: `__bp_${alias}_`, fields: this.#fields(view?.projection ?? this.plainProjection(target)), where: view?.where })
+      const fields = this.#fields(view?.projection ?? this.plainProjection(target))
+      const prefix = `__bp_${alias}_`
+      const key = prefix + String(fields.findIndex(field => field.column === target.primaryKey.column))
+      joins.push({ association, target, alias, prefix, fields, key, where: view?.where })
     }
     return joins
   }
