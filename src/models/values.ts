@@ -227,19 +227,26 @@ export function toJson (type: AttributeType, dialect: Dialect): ToJson | undefin
   }
 }
 
-// PostgreSQL's text form of a timestamptz in a UTC session: 2024-01-31 10:00:00.123456+00.
-const PG_UTC = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?\+00$/
-
 /**
  * A PostgreSQL timestamp as ISO 8601 in UTC with milliseconds, as `Date#toISOString()` writes it.
- * The common UTC form is rewritten as text (parsing it as a Date costs more than the query);
- * anything else goes through `Date`.
+ * The text form of a timestamptz in a UTC session (`2024-01-31 10:00:00.123456+00`, 22 to 29
+ * characters) is rewritten by position, which costs a fraction of a regular expression or of a
+ * `Date` (thirty dates a page); anything else goes through `Date`.
  */
 function postgresDate (value: unknown): string {
-  const match = PG_UTC.exec(value as string)
-  if (match === null) return new Date(value as string).toISOString()
-  return `${match[1]}T${match[2]}.${(match[3] ?? '').slice(0, 3).padEnd(3, '0')}Z`
+  const text = value as string
+  const n = text.length
+  if (n < 22 || n > 29 || n === 23 || text.charCodeAt(4) !== DASH || text.charCodeAt(10) !== SPACE || text.charCodeAt(13) !== COLON || !text.endsWith('+00')) {
+    return new Date(text).toISOString()
+  }
+  // The fraction, if any, is `.` and 1 to 6 digits before `+00`: milliseconds are its first three.
+  const fraction = n === 22 ? '.000' : (text.slice(19, n - 3) + '00').slice(0, 4)
+  return `${text.slice(0, 10)}T${text.slice(11, 19)}${fraction}Z`
 }
+
+const DASH = 45
+const SPACE = 32
+const COLON = 58
 
 function parseJson (text: string): unknown {
   try {
