@@ -227,10 +227,15 @@ export function toJson (type: AttributeType, dialect: Dialect): ToJson | undefin
   }
 }
 
+// Character codes the timestamp rewrite checks.
+const DASH = 45
+const SPACE = 32
+const COLON = 58
+
 /**
  * A PostgreSQL timestamp as ISO 8601 in UTC with milliseconds, as `Date#toISOString()` writes it.
  * The text form of a timestamptz in a UTC session (`2024-01-31 10:00:00.123456+00`, 22 to 29
- * characters) is rewritten by position, which costs a fraction of a regular expression or of a
+ * characters) is rewritten by position, about half the cost of a regular expression and less than a
  * `Date` (thirty dates a page); anything else goes through `Date`.
  */
 function postgresDate (value: unknown): string {
@@ -243,10 +248,6 @@ function postgresDate (value: unknown): string {
   const fraction = n === 22 ? '.000' : (text.slice(19, n - 3) + '00').slice(0, 4)
   return `${text.slice(0, 10)}T${text.slice(11, 19)}${fraction}Z`
 }
-
-const DASH = 45
-const SPACE = 32
-const COLON = 58
 
 function parseJson (text: string): unknown {
   try {

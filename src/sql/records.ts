@@ -52,6 +52,16 @@ interface JoinedCollection {
   readonly order: string
 }
 
+/** The columns of a joined record's `fields`, read from `alias`, each named `prefix` and its index. */
+function prefixed (alias: string, fields: Field[], prefix: string): string {
+  return fields.map((field, i) => `${column(alias, field)} AS ${quote(prefix + String(i))}`).join(', ')
+}
+
+/** The row's key of `model`'s primary key among a joined record's `fields` (see {@link prefixed}). */
+function keyColumn (model: Model, fields: Field[], prefix: string): string {
+  return prefix + String(fields.findIndex(field => field.column === model.primaryKey.column))
+}
+
 /** Reads records of the registry's models. One instance per plugin registration. */
 export class RecordLoader {
   readonly #registry: ModelRegistry
@@ -102,7 +112,7 @@ export class RecordLoader {
       out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
     }
     const statement = out.finish(this.#dialect)
-    const collections = criteria.projection.collections.filter(({ association }) => association !== joined?.association)
+    const collections = joined === undefined ? criteria.projection.collections : criteria.projection.collections.filter(({ association }) => association !== joined.association)
     // `together`: the collections' statements are issued with the record's, on the key the
     // criteria name, and come to nothing when there is no such record.
     let rows: Row[]
@@ -150,7 +160,7 @@ export class RecordLoader {
         association: entry.association,
         child,
         fields,
-        key: MEMBER + String(fields.findIndex(field => field.column === child.primaryKey.column)),
+        key: keyColumn(child, fields, MEMBER),
         order: ` ORDER BY ${this.#orderBy('c', [{ target: child.primaryKey, direction: 'ASC' }])}`
       }
       this.#joinedCollections.set(entry.association, joined)
@@ -168,8 +178,8 @@ export class RecordLoader {
     if (kept !== undefined) return { out: new SqlBuilder().push(kept.sql), joins: kept.joins }
     const joins = this.#joins(criteria)
     const out = new SqlBuilder().push(`SELECT ${columns('t', fields)}`)
-    for (const join of joins) out.push(`, ${join.fields.map((field, i) => `${column(join.alias, field)} AS ${quote(join.prefix + String(i))}`).join(', ')}`)
-    if (joined !== undefined) out.push(`, ${joined.fields.map((field, i) => `${column('c', field)} AS ${quote(MEMBER + String(i))}`).join(', ')}`)
+    for (const join of joins) out.push(`, ${prefixed(join.alias, join.fields, join.prefix)}`)
+    if (joined !== undefined) out.push(`, ${prefixed('c', joined.fields, MEMBER)}`)
     out.push(` FROM ${table(model)} AS t`)
     for (const join of joins) {
       // A record the policy hides joins as nothing, like a dangling or null key: null.
@@ -204,8 +214,7 @@ export class RecordLoader {
       const alias = `s${joins.length}`
       const fields = this.#fields(view?.projection ?? this.plainProjection(target))
       const prefix = `__bp_${alias}_`
-      const key = prefix + String(fields.findIndex(field => field.column === target.primaryKey.column))
-      joins.push({ association, target, alias, prefix, fields, key, where: view?.where })
+      joins.push({ association, target, alias, prefix, fields, key: keyColumn(target, fields, prefix), where: view?.where })
     }
     return joins
   }
