@@ -49,7 +49,8 @@
 //
 // Usage: npm run bench. Knobs: BENCH_DB=postgres|sqlite (one database only), BENCH_ONLY=a,c,f (some
 // workloads only), BENCH_ROUNDS (5), BENCH_SECONDS (3), BENCH_CPU_PROF=<dir> (V8 CPU profiles of the
-// server processes, written when they exit), BENCH_PIN=0 (no CPU pinning), BENCH_PG_DB (bp_bench).
+// server processes, written when they exit), BENCH_PIN=0 (no CPU pinning), BENCH_PG_DB (bp_bench), BENCH_AB=<checkout>
+// (that checkout's plugin replaces the hand-written server: two plugin versions side by side).
 // PostgreSQL at PGHOST, PGPORT, PGUSER, PGPASSWORD (127.0.0.1:5432, postgres).
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
 import { deepStrictEqual, notDeepStrictEqual } from 'node:assert/strict'
@@ -403,7 +404,8 @@ async function dropCopies (copies: Record<Contender, string>): Promise<void> {
 
 async function startServer (who: Contender, db: Db, database?: string): Promise<Server> {
   const profile = process.env.BENCH_CPU_PROF === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, `--cpu-prof-name=${who}-${db}.cpuprofile`]
-  const args = [...profile, fileURLToPath(new URL('./server.ts', import.meta.url)), who, db, ...(database === undefined ? [] : [database])]
+  const ab = process.env.BENCH_AB !== undefined && who === 'baseline'
+  const args = [...profile, ab ? `${process.env.BENCH_AB}/bench/server.ts` : fileURLToPath(new URL('./server.ts', import.meta.url)), ab ? 'plugin' : who, db, ...(database === undefined ? [] : [database])]
   // taskset execs node, so the child's pid is the server's.
   const child = PIN ? spawn('taskset', ['-c', '1', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'] }) : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
   running.add(child)

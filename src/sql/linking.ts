@@ -20,7 +20,7 @@ import type { CollectionAssociation, Model } from '../models/model.ts'
 import { quote, type Dialect } from './dialect.ts'
 import { ascending } from './links.ts'
 import { inOrder, table, type Executor, type Row } from './rows.ts'
-import { SqlBuilder } from './statement.ts'
+import { Slot, SqlBuilder, Template } from './statement.ts'
 
 /** What a write does to the links of the parent. */
 export interface LinkChange {
@@ -64,9 +64,12 @@ export interface LinkOutcome {
  * refuses the write, and its transaction rolls back.
  */
 export function changeLinksOnPostgres (run: Executor, dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks): Promise<LinkOutcome> {
-  const s = new Statements(dialect, association, parent, child, parentId)
-  const first = run(s.locks(change, locks).finish(dialect))
-  const second = change.unlink === undefined ? undefined : run(s.writes(change, locks.members).finish(dialect))
+  const { first: firstTemplate, second: secondTemplate } = templatesOf(dialect, association, parent, child, change, locks)
+  const key = child.primaryKey.type
+  const ids = change.ids
+  const values = [dialect.bind(parent.primaryKey.type, parentId), ids.length === 1 ? dialect.bind(key, ids[0]) : dialect.list(ids.map(id => dialect.bind(key, id)))]
+  const first = run(firstTemplate.fill(values))
+  const second = secondTemplate === undefined ? undefined : run(secondTemplate.fill(values))
   return inOrder<[Row[], Row[]]>([first, second ?? Promise.resolve([])]).then(([firstRows, secondRows]) => {
     const outcome: LinkOutcome = { parentFound: false, found: new Map(), linked: [], unlinked: [] }
     const linked = new Set<string>()
@@ -75,33 +78,66 @@ export function changeLinksOnPostgres (run: Executor, dialect: Dialect, associat
       else if (row.k === 'c') outcome.found.set(String(row.child), { id: row.child, value: row.child })
       else linked.add(String(row.child))
     }
-    if (outcome.parentFound && change.ids.every(id => outcome.found.has(String(id)))) {
+    if (outcome.parentFound && ids.every(id => outcome.found.has(String(id)))) {
       for (const row of secondRows) {
         if (row.k === 'd') outcome.unlinked.push(row.id)
         else if (row.k === 'i') linked.add(String(row.id))
       }
     }
-    for (const id of change.ids) if (linked.has(String(id))) outcome.linked.push(id)
+    for (const id of ids) if (linked.has(String(id))) outcome.linked.push(id)
     outcome.unlinked.sort(ascending)
     return outcome
   })
 }
 
-/** The SQL of the two statements, for one parent of one association. */
+/** The two statements of one shape of change, for one association. */
+interface Templates {
+  readonly first: Template
+  readonly second: Template | undefined
+}
+
+const TEMPLATES = new WeakMap<CollectionAssociation, Map<string, Templates>>()
+
+/** The slots of the statements: the parent's key, and the children's (one value, or a list). */
+const PARENT_KEY = new Slot(0)
+const CHILD_KEYS = new Slot(1)
+
+/**
+ * The statements of a change, built once per association and shape of change: how many ids (none,
+ * one, several), what it links and unlinks, and how it locks.
+ */
+function templatesOf (dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, change: LinkChange, locks: LinkLocks): Templates {
+  let byShape = TEMPLATES.get(association)
+  if (byShape === undefined) TEMPLATES.set(association, byShape = new Map())
+  const count = Math.min(change.ids.length, 2)
+  const shape = `${count} ${String(change.link)} ${String(change.unlink)} ${String(locks.childFirst)} ${String(locks.share)} ${String(locks.members)}`
+  let templates = byShape.get(shape)
+  if (templates === undefined) {
+    const s = new Statements(dialect, association, parent, child, count)
+    templates = {
+      first: new Template(s.locks(change, locks).finish(dialect)),
+      second: change.unlink === undefined ? undefined : new Template(s.writes(change, locks.members).finish(dialect))
+    }
+    byShape.set(shape, templates)
+  }
+  return templates
+}
+
+/** The SQL of the two statements, for one association and one number of ids (0, 1, 2: several). */
 class Statements {
   readonly #dialect: Dialect
   readonly #parent: Model
   readonly #child: Model
-  readonly #parentId: unknown
+  readonly #count: number
   readonly #pivot: string
   readonly #parentColumn: string
   readonly #childColumn: string
 
-  constructor (dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown) {
+  constructor (dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, count: number) {
     this.#dialect = dialect
     this.#parent = parent
     this.#child = child
-    this.#parentId = parentId
+    this.#count = count
     this.#pivot = quote(association.pivotTable as string)
     this.#parentColumn = quote(association.parentColumn)
     this.#childColumn = quote(association.childColumn as string)
@@ -113,8 +149,8 @@ class Statements {
     const childPk = quote(this.#child.primaryKey.column)
     const out = new SqlBuilder().push(`WITH p AS (SELECT ${parentPk} AS id FROM ${table(this.#parent)} WHERE ${parentPk} = `)
     this.#parentKey(out).push(`${this.#dialect.rowLock(false, false)}), c AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE `)
-    if (locks.members) this.#members(this.#oneOf(out.push('('), childPk, change.ids).push(` OR ${childPk} IN `)).push(')')
-    else this.#oneOf(out, childPk, change.ids)
+    if (locks.members) this.#members(this.#oneOf(out.push('('), childPk).push(` OR ${childPk} IN `)).push(')')
+    else this.#oneOf(out, childPk)
     out.push(` ORDER BY ${childPk}${locks.share ? this.#dialect.rowLock(true, false) : ''})`)
     // The branches of a UNION ALL run in order: the locks are taken in the order written.
     const parentRow = "SELECT 'p' AS k, id AS parent, NULL AS child FROM p"
@@ -139,15 +175,15 @@ class Statements {
       branches.push("SELECT 'm' AS k, id FROM m")
     }
     this.#parentKey(out.push(`d AS (DELETE FROM ${this.#pivot} WHERE ${this.#parentColumn} = `))
-    if (change.unlink === 'ids') this.#oneOf(out.push(' AND '), this.#childColumn, change.ids)
-    else if (change.ids.length > 0) this.#oneOf(out.push(' AND NOT ('), this.#childColumn, change.ids).push(')')
+    if (change.unlink === 'ids') this.#oneOf(out.push(' AND '), this.#childColumn)
+    else if (this.#count > 0) this.#oneOf(out.push(' AND NOT ('), this.#childColumn).push(')')
     out.push(` RETURNING ${this.#childColumn} AS id)`)
     branches.push("SELECT 'd' AS k, id FROM d")
-    if (change.link && change.ids.length > 0) {
+    if (change.link && this.#count > 0) {
       // Typed by the columns they are read from, like LinkWriter.link.
       const parentKey = `p.${quote(this.#parent.primaryKey.column)}`
       out.push(`, i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${this.#childColumn}) SELECT ${parentKey}, c.${childPk} FROM ${table(this.#parent)} AS p, ${table(this.#child)} AS c WHERE ${parentKey} = `)
-      this.#oneOf(this.#parentKey(out).push(' AND '), `c.${childPk}`, change.ids)
+      this.#oneOf(this.#parentKey(out).push(' AND '), `c.${childPk}`)
       out.push(` ON CONFLICT DO NOTHING RETURNING ${this.#childColumn} AS id)`)
       branches.push("SELECT 'i' AS k, id FROM i")
     }
@@ -155,7 +191,7 @@ class Statements {
   }
 
   #parentKey (out: SqlBuilder): SqlBuilder {
-    return out.push(this.#dialect.param(this.#parent.primaryKey), this.#dialect.bind(this.#parent.primaryKey.type, this.#parentId))
+    return out.push(this.#dialect.param(this.#parent.primaryKey), PARENT_KEY)
   }
 
   /** `(SELECT child FROM pivot WHERE parent = …)`: the current members. */
@@ -163,8 +199,8 @@ class Statements {
     return this.#parentKey(out.push(`(SELECT ${this.#childColumn} FROM ${this.#pivot} WHERE ${this.#parentColumn} = `)).push(')')
   }
 
-  #oneOf (out: SqlBuilder, expr: string, ids: readonly unknown[]): SqlBuilder {
-    const key = this.#child.primaryKey
-    return out.fragment(this.#dialect.oneOf(expr, ids.map(id => this.#dialect.bind(key.type, id)), key))
+  /** `expr` is one of the children's keys (slot {@link CHILD_KEYS}). */
+  #oneOf (out: SqlBuilder, expr: string): SqlBuilder {
+    return out.fragment(this.#dialect.oneOf(expr, this.#count === 1 ? [CHILD_KEYS] : CHILD_KEYS.list, this.#child.primaryKey))
   }
 }

@@ -10,7 +10,7 @@ import type { ModelRegistry } from '../models/registry.ts'
 import { toJson } from '../models/values.ts'
 import { quote, type Dialect } from './dialect.ts'
 import { columns, group, inOrder, PARENT, reader, table, type Executor, type Field, type JsonRecord, type Row } from './rows.ts'
-import { SqlBuilder } from './statement.ts'
+import { Slot, SqlBuilder, Template } from './statement.ts'
 import { column, writeWhere } from './where.ts'
 
 /** The criteria that choose the children of a collection. */
@@ -37,6 +37,11 @@ interface Join {
 }
 
 const ROW = '__bp_row'
+
+/** The slots of the children's statements: the parents' keys, the page's limit and skip. */
+const PARENTS = new Slot(0)
+const LIMIT = new Slot(1)
+const SKIP = new Slot(2)
 
 /** What the names of a joined member's columns start with (then the field's index). */
 const MEMBER = '__bp_m_'
@@ -74,6 +79,8 @@ export class RecordLoader {
   /** The same, with a collection joined (see `#joinedCollection`). */
   readonly #joinedHeads = new WeakMap<Projection, { sql: string, joins: Join[] }>()
   readonly #joinedCollections = new Map<CollectionAssociation, JoinedCollection>()
+  /** Per association: the statements of its children in key order (see `#children`). */
+  readonly #childTemplates = new Map<CollectionAssociation, Map<string, Template>>()
 
   constructor (registry: ModelRegistry, dialect: Dialect) {
     this.#registry = registry
@@ -247,7 +254,7 @@ export class RecordLoader {
         projection: view?.projection ?? this.plainProjection(child),
         caseInsensitive,
         lockPivotRows: lockLinks?.has(association.name) === true
-      })
+      }, true)
     }))
   }
 
@@ -261,34 +268,62 @@ export class RecordLoader {
    *   second statement pages each parent with ROW_NUMBER(). Either way at most two statements
    *   run, and no more than `parents × cap + 1` rows are sent, however many children there are.
    */
-  async #children (run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria): Promise<Map<unknown, JsonRecord[]>> {
-    const child = this.#registry.get(association.target) as Model
+  async #children (run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false): Promise<Map<unknown, JsonRecord[]>> {
     const fields = this.#fields(criteria.projection)
+    const single = parentIds.length === 1
+    const parents = single ? parentIds[0] : this.#dialect.list(parentIds)
+    // Every child in key order, of a projection kept per model (default population, a write's
+    // answer): the same statements every time, built once.
+    const keep = byKey && criteria.where.kind === 'all' && criteria.projection === this.#plain.get(association.target)
+    const template = (variant: string, build: () => SqlBuilder): Template => {
+      const key = `${association.name} ${variant}`
+      let kept = keep ? this.#childTemplates.get(association)?.get(key) : undefined
+      if (kept === undefined) {
+        kept = new Template(build().finish(this.#dialect))
+        if (keep) {
+          let byVariant = this.#childTemplates.get(association)
+          if (byVariant === undefined) this.#childTemplates.set(association, byVariant = new Map())
+          byVariant.set(key, kept)
+        }
+      }
+      return kept
+    }
+    if (single || criteria.limit === Infinity) {
+      const lock = criteria.lockPivotRows === true
+      const statement = template(`${single ? 'one' : 'all'} ${criteria.limit === Infinity ? 'all' : 'page'} ${lock ? 'lock' : ''}`, () => {
+        const out = this.#childSelect(association, criteria, single, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`)
+        out.fragment(this.#dialect.page(single ? (criteria.limit === Infinity ? Infinity : LIMIT) as number : Infinity, SKIP as unknown as number))
+        // The links of a write's answer (one parent): shared locks on the pivot rows, taken as they
+        // are read, so that a link another write is removing is waited for (see actions/locks.ts).
+        if (lock) out.push(this.#dialect.rowLock(true, false, 'j'))
+        return out
+      })
+      return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])), fields, Infinity)
+    }
+    const probe = parentIds.length * criteria.limit + 1
+    const probing = template('probe', () => this.#childSelect(association, criteria, false, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`).fragment(this.#dialect.page(LIMIT as unknown as number, 0)))
+    const rows = await run(probing.fill([parents, probe]))
+    if (rows.length < probe) return group(rows, fields, criteria.limit)
+    const windowed = template('window', () => this.#childSelect(association, criteria, false, true).push(`) AS x WHERE ${ROW} <= ? ORDER BY ${ROW}`, LIMIT))
+    return group(await run(windowed.fill([parents, criteria.limit])), fields, criteria.limit)
+  }
+
+  /**
+   * `SELECT … FROM … WHERE` of the children of the parents in slot {@link PARENTS} (one, or a
+   * list), and the parent's key as {@link PARENT}; `windowed`: the same inside
+   * `SELECT * FROM (…` with each child's rank under its parent.
+   */
+  #childSelect (association: CollectionAssociation, criteria: ChildCriteria, single: boolean, windowed: boolean): SqlBuilder {
+    const child = this.#registry.get(association.target) as Model
     const parent = association.relation === '1:m' ? `c.${quote(association.parentColumn)}` : `j.${quote(association.parentColumn)}`
     const from = association.relation === '1:m'
       ? `${table(child)} AS c`
       : `${quote(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON c.${quote(child.primaryKey.column)} = j.${quote(association.childColumn as string)}`
-    const order = this.#orderBy('c', criteria.sort)
-    const select = (head: string): SqlBuilder => {
-      const out = new SqlBuilder().push(`${head} FROM ${from} WHERE `).fragment(this.#dialect.oneOf(parent, parentIds))
-      if (criteria.where.kind !== 'all') writeWhere(out.push(' AND '), criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
-      return out
-    }
-    const plain = `SELECT ${columns('c', fields)}, ${parent} AS ${PARENT}`
-    const single = parentIds.length === 1
-    if (single || criteria.limit === Infinity) {
-      const out = select(plain).push(` ORDER BY ${order}`).fragment(this.#dialect.page(single ? criteria.limit : Infinity, single ? criteria.skip : 0))
-      // The links of a write's answer (one parent): shared locks on the pivot rows, taken as they
-      // are read, so that a link another write is removing is waited for (see actions/locks.ts).
-      if (criteria.lockPivotRows === true) out.push(this.#dialect.rowLock(true, false, 'j'))
-      return group(await run(out.finish(this.#dialect)), fields, Infinity)
-    }
-    const probe = parentIds.length * criteria.limit + 1
-    const rows = await run(select(plain).push(` ORDER BY ${order}`).fragment(this.#dialect.page(probe, 0)).finish(this.#dialect))
-    if (rows.length < probe) return group(rows, fields, criteria.limit)
-    const windowed = select(`SELECT * FROM (${plain}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${order}) AS ${ROW}`)
-      .push(`) AS x WHERE ${ROW} <= ? ORDER BY ${ROW}`, criteria.limit)
-    return group(await run(windowed.finish(this.#dialect)), fields, criteria.limit)
+    const plain = `SELECT ${columns('c', this.#fields(criteria.projection))}, ${parent} AS ${PARENT}`
+    const head = windowed ? `SELECT * FROM (${plain}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${this.#orderBy('c', criteria.sort)}) AS ${ROW}` : plain
+    const out = new SqlBuilder().push(`${head} FROM ${from} WHERE `).fragment(this.#dialect.oneOf(parent, single ? [PARENTS] : PARENTS.list as unknown[]))
+    if (criteria.where.kind !== 'all') writeWhere(out.push(' AND '), criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
+    return out
   }
 
   #orderBy (alias: string, sort: Criteria['sort']): string {

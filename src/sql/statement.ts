@@ -5,12 +5,20 @@
  * @module
  */
 import type { Dialect, Fragment } from './dialect.ts'
+import { Slot } from './slot.ts'
+
+export { Slot }
 
 /** A statement ready to run. */
 export interface Statement {
   readonly sql: string
   readonly params: readonly unknown[]
 }
+
+/** Texts with `?` placeholders and the same with the dialect's (only PostgreSQL has others). */
+const FINISHED = new Map<string, string>()
+/** Texts kept at most: past this, the cache starts over (shapes of `where` are unbounded). */
+export const MAX_FINISHED = 1000
 
 /** Accumulates SQL text and parameters. */
 export class SqlBuilder {
@@ -36,12 +44,44 @@ export class SqlBuilder {
   /** The statement with placeholders written for the dialect. */
   finish (dialect: Dialect): Statement {
     const placeholder = dialect.placeholder
-    if (placeholder === undefined) return { sql: this.#pieces.join(''), params: this.#params }
+    const text = this.#pieces.join('')
+    if (placeholder === undefined) return { sql: text, params: this.#params }
+    // The same text comes again and again (one per shape of request): written once.
+    const written = FINISHED.get(text)
+    if (written !== undefined) return { sql: written, params: this.#params }
     let n = 0
     // Quoted identifiers and string literals may contain '?': only bare ones are placeholders.
     const sql = this.#pieces.map((piece, i) => this.#placeholders[i]
       ? piece.replace(/"(?:[^"]|"")*"|'(?:[^']|'')*'|\?/g, match => match === '?' ? placeholder(++n) : match)
       : piece).join('')
+    if (FINISHED.size === MAX_FINISHED) FINISHED.clear()
+    FINISHED.set(text, sql)
     return { sql, params: this.#params }
+  }
+}
+
+/**
+ * A statement whose text is built once per shape (the text depends on the shape of a request, the
+ * values are slots): a request only fills in its values, with no text to build or finish.
+ */
+export class Template {
+  readonly sql: string
+  /** The parameters: slots (filled per request) and values the text fixed. */
+  readonly #params: unknown[]
+
+  /** @param statement - built with {@link Slot}s (or lists of one slot) where values go. */
+  constructor (statement: Statement) {
+    this.sql = statement.sql
+    this.#params = statement.params.map(param => Array.isArray(param) && param[0] instanceof Slot ? param[0] : param)
+  }
+
+  /** The statement with `values` in the slots. */
+  fill (values: readonly unknown[]): Statement {
+    const params = new Array<unknown>(this.#params.length)
+    for (let i = 0; i < params.length; i++) {
+      const param = this.#params[i]
+      params[i] = param instanceof Slot ? values[param.n] : param
+    }
+    return { sql: this.sql, params }
   }
 }
