@@ -6,9 +6,10 @@ import t from 'tap'
 import { build, DATABASES } from './helpers/app.ts'
 import { countStatements } from './helpers/db.ts'
 
-// The answer of a write on a user: the user with bestPet and the written collection joined (one
-// row per member), then its two other collections.
-const USER_ANSWER = 3
+// The answer of a write on a user: the user with bestPet joined, then its three collections (one
+// statement each, issued together); on SQLite the written collection is joined to the user (one
+// row per member), then the two others.
+const USER_ANSWER = { postgres: 4, sqlite: 3 }
 // The answer of a write on a tag: the tag, then its users, whose links the answer locks (a row
 // lock cannot apply to the nullable side of an outer join).
 const TAG_ANSWER = 2
@@ -27,10 +28,10 @@ for (const db of DATABASES) {
     // (locks and insert), two for a remove or a replace (locks, then the writes); on SQLite the
     // parent's lock, the children's, and each write.
     const expected = (postgres: number, sqlite: number, answer: number): number => 2 + (db === 'postgres' ? postgres : sqlite) + answer
-    t.equal(await count('PUT', '/user/2/tags/vip'), expected(1, 3, USER_ANSWER), 'add, users lock first')
-    t.equal(await count('DELETE', '/user/2/tags/vip'), expected(2, 3, USER_ANSWER), 'remove, users lock first')
-    t.equal(await count('PUT', '/user/2/tags', { fks: ['admin', 'beta'] }), expected(2, 4, USER_ANSWER), 'replace, users lock first')
-    t.equal(await count('PUT', '/user/3/friends/1'), expected(1, 3, USER_ANSWER), 'via-less (self-referencing): the children are only read')
+    t.equal(await count('PUT', '/user/2/tags/vip'), expected(1, 3, USER_ANSWER[db]), 'add, users lock first')
+    t.equal(await count('DELETE', '/user/2/tags/vip'), expected(2, 3, USER_ANSWER[db]), 'remove, users lock first')
+    t.equal(await count('PUT', '/user/2/tags', { fks: ['admin', 'beta'] }), expected(2, 4, USER_ANSWER[db]), 'replace, users lock first')
+    t.equal(await count('PUT', '/user/3/friends/1'), expected(1, 3, USER_ANSWER[db]), 'via-less (self-referencing): the children are only read')
     // From the tags' side the users (children, shared) lock first; a replace also locks the
     // current members, and once the tag is held, those linked meanwhile (SQLite: a statement).
     t.equal(await count('PUT', '/tag/vip/users/3'), expected(1, 3, TAG_ANSWER), 'add, children lock first')
@@ -39,7 +40,7 @@ for (const db of DATABASES) {
   })
 }
 
-// The answer of a write joins the collection it wrote (src/sql/records.ts). SQLite must drive that
+// On SQLite the answer of a write joins the collection it wrote (src/sql/records.ts). SQLite must drive that
 // join by the pivot table's primary key: written as a nested inner join it scanned the whole pivot
 // table on every write (65 ms per write on 100 000 links).
 if (DATABASES.includes('sqlite')) {
