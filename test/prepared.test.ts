@@ -206,3 +206,20 @@ if (DATABASES.includes('postgres')) {
     t.same(await database.run({ sql: 'SELECT count(*)::int AS n FROM probe', params: [] }), [{ n: 0 }], 'nothing was written')
   })
 }
+
+t.test('a statement runner that throws before it returns a promise: a rejected run with the coded error', async t => {
+  const db = DATABASES[0]
+  const { orm } = await bareApp(t, db, { seed: false })
+  const kysely = (orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
+  const connections = await connectionsFor(dialectFor(orm.em.getPlatform()), kysely, orm as unknown as OrmConnection)
+  const thrown = new Error('cannot send this query')
+  const database = new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }), {
+    open: connections.open,
+    prepared: () => { throw thrown }
+  })
+  const run = database.run({ sql: 'SELECT 1', params: [] })
+  t.ok(run instanceof Promise, 'a promise, not a throw')
+  const err = await run.then(() => undefined, (e: unknown) => e) as Error & { code?: string, cause?: unknown }
+  t.equal(err.code, 'BP_ERR_DATABASE')
+  t.equal(err.cause, thrown, 'the driver\'s error kept as the cause')
+})

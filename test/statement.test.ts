@@ -11,10 +11,11 @@ const sqlite: Dialect = dialectFor(Object.create(new (class SqlitePlatform {})()
 t.test('placeholders are numbered on PostgreSQL, quoted ones left alone, and the same text again gets the same numbering', async t => {
   const build = (a: unknown, b: unknown): SqlBuilder => new SqlBuilder().push('SELECT "a?" FROM t WHERE x = ?', a).push(" AND y = '?'").push(' AND z = ?', b)
   const first = build(1, 2).finish(postgres)
-  t.same(first, { sql: `SELECT "a?" FROM t WHERE x = $1 AND y = '?' AND z = $2`, params: [1, 2] })
+  t.same(first, { sql: `SELECT "a?" FROM t WHERE x = $1 AND y = '?' AND z = $2`, params: [1, 2], arrays: false })
   const again = build(3, 4).finish(postgres)
-  t.same(again, { sql: first.sql, params: [3, 4] }, 'a text seen before: its numbering, the new parameters')
-  t.same(build(5, 6).finish(sqlite), { sql: `SELECT "a?" FROM t WHERE x = ? AND y = '?' AND z = ?`, params: [5, 6] }, 'SQLite keeps ?')
+  t.same(again, { sql: first.sql, params: [3, 4], arrays: false }, 'a text seen before: its numbering, the new parameters')
+  t.same(build(5, 6).finish(sqlite), { sql: `SELECT "a?" FROM t WHERE x = ? AND y = '?' AND z = ?`, params: [5, 6], arrays: false }, 'SQLite keeps ?')
+  t.equal(build(7, 8).finish(postgres, true).arrays, true, 'rows asked for as arrays')
 })
 
 t.test('past MAX_FINISHED distinct texts the kept ones start over, and every text is still numbered right', async t => {
@@ -31,12 +32,12 @@ t.test('a template fills its slots, lists of a slot and fixed values per request
   const one = new Slot(0)
   const many = new Slot(1)
   const out = new SqlBuilder().push('SELECT * FROM t WHERE a = ? AND ', one).fragment(postgres.oneOf('b', many.list as unknown[])).push(' LIMIT ? OFFSET ?', many, 0)
-  const template = new Template(out.finish(postgres))
+  const template = new Template(out.finish(postgres, true))
   t.equal(template.sql, 'SELECT * FROM t WHERE a = $1 AND b = ANY($2) LIMIT $3 OFFSET $4')
-  t.same(template.fill([7, '{1,2}']), { sql: template.sql, params: [7, '{1,2}', '{1,2}', 0] })
+  t.same(template.fill([7, '{1,2}']), { sql: template.sql, params: [7, '{1,2}', '{1,2}', 0], arrays: true })
   t.same(template.fill([8, '{3}']).params, [8, '{3}', '{3}', 0], 'each fill its own values')
   const lite = new Template(new SqlBuilder().fragment(sqlite.oneOf('b', many.list as unknown[])).finish(sqlite))
-  t.same(lite.fill([0, '[1,2]']), { sql: 'b IN (SELECT value FROM json_each(?))', params: ['[1,2]'] }, 'SQLite: the list slot stays a slot')
+  t.same(lite.fill([0, '[1,2]']), { sql: 'b IN (SELECT value FROM json_each(?))', params: ['[1,2]'], arrays: false }, 'SQLite: the list slot stays a slot')
 })
 
 t.test('lists of several values: whole numbers as PostgreSQL array text, anything else as the driver writes it', async t => {

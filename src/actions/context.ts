@@ -72,6 +72,9 @@ export async function inTransaction<T> (ctx: ActionContext, context: ChangeConte
     // A new change set per attempt: a retried transaction starts from nothing.
     changes = new ChangeSet()
     let em: EntityManager | undefined
+    let links: LinkWriter | undefined
+    let records: RecordWriter | undefined
+    // Each made on first use: most writes need one of them at most.
     const answer = await work({
       get em () {
         if (em === undefined) {
@@ -81,8 +84,8 @@ export async function inTransaction<T> (ctx: ActionContext, context: ChangeConte
         return em
       },
       run,
-      links: new LinkWriter(ctx.dialect, run),
-      records: new RecordWriter(ctx.dialect, run, ctx.registry),
+      get links () { return (links ??= new LinkWriter(ctx.dialect, run)) },
+      get records () { return (records ??= new RecordWriter(ctx.dialect, run, ctx.registry)) },
       changes
     })
     if (ctx.withRecords) await attachRecords(ctx, run, changes)

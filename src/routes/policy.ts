@@ -65,17 +65,27 @@ export async function modelViews (input: RouteInput, request: FastifyRequest, ac
 }
 
 /** The views of every association of the route's model: a record answered populated by default. */
-export async function defaultViews (input: RouteInput, request: FastifyRequest, action: BlueprintAction): Promise<Views | undefined> {
-  const { model } = input
-  return viewsOf(input, request, action, model, [...model.singulars.values(), ...model.collections.values()])
+export function defaultViews (input: RouteInput, request: FastifyRequest, action: BlueprintAction): Promise<Views | undefined> | undefined {
+  // Without a hook, nothing to ask and nothing to allocate (the common case, on every write).
+  if (input.options.parseBlueprintOptions === undefined) return undefined
+  return viewsOf(input, request, action, input.model, associationsOf(input.model))
 }
 
 /** The associations a parsed query populates. */
-export function populated (model: Model, populate: BlueprintQuery['populate']): Association[] {
-  const all = [...model.singulars.values(), ...model.collections.values()]
-  if (populate === true) return all
-  if (populate === false) return []
-  return all.filter(association => populate.includes(association.name))
+export function populated (model: Model, populate: BlueprintQuery['populate']): readonly Association[] {
+  if (populate === false) return NONE
+  const all = associationsOf(model)
+  return populate === true ? all : all.filter(association => populate.includes(association.name))
+}
+
+const NONE: readonly Association[] = []
+const ASSOCIATIONS = new WeakMap<Model, readonly Association[]>()
+
+/** Every association of `model`, singular ones first (kept per model). */
+function associationsOf (model: Model): readonly Association[] {
+  let all = ASSOCIATIONS.get(model)
+  if (all === undefined) ASSOCIATIONS.set(model, all = [...model.singulars.values(), ...model.collections.values()])
+  return all
 }
 
 /** A query that matches every record: what a policy is asked about when records are populated. */

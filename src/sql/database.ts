@@ -102,11 +102,14 @@ export class Database {
   }
 
   #executor (runner: QueryRunner, held: boolean): Executor {
-    return async statement => {
+    const fail = (err: unknown): never => { throw this.#failure(err) }
+    // A promise chain rather than an async function: one promise less per statement.
+    return statement => {
       try {
-        return await this.#prepared(runner, statement.sql, statement.params, held) as Array<Record<string, unknown>>
+        return (this.#prepared(runner, statement.sql, statement.params, held, statement.arrays === true) as Promise<Array<Record<string, unknown>>>).catch(fail)
       } catch (err) {
-        throw this.#failure(err)
+        // A driver that throws before it returns a promise (pg does for a query it cannot send).
+        return Promise.reject(this.#failure(err))
       }
     }
   }

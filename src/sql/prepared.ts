@@ -42,20 +42,23 @@ export interface NativeStatement {
   readonly reader: boolean
   all (params: readonly unknown[]): unknown[]
   run (params: readonly unknown[]): unknown
+  /** Rows as arrays (`true`) or objects, from now on. */
+  raw (toggle: boolean): NativeStatement
 }
 
 /**
  * Runs a statement text with its parameters on `runner`. `held`: `runner` holds its connection
- * (a transaction); otherwise one is lent for the statement.
+ * (a transaction); otherwise one is lent for the statement. `arrays`: rows as arrays of column
+ * values, in the order of the select list (whose column names are then distinct).
  */
-export type RunPrepared = (runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean) => Promise<unknown[]>
+export type RunPrepared = (runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean, arrays: boolean) => Promise<unknown[]>
 
 // Per ORM (its Kysely instance): the names are the pool's, and two registrations share them.
 const NAMES = new WeakMap<object, Map<string, string>>()
 let lastName = 0
 
 /** A query as `pg` takes it: named, it is parsed once per connection. */
-interface QueryConfig { name?: string, text: string, values?: readonly unknown[] }
+interface QueryConfig { name?: string, text: string, values?: readonly unknown[], rowMode?: 'array' }
 
 /** The part of a `pg` client (or pool) this module uses. */
 export interface NativeClient {
@@ -76,23 +79,28 @@ export function namedStatements (kysely: object, pool: NativePool | undefined): 
   let names = NAMES.get(kysely)
   if (names === undefined) NAMES.set(kysely, names = new Map())
   const known = names
-  return async (runner, sql, params, held) => {
+  return (runner, sql, params, held, arrays) => {
     let name = known.get(sql)
     if (name === undefined && known.size < MAX_PREPARED) known.set(sql, name = `bp${++lastName}`)
     // A transaction of openOnPool() runs on a `pg` client; one of Kysely's on a Kysely transaction.
     const native = held ? (typeof (runner as Partial<NativeClient>).query === 'function' ? runner as unknown as NativeClient : undefined) : pool
-    // Without a name, pg runs the text as an unnamed statement.
-    if (native !== undefined) return (await native.query({ name, text: sql, values: params })).rows
+    // Without a name, pg runs the text as an unnamed statement. Returned, not awaited: the
+    // caller's await is the only one.
+    if (native !== undefined) return native.query({ name, text: sql, values: params, rowMode: arrays ? 'array' : undefined }).then(rowsOf)
     // Kysely hands `sql` to pg's `client.query()` as it is, and pg takes a query config object
     // there as well as a text: a fresh one each time, since pg writes the values into it.
-    return (await runner.executeQuery({ ...CompiledQuery.raw(sql, params as unknown[]), sql: { name, text: sql } as unknown as string })).rows
+    return runner.executeQuery({ ...CompiledQuery.raw(sql, params as unknown[]), sql: { name, text: sql } as unknown as string }).then(arrays ? valuesOf : rowsOf)
   }
 }
+
+const rowsOf = (result: { rows: unknown[] }): unknown[] => result.rows
+/** Rows as arrays, from a driver that returned objects: their values are in column order. */
+const valuesOf = (result: { rows: unknown[] }): unknown[] => result.rows.map(row => Object.values(row as object))
 
 /** SQLite: statements prepared once on the ORM's database handle, run while the connection is held. */
 export function cachedStatements (database: NativeSqlite): RunPrepared {
   const cache = new Map<string, NativeStatement>()
-  const execute = (sql: string, params: readonly unknown[]): unknown[] => {
+  const execute = (sql: string, params: readonly unknown[], arrays: boolean): unknown[] => {
     let statement = cache.get(sql)
     if (statement === undefined) {
       statement = database.prepare(sql)
@@ -100,15 +108,15 @@ export function cachedStatements (database: NativeSqlite): RunPrepared {
     } else cache.delete(sql)
     // Most recently used last: the first key is the one to drop.
     cache.set(sql, statement)
-    if (statement.reader) return statement.all(params)
+    if (statement.reader) return statement.raw(arrays).all(params)
     statement.run(params)
     return []
   }
-  return async (runner, sql, params, held) => held
-    ? execute(sql, params)
+  return async (runner, sql, params, held, arrays) => held
+    ? execute(sql, params, arrays)
     // Outside a transaction: the connection is lent first, so that the statement never runs in
     // the middle of another write's transaction on the same (single) SQLite connection.
-    : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params))
+    : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params, arrays))
 }
 
 /** What {@link connectionsFor} reads of the ORM. */
@@ -118,7 +126,7 @@ export interface OrmConnection {
 }
 
 /** Statements as Kysely runs them, unprepared: for drivers this module does not know. */
-const plain: RunPrepared = async (runner, sql, params) => (await runner.executeQuery(CompiledQuery.raw(sql, params as unknown[]))).rows
+const plain: RunPrepared = async (runner, sql, params, _held, arrays) => (arrays ? valuesOf : rowsOf)(await runner.executeQuery(CompiledQuery.raw(sql, params as unknown[])))
 
 /**
  * How statements run, and transactions open, for a dialect, on the ORM's Kysely instance and

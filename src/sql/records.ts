@@ -9,7 +9,7 @@ import type { CollectionAssociation, Model, SingularAssociation } from '../model
 import type { ModelRegistry } from '../models/registry.ts'
 import { toJson } from '../models/values.ts'
 import { quote, type Dialect } from './dialect.ts'
-import { columns, group, inOrder, PARENT, reader, table, type Executor, type Field, type JsonRecord, type Row } from './rows.ts'
+import { columns, group, inOrder, PARENT, reader, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
 import { Slot, SqlBuilder, Template } from './statement.ts'
 import { column, writeWhere } from './where.ts'
 
@@ -25,13 +25,16 @@ interface Join {
   readonly target: Model
   readonly alias: string
   /**
-   * What the names of its columns in the row start with: each is this prefix and the field's
-   * index (column names may be too long for PostgreSQL's 63-byte names once prefixed).
+   * What the names of its columns start with: each is this prefix and the field's index (column
+   * names may be too long for PostgreSQL's 63-byte names once prefixed). Rows come as arrays:
+   * the names only keep the columns apart where a driver returns objects (see prepared.ts).
    */
   readonly prefix: string
+  /** Where its columns start in the row. */
+  readonly offset: number
   readonly fields: Field[]
-  /** The row's key of the target's primary key (null: no record joined). */
-  readonly key: string
+  /** The row's index of the target's primary key (null: no record joined). */
+  readonly key: number
   /** What a policy lets appear of the target. */
   readonly where: WhereNode | undefined
 }
@@ -51,8 +54,11 @@ interface JoinedCollection {
   readonly association: CollectionAssociation
   readonly child: Model
   readonly fields: Field[]
-  /** The row's key of the member's primary key: null in the one row of a record without members. */
-  readonly key: string
+  /**
+   * The index of the member's primary key among its fields: null in the one row of a record
+   * without members.
+   */
+  readonly key: number
   /** ` ORDER BY …` of the members: by key. */
   readonly order: string
 }
@@ -62,9 +68,9 @@ function prefixed (alias: string, fields: Field[], prefix: string): string {
   return fields.map((field, i) => `${column(alias, field)} AS ${quote(prefix + String(i))}`).join(', ')
 }
 
-/** The row's key of `model`'s primary key among a joined record's `fields` (see {@link prefixed}). */
-function keyColumn (model: Model, fields: Field[], prefix: string): string {
-  return prefix + String(fields.findIndex(field => field.column === model.primaryKey.column))
+/** The index of `model`'s primary key among `fields` (always among them: see validate.ts). */
+function keyIndex (model: Model, fields: Field[]): number {
+  return fields.findIndex(field => field.column === model.primaryKey.column)
 }
 
 /** Reads records of the registry's models. One instance per plugin registration. */
@@ -118,31 +124,34 @@ export class RecordLoader {
       if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
       out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
     }
-    const statement = out.finish(this.#dialect)
+    const statement = out.finish(this.#dialect, true)
     const collections = joined === undefined ? criteria.projection.collections : criteria.projection.collections.filter(({ association }) => association !== joined.association)
     // `together`: the collections' statements are issued with the record's, on the key the
     // criteria name, and come to nothing when there is no such record.
-    let rows: Row[]
+    let rows: ArrayRow[]
     let children: Array<Map<unknown, JsonRecord[]>>
+    const key = keyIndex(model, fields)
     if (criteria.together === undefined) {
-      rows = await run(statement)
-      children = rows.length === 0 ? [] : await this.#collections(run, rows.map(row => row[model.primaryKey.column]), criteria, collections)
-    } else [rows, children] = await inOrder([run(statement), this.#collections(run, [this.#dialect.bind(model.primaryKey.type, criteria.together.key)], criteria, collections)])
+      rows = await run(statement) as unknown as ArrayRow[]
+      children = rows.length === 0 ? [] : await this.#collections(run, rows.map(row => row[key]), criteria, collections)
+    } else [rows, children] = await inOrder([run(statement) as unknown as Promise<ArrayRow[]>, this.#collections(run, [this.#dialect.bind(model.primaryKey.type, criteria.together.key)], criteria, collections)])
     let members: JsonRecord[] | undefined
     if (joined !== undefined) {
       // One row per member (or one row of nulls): the record is the first row's.
-      const read = reader(joined.fields, MEMBER)
-      members = rows.filter(row => row[joined.key] !== null).map(read)
+      // The members' columns come last, after the record's and its joins'.
+      const offset = joins.reduce((end, join) => end + join.fields.length, fields.length)
+      const read = reader(joined.fields, offset)
+      members = rows.filter(row => row[offset + joined.key] !== null).map(read)
       rows = rows.slice(0, 1)
     }
-    const records = rows.map(reader(fields, ''))
+    const records = rows.map(reader(fields, 0))
     for (const join of joins) {
-      const read = reader(join.fields, join.prefix)
+      const read = reader(join.fields, join.offset)
       rows.forEach((row, i) => { records[i][join.association.name] = row[join.key] === null ? null : read(row) })
     }
     if (rows.length > 0) {
       collections.forEach(({ association }, c) => {
-        rows.forEach((row, i) => { records[i][association.name] = children[c].get(row[model.primaryKey.column]) ?? [] })
+        rows.forEach((row, i) => { records[i][association.name] = children[c].get(row[key]) ?? [] })
       })
       if (joined !== undefined) records[0][joined.association.name] = members
     }
@@ -169,7 +178,7 @@ export class RecordLoader {
         association: entry.association,
         child,
         fields,
-        key: keyColumn(child, fields, MEMBER),
+        key: keyIndex(child, fields),
         order: ` ORDER BY ${this.#orderBy('c', [{ target: child.primaryKey, direction: 'ASC' }])}`
       }
       this.#joinedCollections.set(entry.association, joined)
@@ -185,7 +194,7 @@ export class RecordLoader {
     const heads = joined === undefined ? this.#heads : this.#joinedHeads
     const kept = criteria.views === undefined ? heads.get(criteria.projection) : undefined
     if (kept !== undefined) return { out: new SqlBuilder().push(kept.sql), joins: kept.joins }
-    const joins = this.#joins(criteria)
+    const joins = this.#joins(criteria, fields.length)
     const out = new SqlBuilder().push(`SELECT ${columns('t', fields)}`)
     for (const join of joins) out.push(`, ${prefixed(join.alias, join.fields, join.prefix)}`)
     if (joined !== undefined) out.push(`, ${prefixed('c', joined.fields, MEMBER)}`)
@@ -209,13 +218,17 @@ export class RecordLoader {
         // foreign keys) would come as a row without a member, skipped like a record without any.
         : ` LEFT JOIN ${quote(association.pivotTable as string)} AS j ON j.${quote(association.parentColumn)} = ${key} LEFT JOIN ${table(child)} AS c ON ${childKey} = j.${quote(association.childColumn as string)}`)
     }
-    if (criteria.views === undefined) heads.set(criteria.projection, { sql: out.finish(this.#dialect).sql, joins })
+    if (criteria.views === undefined) heads.set(criteria.projection, { sql: out.finish(this.#dialect, true).sql, joins })
     return { out, joins }
   }
 
-  /** The populated singular associations of a find, each joined under an alias of its own. */
-  #joins ({ projection, views }: Criteria): Join[] {
+  /**
+   * The populated singular associations of a find, each joined under an alias of its own, their
+   * columns after the record's `width` ones.
+   */
+  #joins ({ projection, views }: Criteria, width: number): Join[] {
     const joins: Join[] = []
+    let offset = width
     for (const { association, populate } of projection.singulars) {
       if (!populate) continue
       const target = this.#registry.get(association.target) as Model
@@ -223,7 +236,8 @@ export class RecordLoader {
       const alias = `s${joins.length}`
       const fields = this.#fields(view?.projection ?? this.plainProjection(target))
       const prefix = `__bp_${alias}_`
-      joins.push({ association, target, alias, prefix, fields, key: keyColumn(target, fields, prefix), where: view?.where })
+      joins.push({ association, target, alias, prefix, offset, fields, key: offset + keyIndex(target, fields), where: view?.where })
+      offset += fields.length
     }
     return joins
   }
@@ -272,6 +286,7 @@ export class RecordLoader {
    */
   async #children (run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false): Promise<Map<unknown, JsonRecord[]>> {
     const fields = this.#fields(criteria.projection)
+    const parentAt = parentIndex(association, fields)
     const single = parentIds.length === 1
     const parents = single ? parentIds[0] : this.#dialect.list(parentIds)
     // Every child in key order, of a projection kept per model (default population, a write's
@@ -281,7 +296,7 @@ export class RecordLoader {
       const key = `${association.name} ${variant}`
       let kept = keep ? this.#childTemplates.get(association)?.get(key) : undefined
       if (kept === undefined) {
-        kept = new Template(build().finish(this.#dialect))
+        kept = new Template(build().finish(this.#dialect, true))
         if (keep) {
           let byVariant = this.#childTemplates.get(association)
           if (byVariant === undefined) this.#childTemplates.set(association, byVariant = new Map())
@@ -300,19 +315,20 @@ export class RecordLoader {
         if (lock) out.push(this.#dialect.rowLock(true, false, 'j'))
         return out
       })
-      return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])), fields, Infinity)
+      return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])) as unknown as ArrayRow[], fields, parentAt, Infinity)
     }
     const probe = parentIds.length * criteria.limit + 1
     const probing = template('probe', () => this.#childSelect(association, criteria, false, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`).fragment(this.#dialect.page(LIMIT as unknown as number, 0)))
-    const rows = await run(probing.fill([parents, probe]))
-    if (rows.length < probe) return group(rows, fields, criteria.limit)
+    const rows = await run(probing.fill([parents, probe])) as unknown as ArrayRow[]
+    if (rows.length < probe) return group(rows, fields, parentAt, criteria.limit)
     const windowed = template('window', () => this.#childSelect(association, criteria, false, true).push(`) AS x WHERE ${ROW} <= ? ORDER BY ${ROW}`, LIMIT))
-    return group(await run(windowed.fill([parents, criteria.limit])), fields, criteria.limit)
+    return group(await run(windowed.fill([parents, criteria.limit])) as unknown as ArrayRow[], fields, parentAt, criteria.limit)
   }
 
   /**
    * `SELECT … FROM … WHERE` of the children of the parents in slot {@link PARENTS} (one, or a
-   * list), and the parent's key as {@link PARENT}; `windowed`: the same inside
+   * list), and the parent's key (as {@link PARENT}, unless a field reads it: see
+   * {@link parentIndex}); `windowed`: the same inside
    * `SELECT * FROM (…` with each child's rank under its parent.
    */
   #childSelect (association: CollectionAssociation, criteria: ChildCriteria, single: boolean, windowed: boolean): SqlBuilder {
@@ -321,7 +337,9 @@ export class RecordLoader {
     const from = association.relation === '1:m'
       ? `${table(child)} AS c`
       : `${quote(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON c.${quote(child.primaryKey.column)} = j.${quote(association.childColumn as string)}`
-    const plain = `SELECT ${columns('c', this.#fields(criteria.projection))}, ${parent} AS ${PARENT}`
+    const fields = this.#fields(criteria.projection)
+    // One-to-many: the parent's key is the child's foreign key, read already when it is a field.
+    const plain = `SELECT ${columns('c', fields)}${parentIndex(association, fields) === fields.length ? `, ${parent} AS ${PARENT}` : ''}`
     const head = windowed ? `SELECT * FROM (${plain}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${this.#orderBy('c', criteria.sort)}) AS ${ROW}` : plain
     const out = new SqlBuilder().push(`${head} FROM ${from} WHERE `).fragment(this.#dialect.oneOf(parent, single ? [PARENTS] : PARENTS.list as unknown[]))
     if (criteria.where.kind !== 'all') writeWhere(out.push(' AND '), criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
@@ -353,6 +371,15 @@ export class RecordLoader {
     }
     return fields
   }
+}
+
+/**
+ * Where a row of children holds its parent's key: a one-to-many child's foreign key when it is
+ * one of the `fields`, otherwise the column after them ({@link PARENT}).
+ */
+function parentIndex (association: CollectionAssociation, fields: Field[]): number {
+  const at = association.relation === '1:m' ? fields.findIndex(field => field.column === association.parentColumn) : -1
+  return at === -1 ? fields.length : at
 }
 
 /** Whether `where` matches one primary key of `model` at most (`key = value`, alone or in an `and`). */

@@ -13,6 +13,12 @@ import { column } from './where.ts'
 /** A row as the driver returns it, keyed by column name. */
 export type Row = Record<string, unknown>
 
+/**
+ * A row as an array of its columns' values, in the order of the select list: what a statement
+ * marked `arrays` returns (cheaper for the driver to build than an object).
+ */
+export type ArrayRow = readonly unknown[]
+
 /** A record as it is sent to the client. */
 export type JsonRecord = Record<string, unknown>
 
@@ -25,11 +31,28 @@ export type Executor = (statement: Statement) => Promise<Row[]>
  * statement behind a failed one may fail only because the transaction was aborted: the first
  * failure is the one to report, and nothing is left running when the caller rolls back.
  */
-export async function inOrder<T extends readonly unknown[]> (work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
-  const results = await Promise.allSettled(work)
-  const failed = results.find(result => result.status === 'rejected')
-  if (failed !== undefined) throw failed.reason
-  return results.map(result => (result as PromiseFulfilledResult<unknown>).value) as unknown as T
+export function inOrder<T extends readonly unknown[]> (work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  // Counted by hand rather than with Promise.allSettled: no settlement record per statement (this
+  // runs on every request).
+  return new Promise((resolve, reject) => {
+    const count = work.length
+    const results = new Array<unknown>(count)
+    let pending = count
+    let failedAt = count
+    let failure: unknown
+    const settled = (): void => {
+      if (--pending > 0) return
+      if (failedAt < count) reject(failure)
+      else resolve(results as unknown as T)
+    }
+    if (count === 0) resolve(results as unknown as T)
+    for (let i = 0; i < count; i++) {
+      work[i].then(value => { results[i] = value; settled() }, (err: unknown) => {
+        if (i < failedAt) { failedAt = i; failure = err }
+        settled()
+      })
+    }
+  })
 }
 
 /** A property of a record, read from a column of a row. */
@@ -39,7 +62,7 @@ export interface Field {
   readonly convert: ToJson | undefined
 }
 
-/** The column that holds the parent's key in a row of children. */
+/** The column that holds the parent's key in a row of children, when no field reads it. */
 export const PARENT = '__bp_parent'
 
 /** `"schema"."table"` or `"table"`. */
@@ -52,12 +75,15 @@ export function columns (alias: string, fields: Field[]): string {
   return fields.map(field => column(alias, field)).join(', ')
 }
 
-/** Rows (in order within each parent) grouped by parent key, at most `cap` per parent. */
-export function group (rows: Row[], fields: Field[], cap: number): Map<unknown, JsonRecord[]> {
+/**
+ * Rows of children (in order within each parent; the parent's key at index `parent`) grouped by
+ * parent key, at most `cap` per parent.
+ */
+export function group (rows: ArrayRow[], fields: Field[], parent: number, cap: number): Map<unknown, JsonRecord[]> {
   const byParent = new Map<unknown, JsonRecord[]>()
-  const read = reader(fields, '')
+  const read = reader(fields, 0)
   for (const row of rows) {
-    const key = row[PARENT]
+    const key = row[parent]
     let list = byParent.get(key)
     if (list === undefined) byParent.set(key, list = [])
     if (list.length < cap) list.push(read(row))
@@ -66,27 +92,27 @@ export function group (rows: Row[], fields: Field[], cap: number): Map<unknown, 
 }
 
 /** Reads a record out of a row. */
-export type RecordReader = (row: Row) => JsonRecord
+export type RecordReader = (row: ArrayRow) => JsonRecord
 
-const READERS = new WeakMap<Field[], Map<string, RecordReader>>()
+const READERS = new WeakMap<Field[], Map<number, RecordReader>>()
 // The generated functions by their text: field lists made per request (a policy's view, `select`)
 // reuse them instead of compiling again. Bounded: past the limit it starts over.
-const COMPILED = new Map<string, (row: Row, convert: ReadonlyArray<ToJson | undefined>) => JsonRecord>()
+const COMPILED = new Map<string, (row: ArrayRow, convert: ReadonlyArray<ToJson | undefined>) => JsonRecord>()
 const MAX_COMPILED = 1000
 
 /**
- * The reader of `fields` (kept per field list and prefix; with a `prefix`, a joined record, the
- * row's key of each field is the prefix and the field's index): one function that builds the record
- * as one object literal, so that every record of a model has one shape, and reads each column
- * once. Names and columns come from the ORM's metadata and are written as JSON strings.
+ * The reader of `fields` whose columns start at `offset` in the row (kept per field list and
+ * offset): one function that builds the record as one object literal, so that every record of a
+ * model has one shape, and reads each column once. Names come from the ORM's metadata and are
+ * written as JSON strings.
  */
-export function reader (fields: Field[], prefix: string): RecordReader {
-  let byPrefix = READERS.get(fields)
-  if (byPrefix === undefined) READERS.set(fields, byPrefix = new Map())
-  let read = byPrefix.get(prefix)
+export function reader (fields: Field[], offset: number): RecordReader {
+  let byOffset = READERS.get(fields)
+  if (byOffset === undefined) READERS.set(fields, byOffset = new Map())
+  let read = byOffset.get(offset)
   if (read === undefined) {
     const reads = fields.map((field, i) => {
-      const value = `row[${JSON.stringify(prefix === '' ? field.column : prefix + String(i))}]`
+      const value = `row[${offset + i}]`
       return `${JSON.stringify(field.name)}: ${field.convert === undefined ? value : `(v = ${value}) === null ? null : convert[${i}](v)`}`
     })
     const text = `let v; return { ${reads.join(', ')} }`
@@ -95,12 +121,12 @@ export function reader (fields: Field[], prefix: string): RecordReader {
       /* c8 ignore next -- reached after 1 000 distinct field lists, more `select` shapes than the test models have */
       if (COMPILED.size === MAX_COMPILED) COMPILED.clear()
       // eslint-disable-next-line no-new-func -- generated from metadata, not from input
-      COMPILED.set(text, compiled = new Function('row', 'convert', text) as (row: Row, convert: ReadonlyArray<ToJson | undefined>) => JsonRecord)
+      COMPILED.set(text, compiled = new Function('row', 'convert', text) as (row: ArrayRow, convert: ReadonlyArray<ToJson | undefined>) => JsonRecord)
     }
     const convert = fields.map(field => field.convert)
     const run = compiled
     read = row => run(row, convert)
-    byPrefix.set(prefix, read)
+    byOffset.set(offset, read)
   }
   return read
 }

@@ -13,6 +13,8 @@ export { Slot }
 export interface Statement {
   readonly sql: string
   readonly params: readonly unknown[]
+  /** Its rows come as arrays of column values (`ArrayRow`, rows.ts) rather than objects. */
+  readonly arrays?: boolean
 }
 
 /** Texts with `?` placeholders and the same with the dialect's (only PostgreSQL has others). */
@@ -41,14 +43,14 @@ export class SqlBuilder {
     return this.push(fragment.sql, ...fragment.params)
   }
 
-  /** The statement with placeholders written for the dialect. */
-  finish (dialect: Dialect): Statement {
+  /** The statement with placeholders written for the dialect; `arrays`: see `Statement.arrays`. */
+  finish (dialect: Dialect, arrays = false): Statement {
     const placeholder = dialect.placeholder
     const text = this.#pieces.join('')
-    if (placeholder === undefined) return { sql: text, params: this.#params }
+    if (placeholder === undefined) return { sql: text, params: this.#params, arrays }
     // The same text comes again and again (one per shape of request): written once.
     const written = FINISHED.get(text)
-    if (written !== undefined) return { sql: written, params: this.#params }
+    if (written !== undefined) return { sql: written, params: this.#params, arrays }
     let n = 0
     // Quoted identifiers and string literals may contain '?': only bare ones are placeholders.
     const sql = this.#pieces.map((piece, i) => this.#placeholders[i]
@@ -56,7 +58,7 @@ export class SqlBuilder {
       : piece).join('')
     if (FINISHED.size === MAX_FINISHED) FINISHED.clear()
     FINISHED.set(text, sql)
-    return { sql, params: this.#params }
+    return { sql, params: this.#params, arrays }
   }
 }
 
@@ -66,12 +68,14 @@ export class SqlBuilder {
  */
 export class Template {
   readonly sql: string
+  readonly #arrays: boolean
   /** The parameters: slots (filled per request) and values the text fixed. */
   readonly #params: unknown[]
 
   /** @param statement - built with {@link Slot}s (or lists of one slot) where values go. */
   constructor (statement: Statement) {
     this.sql = statement.sql
+    this.#arrays = statement.arrays === true
     this.#params = statement.params.map(param => Array.isArray(param) && param[0] instanceof Slot ? param[0] : param)
   }
 
@@ -82,6 +86,6 @@ export class Template {
       const param = this.#params[i]
       params[i] = param instanceof Slot ? values[param.n] : param
     }
-    return { sql: this.sql, params }
+    return { sql: this.sql, params, arrays: this.#arrays }
   }
 }
