@@ -43,19 +43,24 @@ export type ViewsOf = (read: Parameters<ReadObserver>[0], request: FastifyReques
  * with), so that the notifications it is sent from now on are filtered the same way.
  */
 export function readObserver (hub: Hub, viewsOf?: ViewsOf): ReadObserver {
-  return async (read, request, reply, result) => {
+  // Synchronous for an HTTP request (no socket asked): nothing to wait for.
+  return (read, request, reply, result) => {
     const scope = socketRequests.getStore()
-    if (scope === undefined) return
-    if (viewsOf !== undefined) {
-      const models = new Set<Model>([read.model])
-      const child = read.association === undefined ? undefined : hub.model(read.association.target)
-      if (child !== undefined) models.add(child)
-      for (const model of [...models]) for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(hub.model(association.target))
-      for (const [identity, view] of await viewsOf(read, request, models)) scope.connection.views.set(identity, view)
-    }
-    const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined
-    if (!hub.subscribeRead(scope.connection, { action: read.action, model: read.model, association: read.association, parentId }, result, scope.since)) {
-      reply.header(SUBSCRIPTION_LIMIT.header, SUBSCRIPTION_LIMIT.value)
-    }
+    return scope === undefined ? undefined : subscribe(hub, viewsOf, scope, read, request, reply, result)
+  }
+}
+
+/** Subscribes the socket of `scope` to what a read answered (see {@link readObserver}). */
+async function subscribe (hub: Hub, viewsOf: ViewsOf | undefined, scope: SocketRequest, ...[read, request, reply, result]: Parameters<ReadObserver>): Promise<void> {
+  if (viewsOf !== undefined) {
+    const models = new Set<Model>([read.model])
+    const child = read.association === undefined ? undefined : hub.model(read.association.target)
+    if (child !== undefined) models.add(child)
+    for (const model of [...models]) for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(hub.model(association.target))
+    for (const [identity, view] of await viewsOf(read, request, models)) scope.connection.views.set(identity, view)
+  }
+  const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined
+  if (!hub.subscribeRead(scope.connection, { action: read.action, model: read.model, association: read.association, parentId }, result, scope.since)) {
+    reply.header(SUBSCRIPTION_LIMIT.header, SUBSCRIPTION_LIMIT.value)
   }
 }

@@ -55,7 +55,9 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
             ? handler
             : async (request: FastifyRequest, reply: FastifyReply) => {
               const result = await handler(request)
-              await observe(read, request, reply, result)
+              // Waited for only when there is something to wait for (a socket's request).
+              const observed = observe(read, request, reply, result)
+              if (observed !== undefined) await observed
               return result
             },
           ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks, { preSerialization: keepErrorBody })

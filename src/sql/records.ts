@@ -10,7 +10,7 @@ import type { ModelRegistry } from '../models/registry.ts'
 import { toJson } from '../models/values.ts'
 import { quote, type Dialect } from './dialect.ts'
 import { columns, group, inOrder, PARENT, reader, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
-import { Slot, SqlBuilder, Template } from './statement.ts'
+import { Slot, SqlBuilder, Template, type Statement } from './statement.ts'
 import { column, writeWhere } from './where.ts'
 
 /** The criteria that choose the children of a collection. */
@@ -40,6 +40,25 @@ interface Join {
 }
 
 const ROW = '__bp_row'
+
+/** The head of a find's statement kept per projection (no view applies). */
+interface Head {
+  /** `SELECT … FROM … [LEFT JOIN …]`. */
+  readonly sql: string
+  readonly joins: Join[]
+  /** The whole statement of a find by primary key (slot {@link KEY}), once one ran. */
+  byKey?: Template
+}
+
+/** The slot of the primary key in a find by key. */
+const KEY = new Slot(0)
+
+/** The variants of the children's statements (see `RecordLoader.#childStatement`). */
+const ONE = 1
+const ALL = 2
+const LOCK = 4
+const PROBE = 8
+const WINDOW = 9
 
 /** The slots of the children's statements: the parents' keys, the page's limit and skip. */
 const PARENTS = new Slot(0)
@@ -81,12 +100,12 @@ export class RecordLoader {
   readonly #plain = new Map<string, Projection>()
   readonly #projected = new WeakMap<Projection, Field[]>()
   /** Per projection without views: the head of the find's statement and its joins. */
-  readonly #heads = new WeakMap<Projection, { sql: string, joins: Join[] }>()
+  readonly #heads = new WeakMap<Projection, Head>()
   /** The same, with a collection joined (see `#joinedCollection`). */
-  readonly #joinedHeads = new WeakMap<Projection, { sql: string, joins: Join[] }>()
+  readonly #joinedHeads = new WeakMap<Projection, Head>()
   readonly #joinedCollections = new Map<CollectionAssociation, JoinedCollection>()
   /** Per association: the statements of its children in key order (see `#children`). */
-  readonly #childTemplates = new Map<CollectionAssociation, Map<string, Template>>()
+  readonly #childTemplates = new Map<CollectionAssociation, Template[]>()
 
   constructor (registry: ModelRegistry, dialect: Dialect) {
     this.#registry = registry
@@ -114,17 +133,10 @@ export class RecordLoader {
   async find (run: Executor, model: Model, criteria: Criteria): Promise<JsonRecord[]> {
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#fields(criteria.projection)
-    const joined = this.#joinedCollection(criteria)
-    const { out, joins } = this.#head(model, fields, criteria, joined)
-    if (criteria.where.kind !== 'all') writeWhere(out.push(' WHERE '), criteria.where, 't', this.#dialect, criteria.caseInsensitive)
-    if (joined !== undefined) out.push(joined.order)
-    // One primary key matches one record at most: no order and no page to ask for (which also
-    // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
-    else if (criteria.skip > 0 || !byOneKey(model, criteria.where)) {
-      if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
-      out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
-    }
-    const statement = out.finish(this.#dialect, true)
+    // By primary key (find-one, a write's answer): one statement per projection, built once.
+    const byKey = criteria.views === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
+    const joined = byKey ? this.#joinedCollection(criteria) : undefined
+    const { statement, joins } = byKey ? this.#byKey(model, fields, criteria, joined) : this.#statement(model, fields, criteria)
     const collections = joined === undefined ? criteria.projection.collections : criteria.projection.collections.filter(({ association }) => association !== joined.association)
     // `together`: the collections' statements are issued with the record's, on the key the
     // criteria name, and come to nothing when there is no such record.
@@ -160,14 +172,14 @@ export class RecordLoader {
 
   /**
    * SQLite: the collection joined in the record's own statement, when `together` reads one record
-   * with a complete collection (a write's answer): the first one populated without a cap, unless
-   * a view applies or its links are to be locked (a row lock cannot apply to the nullable side of
-   * an outer join). Its members come as one row each, ordered by key. On SQLite a statement costs
+   * by key with a complete collection and no view (a write's answer): the first one populated
+   * without a cap, unless its links are to be locked (a row lock cannot apply to the nullable side
+   * of an outer join). Its members come as one row each, ordered by key. On SQLite a statement costs
    * more than the repeated columns of the parent; on PostgreSQL, which sends every value as text
    * to decode, the other way round (a write with ten members: 8 % slower joined).
    */
-  #joinedCollection ({ together, views, projection, lockLinks }: Criteria): JoinedCollection | undefined {
-    if (together === undefined || views !== undefined || this.#dialect.name !== 'sqlite') return undefined
+  #joinedCollection ({ together, projection, lockLinks }: Criteria): JoinedCollection | undefined {
+    if (together === undefined || this.#dialect.name !== 'sqlite') return undefined
     const entry = projection.collections.find(({ association, limit }) => limit === Infinity && lockLinks?.has(association.name) !== true)
     if (entry === undefined) return undefined
     let joined = this.#joinedCollections.get(entry.association)
@@ -186,14 +198,36 @@ export class RecordLoader {
     return joined
   }
 
+  /** The statement of a find by primary key (no view applies), kept per projection. */
+  #byKey (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { statement: Statement, joins: Join[] } {
+    const pk = model.primaryKey
+    const head = this.#head(model, fields, criteria, joined).kept as Head
+    head.byKey ??= new Template(new SqlBuilder().push(`${head.sql} WHERE ${column('t', pk)} = ${this.#dialect.param(pk)}${joined?.order ?? ''}`, KEY).finish(this.#dialect, true))
+    return { statement: head.byKey.fill([this.#dialect.bind(pk.type, (criteria.where as { value: unknown }).value)]), joins: head.joins }
+  }
+
+  /** The find's statement, and its joins. */
+  #statement (model: Model, fields: Field[], criteria: Criteria): { statement: Statement, joins: Join[] } {
+    const { where } = criteria
+    const { out, joins } = this.#head(model, fields, criteria, undefined)
+    if (where.kind !== 'all') writeWhere(out.push(' WHERE '), where, 't', this.#dialect, criteria.caseInsensitive)
+    // One primary key matches one record at most: no order and no page to ask for (which also
+    // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
+    if (criteria.skip > 0 || !byOneKey(model, where)) {
+      if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
+      out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
+    }
+    return { statement: out.finish(this.#dialect, true), joins }
+  }
+
   /**
    * `SELECT … FROM … [LEFT JOIN …]` of a find, and its joins (the `joined` collection's last);
-   * kept when no view applies.
+   * kept when no view applies (`kept`).
    */
-  #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { out: SqlBuilder, joins: Join[] } {
+  #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { out: SqlBuilder, joins: Join[], kept?: Head } {
     const heads = joined === undefined ? this.#heads : this.#joinedHeads
     const kept = criteria.views === undefined ? heads.get(criteria.projection) : undefined
-    if (kept !== undefined) return { out: new SqlBuilder().push(kept.sql), joins: kept.joins }
+    if (kept !== undefined) return { out: new SqlBuilder().push(kept.sql), joins: kept.joins, kept }
     const joins = this.#joins(criteria, fields.length)
     const out = new SqlBuilder().push(`SELECT ${columns('t', fields)}`)
     for (const join of joins) out.push(`, ${prefixed(join.alias, join.fields, join.prefix)}`)
@@ -218,7 +252,11 @@ export class RecordLoader {
         // foreign keys) would come as a row without a member, skipped like a record without any.
         : ` LEFT JOIN ${quote(association.pivotTable as string)} AS j ON j.${quote(association.parentColumn)} = ${key} LEFT JOIN ${table(child)} AS c ON ${childKey} = j.${quote(association.childColumn as string)}`)
     }
-    if (criteria.views === undefined) heads.set(criteria.projection, { sql: out.finish(this.#dialect, true).sql, joins })
+    if (criteria.views === undefined) {
+      const kept: Head = { sql: out.finish(this.#dialect, true).sql, joins }
+      heads.set(criteria.projection, kept)
+      return { out, joins, kept }
+    }
     return { out, joins }
   }
 
@@ -292,37 +330,45 @@ export class RecordLoader {
     // Every child in key order, of a projection kept per model (default population, a write's
     // answer): the same statements every time, built once.
     const keep = byKey && criteria.where.kind === 'all' && criteria.projection === this.#plain.get(association.target)
-    const template = (variant: string, build: () => SqlBuilder): Template => {
-      const key = `${association.name} ${variant}`
-      let kept = keep ? this.#childTemplates.get(association)?.get(key) : undefined
-      if (kept === undefined) {
-        kept = new Template(build().finish(this.#dialect, true))
-        if (keep) {
-          let byVariant = this.#childTemplates.get(association)
-          if (byVariant === undefined) this.#childTemplates.set(association, byVariant = new Map())
-          byVariant.set(key, kept)
-        }
-      }
-      return kept
-    }
     if (single || criteria.limit === Infinity) {
-      const lock = criteria.lockPivotRows === true
-      const statement = template(`${single ? 'one' : 'all'} ${criteria.limit === Infinity ? 'all' : 'page'} ${lock ? 'lock' : ''}`, () => {
-        const out = this.#childSelect(association, criteria, single, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`)
-        out.fragment(this.#dialect.page(single ? (criteria.limit === Infinity ? Infinity : LIMIT) as number : Infinity, SKIP as unknown as number))
-        // The links of a write's answer (one parent): shared locks on the pivot rows, taken as they
-        // are read, so that a link another write is removing is waited for (see actions/locks.ts).
-        if (lock) out.push(this.#dialect.rowLock(true, false, 'j'))
-        return out
-      })
+      const variant = (single ? ONE : 0) | (criteria.limit === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0)
+      const statement = this.#childStatement(association, criteria, keep, variant)
       return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])) as unknown as ArrayRow[], fields, parentAt, Infinity)
     }
     const probe = parentIds.length * criteria.limit + 1
-    const probing = template('probe', () => this.#childSelect(association, criteria, false, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`).fragment(this.#dialect.page(LIMIT as unknown as number, 0)))
-    const rows = await run(probing.fill([parents, probe])) as unknown as ArrayRow[]
+    const rows = await run(this.#childStatement(association, criteria, keep, PROBE).fill([parents, probe])) as unknown as ArrayRow[]
     if (rows.length < probe) return group(rows, fields, parentAt, criteria.limit)
-    const windowed = template('window', () => this.#childSelect(association, criteria, false, true).push(`) AS x WHERE ${ROW} <= ? ORDER BY ${ROW}`, LIMIT))
-    return group(await run(windowed.fill([parents, criteria.limit])) as unknown as ArrayRow[], fields, parentAt, criteria.limit)
+    return group(await run(this.#childStatement(association, criteria, keep, WINDOW).fill([parents, criteria.limit])) as unknown as ArrayRow[], fields, parentAt, criteria.limit)
+  }
+
+  /**
+   * One of the statements of `#children` (`variant`: {@link ONE} | {@link ALL} | {@link LOCK},
+   * {@link PROBE} or {@link WINDOW}), with slots for the parents, the limit and the skip; kept per
+   * association and variant when `keep`.
+   */
+  #childStatement (association: CollectionAssociation, criteria: ChildCriteria, keep: boolean, variant: number): Template {
+    let kept = keep ? this.#childTemplates.get(association) : undefined
+    const found = kept?.[variant]
+    if (found !== undefined) return found
+    let out: SqlBuilder
+    if (variant === PROBE) {
+      out = this.#childSelect(association, criteria, false, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`).fragment(this.#dialect.page(LIMIT as unknown as number, 0))
+    } else if (variant === WINDOW) {
+      out = this.#childSelect(association, criteria, false, true).push(`) AS x WHERE ${ROW} <= ?`, LIMIT).push(` ORDER BY ${ROW}`)
+    } else {
+      const single = (variant & ONE) !== 0
+      out = this.#childSelect(association, criteria, single, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`)
+      out.fragment(this.#dialect.page(single && (variant & ALL) === 0 ? LIMIT as unknown as number : Infinity, SKIP as unknown as number))
+      // The links of a write's answer (one parent): shared locks on the pivot rows, taken as they
+      // are read, so that a link another write is removing is waited for (see actions/locks.ts).
+      if ((variant & LOCK) !== 0) out.push(this.#dialect.rowLock(true, false, 'j'))
+    }
+    const template = new Template(out.finish(this.#dialect, true))
+    if (keep) {
+      if (kept === undefined) this.#childTemplates.set(association, kept = [])
+      kept[variant] = template
+    }
+    return template
   }
 
   /**
@@ -385,7 +431,12 @@ function parentIndex (association: CollectionAssociation, fields: Field[]): numb
 /** Whether `where` matches one primary key of `model` at most (`key = value`, alone or in an `and`). */
 function byOneKey (model: Model, where: WhereNode): boolean {
   if (where.kind === 'and') return where.items.some(item => byOneKey(model, item))
-  return where.kind === 'compare' && where.op === '=' && where.target.column === model.primaryKey.column && where.target.key === undefined
+  return where.kind === 'compare' && isKey(model, where)
+}
+
+/** Whether a comparison is `key = value` on the primary key of `model`. */
+function isKey (model: Model, where: Extract<WhereNode, { kind: 'compare' }>): boolean {
+  return where.op === '=' && where.target.column === model.primaryKey.column && where.target.key === undefined
 }
 
 /** A where node that matches one primary key. */
