@@ -8,6 +8,7 @@ import { BaseMySqlPlatform as MySqlPlatform } from '@mikro-orm/sql'
 import { Entity, ManyToMany, ManyToOne, OneToMany, OneToOne, PrimaryKey, Property } from '@mikro-orm/decorators/legacy'
 import blueprints from '../src/index.ts'
 import { dialectFor } from '../src/sql/dialect.ts'
+import { coerce, INVALID } from '../src/models/values.ts'
 import { build, DATABASES, get } from './helpers/app.ts'
 
 class Author { id!: number; name!: string; books!: unknown; profile!: unknown }
@@ -146,4 +147,11 @@ t.test('only PostgreSQL and SQLite platforms are supported', async t => {
   t.teardown(() => { Object.setPrototypeOf(platform, original) })
   await t.rejects(async () => { await app.register(blueprints, { orm }); await app.ready() }, { code: 'BP_ERR_UNSUPPORTED_DATABASE' })
   Object.setPrototypeOf(platform, original)
+})
+
+// A policy hook (app code) may give a `where` whose values are already JavaScript bigints.
+t.test('a bigint value is taken as it is for a bigint attribute, within the 64-bit range', async t => {
+  t.equal(coerce('bigint', 5n), 5n)
+  t.equal(coerce('bigint', -(2n ** 63n)), -(2n ** 63n), 'the smallest int8')
+  t.equal(coerce('bigint', 2n ** 63n), INVALID, 'one past the largest int8')
 })

@@ -7,6 +7,7 @@ import type { BlueprintQuery, Views } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
+import { byPrimaryKey } from '../sql/records.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { parseId, type ActionContext } from './context.ts'
 
@@ -20,16 +21,18 @@ import { parseId, type ActionContext } from './context.ts'
 export async function findOne (ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, views?: Views): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
   const pk = model.primaryKey.name
+  const narrowed = Object.keys(query.where).length > 0
   const criteria = validateFind({
     ...query,
-    where: Object.keys(query.where).length === 0 ? { [pk]: id } : { and: [{ [pk]: id }, query.where] },
+    // The key alone: its condition is written here, not parsed from `{ id: … }` again.
+    where: narrowed ? { and: [{ [pk]: id }, query.where] } : {},
     limit: 1,
     skip: 0,
     sort: []
   }, model, ctx.registry, ctx.bounds)
   // The collections' statements leave with the record's, on the key (see `Criteria.together`): a
   // hand-written server would send them in parallel too.
-  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, views, together: { key: id } })
+  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, where: narrowed ? criteria.where : byPrimaryKey(model, id), views, together: { key: id } })
   if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   return record
 }

@@ -25,12 +25,11 @@ export async function customise (input: RouteInput, request: FastifyRequest, que
  * The views of the associations of `model` that an answer populates: for each, the hook is asked
  * about the child model with a query that matches every child (`context.populated` set, the parent
  * named), and its `where`, `select` and `omit` decide which children appear and with which
- * fields. `undefined` when the app has no hook.
+ * fields. Called only when the app has a hook (`parseBlueprintOptions`).
  *
  * @throws the coded 400s of the criteria pipeline for what the hook returns.
  */
-export async function viewsOf (input: RouteInput, request: FastifyRequest, action: BlueprintAction, model: Model, associations: Iterable<Association>): Promise<Views | undefined> {
-  if (input.options.parseBlueprintOptions === undefined) return undefined
+export async function viewsOf (input: RouteInput, request: FastifyRequest, action: BlueprintAction, model: Model, associations: Iterable<Association>): Promise<Views> {
   const { ctx } = input
   const views = new Map<string, View>()
   for (const association of associations) {

@@ -75,7 +75,10 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     }),
     handler: input => async request => {
       checkQueryEncoding(request.url)
-      const query = await customise(input, request, parseFind(request.query as QueryString, input.model, defaults(input)), { action: 'find', model: input.model })
+      const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
+      // Without a hook there is nothing to wait for: no await, no promise.
+      if (input.options.parseBlueprintOptions === undefined) return find(input.ctx, input.model, parsed)
+      const query = await customise(input, request, parsed, { action: 'find', model: input.model })
       return find(input.ctx, input.model, query, await viewsOf(input, request, 'find', input.model, populated(input.model, query.populate)))
     }
   },
@@ -102,6 +105,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         populateLimit: input.options.populateLimit
       }
       const id = (request.params as { id: string }).id
+      if (input.options.parseBlueprintOptions === undefined) return findOne(input.ctx, input.model, id, query)
       const customised = await customise(input, request, query, { action: 'findOne', model: input.model })
       return findOne(input.ctx, input.model, id, customised, await viewsOf(input, request, 'findOne', input.model, populated(input.model, customised.populate)))
     }

@@ -48,7 +48,7 @@ export interface Dialect {
   oneOf (expr: string, values: readonly unknown[], target?: Typed): Fragment
   /** The one parameter of {@link oneOf} for a list of several (bound) values. */
   list (values: readonly unknown[]): unknown
-  /** The LIMIT/OFFSET tail of a query; `limit` may be Infinity. */
+  /** The LIMIT/OFFSET tail of a query (none of it where it asks nothing); `limit` may be Infinity. */
   page (limit: number, skip: number): Fragment
 }
 
@@ -59,6 +59,9 @@ export interface Typed {
 }
 
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
+
+/** The page of every row from the first: nothing to write. */
+const NO_PAGE: Fragment = { sql: '', params: [] }
 
 /** PostgreSQL's cast of a number parameter: to the widest integer or float type. */
 function numberCast (target: Typed | undefined): string {
@@ -105,9 +108,10 @@ const postgres: Dialect = {
     for (const value of values) if (typeof value !== 'number' || !Number.isSafeInteger(value)) return values
     return `{${values.join(',')}}`
   },
-  page: (limit, skip) => limit === Infinity
-    ? { sql: ' OFFSET ?', params: [skip] }
-    : { sql: ' LIMIT ? OFFSET ?', params: [limit, skip] }
+  // No OFFSET for the first page (a plan node less, as a hand-written statement would have).
+  page: (limit, skip) => skip === 0
+    ? (limit === Infinity ? NO_PAGE : { sql: ' LIMIT ?', params: [limit] })
+    : limit === Infinity ? { sql: ' OFFSET ?', params: [skip] } : { sql: ' LIMIT ? OFFSET ?', params: [limit, skip] }
 }
 
 const sqlite: Dialect = {
@@ -145,7 +149,9 @@ const sqlite: Dialect = {
     ? { sql: `${expr} = ?`, params: [values[0]] }
     : { sql: `${expr} IN (SELECT value FROM json_each(?))`, params: [values[0] instanceof Slot ? values : sqlite.list(values)] },
   list: values => `[${values.map(v => typeof v === 'bigint' ? String(v) : JSON.stringify(v)).join(',')}]`,
-  page: (limit, skip) => ({ sql: ' LIMIT ? OFFSET ?', params: [limit === Infinity ? -1 : limit, skip] })
+  page: (limit, skip) => skip === 0
+    ? (limit === Infinity ? NO_PAGE : { sql: ' LIMIT ?', params: [limit] })
+    : { sql: ' LIMIT ? OFFSET ?', params: [limit === Infinity ? -1 : limit, skip] }
 }
 
 /**

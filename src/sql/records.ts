@@ -358,7 +358,8 @@ export class RecordLoader {
     } else {
       const single = (variant & ONE) !== 0
       out = this.#childSelect(association, criteria, single, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`)
-      out.fragment(this.#dialect.page(single && (variant & ALL) === 0 ? LIMIT as unknown as number : Infinity, SKIP as unknown as number))
+      // Kept statements serve the collections of a find, always from their first child.
+      out.fragment(this.#dialect.page(single && (variant & ALL) === 0 ? LIMIT as unknown as number : Infinity, keep ? 0 : SKIP as unknown as number))
       // The links of a write's answer (one parent): shared locks on the pivot rows, taken as they
       // are read, so that a link another write is removing is waited for (see actions/locks.ts).
       if ((variant & LOCK) !== 0) out.push(this.#dialect.rowLock(true, false, 'j'))
