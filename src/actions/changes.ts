@@ -83,9 +83,16 @@ export class Notifier {
     return () => { this.#listeners.delete(listener) }
   }
 
-  /** Hands committed changes to every listener; waits for them, logs their failures. */
-  async emit (changes: readonly Change[], context: ChangeContext): Promise<void> {
-    if (changes.length === 0) return
+  /**
+   * Hands committed changes to every listener; the promise settles once they are done (their
+   * failures are logged). `undefined` when there is nobody to wait for.
+   */
+  emit (changes: readonly Change[], context: ChangeContext): Promise<void> | undefined {
+    if (changes.length === 0 || this.#listeners.size === 0) return undefined
+    return this.#all(changes, context)
+  }
+
+  async #all (changes: readonly Change[], context: ChangeContext): Promise<void> {
     await Promise.all([...this.#listeners].map(async listener => {
       try {
         await listener(changes, context)

@@ -96,7 +96,9 @@ export async function inTransaction<T> (ctx: ActionContext, context: ChangeConte
   await new Promise<void>(resolve => {
     ctx.database.order.done(ticket, () => {
       if (changes.changes.length > 0) ctx.publish?.(changes.changes)
-      void ctx.notifier.emit(changes.changes, context).then(resolve)
+      const listened = ctx.notifier.emit(changes.changes, context)
+      if (listened === undefined) resolve()
+      else void listened.then(resolve)
     })
   })
   return result
