@@ -96,7 +96,7 @@ interface Templates {
   readonly second: Template | undefined
 }
 
-const TEMPLATES = new WeakMap<CollectionAssociation, Map<string, Templates>>()
+const TEMPLATES = new WeakMap<CollectionAssociation, Map<number, Templates>>()
 
 /** The slots of the statements: the parent's key, and the children's (one value, or a list). */
 const PARENT_KEY = new Slot(0)
@@ -110,7 +110,9 @@ function templatesOf (dialect: Dialect, association: CollectionAssociation, pare
   let byShape = TEMPLATES.get(association)
   if (byShape === undefined) TEMPLATES.set(association, byShape = new Map())
   const count = Math.min(change.ids.length, 2)
-  const shape = `${count} ${String(change.link)} ${String(change.unlink)} ${String(locks.childFirst)} ${String(locks.share)} ${String(locks.members)}`
+  // The shape as a number (no text to build per request): count in bits 0–1, the rest one bit each.
+  const unlink = change.unlink === undefined ? 0 : change.unlink === 'ids' ? 1 : 2
+  const shape = count | (Number(change.link) << 2) | (unlink << 3) | (Number(locks.childFirst) << 5) | (Number(locks.share) << 6) | (Number(locks.members) << 7)
   let templates = byShape.get(shape)
   if (templates === undefined) {
     const s = new Statements(dialect, association, parent, child, count)

@@ -58,7 +58,7 @@ const ONE = 1
 const ALL = 2
 const LOCK = 4
 const PROBE = 8
-const WINDOW = 9
+const WINDOW = 16
 
 /** The slots of the children's statements: the parents' keys, the page's limit and skip. */
 const PARENTS = new Slot(0)
@@ -201,7 +201,7 @@ export class RecordLoader {
   /** The statement of a find by primary key (no view applies), kept per projection. */
   #byKey (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { statement: Statement, joins: Join[] } {
     const pk = model.primaryKey
-    const head = this.#head(model, fields, criteria, joined).kept as Head
+    const head = this.#keptHead(model, fields, criteria, joined)
     head.byKey ??= new Template(new SqlBuilder().push(`${head.sql} WHERE ${column('t', pk)} = ${this.#dialect.param(pk)}${joined?.order ?? ''}`, KEY).finish(this.#dialect, true))
     return { statement: head.byKey.fill([this.#dialect.bind(pk.type, (criteria.where as { value: unknown }).value)]), joins: head.joins }
   }
@@ -209,7 +209,13 @@ export class RecordLoader {
   /** The find's statement, and its joins. */
   #statement (model: Model, fields: Field[], criteria: Criteria): { statement: Statement, joins: Join[] } {
     const { where } = criteria
-    const { out, joins } = this.#head(model, fields, criteria, undefined)
+    let out: SqlBuilder
+    let joins: Join[]
+    if (criteria.views === undefined) {
+      const head = this.#keptHead(model, fields, criteria, undefined)
+      out = new SqlBuilder().push(head.sql)
+      joins = head.joins
+    } else ({ out, joins } = this.#head(model, fields, criteria, undefined))
     if (where.kind !== 'all') writeWhere(out.push(' WHERE '), where, 't', this.#dialect, criteria.caseInsensitive)
     // One primary key matches one record at most: no order and no page to ask for (which also
     // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
@@ -220,14 +226,22 @@ export class RecordLoader {
     return { statement: out.finish(this.#dialect, true), joins }
   }
 
-  /**
-   * `SELECT … FROM … [LEFT JOIN …]` of a find, and its joins (the `joined` collection's last);
-   * kept when no view applies (`kept`).
-   */
-  #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { out: SqlBuilder, joins: Join[], kept?: Head } {
+  /** The head of a find with no view, kept per projection (and joined collection). */
+  #keptHead (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): Head {
     const heads = joined === undefined ? this.#heads : this.#joinedHeads
-    const kept = criteria.views === undefined ? heads.get(criteria.projection) : undefined
-    if (kept !== undefined) return { out: new SqlBuilder().push(kept.sql), joins: kept.joins, kept }
+    let kept = heads.get(criteria.projection)
+    if (kept === undefined) {
+      const { out, joins } = this.#head(model, fields, criteria, joined)
+      heads.set(criteria.projection, kept = { sql: out.finish(this.#dialect, true).sql, joins })
+    }
+    return kept
+  }
+
+  /**
+   * `SELECT … FROM … [LEFT JOIN …]` of a find, and its joins (the `joined` collection's last), as
+   * built for its criteria (a view's conditions are parameters of it).
+   */
+  #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { out: SqlBuilder, joins: Join[] } {
     const joins = this.#joins(criteria, fields.length)
     const out = new SqlBuilder().push(`SELECT ${columns('t', fields)}`)
     for (const join of joins) out.push(`, ${prefixed(join.alias, join.fields, join.prefix)}`)
@@ -251,11 +265,6 @@ export class RecordLoader {
         // table's index (it scanned the whole pivot table). A link without its child (none, with
         // foreign keys) would come as a row without a member, skipped like a record without any.
         : ` LEFT JOIN ${quote(association.pivotTable as string)} AS j ON j.${quote(association.parentColumn)} = ${key} LEFT JOIN ${table(child)} AS c ON ${childKey} = j.${quote(association.childColumn as string)}`)
-    }
-    if (criteria.views === undefined) {
-      const kept: Head = { sql: out.finish(this.#dialect, true).sql, joins }
-      heads.set(criteria.projection, kept)
-      return { out, joins, kept }
     }
     return { out, joins }
   }
