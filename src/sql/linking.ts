@@ -16,11 +16,12 @@
  *
  * @module
  */
+import { sql } from 'kysely'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import { quote, type Dialect } from './dialect.ts'
+import { NOTHING, type Dialect } from './dialect.ts'
 import { ascending } from './links.ts'
 import { inOrder, table, type Executor, type Row } from './rows.ts'
-import { Slot, SqlBuilder, Template } from './statement.ts'
+import { Slot, Template, type Sql } from './statement.ts'
 
 /** What a write does to the links of the parent. */
 export interface LinkChange {
@@ -117,13 +118,15 @@ function templatesOf (dialect: Dialect, association: CollectionAssociation, pare
   if (templates === undefined) {
     const s = new Statements(dialect, association, parent, child, count)
     templates = {
-      first: new Template(s.locks(change, locks).finish(dialect)),
-      second: change.unlink === undefined ? undefined : new Template(s.writes(change, locks.members).finish(dialect))
+      first: new Template(dialect.statement(s.locks(change, locks))),
+      second: change.unlink === undefined ? undefined : new Template(dialect.statement(s.writes(change, locks.members)))
     }
     byShape.set(shape, templates)
   }
   return templates
 }
+
+const UNION_ALL = sql` UNION ALL `
 
 /** The SQL of the two statements, for one association and one number of ids (0, 1, 2: several). */
 class Statements {
@@ -131,78 +134,77 @@ class Statements {
   readonly #parent: Model
   readonly #child: Model
   readonly #count: number
-  readonly #pivot: string
-  readonly #parentColumn: string
-  readonly #childColumn: string
+  readonly #pivot: Sql
+  readonly #parentColumn: Sql
+  readonly #childColumn: Sql
 
   constructor (dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, count: number) {
     this.#dialect = dialect
     this.#parent = parent
     this.#child = child
     this.#count = count
-    this.#pivot = quote(association.pivotTable as string)
-    this.#parentColumn = quote(association.parentColumn)
-    this.#childColumn = quote(association.childColumn as string)
+    this.#pivot = sql.id(association.pivotTable as string)
+    this.#parentColumn = sql.id(association.parentColumn)
+    this.#childColumn = sql.id(association.childColumn as string)
   }
 
   /** Statement 1: the parent's lock and the children's, in order; an add's insert. */
-  locks (change: LinkChange, locks: LinkLocks): SqlBuilder {
-    const parentPk = quote(this.#parent.primaryKey.column)
-    const childPk = quote(this.#child.primaryKey.column)
-    const out = new SqlBuilder().push(`WITH p AS (SELECT ${parentPk} AS id FROM ${table(this.#parent)} WHERE ${parentPk} = `)
-    this.#parentKey(out).push(`${this.#dialect.rowLock(false, false)}), c AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE `)
-    if (locks.members) this.#members(this.#oneOf(out.push('('), childPk).push(` OR ${childPk} IN `)).push(')')
-    else this.#oneOf(out, childPk)
-    out.push(` ORDER BY ${childPk}${locks.share ? this.#dialect.rowLock(true, false) : ''})`)
+  locks (change: LinkChange, locks: LinkLocks): Sql {
+    const parentPk = sql.id(this.#parent.primaryKey.column)
+    const childPk = sql.id(this.#child.primaryKey.column)
+    const children = locks.members ? sql`(${this.#oneOf(childPk)} OR ${childPk} IN ${this.#members()})` : this.#oneOf(childPk)
+    const childLock = locks.share ? this.#dialect.rowLock(true, false) : NOTHING
+    const p = sql`p AS (SELECT ${parentPk} AS id FROM ${table(this.#parent)} WHERE ${parentPk} = ${this.#parentKey()}${this.#dialect.rowLock(false, false)})`
+    const c = sql`c AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE ${children} ORDER BY ${childPk}${childLock})`
     // The branches of a UNION ALL run in order: the locks are taken in the order written.
-    const parentRow = "SELECT 'p' AS k, id AS parent, NULL AS child FROM p"
-    const childRows = "SELECT 'c' AS k, NULL AS parent, id AS child FROM c"
+    const parentRow = sql`SELECT 'p' AS k, id AS parent, NULL AS child FROM p`
+    const childRows = sql`SELECT 'c' AS k, NULL AS parent, id AS child FROM c`
     const branches = locks.childFirst ? [childRows, parentRow] : [parentRow, childRows]
+    const tables = [p, c]
     if (change.link && change.unlink === undefined) {
       // A link made meanwhile from the other side of the association is not an error, and not ours.
-      out.push(`, i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${this.#childColumn}) SELECT p.id, c.id FROM p, c ON CONFLICT DO NOTHING RETURNING ${this.#childColumn} AS id)`)
-      branches.push("SELECT 'i', NULL, id FROM i")
+      tables.push(sql`i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${this.#childColumn}) SELECT p.id, c.id FROM p, c ON CONFLICT DO NOTHING RETURNING ${this.#childColumn} AS id)`)
+      branches.push(sql`SELECT 'i', NULL, id FROM i`)
     }
-    return out.push(` ${branches.join(' UNION ALL ')}`)
+    return sql`WITH ${sql.join(tables)} ${sql.join(branches, UNION_ALL)}`
   }
 
   /** Statement 2: the members linked meanwhile locked (`members`), then the deletes and inserts. */
-  writes (change: LinkChange, members: boolean): SqlBuilder {
-    const childPk = quote(this.#child.primaryKey.column)
-    const out = new SqlBuilder().push('WITH ')
-    const branches: string[] = []
+  writes (change: LinkChange, members: boolean): Sql {
+    const childPk = sql.id(this.#child.primaryKey.column)
+    const tables: Sql[] = []
+    const branches: Sql[] = []
     if (members) {
-      this.#members(out.push(`m AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE ${childPk} IN `))
-      out.push(` ORDER BY ${childPk}${this.#dialect.rowLock(true, true)}), `)
-      branches.push("SELECT 'm' AS k, id FROM m")
+      tables.push(sql`m AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE ${childPk} IN ${this.#members()} ORDER BY ${childPk}${this.#dialect.rowLock(true, true)})`)
+      branches.push(sql`SELECT 'm' AS k, id FROM m`)
     }
-    this.#parentKey(out.push(`d AS (DELETE FROM ${this.#pivot} WHERE ${this.#parentColumn} = `))
-    if (change.unlink === 'ids') this.#oneOf(out.push(' AND '), this.#childColumn)
-    else if (this.#count > 0) this.#oneOf(out.push(' AND NOT ('), this.#childColumn).push(')')
-    out.push(` RETURNING ${this.#childColumn} AS id)`)
-    branches.push("SELECT 'd' AS k, id FROM d")
+    const which = change.unlink === 'ids'
+      ? sql` AND ${this.#oneOf(this.#childColumn)}`
+      : this.#count > 0 ? sql` AND NOT (${this.#oneOf(this.#childColumn)})` : NOTHING
+    tables.push(sql`d AS (DELETE FROM ${this.#pivot} WHERE ${this.#parentColumn} = ${this.#parentKey()}${which} RETURNING ${this.#childColumn} AS id)`)
+    branches.push(sql`SELECT 'd' AS k, id FROM d`)
     if (change.link && this.#count > 0) {
       // Typed by the columns they are read from, like LinkWriter.link.
-      const parentKey = `p.${quote(this.#parent.primaryKey.column)}`
-      out.push(`, i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${this.#childColumn}) SELECT ${parentKey}, c.${childPk} FROM ${table(this.#parent)} AS p, ${table(this.#child)} AS c WHERE ${parentKey} = `)
-      this.#oneOf(this.#parentKey(out).push(' AND '), `c.${childPk}`)
-      out.push(` ON CONFLICT DO NOTHING RETURNING ${this.#childColumn} AS id)`)
-      branches.push("SELECT 'i' AS k, id FROM i")
+      const parentKey = sql.id('p', this.#parent.primaryKey.column)
+      const childKey = sql.id('c', this.#child.primaryKey.column)
+      const select = sql`SELECT ${parentKey}, ${childKey} FROM ${table(this.#parent)} AS p, ${table(this.#child)} AS c WHERE ${parentKey} = ${this.#parentKey()} AND ${this.#oneOf(childKey)}`
+      tables.push(sql`i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${this.#childColumn}) ${select} ON CONFLICT DO NOTHING RETURNING ${this.#childColumn} AS id)`)
+      branches.push(sql`SELECT 'i' AS k, id FROM i`)
     }
-    return out.push(` ${branches.join(' UNION ALL ')}`)
+    return sql`WITH ${sql.join(tables)} ${sql.join(branches, UNION_ALL)}`
   }
 
-  #parentKey (out: SqlBuilder): SqlBuilder {
-    return out.push(this.#dialect.param(this.#parent.primaryKey), PARENT_KEY)
+  #parentKey (): Sql {
+    return this.#dialect.value(this.#parent.primaryKey, PARENT_KEY)
   }
 
   /** `(SELECT child FROM pivot WHERE parent = …)`: the current members. */
-  #members (out: SqlBuilder): SqlBuilder {
-    return this.#parentKey(out.push(`(SELECT ${this.#childColumn} FROM ${this.#pivot} WHERE ${this.#parentColumn} = `)).push(')')
+  #members (): Sql {
+    return sql`(SELECT ${this.#childColumn} FROM ${this.#pivot} WHERE ${this.#parentColumn} = ${this.#parentKey()})`
   }
 
   /** `expr` is one of the children's keys (slot {@link CHILD_KEYS}). */
-  #oneOf (out: SqlBuilder, expr: string): SqlBuilder {
-    return out.fragment(this.#dialect.oneOf(expr, this.#count === 1 ? [CHILD_KEYS] : CHILD_KEYS.list, this.#child.primaryKey))
+  #oneOf (expr: Sql): Sql {
+    return this.#dialect.oneOf(expr, this.#count === 1 ? [CHILD_KEYS] : CHILD_KEYS.list, this.#child.primaryKey)
   }
 }

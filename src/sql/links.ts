@@ -4,10 +4,13 @@
  *
  * @module
  */
+import { sql } from 'kysely'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import { quote, type Dialect } from './dialect.ts'
+import { NOTHING, type Dialect } from './dialect.ts'
 import { table, type Executor } from './rows.ts'
-import { SqlBuilder } from './statement.ts'
+import type { Sql } from './statement.ts'
+
+const OR = sql` OR `
 
 /** Which rows {@link LinkWriter.lock} takes: the union of the conditions given. */
 export interface RowsToLock {
@@ -50,46 +53,31 @@ export class LinkWriter {
    * order of their keys, so that writes that lock rows of one table lock them in one order.
    */
   async lock (model: Model, rows: RowsToLock): Promise<Map<string, { id: unknown, value: unknown }>> {
-    const pk = quote(model.primaryKey.column)
-    const out = new SqlBuilder().push(`SELECT ${pk} AS id${rows.read === undefined ? '' : `, ${quote(rows.read)} AS value`} FROM ${table(model)} WHERE `)
-    const conditions: Array<() => void> = []
-    if (rows.ids !== undefined && rows.ids.length > 0) conditions.push(() => { this.#oneOf(out, pk, model, rows.ids as unknown[]) })
+    const pk = sql.id(model.primaryKey.column)
+    const conditions: Sql[] = []
+    if (rows.ids !== undefined && rows.ids.length > 0) conditions.push(this.#oneOf(pk, model, rows.ids))
     const parentsOf = rows.parentsOf
     if (parentsOf !== undefined && parentsOf.ids.length > 0) {
+      const childKey = this.#oneOf(sql.id(parentsOf.child.primaryKey.column), parentsOf.child, parentsOf.ids)
       for (const column of parentsOf.columns) {
-        conditions.push(() => {
-          out.push(`${pk} IN (SELECT ${quote(column)} FROM ${table(parentsOf.child)} WHERE `)
-          this.#oneOf(out, quote(parentsOf.child.primaryKey.column), parentsOf.child, parentsOf.ids)
-          out.push(')')
-        })
+        conditions.push(sql`${pk} IN (SELECT ${sql.id(column)} FROM ${table(parentsOf.child)} WHERE ${childKey})`)
       }
     }
     const pointingAt = rows.pointingAt
-    if (pointingAt !== undefined) {
-      conditions.push(() => {
-        out.push(`${quote(pointingAt.column)} = `)
-        this.#key(out, pointingAt.parent, pointingAt.id)
-      })
-    }
+    if (pointingAt !== undefined) conditions.push(sql`${sql.id(pointingAt.column)} = ${this.#key(pointingAt.parent, pointingAt.id)}`)
     const membersOf = rows.membersOf
     if (membersOf !== undefined) {
-      conditions.push(() => {
-        const { association } = membersOf
-        out.push(`${pk} IN (SELECT ${quote(association.childColumn as string)} FROM ${quote(association.pivotTable as string)} WHERE ${quote(association.parentColumn)} = `)
-        this.#key(out, membersOf.parent, membersOf.id)
-        out.push(')')
-      })
+      const { association } = membersOf
+      conditions.push(sql`${pk} IN (SELECT ${sql.id(association.childColumn as string)} FROM ${sql.id(association.pivotTable as string)} WHERE ${sql.id(association.parentColumn)} = ${this.#key(membersOf.parent, membersOf.id)})`)
     }
     const found = new Map<string, { id: unknown, value: unknown }>()
     if (conditions.length === 0) return found
-    conditions.forEach((condition, i) => {
-      if (i > 0) out.push(' OR ')
-      condition()
-    })
+    const value = rows.read === undefined ? NOTHING : sql`, ${sql.id(rows.read)} AS value`
     // One key needs no order (and its plain `=` is cheaper for the database to plan).
     const single = conditions.length === 1 && rows.ids?.length === 1
-    out.push(`${single ? '' : ` ORDER BY ${pk}`}${this.#dialect.rowLock(rows.share === true, rows.noWait === true)}`)
-    for (const row of await this.#run(out.finish(this.#dialect))) found.set(String(row.id), { id: row.id, value: row.value })
+    const order = single ? NOTHING : sql` ORDER BY ${pk}`
+    const query = sql`SELECT ${pk} AS id${value} FROM ${table(model)} WHERE ${sql.join(conditions, OR)}${order}${this.#dialect.rowLock(rows.share === true, rows.noWait === true)}`
+    for (const row of await this.#run(this.#dialect.statement(query))) found.set(String(row.id), { id: row.id, value: row.value })
     return found
   }
 
@@ -97,22 +85,17 @@ export class LinkWriter {
   async read (model: Model, ids: readonly unknown[], column: string): Promise<Map<string, { id: unknown, value: unknown }>> {
     const found = new Map<string, { id: unknown, value: unknown }>()
     if (ids.length === 0) return found
-    const pk = quote(model.primaryKey.column)
-    const out = new SqlBuilder().push(`SELECT ${pk} AS id, ${quote(column)} AS value FROM ${table(model)} WHERE `)
-    this.#oneOf(out, pk, model, ids)
-    for (const row of await this.#run(out.finish(this.#dialect))) found.set(String(row.id), { id: row.id, value: row.value })
+    const pk = sql.id(model.primaryKey.column)
+    const query = sql`SELECT ${pk} AS id, ${sql.id(column)} AS value FROM ${table(model)} WHERE ${this.#oneOf(pk, model, ids)}`
+    for (const row of await this.#run(this.#dialect.statement(query))) found.set(String(row.id), { id: row.id, value: row.value })
     return found
   }
 
   /** Sets `column` of the records `ids` of `model` to `value` (a parent key, or null). */
   async set (model: Model, ids: readonly unknown[], column: string, value: unknown, parent: Model): Promise<void> {
     if (ids.length === 0) return
-    const out = new SqlBuilder().push(`UPDATE ${table(model)} SET ${quote(column)} = `)
-    if (value === null) out.push('NULL')
-    else this.#key(out, parent, value)
-    out.push(' WHERE ')
-    this.#oneOf(out, quote(model.primaryKey.column), model, ids)
-    await this.#run(out.finish(this.#dialect))
+    const to = value === null ? sql`NULL` : this.#key(parent, value)
+    await this.#run(this.#dialect.statement(sql`UPDATE ${table(model)} SET ${sql.id(column)} = ${to} WHERE ${this.#oneOf(sql.id(model.primaryKey.column), model, ids)}`))
   }
 
   /**
@@ -123,24 +106,19 @@ export class LinkWriter {
    */
   async link (association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, childIds: readonly unknown[]): Promise<unknown[]> {
     if (childIds.length === 0) return []
-    const childColumn = quote(association.childColumn as string)
-    const parentKey = `p.${quote(parent.primaryKey.column)}`
-    const out = new SqlBuilder().push(`INSERT INTO ${quote(association.pivotTable as string)} (${quote(association.parentColumn)}, ${childColumn}) ` +
-      `SELECT ${parentKey}, c.${quote(child.primaryKey.column)} FROM ${table(parent)} AS p, ${table(child)} AS c WHERE ${parentKey} = `)
-    this.#key(out, parent, parentId)
-    out.push(' AND ')
-    this.#oneOf(out, `c.${quote(child.primaryKey.column)}`, child, childIds)
+    const childColumn = sql.id(association.childColumn as string)
+    const parentKey = sql.id('p', parent.primaryKey.column)
+    const childKey = sql.id('c', child.primaryKey.column)
     // A link made meanwhile by the other side of the association is not an error, and not ours.
-    out.push(` ON CONFLICT DO NOTHING RETURNING ${childColumn} AS id`)
-    const linked = new Set((await this.#run(out.finish(this.#dialect))).map(row => String(row.id)))
+    const select = sql`SELECT ${parentKey}, ${childKey} FROM ${table(parent)} AS p, ${table(child)} AS c WHERE ${parentKey} = ${this.#key(parent, parentId)} AND ${this.#oneOf(childKey, child, childIds)}`
+    const query = sql`INSERT INTO ${sql.id(association.pivotTable as string)} (${sql.id(association.parentColumn)}, ${childColumn}) ${select} ON CONFLICT DO NOTHING RETURNING ${childColumn} AS id`
+    const linked = new Set((await this.#run(this.#dialect.statement(query))).map(row => String(row.id)))
     return childIds.filter(id => linked.has(String(id)))
   }
 
   /** Deletes the pivot rows of `childIds` (at least one); returns the child keys (raw) that were linked, ascending. */
   async unlink (association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, childIds: readonly unknown[]): Promise<unknown[]> {
-    const out = this.#unlinking(association, parent, parentId).push(' AND ')
-    this.#oneOf(out, quote(association.childColumn as string), child, childIds)
-    return this.#unlinked(out, association)
+    return await this.#unlinked(association, parent, parentId, sql` AND ${this.#oneOf(sql.id(association.childColumn as string), child, childIds)}`)
   }
 
   /**
@@ -148,35 +126,26 @@ export class LinkWriter {
    * empty); returns the child keys (raw) that were linked, ascending.
    */
   async unlinkOthers (association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, keep: readonly unknown[]): Promise<unknown[]> {
-    const out = this.#unlinking(association, parent, parentId)
-    if (keep.length > 0) {
-      out.push(' AND NOT (')
-      this.#oneOf(out, quote(association.childColumn as string), child, keep)
-      out.push(')')
-    }
-    return this.#unlinked(out, association)
+    const others = keep.length === 0 ? NOTHING : sql` AND NOT (${this.#oneOf(sql.id(association.childColumn as string), child, keep)})`
+    return await this.#unlinked(association, parent, parentId, others)
   }
 
-  #unlinking (association: CollectionAssociation, parent: Model, parentId: unknown): SqlBuilder {
-    const out = new SqlBuilder().push(`DELETE FROM ${quote(association.pivotTable as string)} WHERE ${quote(association.parentColumn)} = `)
-    this.#key(out, parent, parentId)
-    return out
-  }
-
-  async #unlinked (out: SqlBuilder, association: CollectionAssociation): Promise<unknown[]> {
-    out.push(` RETURNING ${quote(association.childColumn as string)} AS id`)
-    const ids = (await this.#run(out.finish(this.#dialect))).map(row => row.id)
+  /** Deletes the parent's pivot rows that `and` also chooses; returns their child keys (raw), ascending. */
+  async #unlinked (association: CollectionAssociation, parent: Model, parentId: unknown, and: Sql): Promise<unknown[]> {
+    const childColumn = sql.id(association.childColumn as string)
+    const query = sql`DELETE FROM ${sql.id(association.pivotTable as string)} WHERE ${sql.id(association.parentColumn)} = ${this.#key(parent, parentId)}${and} RETURNING ${childColumn} AS id`
+    const ids = (await this.#run(this.#dialect.statement(query))).map(row => row.id)
     return ids.sort(ascending)
   }
 
-  #key (out: SqlBuilder, model: Model, id: unknown): void {
-    out.push(this.#dialect.param(model.primaryKey), this.#dialect.bind(model.primaryKey.type, id))
+  #key (model: Model, id: unknown): Sql {
+    return this.#dialect.value(model.primaryKey, this.#dialect.bind(model.primaryKey.type, id))
   }
 
   /** `expr` is one of the keys `ids` of `model`: one parameter however many ids there are. */
-  #oneOf (out: SqlBuilder, expr: string, model: Model, ids: readonly unknown[]): void {
+  #oneOf (expr: Sql, model: Model, ids: readonly unknown[]): Sql {
     const type = model.primaryKey.type
-    out.fragment(this.#dialect.oneOf(expr, ids.map(id => this.#dialect.bind(type, id)), model.primaryKey))
+    return this.#dialect.oneOf(expr, ids.map(id => this.#dialect.bind(type, id)), model.primaryKey)
   }
 }
 

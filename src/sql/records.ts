@@ -7,11 +7,12 @@
 import type { Criteria, Projection, Target, View, WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
+import { sql } from 'kysely'
 import { toJson } from '../models/values.ts'
-import { quote, type Dialect } from './dialect.ts'
+import { NOTHING, type Dialect } from './dialect.ts'
 import { columns, group, inOrder, PARENT, reader, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
-import { Slot, SqlBuilder, Template, type Statement } from './statement.ts'
-import { column, writeWhere } from './where.ts'
+import { Slot, Template, type Sql, type Statement } from './statement.ts'
+import { column, shapeOf, where as condition, type Shape } from './where.ts'
 
 /** The criteria that choose the children of a collection. */
 export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive'> & {
@@ -39,16 +40,21 @@ interface Join {
   readonly where: WhereNode | undefined
 }
 
-const ROW = '__bp_row'
+const ROW = sql.id('__bp_row')
 
 /** The head of a find's statement kept per projection (no view applies). */
 interface Head {
-  /** `SELECT … FROM … [LEFT JOIN …]`. */
-  readonly sql: string
+  /** `SELECT … FROM … [LEFT JOIN …]`, compiled (it has no parameters). */
+  readonly sql: Sql
   readonly joins: Join[]
+  /** The finds' statements by shape (see `RecordLoader.#statement`). */
+  readonly finds: Map<string, Template>
   /** The whole statement of a find by primary key (slot {@link KEY}), once one ran. */
   byKey?: Template
 }
+
+/** Shapes of finds kept per head at most: past this, they start over (shapes of `where` are unbounded). */
+export const MAX_SHAPES = 1000
 
 /** The slot of the primary key in a find by key. */
 const KEY = new Slot(0)
@@ -79,13 +85,19 @@ interface JoinedCollection {
    */
   readonly key: number
   /** ` ORDER BY …` of the members: by key. */
-  readonly order: string
+  readonly order: Sql
 }
 
 /** The columns of a joined record's `fields`, read from `alias`, each named `prefix` and its index. */
-function prefixed (alias: string, fields: Field[], prefix: string): string {
-  return fields.map((field, i) => `${column(alias, field)} AS ${quote(prefix + String(i))}`).join(', ')
+function prefixed (alias: string, fields: Field[], prefix: string): Sql {
+  return sql.join(fields.map((field, i) => sql`${column(alias, field)} AS ${sql.id(prefix + String(i))}`))
 }
+
+const COMMA = sql`, `
+const ASC = sql`ASC`
+const DESC = sql`DESC`
+const NULLS_FIRST = sql` NULLS FIRST`
+const NULLS_LAST = sql` NULLS LAST`
 
 /** The index of `model`'s primary key among `fields` (always among them: see validate.ts). */
 function keyIndex (model: Model, fields: Field[]): number {
@@ -191,7 +203,7 @@ export class RecordLoader {
         child,
         fields,
         key: keyIndex(child, fields),
-        order: ` ORDER BY ${this.#orderBy('c', [{ target: child.primaryKey, direction: 'ASC' }])}`
+        order: sql` ORDER BY ${this.#orderBy('c', [{ target: child.primaryKey, direction: 'ASC' }])}`
       }
       this.#joinedCollections.set(entry.association, joined)
     }
@@ -202,28 +214,50 @@ export class RecordLoader {
   #byKey (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { statement: Statement, joins: Join[] } {
     const pk = model.primaryKey
     const head = this.#keptHead(model, fields, criteria, joined)
-    head.byKey ??= new Template(new SqlBuilder().push(`${head.sql} WHERE ${column('t', pk)} = ${this.#dialect.param(pk)}${joined?.order ?? ''}`, KEY).finish(this.#dialect, true))
+    head.byKey ??= new Template(this.#dialect.statement(sql`${head.sql} WHERE ${column('t', pk)} = ${this.#dialect.value(pk, KEY)}${joined?.order ?? NOTHING}`, true))
     return { statement: head.byKey.fill([this.#dialect.bind(pk.type, (criteria.where as { value: unknown }).value)]), joins: head.joins }
   }
 
-  /** The find's statement, and its joins. */
+  /**
+   * The find's statement, and its joins. Without a view, its text is compiled once per shape of
+   * `where`, sort and page (see where.ts), and a request fills in its values.
+   */
   #statement (model: Model, fields: Field[], criteria: Criteria): { statement: Statement, joins: Join[] } {
-    const { where } = criteria
-    let out: SqlBuilder
-    let joins: Join[]
-    if (criteria.views === undefined) {
-      const head = this.#keptHead(model, fields, criteria, undefined)
-      out = new SqlBuilder().push(head.sql)
-      joins = head.joins
-    } else ({ out, joins } = this.#head(model, fields, criteria, undefined))
-    if (where.kind !== 'all') writeWhere(out.push(' WHERE '), where, 't', this.#dialect, criteria.caseInsensitive)
+    const { where, limit, skip } = criteria
     // One primary key matches one record at most: no order and no page to ask for (which also
     // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
-    if (criteria.skip > 0 || !byOneKey(model, where)) {
-      if (criteria.sort.length > 0) out.push(' ORDER BY ' + this.#orderBy('t', criteria.sort))
-      out.fragment(this.#dialect.page(criteria.limit, criteria.skip))
+    const paged = skip > 0 || !byOneKey(model, where)
+    if (criteria.views !== undefined) {
+      const { sql: head, joins } = this.#head(model, fields, criteria, undefined)
+      return { statement: this.#dialect.statement(this.#find(head, criteria, paged, limit, skip), true), joins }
     }
-    return { statement: out.finish(this.#dialect, true), joins }
+    const head = this.#keptHead(model, fields, criteria, undefined)
+    const shape: Shape = { key: `${paged ? `${limit === Infinity ? '' : 'L'}${skip === 0 ? '' : 'S'}` : '-'}${criteria.caseInsensitive ? 'f' : ''}`, values: [] }
+    shapeOf(where, this.#dialect, criteria.caseInsensitive, shape)
+    if (paged) {
+      for (const { target, direction } of criteria.sort) shape.key += `,${direction}${target.type}${target.nullable ? '?' : ''}${JSON.stringify(target.column)}`
+    }
+    let template = head.finds.get(shape.key)
+    if (template === undefined) {
+      // Slots for the where's values, then the page's.
+      const slots = { next: 0 }
+      const query = this.#find(head.sql, criteria, paged, new Slot(shape.values.length) as unknown as number, new Slot(shape.values.length + 1) as unknown as number, slots)
+      if (head.finds.size === MAX_SHAPES) head.finds.clear()
+      head.finds.set(shape.key, template = new Template(this.#dialect.statement(query, true)))
+    }
+    if (paged) shape.values.push(limit, skip)
+    return { statement: template.fill(shape.values), joins: head.joins }
+  }
+
+  /**
+   * `head` with the find's WHERE, ORDER BY and page; `limit` and `skip` (or slots for them) as
+   * given unless they ask nothing (no limit, from the first), and the where's values in `slots`.
+   */
+  #find (head: Sql, criteria: Criteria, paged: boolean, limit: number, skip: number, slots?: { next: number }): Sql {
+    const filter = criteria.where.kind === 'all' ? NOTHING : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive, slots)}`
+    if (!paged) return sql`${head}${filter}`
+    const page = this.#dialect.page(criteria.limit === Infinity ? Infinity : limit, criteria.skip === 0 ? 0 : skip)
+    return criteria.sort.length > 0 ? sql`${head}${filter} ORDER BY ${this.#orderBy('t', criteria.sort)}${page}` : sql`${head}${filter}${page}`
   }
 
   /** The head of a find with no view, kept per projection (and joined collection). */
@@ -231,8 +265,9 @@ export class RecordLoader {
     const heads = joined === undefined ? this.#heads : this.#joinedHeads
     let kept = heads.get(criteria.projection)
     if (kept === undefined) {
-      const { out, joins } = this.#head(model, fields, criteria, joined)
-      heads.set(criteria.projection, kept = { sql: out.finish(this.#dialect, true).sql, joins })
+      const { sql: head, joins } = this.#head(model, fields, criteria, joined)
+      // Compiled once: a request only appends to its text.
+      heads.set(criteria.projection, kept = { sql: sql.raw(this.#dialect.statement(head).sql), joins, finds: new Map() })
     }
     return kept
   }
@@ -241,32 +276,30 @@ export class RecordLoader {
    * `SELECT … FROM … [LEFT JOIN …]` of a find, and its joins (the `joined` collection's last), as
    * built for its criteria (a view's conditions are parameters of it).
    */
-  #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { out: SqlBuilder, joins: Join[] } {
+  #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { sql: Sql, joins: Join[] } {
     const joins = this.#joins(criteria, fields.length)
-    const out = new SqlBuilder().push(`SELECT ${columns('t', fields)}`)
-    for (const join of joins) out.push(`, ${prefixed(join.alias, join.fields, join.prefix)}`)
-    if (joined !== undefined) out.push(`, ${prefixed('c', joined.fields, MEMBER)}`)
-    out.push(` FROM ${table(model)} AS t`)
+    const selected = [columns('t', fields)]
+    for (const join of joins) selected.push(prefixed(join.alias, join.fields, join.prefix))
+    if (joined !== undefined) selected.push(prefixed('c', joined.fields, MEMBER))
+    const from = [sql`${table(model)} AS t`]
     for (const join of joins) {
       // A record the policy hides joins as nothing, like a dangling or null key: null.
-      out.push(` LEFT JOIN ${table(join.target)} AS ${join.alias} ON ${column(join.alias, join.target.primaryKey)} = ${column('t', join.association)}`)
-      if (join.where !== undefined) {
-        out.push(' AND ')
-        writeWhere(out, join.where, join.alias, this.#dialect, criteria.caseInsensitive)
-      }
+      const on = sql`${column(join.alias, join.target.primaryKey)} = ${column('t', join.association)}`
+      from.push(join.where === undefined
+        ? sql` LEFT JOIN ${table(join.target)} AS ${sql.id(join.alias)} ON ${on}`
+        : sql` LEFT JOIN ${table(join.target)} AS ${sql.id(join.alias)} ON ${on} AND ${condition(join.where, join.alias, this.#dialect, criteria.caseInsensitive)}`)
     }
     if (joined !== undefined) {
       const { association, child } = joined
       const key = column('t', model.primaryKey)
-      const childKey = `c.${quote(child.primaryKey.column)}`
-      out.push(association.relation === '1:m'
-        ? ` LEFT JOIN ${table(child)} AS c ON c.${quote(association.parentColumn)} = ${key}`
+      from.push(association.relation === '1:m'
+        ? sql` LEFT JOIN ${table(child)} AS c ON ${sql.id('c', association.parentColumn)} = ${key}`
         // Two outer joins rather than a nested inner one, which SQLite cannot drive by the pivot
         // table's index (it scanned the whole pivot table). A link without its child (none, with
         // foreign keys) would come as a row without a member, skipped like a record without any.
-        : ` LEFT JOIN ${quote(association.pivotTable as string)} AS j ON j.${quote(association.parentColumn)} = ${key} LEFT JOIN ${table(child)} AS c ON ${childKey} = j.${quote(association.childColumn as string)}`)
+        : sql` LEFT JOIN ${sql.id(association.pivotTable as string)} AS j ON ${sql.id('j', association.parentColumn)} = ${key} LEFT JOIN ${table(child)} AS c ON ${sql.id('c', child.primaryKey.column)} = ${sql.id('j', association.childColumn as string)}`)
     }
-    return { out, joins }
+    return { sql: sql`SELECT ${sql.join(selected, COMMA)} FROM ${sql.join(from, NOTHING)}`, joins }
   }
 
   /**
@@ -291,9 +324,8 @@ export class RecordLoader {
 
   /** The raw value of one column of the record with this primary key; `undefined` if no record. */
   async column (run: Executor, model: Model, id: unknown, name: string): Promise<{ value: unknown } | undefined> {
-    const out = new SqlBuilder().push(`SELECT t.${quote(name)} FROM ${table(model)} AS t WHERE `)
-    writeWhere(out, byPrimaryKey(model, id), 't', this.#dialect, false)
-    const [row] = await run(out.finish(this.#dialect))
+    const query = sql`SELECT ${sql.id('t', name)} FROM ${table(model)} AS t WHERE ${condition(byPrimaryKey(model, id), 't', this.#dialect, false)}`
+    const [row] = await run(this.#dialect.statement(query))
     return row === undefined ? undefined : { value: row[name] }
   }
 
@@ -359,21 +391,21 @@ export class RecordLoader {
     let kept = keep ? this.#childTemplates.get(association) : undefined
     const found = kept?.[variant]
     if (found !== undefined) return found
-    let out: SqlBuilder
+    let query: Sql
     if (variant === PROBE) {
-      out = this.#childSelect(association, criteria, false, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`).fragment(this.#dialect.page(LIMIT as unknown as number, 0))
+      query = sql`${this.#childSelect(association, criteria, false, false)} ORDER BY ${this.#orderBy('c', criteria.sort)}${this.#dialect.page(LIMIT as unknown as number, 0)}`
     } else if (variant === WINDOW) {
-      out = this.#childSelect(association, criteria, false, true).push(`) AS x WHERE ${ROW} <= ?`, LIMIT).push(` ORDER BY ${ROW}`)
+      query = sql`${this.#childSelect(association, criteria, false, true)}) AS x WHERE ${ROW} <= ${LIMIT} ORDER BY ${ROW}`
     } else {
       const single = (variant & ONE) !== 0
-      out = this.#childSelect(association, criteria, single, false).push(` ORDER BY ${this.#orderBy('c', criteria.sort)}`)
       // Kept statements serve the collections of a find, always from their first child.
-      out.fragment(this.#dialect.page(single && (variant & ALL) === 0 ? LIMIT as unknown as number : Infinity, keep ? 0 : SKIP as unknown as number))
+      const page = this.#dialect.page(single && (variant & ALL) === 0 ? LIMIT as unknown as number : Infinity, keep ? 0 : SKIP as unknown as number)
       // The links of a write's answer (one parent): shared locks on the pivot rows, taken as they
       // are read, so that a link another write is removing is waited for (see actions/locks.ts).
-      if ((variant & LOCK) !== 0) out.push(this.#dialect.rowLock(true, false, 'j'))
+      const lock = (variant & LOCK) !== 0 ? this.#dialect.rowLock(true, false, 'j') : NOTHING
+      query = sql`${this.#childSelect(association, criteria, single, false)} ORDER BY ${this.#orderBy('c', criteria.sort)}${page}${lock}`
     }
-    const template = new Template(out.finish(this.#dialect, true))
+    const template = new Template(this.#dialect.statement(query, true))
     if (keep) {
       if (kept === undefined) this.#childTemplates.set(association, kept = [])
       kept[variant] = template
@@ -387,28 +419,30 @@ export class RecordLoader {
    * {@link parentIndex}); `windowed`: the same inside
    * `SELECT * FROM (…` with each child's rank under its parent.
    */
-  #childSelect (association: CollectionAssociation, criteria: ChildCriteria, single: boolean, windowed: boolean): SqlBuilder {
+  #childSelect (association: CollectionAssociation, criteria: ChildCriteria, single: boolean, windowed: boolean): Sql {
     const child = this.#registry.get(association.target) as Model
-    const parent = association.relation === '1:m' ? `c.${quote(association.parentColumn)}` : `j.${quote(association.parentColumn)}`
+    const parent = association.relation === '1:m' ? sql.id('c', association.parentColumn) : sql.id('j', association.parentColumn)
     const from = association.relation === '1:m'
-      ? `${table(child)} AS c`
-      : `${quote(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON c.${quote(child.primaryKey.column)} = j.${quote(association.childColumn as string)}`
+      ? sql`${table(child)} AS c`
+      : sql`${sql.id(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON ${sql.id('c', child.primaryKey.column)} = ${sql.id('j', association.childColumn as string)}`
     const fields = this.#fields(criteria.projection)
     // One-to-many: the parent's key is the child's foreign key, read already when it is a field.
-    const plain = `SELECT ${columns('c', fields)}${parentIndex(association, fields) === fields.length ? `, ${parent} AS ${PARENT}` : ''}`
-    const head = windowed ? `SELECT * FROM (${plain}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${this.#orderBy('c', criteria.sort)}) AS ${ROW}` : plain
-    const out = new SqlBuilder().push(`${head} FROM ${from} WHERE `).fragment(this.#dialect.oneOf(parent, single ? [PARENTS] : PARENTS.list as unknown[]))
-    if (criteria.where.kind !== 'all') writeWhere(out.push(' AND '), criteria.where, 'c', this.#dialect, criteria.caseInsensitive)
-    return out
+    const selected = parentIndex(association, fields) === fields.length ? sql`${columns('c', fields)}, ${parent} AS ${sql.id(PARENT)}` : columns('c', fields)
+    const head = windowed
+      ? sql`SELECT * FROM (SELECT ${selected}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${this.#orderBy('c', criteria.sort)}) AS ${ROW}`
+      : sql`SELECT ${selected}`
+    const parents = this.#dialect.oneOf(parent, single ? [PARENTS] : PARENTS.list as unknown[])
+    const filter = criteria.where.kind === 'all' ? NOTHING : sql` AND ${condition(criteria.where, 'c', this.#dialect, criteria.caseInsensitive)}`
+    return sql`${head} FROM ${from} WHERE ${parents}${filter}`
   }
 
-  #orderBy (alias: string, sort: Criteria['sort']): string {
-    return sort.map(({ target, direction }) => {
-      const collate = target.type === 'string' ? this.#dialect.byCodePoint : ''
+  #orderBy (alias: string, sort: Criteria['sort']): Sql {
+    return sql.join(sort.map(({ target, direction }) => {
+      const collate = target.type === 'string' ? this.#dialect.byCodePoint : NOTHING
       // Nulls sort as the smallest value on both databases (SQLite's rule; PostgreSQL's is the opposite).
-      const nulls = target.nullable ? (direction === 'ASC' ? ' NULLS FIRST' : ' NULLS LAST') : ''
-      return `${column(alias, target)}${collate} ${direction}${nulls}`
-    }).join(', ')
+      const nulls = target.nullable ? (direction === 'ASC' ? NULLS_FIRST : NULLS_LAST) : NOTHING
+      return sql`${column(alias, target)}${collate} ${direction === 'ASC' ? ASC : DESC}${nulls}`
+    }), COMMA)
   }
 
   /** The fields of a projection (kept per projection: the common ones are kept per model). */

@@ -6,8 +6,8 @@
  */
 import type { Model } from '../models/model.ts'
 import type { ToJson } from '../models/values.ts'
-import { quote } from './dialect.ts'
-import type { Statement } from './statement.ts'
+import { sql } from 'kysely'
+import type { Sql, Statement } from './statement.ts'
 import { column } from './where.ts'
 
 /** A row as the driver returns it, keyed by column name. */
@@ -65,14 +65,14 @@ export interface Field {
 /** The column that holds the parent's key in a row of children, when no field reads it. */
 export const PARENT = '__bp_parent'
 
-/** `"schema"."table"` or `"table"`. */
-export function table (model: Pick<Model, 'schema' | 'table'>): string {
-  return model.schema === undefined ? quote(model.table) : `${quote(model.schema)}.${quote(model.table)}`
+/** The table of `model`, with its schema when it has one. */
+export function table (model: Pick<Model, 'schema' | 'table'>): Sql {
+  return model.schema === undefined ? sql.id(model.table) : sql.id(model.schema, model.table)
 }
 
 /** The columns of `fields`, read from the table aliased `alias`. */
-export function columns (alias: string, fields: Field[]): string {
-  return fields.map(field => column(alias, field)).join(', ')
+export function columns (alias: string, fields: Field[]): Sql {
+  return sql.join(fields.map(field => column(alias, field)))
 }
 
 /**

@@ -1,67 +1,138 @@
 /**
- * Writes a validated {@link WhereNode} as SQL.
+ * Writes a validated {@link WhereNode} as SQL, and tells its shape: what its SQL text depends on
+ * (everything but the values), so that a statement can be compiled once per shape and filled with
+ * the values of each request (see `Template`).
  *
  * @module
  */
+import { sql } from 'kysely'
 import type { Target, WhereNode } from '../criteria/types.ts'
-import { quote, type Dialect } from './dialect.ts'
-import type { SqlBuilder } from './statement.ts'
+import { NOTHING, type Dialect } from './dialect.ts'
+import { Slot, type Sql } from './statement.ts'
+
+const TRUE = sql`1=1`
+const FALSE = sql`1=0`
+/** The comparison operators of the where tree (criteria/operators.ts), never a client's text. */
+const OPERATORS = { '=': sql.raw('='), '<>': sql.raw('<>'), '<': sql.raw('<'), '<=': sql.raw('<='), '>': sql.raw('>'), '>=': sql.raw('>=') }
+
+/** A where's shape and values, as {@link shapeOf} collects them. */
+export interface Shape {
+  /** Text that differs whenever the SQL text of the where differs. */
+  key: string
+  /** The values of its parameters, in the order {@link where} numbers its slots. */
+  readonly values: unknown[]
+}
 
 /**
- * Appends the condition for `node`, reading columns of the table aliased `alias`.
+ * Adds the shape of `node` to `shape.key` and its values (bound for the driver) to
+ * `shape.values`: one value per comparison, list, or pattern, in the order of the tree.
+ */
+export function shapeOf (node: WhereNode, dialect: Dialect, fold: boolean, shape: Shape): void {
+  switch (node.kind) {
+    case 'all':
+    case 'none':
+      shape.key += node.kind
+      return
+    case 'and':
+    case 'or':
+      shape.key += node.kind === 'and' ? '&(' : '|('
+      for (const item of node.items) shapeOf(item, dialect, fold, shape)
+      shape.key += ')'
+      return
+    case 'null':
+      shape.key += `${node.negate ? '!' : ''}0${targetKey(node.target)}`
+      return
+    case 'compare':
+      shape.key += `${node.op}${targetKey(node.target)}`
+      shape.values.push(dialect.bind(node.target.type, node.value))
+      return
+    case 'in': {
+      const bound = node.values.map(value => dialect.bind(node.target.type, value))
+      shape.key += `${node.negate ? '!' : ''}${bound.length === 1 ? 'i' : 'I'}${targetKey(node.target)}`
+      shape.values.push(bound.length === 1 ? bound[0] : dialect.list(bound))
+      return
+    }
+    case 'match':
+      shape.key += `~${targetKey(node.target)}`
+      shape.values.push(dialect.pattern(node.tokens, fold))
+  }
+}
+
+/** What the SQL of a condition on `target` depends on: its column, type and nullability. */
+function targetKey (target: Target): string {
+  return `${target.type}${target.integer ? 'i' : ''}${target.nullable ? '?' : ''}${JSON.stringify(target.column)}`
+}
+
+/**
+ * The condition for `node`, reading columns of the table aliased `alias`. With `slots`, each value
+ * is a {@link Slot} instead, numbered from `slots.next` in the order of {@link shapeOf}'s values.
  *
  * `!=` and `nin` also match rows where a nullable column is null (JSON `null` is "not equal" to
  * any value); the ordering comparisons never match null.
  */
-export function writeWhere (out: SqlBuilder, node: WhereNode, alias: string, dialect: Dialect, fold: boolean): void {
+export function where (node: WhereNode, alias: string, dialect: Dialect, fold: boolean, slots?: { next: number }): Sql {
   switch (node.kind) {
     case 'all':
-      out.push('1=1')
-      return
+      return TRUE
     case 'none':
-      out.push('1=0')
-      return
+      return FALSE
     case 'and':
     case 'or':
-      out.push('(')
-      node.items.forEach((item, i) => {
-        if (i > 0) out.push(node.kind === 'and' ? ' AND ' : ' OR ')
-        writeWhere(out, item, alias, dialect, fold)
-      })
-      out.push(')')
-      return
-    case 'null':
-      out.push(`${column(alias, node.target)} IS ${node.negate ? 'NOT ' : ''}NULL`)
-      return
+      return sql(separated(node.kind, node.items.length), ...node.items.map(item => where(item, alias, dialect, fold, slots)))
+    case 'null': {
+      const col = column(alias, node.target)
+      return node.negate ? sql`${col} IS NOT NULL` : sql`${col} IS NULL`
+    }
     case 'compare': {
       const col = column(alias, node.target)
-      const value = dialect.bind(node.target.type, node.value)
-      const mark = dialect.param(node.target)
-      if (node.op === '<>') {
-        out.push(node.target.nullable ? `(${col} <> ${mark} OR ${col} IS NULL)` : `${col} <> ${mark}`, value)
-      } else {
-        const collate = node.op !== '=' && node.target.type === 'string' ? dialect.byCodePoint : ''
-        out.push(`${col}${collate} ${node.op} ${mark}`, value)
-      }
-      return
+      const value = slots === undefined ? dialect.bind(node.target.type, node.value) : new Slot(slots.next++)
+      const cast = dialect.cast(node.target)
+      if (node.op === '<>') return node.target.nullable ? sql`(${col} <> ${value}${cast} OR ${col} IS NULL)` : sql`${col} <> ${value}${cast}`
+      const collate = node.op !== '=' && node.target.type === 'string' ? dialect.byCodePoint : NOTHING
+      return sql`${col}${collate} ${OPERATORS[node.op]} ${value}${cast}`
     }
     case 'in': {
       const col = column(alias, node.target)
-      const values = node.values.map(value => dialect.bind(node.target.type, value))
-      if (!node.negate) {
-        out.fragment(dialect.oneOf(col, values, node.target))
-        return
+      let values: readonly unknown[]
+      if (slots === undefined) values = node.values.map(value => dialect.bind(node.target.type, value))
+      else {
+        const slot = new Slot(slots.next++)
+        values = node.values.length === 1 ? [slot] : slot.list
       }
-      out.push(node.target.nullable ? '(NOT (' : 'NOT (').fragment(dialect.oneOf(col, values, node.target))
-      out.push(node.target.nullable ? `) OR ${col} IS NULL)` : ')')
-      return
+      const condition = dialect.oneOf(col, values, node.target)
+      if (!node.negate) return condition
+      return node.target.nullable ? sql`(NOT (${condition}) OR ${col} IS NULL)` : sql`NOT (${condition})`
     }
     case 'match':
-      out.fragment(dialect.match(column(alias, node.target), node.tokens, fold))
+      return dialect.match(column(alias, node.target), slots === undefined ? dialect.pattern(node.tokens, fold) : new Slot(slots.next++), fold)
   }
 }
 
-/** `alias."column"`. */
-export function column (alias: string, target: Pick<Target, 'column'>): string {
-  return `${alias}.${quote(target.column)}`
+/** Per alias, per column: `alias.column` (columns come from the ORM's metadata, so this is bounded). */
+const COLUMNS = new Map<string, Map<string, Sql>>()
+
+/** `alias.column`, both quoted as identifiers. */
+export function column (alias: string, target: Pick<Target, 'column'>): Sql {
+  let byColumn = COLUMNS.get(alias)
+  if (byColumn === undefined) COLUMNS.set(alias, byColumn = new Map())
+  let ref = byColumn.get(target.column)
+  if (ref === undefined) byColumn.set(target.column, ref = sql.id(alias, target.column))
+  return ref
+}
+
+/** Per kind, per number of items: the text around the items of an `and` or an `or`. */
+const SEPARATED = { and: [] as string[][], or: [] as string[][] }
+
+/**
+ * `(a AND b AND …)` as the texts of one `sql` template around `count` items: one template for
+ * the whole list instead of one per item.
+ */
+function separated (kind: 'and' | 'or', count: number): TemplateStringsArray {
+  let texts = SEPARATED[kind][count]
+  if (texts === undefined) {
+    texts = ['(', ...new Array<string>(count - 1).fill(kind === 'and' ? ' AND ' : ' OR '), ')']
+    // What a template literal's strings are: frozen, with their raw texts.
+    SEPARATED[kind][count] = texts = Object.freeze(Object.assign(texts, { raw: texts })) as unknown as string[]
+  }
+  return texts as unknown as TemplateStringsArray
 }

@@ -1,7 +1,8 @@
 // The `where` parameter: every modifier and predicate, value coercion, pattern escaping and the
 // case rule, on every database (the same request must return the same rows everywhere).
 import t from 'tap'
-import { build, DATABASES, q } from '../helpers/app.ts'
+import { MAX_SHAPES } from '../../src/sql/records.ts'
+import { build, DATABASES, get, q } from '../helpers/app.ts'
 import { expectErrors, expectIds, type ErrorCase, type IdCase } from '../helpers/cases.ts'
 
 const ALL = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
@@ -151,5 +152,21 @@ for (const db of DATABASES) {
       [w({ name: { startsWith: 'é' } }), []],
       [w({ name: 'bob' }), [9]]
     ])
+  })
+
+  t.test(`${db}: past MAX_SHAPES shapes of where the kept statements start over, and every find still returns its rows`, async t => {
+    const { app } = await build(t, db)
+    // Distinct shapes: an `or` of i equal constraints and an `or` of j; every one means age 30.
+    const shape = (i: number, j: number): string => w({ and: [{ or: new Array(i).fill({ age: 30 }) }, { or: new Array(j).fill({ age: { '>': 0 } }) }] })
+    const side = Math.ceil(Math.sqrt(MAX_SHAPES + 1))
+    let wrong = 0
+    for (let i = 1; i <= side; i++) {
+      for (let j = 1; j <= side; j++) {
+        const { status, body } = await get(app, shape(i, j))
+        if (status !== 200 || JSON.stringify(body.map((user: { id: number }) => user.id)) !== '[1,6]') wrong++
+      }
+    }
+    t.equal(wrong, 0, `${side * side} shapes, each the right rows`)
+    t.same((await get(app, shape(1, 1))).body.map((user: { id: number }) => user.id), [1, 6], 'a shape from before the restart')
   })
 }
