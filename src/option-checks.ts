@@ -4,10 +4,7 @@
  * @module
  */
 import { BP_ERR_INVALID_OPTION, didYouMean } from './errors.ts'
-import type { RouteHooks } from './options.ts'
-
-/** The Fastify route hooks the options accept. */
-export const HOOK_NAMES = ['onRequest', 'preParsing', 'preValidation', 'preHandler', 'preSerialization', 'onSend', 'onResponse', 'onError', 'onTimeout'] as const
+import { HOOK_NAMES, type RouteHooks } from './routes/route-options.ts'
 
 /** Refuses keys that are not `known`, suggesting a close one. */
 export function unknownKeys (object: object, known: string[], where: string): void {

@@ -5,69 +5,16 @@
  * @module
  */
 import type { MikroORM } from '@mikro-orm/core'
-import type { FastifyRequest, RouteShorthandOptions } from 'fastify'
-import type { BlueprintQuery } from './criteria/types.ts'
 import { BP_ERR_INVALID_OPTION, didYouMean } from './errors.ts'
 import { LIMIT_DEFAULTS, type Limits, type ResolvedLimits } from './limits.ts'
-import type { Model } from './models/model.ts'
-import { flag, fn, hooks, unknownKeys, type HOOK_NAMES } from './option-checks.ts'
-import { resolveRealtime, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
+import { flag, fn, hooks, unknownKeys } from './option-checks.ts'
+import { REALTIME_DEFAULTS, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
+import { resolveOrigins } from './realtime/origins.ts'
+import { ACTIONS, type ActionOptions, type BlueprintAction, type ModelOptions, type ParseBlueprintOptions, type RouteHooks, type RouteSettings } from './routes/route-options.ts'
 
-/** The blueprint actions. */
-export type BlueprintAction = 'find' | 'findOne' | 'populate' | 'create' | 'update' | 'destroy' | 'add' | 'replace' | 'remove'
+export { ACTIONS, HOOK_NAMES } from './routes/route-options.ts'
+export type { ActionOptions, BlueprintAction, ModelOptions, ParseBlueprintOptions, QueryContext, RouteHooks } from './routes/route-options.ts'
 
-/** Every blueprint action, in route-table order. */
-export const ACTIONS: readonly BlueprintAction[] = Object.freeze(['find', 'findOne', 'populate', 'create', 'update', 'destroy', 'add', 'replace', 'remove'])
-
-/** Fastify route hooks (a function or an array of functions each) added to blueprint routes. */
-export type RouteHooks = Partial<Pick<RouteShorthandOptions, typeof HOOK_NAMES[number]>>
-
-/** What `parseBlueprintOptions` is told about the request. */
-export interface QueryContext {
-  readonly action: BlueprintAction
-  /** The model whose records the request returns (for populate: the child model). */
-  readonly model: Model
-  /** For populate, and for populated records: the parent model and the association. */
-  readonly parent?: { readonly model: Model, readonly association: string }
-  /**
-   * `true`: the query describes the records of `parent.association` populated into the answer of
-   * a request on the parent model (`action` is that request's action); only its `where`, `select`
-   * and `omit` are used. Whatever the hook filters of a model thus also filters it there.
-   */
-  readonly populated?: boolean
-}
-
-/**
- * Per-request hook, like Sails' `parseBlueprintOptions`: receives the parsed query (defaults
- * applied) and returns the query to run. The result is validated like client input.
- *
- * @example
- * ```ts
- * parseBlueprintOptions (request, query, { action, model }) {
- *   if (model.identity === 'invoice') query.where = { and: [query.where, { owner: request.user.id }] }
- *   return query
- * }
- * ```
- */
-export type ParseBlueprintOptions = (request: FastifyRequest, query: BlueprintQuery, context: QueryContext) => BlueprintQuery | undefined | Promise<BlueprintQuery | undefined>
-
-/** Options of one action of one model. */
-export interface ActionOptions {
-  /** Hooks for this action's routes only. */
-  readonly hooks?: RouteHooks
-}
-
-/** Options of one model, keyed in {@link BlueprintsOptions.models} by entity name. */
-export interface ModelOptions {
-  /** Identity used in URLs and events. Default: the entity name in lower case. */
-  readonly identity?: string
-  /** `false` leaves the entity out: no routes, and associations to it are not exposed. Default `true`. */
-  readonly expose?: boolean
-  /** Hooks for every route of this model. */
-  readonly hooks?: RouteHooks
-  /** Per action: `false` to leave the route out, or options. Default: every action. */
-  readonly actions?: Partial<Record<BlueprintAction, false | ActionOptions>>
-}
 
 /**
  * Options of `app.register(blueprints, options)`.
@@ -111,18 +58,12 @@ export interface BlueprintsOptions {
 }
 
 /** Options after defaults, checked and frozen. */
-export interface ResolvedOptions {
+export interface ResolvedOptions extends RouteSettings {
   readonly orm: MikroORM
   readonly prefix: string
   readonly realtime: ResolvedRealtime | false
-  readonly defaultLimit: number
   readonly maxLimit: number
-  readonly populateLimit: number
   readonly caseInsensitive: boolean
-  readonly shortcuts: boolean
-  readonly hooks: RouteHooks
-  readonly models: Readonly<Record<string, ModelOptions>>
-  readonly parseBlueprintOptions: ParseBlueprintOptions | undefined
   readonly limits: ResolvedLimits
 }
 
@@ -221,4 +162,54 @@ function models (value: Record<string, ModelOptions> | undefined): Readonly<Reco
     })
   }
   return Object.freeze(out)
+}
+
+const REALTIME_KEYS = ['path', 'broker', 'context', 'authorize', 'hooks', 'onlyAllowOrigins', 'maxPayload', 'maxPending', 'maxSubscriptions', 'maxBufferedBytes', 'pingInterval']
+
+/**
+ * Checks the `realtime` option and applies the defaults; `false` stays `false`.
+ *
+ * @throws BP_ERR_INVALID_OPTION naming the first invalid option.
+ */
+function resolveRealtime (value: boolean | RealtimeOptions, prefix: string): ResolvedRealtime | false {
+  if (value === false) return false
+  const given: RealtimeOptions = value === true ? {} : value
+  if (typeof given !== 'object' || given === null) throw new BP_ERR_INVALID_OPTION('`realtime` must be a boolean or an object')
+  unknownKeys(given, REALTIME_KEYS, 'realtime.')
+  const path = given.path ?? `${prefix}/socket`
+  if (path !== false && (typeof path !== 'string' || !path.startsWith('/'))) throw new BP_ERR_INVALID_OPTION('`realtime.path` must start with / (or be false)')
+  const origins = resolveOrigins(given.onlyAllowOrigins)
+  if (path !== false && origins === undefined && process.env.NODE_ENV === 'production') {
+    throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example [\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
+  }
+  const broker = given.broker
+  if (broker !== undefined && (typeof broker?.publish !== 'function' || typeof broker.subscribe !== 'function')) {
+    throw new BP_ERR_INVALID_OPTION('`realtime.broker` must have publish() and subscribe()')
+  }
+  const limit = (name: keyof typeof REALTIME_DEFAULTS, min: number): number => {
+    const number = given[name] ?? REALTIME_DEFAULTS[name]
+    if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < min) throw new BP_ERR_INVALID_OPTION(`\`realtime.${name}\` must be a whole number from ${min} up`)
+    return number
+  }
+  return Object.freeze({
+    path,
+    broker,
+    context: fn(given.context, 'realtime.context'),
+    authorize: synchronous(fn(given.authorize, 'realtime.authorize'), 'realtime.authorize'),
+    hooks: hooks(given.hooks, 'realtime.hooks'),
+    origins,
+    maxPayload: limit('maxPayload', 1),
+    maxPending: limit('maxPending', 1),
+    maxSubscriptions: limit('maxSubscriptions', 0),
+    maxBufferedBytes: limit('maxBufferedBytes', 1),
+    pingInterval: limit('pingInterval', 0)
+  })
+}
+
+/** Refuses an `async` function where a synchronous answer is needed (a promise is not `true`). */
+function synchronous<T> (value: T, name: string): T {
+  if (typeof value === 'function' && Object.prototype.toString.call(value) === '[object AsyncFunction]') {
+    throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed once by the \`realtime.context\` option)`)
+  }
+  return value
 }

@@ -7,15 +7,12 @@ import {
   BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_LIMIT_EXCEEDED, BP_ERR_MISSING_VALUE, BP_ERR_UNKNOWN_ATTRIBUTE,
   didYouMean
 } from '../errors.ts'
-import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
+import type { Attribute, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { coerce, describe, fits, INVALID, invalidReason, jsonProblem, TOO_DEEP } from '../models/values.ts'
+import type { Assignment } from '../sql/writes.ts'
 
-/** One column to write: the attribute or singular association, and its coerced value. */
-export interface Assignment {
-  readonly field: Attribute | SingularAssociation
-  readonly value: unknown
-}
+export type { Assignment } from '../sql/writes.ts'
 
 /**
  * Reads a create or update body. Unknown keys, collections, values of the wrong type and `null`

@@ -1,9 +1,17 @@
 /**
- * The syntax of Waterline's `like` modifier, read into the tokens the dialects match with.
+ * Match patterns: the tokens the dialects match with, the syntax of Waterline's `like` modifier
+ * read into them, and the ASCII case folding both databases share.
  *
  * @module
  */
-import type { PatternToken } from '../sql/dialect.ts'
+
+/** One element of a match pattern: a literal run of characters or a wildcard. */
+export type PatternToken = string | { readonly wildcard: 'any' | 'one' }
+
+/** ASCII-only lower-casing: what SQLite's lower() does, so both sides fold the same letters. */
+export function foldAscii (value: string): string {
+  return value.replace(/[A-Z]/g, c => c.toLowerCase())
+}
 
 /**
  * A `like` pattern: `%` any run of characters, `_` one character, `\` makes the next character

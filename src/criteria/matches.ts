@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { foldAscii, type PatternToken } from '../sql/dialect.ts'
+import { foldAscii, type PatternToken } from './like.ts'
 import type { Target, WhereNode } from './types.ts'
 
 /**

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { PatternToken } from '../sql/dialect.ts'
+import type { PatternToken } from './like.ts'
 import type { Attribute, AttributeType, CollectionAssociation, SingularAssociation } from '../models/model.ts'
 
 /** A sort direction. */

@@ -4,7 +4,6 @@
  *
  * @module
  */
-import type { Dialect } from '../sql/dialect.ts'
 import type { AttributeType, ValueRange } from './model.ts'
 
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/
@@ -204,24 +203,27 @@ export function jsonKey (type: AttributeType, value: unknown): string | number {
 /** Converts one database value to its JSON form. */
 export type ToJson = (value: unknown) => unknown
 
+/** The databases the plugin runs on (PGlite counts as PostgreSQL, libSQL as SQLite). */
+export type DatabaseKind = 'postgres' | 'sqlite'
+
 /**
- * The converter from a database value of the given type to JSON, for one dialect. It is never
+ * The converter from a database value of the given type to JSON, for one database. It is never
  * called with `null` (which stays `null`); `undefined` means the value is already JSON.
  */
-export function toJson (type: AttributeType, dialect: Dialect): ToJson | undefined {
+export function toJson (type: AttributeType, database: DatabaseKind): ToJson | undefined {
   switch (type) {
     case 'number':
       // PostgreSQL hands numeric/decimal columns over as strings.
-      return dialect.name === 'postgres' ? v => typeof v === 'string' ? Number(v) : v : undefined
+      return database === 'postgres' ? v => typeof v === 'string' ? Number(v) : v : undefined
     case 'boolean':
-      return dialect.name === 'sqlite' ? v => v === 1 : undefined
+      return database === 'sqlite' ? v => v === 1 : undefined
     case 'date':
-      return dialect.name === 'postgres' ? postgresDate : v => new Date(v as number).toISOString()
+      return database === 'postgres' ? postgresDate : v => new Date(v as number).toISOString()
     case 'bigint':
       return v => String(v)
     case 'json':
       // SQLite keeps JSON as text; PostgreSQL's json/jsonb arrive parsed.
-      return dialect.name === 'sqlite' ? v => parseJson(v as string) : undefined
+      return database === 'sqlite' ? v => parseJson(v as string) : undefined
     case 'string':
       return undefined
   }

@@ -28,7 +28,7 @@ export interface Frame { bytes?: Uint8Array }
 /** What delivery needs of the hub. */
 export interface DeliveryOptions {
   readonly registry: ModelRegistry
-  readonly subscriptions: SubscriptionRegistry
+  readonly subscriptions: SubscriptionRegistry<Connection>
   readonly authorize: Authorize | undefined
   /** Matching in policies ignores ASCII case (the `caseInsensitive` option). */
   readonly fold: boolean

@@ -56,7 +56,7 @@ export interface HubOptions {
 }
 
 export class Hub {
-  readonly subscriptions: SubscriptionRegistry
+  readonly subscriptions: SubscriptionRegistry<Connection>
   readonly #options: HubOptions
   #stop: (() => Promise<void>) | undefined
   readonly #registry: ModelRegistry
@@ -68,7 +68,7 @@ export class Hub {
   constructor (options: HubOptions) {
     this.#options = options
     this.#registry = options.registry
-    this.subscriptions = new SubscriptionRegistry(options.maxSubscriptions)
+    this.subscriptions = new SubscriptionRegistry<Connection>(options.maxSubscriptions)
     this.#outbox = new Outbox(options.broker, options.log)
     this.#delivery = new Delivery({ ...options, subscriptions: this.subscriptions })
   }

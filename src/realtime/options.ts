@@ -1,15 +1,13 @@
 /**
- * The realtime options: their public type, defaults, and the resolver that checks them.
+ * The realtime options: their public type and defaults (`options.ts` checks and resolves them).
  *
  * @module
  */
 import type { FastifyRequest } from 'fastify'
-import { BP_ERR_INVALID_OPTION } from '../errors.ts'
-import { fn, hooks, unknownKeys } from '../option-checks.ts'
-import type { RouteHooks } from '../options.ts'
+import type { RouteHooks } from '../routes/route-options.ts'
 import type { Broker } from './brokers/broker.ts'
 import type { Authorize } from './hub.ts'
-import { resolveOrigins, type OriginPolicy } from './origins.ts'
+import type { OriginPolicy } from './origins.ts'
 
 /**
  * Options of the websocket endpoint and of realtime notifications (`realtime` in
@@ -91,53 +89,3 @@ export const REALTIME_DEFAULTS = Object.freeze({
   maxBufferedBytes: 4_194_304,
   pingInterval: 30_000
 })
-
-const REALTIME_KEYS = ['path', 'broker', 'context', 'authorize', 'hooks', 'onlyAllowOrigins', 'maxPayload', 'maxPending', 'maxSubscriptions', 'maxBufferedBytes', 'pingInterval']
-
-/**
- * Checks the `realtime` option and applies the defaults; `false` stays `false`.
- *
- * @throws BP_ERR_INVALID_OPTION naming the first invalid option.
- */
-export function resolveRealtime (value: boolean | RealtimeOptions, prefix: string): ResolvedRealtime | false {
-  if (value === false) return false
-  const given: RealtimeOptions = value === true ? {} : value
-  if (typeof given !== 'object' || given === null) throw new BP_ERR_INVALID_OPTION('`realtime` must be a boolean or an object')
-  unknownKeys(given, REALTIME_KEYS, 'realtime.')
-  const path = given.path ?? `${prefix}/socket`
-  if (path !== false && (typeof path !== 'string' || !path.startsWith('/'))) throw new BP_ERR_INVALID_OPTION('`realtime.path` must start with / (or be false)')
-  const origins = resolveOrigins(given.onlyAllowOrigins)
-  if (path !== false && origins === undefined && process.env.NODE_ENV === 'production') {
-    throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example [\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
-  }
-  const broker = given.broker
-  if (broker !== undefined && (typeof broker?.publish !== 'function' || typeof broker.subscribe !== 'function')) {
-    throw new BP_ERR_INVALID_OPTION('`realtime.broker` must have publish() and subscribe()')
-  }
-  const limit = (name: keyof typeof REALTIME_DEFAULTS, min: number): number => {
-    const number = given[name] ?? REALTIME_DEFAULTS[name]
-    if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < min) throw new BP_ERR_INVALID_OPTION(`\`realtime.${name}\` must be a whole number from ${min} up`)
-    return number
-  }
-  return Object.freeze({
-    path,
-    broker,
-    context: fn(given.context, 'realtime.context'),
-    authorize: synchronous(fn(given.authorize, 'realtime.authorize'), 'realtime.authorize'),
-    hooks: hooks(given.hooks, 'realtime.hooks'),
-    origins,
-    maxPayload: limit('maxPayload', 1),
-    maxPending: limit('maxPending', 1),
-    maxSubscriptions: limit('maxSubscriptions', 0),
-    maxBufferedBytes: limit('maxBufferedBytes', 1),
-    pingInterval: limit('pingInterval', 0)
-  })
-}
-
-/** Refuses an `async` function where a synchronous answer is needed (a promise is not `true`). */
-function synchronous<T> (value: T, name: string): T {
-  if (typeof value === 'function' && Object.prototype.toString.call(value) === '[object AsyncFunction]') {
-    throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed once by the \`realtime.context\` option)`)
-  }
-  return value
-}

@@ -10,7 +10,6 @@
  * @module
  */
 import type { Id } from '../actions/changes.ts'
-import type { Connection } from './connection.ts'
 
 /** Counts, for monitoring and tests. */
 export interface RealtimeStats {
@@ -34,8 +33,13 @@ export class Holdings {
   released = false
 }
 
-/** Sockets by record and by watched model. */
-export class SubscriptionRegistry {
+/** A socket as the registry knows it: what it holds. */
+export interface Holder {
+  readonly holdings: Holdings
+}
+
+/** Sockets (`Connection`s of the hub) by record and by watched model. */
+export class SubscriptionRegistry<Connection extends Holder = Holder> {
   readonly #records = new Map<string, Map<Id, Set<Connection>>>()
   readonly #watchers = new Map<string, Set<Connection>>()
   readonly #sockets = new Set<Connection>()

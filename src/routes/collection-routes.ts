@@ -12,7 +12,7 @@ import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON } from '../errors.ts'
 import type { CollectionAssociation } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import { idParams, recordSchemaId } from '../models/schemas.ts'
-import type { RouteInput, RouteSpec } from './table.ts'
+import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { defaultViews } from './policy.ts'
 import { checkQueryEncoding } from './validation.ts'
 

@@ -11,8 +11,8 @@ import type { BlueprintQuery, ModelView, View, Views } from '../criteria/types.t
 import { validateProjection } from '../criteria/validate.ts'
 import { buildWhere } from '../criteria/where.ts'
 import type { Association, Model } from '../models/model.ts'
-import type { BlueprintAction, QueryContext } from '../options.ts'
-import type { RouteInput } from './table.ts'
+import type { BlueprintAction, QueryContext } from './route-options.ts'
+import type { RouteInput } from './route-spec.ts'
 
 /** Runs the app's parseBlueprintOptions hook on a query, if there is one. */
 export async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext): Promise<BlueprintQuery> {

@@ -8,7 +8,7 @@ import { create } from '../actions/create.ts'
 import { destroy } from '../actions/destroy.ts'
 import { update } from '../actions/update.ts'
 import { bodySchema, idParams, recordSchemaId } from '../models/schemas.ts'
-import type { RouteInput, RouteSpec } from './table.ts'
+import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { defaultViews } from './policy.ts'
 import { readByAction } from './validation.ts'
 

@@ -6,8 +6,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { ActionContext } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
-import type { BlueprintAction, ModelOptions, ResolvedOptions, RouteHooks } from '../options.ts'
-import { ROUTES, type RouteInput, type RouteSpec } from './table.ts'
+import type { BlueprintAction, ModelOptions, RouteHooks, RouteSettings } from './route-options.ts'
+import type { RouteInput, RouteSpec } from './route-spec.ts'
+import { ROUTES } from './table.ts'
 import { compileValidator, parseJsonBodies } from './validation.ts'
 
 /** Called with what a read route (find, findOne, populate) answers, before it is serialised. */
@@ -30,7 +31,7 @@ export interface BlueprintRouteConfig {
  * Adds the blueprint routes of every model to `app` (an encapsulated, prefixed context). With an
  * `observe` function, read routes hand it their results (realtime subscribes sockets with it).
  */
-export function registerRoutes (app: FastifyInstance, ctx: ActionContext, options: ResolvedOptions, observe?: ReadObserver): void {
+export function registerRoutes (app: FastifyInstance, ctx: ActionContext, options: RouteSettings, observe?: ReadObserver): void {
   parseJsonBodies(app)
   for (const model of ctx.registry.all()) {
     const modelOptions = options.models[model.entityName] ?? {}

@@ -4,9 +4,7 @@
  *
  * @module
  */
-import type { FastifyRequest, FastifySchema } from 'fastify'
 import { Type } from 'typebox'
-import type { ActionContext } from '../actions/context.ts'
 import { find } from '../actions/find.ts'
 import { findOne } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
@@ -15,33 +13,12 @@ import type { BlueprintQuery } from '../criteria/types.ts'
 import { BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
 import { childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
-import type { BlueprintAction, QueryContext, ResolvedOptions } from '../options.ts'
+import type { QueryContext } from './route-options.ts'
 import { customise, populated, viewsOf } from './policy.ts'
 import { COLLECTION_ROUTES } from './collection-routes.ts'
 import { checkQueryEncoding } from './validation.ts'
 import { RECORD_ROUTES } from './record-routes.ts'
-
-/** What a handler is built from. */
-export interface RouteInput {
-  readonly ctx: ActionContext
-  readonly options: ResolvedOptions
-  readonly model: Model
-  /** For populate: the association the route serves. */
-  readonly association?: Association
-}
-
-/** One row of the table. */
-export interface RouteSpec {
-  readonly action: BlueprintAction
-  readonly method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
-  /** One route per model, per association (populate) or per collection (add, replace, remove). */
-  readonly per: 'model' | 'association' | 'collection'
-  /** Whether the options ask for this route (default: always). */
-  readonly enabled?: (options: ResolvedOptions) => boolean
-  url (model: Model, association?: Association): string
-  schema (input: RouteInput): FastifySchema
-  handler (input: RouteInput): (request: FastifyRequest) => Promise<unknown>
-}
+import type { RouteInput, RouteSpec } from './route-spec.ts'
 
 /**
  * The error body every route documents for 4xx answers. Its fields are optional and further

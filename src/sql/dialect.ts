@@ -7,17 +7,16 @@
  */
 import type { Platform } from '@mikro-orm/core'
 import { createQueryId, PostgresQueryCompiler, sql, SqliteQueryCompiler, type QueryCompiler } from 'kysely'
+import { foldAscii, type PatternToken } from '../criteria/like.ts'
 import { BP_ERR_UNSUPPORTED_DATABASE } from '../errors.ts'
 import type { AttributeType } from '../models/model.ts'
+import type { DatabaseKind } from '../models/values.ts'
 import { Slot } from './slot.ts'
 import type { Sql, Statement } from './statement.ts'
 
-/** One element of a match pattern: a literal run of characters or a wildcard. */
-export type PatternToken = string | { readonly wildcard: 'any' | 'one' }
-
 /** The dialect-specific parts of the SQL. */
 export interface Dialect {
-  readonly name: 'postgres' | 'sqlite'
+  readonly name: DatabaseKind
   /**
    * `query` compiled by the dialect's Kysely query compiler: its text, with the dialect's
    * placeholders, and its parameters; `arrays`: see `Statement.arrays`.
@@ -88,11 +87,6 @@ function numberCast (target: Typed | undefined): 'int8' | 'float8' | undefined {
 
 const INT8 = sql.raw('::int8')
 const FLOAT8 = sql.raw('::float8')
-
-/** ASCII-only lower-casing: what SQLite's lower() does, so both sides fold the same letters. */
-export function foldAscii (value: string): string {
-  return value.replace(/[A-Z]/g, c => c.toLowerCase())
-}
 
 /** LIKE's pattern of `tokens`, with `\` as its escape character. */
 function likePattern (tokens: readonly PatternToken[], fold: boolean): string {

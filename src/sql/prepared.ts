@@ -17,34 +17,13 @@
  */
 import { CompiledQuery } from 'kysely'
 import type { Dialect } from './dialect.ts'
+import type { ConnectionLender, NativeClient, NativePool, NativeSqlite, NativeStatement, QueryConfig, QueryRunner } from './driver.ts'
 import { openOnPool, openWithKysely, type Open, type TransactionalKysely } from './transactions.ts'
+
+export type { ConnectionLender, NativeClient, NativePool, NativeSqlite, NativeStatement, QueryRunner } from './driver.ts'
 
 /** Distinct statement texts prepared at most, per ORM (PostgreSQL) or kept (SQLite). */
 export const MAX_PREPARED = 256
-
-/** The part of Kysely this module uses: the ORM's instance, or one bound to a connection. */
-export interface QueryRunner {
-  executeQuery (query: CompiledQuery): Promise<{ rows: unknown[] }>
-}
-
-/** A Kysely instance that lends its connection (for SQLite: its one connection, under a mutex). */
-export interface ConnectionLender {
-  connection (): { execute<T> (work: (connection: QueryRunner) => Promise<T>): Promise<T> }
-}
-
-/** The part of a better-sqlite3 (or libSQL) database handle this module uses. */
-export interface NativeSqlite {
-  prepare (sql: string): NativeStatement
-}
-
-/** A prepared better-sqlite3 statement. */
-export interface NativeStatement {
-  readonly reader: boolean
-  all (params: readonly unknown[]): unknown[]
-  run (params: readonly unknown[]): unknown
-  /** Rows as arrays (`true`) or objects, from now on. */
-  raw (toggle: boolean): NativeStatement
-}
 
 /**
  * Runs a statement text with its parameters on `runner`. `held`: `runner` holds its connection
@@ -56,19 +35,6 @@ export type RunPrepared = (runner: QueryRunner & Partial<ConnectionLender>, sql:
 // Per ORM (its Kysely instance): the names are the pool's, and two registrations share them.
 const NAMES = new WeakMap<object, Map<string, string>>()
 let lastName = 0
-
-/** A query as `pg` takes it: named, it is parsed once per connection. */
-interface QueryConfig { name?: string, text: string, values?: readonly unknown[], rowMode?: 'array' }
-
-/** The part of a `pg` client (or pool) this module uses. */
-export interface NativeClient {
-  query (config: QueryConfig | string): Promise<{ rows: unknown[] }>
-}
-
-/** The part of a `pg` pool this module uses. */
-export interface NativePool extends NativeClient {
-  connect (): Promise<NativeClient & { release (destroy?: Error): void }>
-}
 
 /**
  * PostgreSQL: statements by name, straight on the ORM's `pg` pool when there is one to use

@@ -454,10 +454,10 @@ export class RecordLoader {
 
   #project (projection: Projection): Field[] {
     const fields: Field[] = []
-    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, convert: toJson(a.type, this.#dialect) })
+    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, convert: toJson(a.type, this.#dialect.name) })
     for (const { association } of projection.singulars) {
       const pk = (this.#registry.get(association.target) as Model).primaryKey
-      fields.push({ name: association.name, column: association.column, convert: toJson(pk.type, this.#dialect) })
+      fields.push({ name: association.name, column: association.column, convert: toJson(pk.type, this.#dialect.name) })
     }
     return fields
   }

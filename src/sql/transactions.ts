@@ -7,7 +7,7 @@
  * @module
  */
 import { Kysely, PostgresDialect } from 'kysely'
-import type { ConnectionLender, NativeClient, NativePool, QueryRunner } from './prepared.ts'
+import type { ConnectionLender, NativeClient, NativePool, QueryRunner } from './driver.ts'
 
 /** An open transaction, as the database module uses it. */
 export interface OpenTransaction {

@@ -4,12 +4,17 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { Assignment } from '../actions/values.ts'
-import type { Attribute, Model } from '../models/model.ts'
+import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { Dialect } from './dialect.ts'
 import { table, type Executor } from './rows.ts'
 import type { Sql } from './statement.ts'
+
+/** One column to write: the attribute or singular association, and its coerced value. */
+export interface Assignment {
+  readonly field: Attribute | SingularAssociation
+  readonly value: unknown
+}
 
 /** Statements on records, for one dialect. */
 export class RecordWriter {

@@ -1,0 +1,48 @@
+// The house plan as a gate (`npm run lint:deps`, part of `npm test`): no import cycle, type-only
+// imports included, and layers that only point down:
+//
+//   foundation (errors, limits, messages, timestamps)
+//     ← models ← criteria ← sql ← actions ← routes ← realtime ← plugin (plugin, options, index)
+//
+// The browser client (src/client) imports only the foundation and the socket protocol.
+// TypeScript 7 has no JavaScript API yet, so the sources are parsed with swc.
+const layers = ['models', 'criteria', 'sql', 'actions', 'routes', 'realtime']
+const FOUNDATION = '^src/(errors|limits|messages|timestamps)[.]ts$'
+const PLUGIN = '^src/(plugin|options|option-checks|index)[.]ts$'
+const folder = layer => `^src/${layer}/`
+
+/** Layer i may not import any layer above it, nor the plugin's own files, nor the client. */
+const upward = layers.map((layer, i) => ({
+  name: `${layer}-points-down`,
+  comment: `${layer} may import the foundation and ${layers.slice(0, i).join(', ') || 'nothing else'}: nothing above it`,
+  severity: 'error',
+  from: { path: folder(layer) },
+  to: { path: [...layers.slice(i + 1).map(folder), PLUGIN, '^src/client/'] }
+}))
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', comment: 'an import cycle, type-only imports included', severity: 'error', from: {}, to: { circular: true } },
+    ...upward,
+    {
+      name: 'foundation-imports-nothing-above',
+      comment: 'the foundation is below every layer',
+      severity: 'error',
+      from: { path: FOUNDATION },
+      to: { path: [...layers.map(folder), PLUGIN, '^src/client/'] }
+    },
+    {
+      name: 'client-stands-alone',
+      comment: 'the browser client imports only the foundation and the socket protocol (never copies it)',
+      severity: 'error',
+      from: { path: '^src/client/' },
+      to: { path: '^src/', pathNot: ['^src/client/', FOUNDATION, '^src/realtime/protocol[.]ts$'] }
+    }
+  ],
+  options: {
+    parser: 'swc',
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: 'node_modules' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] }
+  }
+}

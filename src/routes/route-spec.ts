@@ -1,0 +1,31 @@
+/**
+ * The shape of a row of the route table (table.ts) and what its handlers are built from.
+ *
+ * @module
+ */
+import type { FastifyRequest, FastifySchema } from 'fastify'
+import type { ActionContext } from '../actions/context.ts'
+import type { Association, Model } from '../models/model.ts'
+import type { BlueprintAction, RouteSettings } from './route-options.ts'
+
+/** What a handler is built from. */
+export interface RouteInput {
+  readonly ctx: ActionContext
+  readonly options: RouteSettings
+  readonly model: Model
+  /** For populate: the association the route serves. */
+  readonly association?: Association
+}
+
+/** One row of the table. */
+export interface RouteSpec {
+  readonly action: BlueprintAction
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
+  /** One route per model, per association (populate) or per collection (add, replace, remove). */
+  readonly per: 'model' | 'association' | 'collection'
+  /** Whether the options ask for this route (default: always). */
+  readonly enabled?: (options: RouteSettings) => boolean
+  url (model: Model, association?: Association): string
+  schema (input: RouteInput): FastifySchema
+  handler (input: RouteInput): (request: FastifyRequest) => Promise<unknown>
+}
