@@ -6,8 +6,9 @@
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
-import { collectionOf, keyOf, oneChild, parentRecord } from './collection.ts'
+import { collectionOf, oneChild, parentRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
+import { keyOf } from '../models/identity.ts'
 
 /**
  * Adds the child `rawFk` to the collection of the parent `rawId`, in one transaction. A one-to-many

@@ -6,15 +6,15 @@
  */
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import { jsonKey } from '../models/values.ts'
 import { inOrder, type JsonRecord } from '../sql/rows.ts'
 import { defaultRecord } from './record.ts'
 import type { Id } from './changes.ts'
-import { parseId, type ActionContext, type WriteScope } from './context.ts'
+import { type ActionContext, type WriteScope } from './context.ts'
 import { inLockOrder } from './locks.ts'
 import type { RowsToLock } from '../sql/links.ts'
 import { changeLinksOnPostgres, type LinkChange, type LinkOutcome } from '../sql/linking.ts'
 import type { Views } from '../criteria/types.ts'
+import { keyOf, parseId } from '../models/identity.ts'
 
 /** The models of a collection route. */
 export interface Collection {
@@ -26,11 +26,6 @@ export interface Collection {
 /** The collection of `association` on `parent`. */
 export function collectionOf (ctx: ActionContext, parent: Model, association: CollectionAssociation): Collection {
   return { parent, child: ctx.registry.get(association.target) as Model, association }
-}
-
-/** The JSON form of a key of `model`, for change messages. */
-export function keyOf (model: Model, value: unknown): Id {
-  return jsonKey(model.primaryKey.type, value)
 }
 
 /** What add and remove know once the rows are locked and the child found. */

@@ -12,10 +12,9 @@ import { RecordWriter } from '../sql/writes.ts'
 import { ChangeSet, type Change, type ChangeContext, type Id, type Notifier } from './changes.ts'
 import type { LockRanks } from './locks.ts'
 import type { Bounds } from '../criteria/validate.ts'
-import { BP_ERR_INVALID_ID } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { coerce, describe, fits, INVALID, invalidReason } from '../models/values.ts'
+import { coerce } from '../models/values.ts'
 import type { RecordLoader } from '../sql/records.ts'
 import type { Executor, JsonRecord } from '../sql/rows.ts'
 
@@ -102,24 +101,6 @@ export async function inTransaction<T> (ctx: ActionContext, context: ChangeConte
     })
   })
   return result
-}
-
-/**
- * Reads a route parameter (or an id of replace's `fks`) as a primary key of `model`. A key its
- * column cannot hold (a fraction, a number out of the column's range, a text with a NUL
- * character) is refused rather than looked up.
- *
- * @throws BP_ERR_INVALID_ID naming the parameter.
- */
-export function parseId (model: Model, raw: unknown, param: string): unknown {
-  const pk = model.primaryKey
-  const id = coerce(pk.type, raw)
-  if (id === INVALID) {
-    throw new BP_ERR_INVALID_ID(param, `must be a ${pk.integer ? 'whole number' : pk.type} (the primary key of ${model.identity}): ${describe(raw)} ${invalidReason(pk.type, raw)}`)
-  }
-  const problem = fits(pk, id)
-  if (problem !== undefined) throw new BP_ERR_INVALID_ID(param, `must be a primary key of ${model.identity}: ${describe(raw)} ${problem}`)
-  return id
 }
 
 /**

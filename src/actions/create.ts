@@ -6,11 +6,11 @@
 import type { Model } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
-import { keyOf } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
 import { readBody } from './values.ts'
+import { keyOf } from '../models/identity.ts'
 
 /**
  * Creates a record from `body` (attributes and singular associations by key; collections are

@@ -7,11 +7,12 @@ import type { CollectionAssociation, Model, SingularAssociation } from '../model
 import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
-import { keyOf, lockMovedParents, lockRecord } from './collection.ts'
-import { inTransaction, parseId, type ActionContext } from './context.ts'
+import { lockMovedParents, lockRecord } from './collection.ts'
+import { inTransaction, type ActionContext } from './context.ts'
 import type { RowsToLock } from '../sql/links.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
+import { keyOf, parseId } from '../models/identity.ts'
 
 /**
  * Destroys the record `rawId` and answers it as it was (populated by default). What happens to

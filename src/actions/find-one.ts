@@ -9,7 +9,8 @@ import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
 import { byPrimaryKey } from '../sql/records.ts'
 import type { JsonRecord } from '../sql/rows.ts'
-import { parseId, type ActionContext } from './context.ts'
+import { type ActionContext } from './context.ts'
+import { parseId } from '../models/identity.ts'
 
 /**
  * Finds the record whose primary key is `rawId`. Of the query, `select`, `omit`, `populate` and

@@ -8,7 +8,8 @@ import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_ASSOCIATION_EMPTY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { JsonRecord } from '../sql/rows.ts'
-import { parseId, type ActionContext } from './context.ts'
+import { type ActionContext } from './context.ts'
+import { parseId } from '../models/identity.ts'
 
 /**
  * The children of a collection (filtered, sorted and paged by `query`, which describes the

@@ -8,8 +8,9 @@ import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
-import { changeLinks, collectionOf, keyOf, lockMovedParents, parentRecord } from './collection.ts'
-import { inTransaction, parseId, type ActionContext } from './context.ts'
+import { changeLinks, collectionOf, lockMovedParents, parentRecord } from './collection.ts'
+import { inTransaction, type ActionContext } from './context.ts'
+import { keyOf, parseId } from '../models/identity.ts'
 
 /**
  * Makes `fks` the exact members of the collection of the parent `rawId`, in one transaction.

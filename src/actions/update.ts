@@ -7,11 +7,12 @@ import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
-import { keyOf, lockMovedParents, lockRecord } from './collection.ts'
-import { inTransaction, parseId, type ActionContext } from './context.ts'
+import { lockMovedParents, lockRecord } from './collection.ts'
+import { inTransaction, type ActionContext } from './context.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
 import { readBody, type Assignment } from './values.ts'
+import { keyOf, parseId } from '../models/identity.ts'
 
 /**
  * Updates the record `rawId` with the attributes and singular associations of `body`. Values equal

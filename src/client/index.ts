@@ -18,19 +18,13 @@
  * @module
  */
 import type { BlueprintsResponse, ChangeMessage, Method } from './messages.ts'
+import { CLOSE } from '../realtime/protocol.ts'
 import { BlueprintsClientError, count, number, type ClientOptions, type ReconnectOptions, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
 
 export type { AddedTo, BlueprintsResponse, ChangeMessage, Created, Destroyed, Id, Method, RemovedFrom, Updated } from './messages.ts'
 export { BlueprintsClientError } from './options.ts'
 export type { ClientErrorCode, ClientOptions, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike } from './options.ts'
 
-// Close codes of the server (docs/protocol.md), copied so that the client carries no server code.
-/** `context()` refused the socket: reconnecting would be refused again. */
-const CLOSE_REFUSED = 4003
-/** A frame was larger than the server's `maxPayload`. */
-const CLOSE_TOO_BIG = 1009
-/** A normal closure, for `close()`. */
-const CLOSE_NORMAL = 1000
 
 /** A request waiting in the queue or in flight: the app's, or a resync read. */
 type Job = AppJob | ResyncJob
@@ -315,7 +309,7 @@ export class BlueprintsClient {
     if (ws === undefined) return
     await new Promise<void>(resolve => {
       ws.addEventListener('close', () => { resolve() })
-      ws.close(CLOSE_NORMAL)
+      ws.close(CLOSE.NORMAL)
     })
   }
 
@@ -405,7 +399,7 @@ export class BlueprintsClient {
   /** The socket closed (or never opened): retry after a back-off, or give up. */
   #dropped (code: number | undefined): void {
     this.#ws = undefined
-    const refused = code === CLOSE_REFUSED
+    const refused = code === CLOSE.REFUSED
     if (refused || this.#backoff === undefined) {
       this.#settle(() => refused
         ? new BlueprintsClientError('BP_CLIENT_REFUSED', 'the server refused the connection (4003)')
@@ -415,7 +409,7 @@ export class BlueprintsClient {
     }
     // The server closes with 1009 when a frame was too large: one of those in flight. Sending them
     // again would be refused again, so none is, GETs included.
-    const tooBig = code === CLOSE_TOO_BIG
+    const tooBig = code === CLOSE.TOO_BIG
     this.#settle(() => new BlueprintsClientError('BP_CLIENT_DISCONNECTED', tooBig
       ? 'the server closed the connection: a request was larger than its maxPayload'
       : `the connection dropped (${String(code)}) while the request was in flight`), !tooBig)

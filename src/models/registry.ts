@@ -7,6 +7,7 @@ import type { MikroORM } from '@mikro-orm/core'
 import { BP_ERR_INVALID_OPTION } from '../errors.ts'
 import { readModels, type Skipped } from './metadata.ts'
 import type { Model } from './model.ts'
+import { defaultIdentity, isIdentity } from './identity.ts'
 
 /**
  * Read-only view of the exposed models, available as `app.blueprints.models`.
@@ -36,8 +37,6 @@ export interface RegistryOptions {
   readonly mentioned: readonly string[]
 }
 
-const IDENTITY = /^[a-z0-9_-]+$/i
-
 /**
  * Builds the registry from an initialised MikroORM instance.
  *
@@ -52,12 +51,12 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
     if (!known.has(name)) throw new BP_ERR_INVALID_OPTION(`there is no entity named ${name}`)
   }
   const excluded = new Set(options.exclude)
-  const { models, skipped } = readModels(storage, name => options.identities[name] ?? name.toLowerCase())
+  const { models, skipped } = readModels(storage, name => options.identities[name] ?? defaultIdentity(name))
   const byIdentity = new Map<string, Model>()
   const list: Model[] = []
   for (const model of models) {
     if (excluded.has(model.entityName)) continue
-    if (!IDENTITY.test(model.identity)) throw new BP_ERR_INVALID_OPTION(`identity "${model.identity}" of ${model.entityName} may only hold letters, digits, _ and -`)
+    if (!isIdentity(model.identity)) throw new BP_ERR_INVALID_OPTION(`identity "${model.identity}" of ${model.entityName} may only hold letters, digits, _ and -`)
     const other = byIdentity.get(model.identity)
     if (other !== undefined) throw new BP_ERR_INVALID_OPTION(`${other.entityName} and ${model.entityName} would both have the identity "${model.identity}"`)
     byIdentity.set(model.identity, model)

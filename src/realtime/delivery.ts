@@ -9,6 +9,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { EnvelopeItem } from './brokers/broker.ts'
 import type { BlueprintSocket, Connection } from './connection.ts'
+import { notificationFrame } from './protocol.ts'
 import type { SubscriptionRegistry } from './registry.ts'
 import { visibleMessage } from './visibility.ts'
 
@@ -73,9 +74,9 @@ export class Delivery {
     if (verb === 'created') subscriptions.subscribe(connection, item.model, item.id)
     if (connection.id === origin) return
     if (message === item.message) {
-      frame.bytes ??= Buffer.from(JSON.stringify({ event: item.model, data: item.message }))
+      frame.bytes ??= Buffer.from(notificationFrame(item.model, item.message))
       connection.send(frame.bytes)
-    } else connection.send(JSON.stringify({ event: item.model, data: message }))
+    } else connection.send(notificationFrame(item.model, message))
   }
 
   #allowed (connection: Connection, item: EnvelopeItem): boolean {

@@ -10,7 +10,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Change, Id } from '../actions/changes.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { jsonKey } from '../models/values.ts'
+import { keyOf, recordKey } from '../models/identity.ts'
 import { BP_ERR_NOT_A_SOCKET, BP_ERR_UNKNOWN_MODEL } from '../errors.ts'
 import type { Broker, Envelope, EnvelopeItem } from './brokers/broker.ts'
 import { Connection, type BlueprintSocket } from './connection.ts'
@@ -32,7 +32,6 @@ interface Link {
 }
 
 /** A record's key in a set of keys (the replay's). */
-const recordKey = (identity: string, id: Id): string => `${identity}/${String(id)}`
 
 
 /** A read whose records a socket is subscribed to. */
@@ -102,7 +101,7 @@ export class Hub {
   async publish (identity: string, id: Id, data: unknown, origin?: BlueprintSocket): Promise<void> {
     const model = this.model(identity)
     // App code is told at once when the broker does not take it (nothing is held for it).
-    await this.#options.broker.publish({ origin: origin?.id, items: [{ kind: 'publish', model: identity, id: jsonKey(model.primaryKey.type, id), message: data }] })
+    await this.#options.broker.publish({ origin: origin?.id, items: [{ kind: 'publish', model: identity, id: keyOf(model, id), message: data }] })
   }
 
   /**
@@ -153,7 +152,7 @@ export class Hub {
     const { identity, primaryKey } = read.model
     let watched: string | undefined
     if (read.action === 'populate') {
-      subscribe(identity, jsonKey(primaryKey.type, read.parentId))
+      subscribe(identity, keyOf(read.model, read.parentId))
       const child = this.#registry.get((read.association as Association).target) as Model
       for (const record of (Array.isArray(result) ? result : [result]) as Array<Record<string, Id>>) subscribe(child.identity, record[child.primaryKey.name])
     } else {
@@ -177,14 +176,14 @@ export class Hub {
   subscribe (socket: BlueprintSocket, identity: string, ids: readonly Id[]): number {
     const connection = this.#connection(socket)
     const model = this.model(identity)
-    return ids.filter(id => this.subscriptions.subscribe(connection, identity, jsonKey(model.primaryKey.type, id)) !== 'full').length
+    return ids.filter(id => this.subscriptions.subscribe(connection, identity, keyOf(model, id)) !== 'full').length
   }
 
   /** `app.blueprints.unsubscribe()`. */
   unsubscribe (socket: BlueprintSocket, identity: string, ids: readonly Id[]): void {
     const connection = this.#connection(socket)
     const model = this.model(identity)
-    for (const id of ids) this.subscriptions.unsubscribe(connection, identity, jsonKey(model.primaryKey.type, id))
+    for (const id of ids) this.subscriptions.unsubscribe(connection, identity, keyOf(model, id))
   }
 
   /** Replays to a socket the envelopes after `since` about records (or a model) it just began to follow. */

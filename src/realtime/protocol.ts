@@ -1,7 +1,7 @@
 /**
- * The websocket wire protocol: frame shapes, limits and close codes, in one place. `docs/protocol.md`
- * specifies the same; the client (`src/client`) has its own copy of the few constants it needs, so
- * that it carries no server code.
+ * The websocket wire protocol: frame shapes, their encoders, limits and close codes, in one place.
+ * `docs/protocol.md` specifies the same. The client (`src/client`) imports it too: it holds no
+ * server code and imports nothing.
  *
  * @module
  */
@@ -22,8 +22,10 @@ export interface RequestFrame {
   readonly headers?: Readonly<Record<string, string>>
 }
 
-/** Close codes the server uses. */
+/** Close codes of the protocol. */
 export const CLOSE = Object.freeze({
+  /** A normal closure (the client's `close()`). */
+  NORMAL: 1000,
   /** The server is shutting down. */
   GOING_AWAY: 1001,
   /** A frame was larger than `maxPayload`. */
@@ -82,4 +84,17 @@ export function frameProblem (frame: unknown): string | undefined {
 export function frameId (frame: unknown): string | number | null {
   const id = (frame as { id?: unknown } | null)?.id
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null
+}
+
+/** A notification frame, server → client: `{ event, data }` (`data` is a change message). */
+export function notificationFrame (model: string, data: unknown): string {
+  return JSON.stringify({ event: model, data })
+}
+
+/**
+ * A response frame, server → client, around a body that is JSON text already (as Fastify
+ * serialised it): the body is embedded as is, never parsed and written again.
+ */
+export function responseFrame (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): string {
+  return `{"id":${JSON.stringify(id)},"statusCode":${statusCode},"headers":${JSON.stringify(headers)},"body":${bodyJson}}`
 }

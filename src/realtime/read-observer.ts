@@ -5,13 +5,13 @@
  * @module
  */
 import type { FastifyRequest } from 'fastify'
-import { parseId } from '../actions/context.ts'
 import type { ModelView } from '../criteria/types.ts'
 import type { Model } from '../models/model.ts'
 import type { ReadObserver } from '../routes/register.ts'
 import type { Hub } from './hub.ts'
 import { SUBSCRIPTION_LIMIT } from './protocol.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
+import { parseId } from '../models/identity.ts'
 
 /**
  * What the app's policy lets the requester see of each of `models` (`undefined` without a policy);

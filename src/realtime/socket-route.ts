@@ -18,7 +18,7 @@ import { dispatch, VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { walkJson } from '../models/values.ts'
-import { CLOSE, frameId, frameProblem, NOT_FORWARDED, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
+import { CLOSE, frameId, frameProblem, NOT_FORWARDED, responseFrame, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined
 
@@ -146,14 +146,13 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
     for (const name in answer.headers) {
       if (!NOT_FORWARDED.has(name)) forwarded[name] = answer.headers[name]
     }
-    const head = `{"id":${JSON.stringify(request.id)},"statusCode":${answer.statusCode},"headers":${JSON.stringify(forwarded)},"body":`
     const text = answer.chunks.every(chunk => typeof chunk === 'string')
       ? answer.chunks.join('')
       : Buffer.concat(answer.chunks.map(chunk => typeof chunk === 'string' ? Buffer.from(chunk) : chunk)).toString()
     // A body that Fastify serialised as JSON is embedded as is: no parse, no second stringify.
     // An encoded body (an onSend hook compressed it) is not JSON text any more.
     const json = scope.json && answer.headers['content-encoding'] === undefined
-    connection.send(`${head}${json ? text : bodyOf(text, answer.headers['content-type'])}}`)
+    connection.send(responseFrame(request.id, answer.statusCode, forwarded, json ? text : bodyOf(text, answer.headers['content-type'])))
   } finally {
     connection.pending--
   }
@@ -175,5 +174,5 @@ function bodyOf (payload: string, type: unknown): string {
 /** An error frame with the body HTTP errors have. */
 function errorFrame (id: string | number | null, err: Error & { statusCode: number, code: string }): string {
   const body = { statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode], message: err.message }
-  return JSON.stringify({ id, statusCode: err.statusCode, headers: {}, body })
+  return responseFrame(id, err.statusCode, {}, JSON.stringify(body))
 }

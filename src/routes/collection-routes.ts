@@ -15,6 +15,7 @@ import { idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { defaultViews } from './policy.ts'
 import { checkQueryEncoding } from './validation.ts'
+import { routePath } from '../models/identity.ts'
 
 const KEYS = Type.Array(Type.Union([Type.String(), Type.Number()]), { description: 'primary keys of the child records' })
 
@@ -37,7 +38,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     action: 'add',
     method: 'PUT',
     per: 'collection',
-    url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}/:fk`,
+    url: (model, association) => routePath(model, true, association, '/:fk'),
     schema: input => ({ params: idParams(['id', 'fk']), response: answer(input) }),
     handler: input => async request => add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await defaultViews(input, request, 'add'))
   },
@@ -45,7 +46,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     action: 'replace',
     method: 'PUT',
     per: 'collection',
-    url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}`,
+    url: (model, association) => routePath(model, true, association),
     schema: input => ({ params: idParams(['id']), body: REPLACE_BODY, response: answer(input) }),
     handler: input => async request => {
       const body = request.body as { fks: Array<string | number> } | Array<string | number>
@@ -58,7 +59,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     method: 'GET',
     per: 'collection',
     enabled: options => options.shortcuts,
-    url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}/replace`,
+    url: (model, association) => routePath(model, true, association, '/replace'),
     schema: input => ({ params: idParams(['id']), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
     handler: input => async request => {
       checkQueryEncoding(request.url)
@@ -77,7 +78,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     action: 'remove',
     method: 'DELETE',
     per: 'collection',
-    url: (model, association) => `/${model.identity}/:id/${(association as CollectionAssociation).name}/:fk`,
+    url: (model, association) => routePath(model, true, association, '/:fk'),
     schema: input => ({ params: idParams(['id', 'fk']), response: answer(input) }),
     handler: input => async request => remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await defaultViews(input, request, 'remove'))
   }

@@ -11,6 +11,7 @@ import { bodySchema, idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { defaultViews } from './policy.ts'
 import { readByAction } from './validation.ts'
+import { routePath } from '../models/identity.ts'
 
 function answer (input: RouteInput): Record<string, unknown> {
   return { 200: Type.Ref(recordSchemaId(input.model.identity)), '4xx': Type.Ref('blueprints.error') }
@@ -22,7 +23,7 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     action: 'create',
     method: 'POST',
     per: 'model',
-    url: model => `/${model.identity}`,
+    url: model => routePath(model),
     schema: input => ({ body: readByAction(bodySchema(input.model, input.ctx.registry)), response: answer(input) }),
     handler: input => async request => create(input.ctx, input.model, request.body as Record<string, unknown>, await defaultViews(input, request, 'create'))
   },
@@ -30,7 +31,7 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     action: 'update',
     method: 'PATCH',
     per: 'model',
-    url: model => `/${model.identity}/:id`,
+    url: model => routePath(model, true),
     schema: input => ({ params: idParams(['id']), body: readByAction(bodySchema(input.model, input.ctx.registry)), response: answer(input) }),
     handler: input => async request => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, await defaultViews(input, request, 'update'))
   },
@@ -38,7 +39,7 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     action: 'destroy',
     method: 'DELETE',
     per: 'model',
-    url: model => `/${model.identity}/:id`,
+    url: model => routePath(model, true),
     schema: input => ({ params: idParams(['id']), response: answer(input) }),
     handler: input => async request => destroy(input.ctx, input.model, (request.params as { id: string }).id, await defaultViews(input, request, 'destroy'))
   }

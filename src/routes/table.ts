@@ -19,6 +19,7 @@ import { COLLECTION_ROUTES } from './collection-routes.ts'
 import { checkQueryEncoding } from './validation.ts'
 import { RECORD_ROUTES } from './record-routes.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
+import { routePath } from '../models/identity.ts'
 
 /**
  * The error body every route documents for 4xx answers. Its fields are optional and further
@@ -45,7 +46,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     action: 'find',
     method: 'GET',
     per: 'model',
-    url: model => `/${model.identity}`,
+    url: model => routePath(model),
     schema: ({ model }) => ({
       querystring: findQuery(model, 'used'),
       response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity))), '4xx': errorRef }
@@ -63,7 +64,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     action: 'findOne',
     method: 'GET',
     per: 'model',
-    url: model => `/${model.identity}/:id`,
+    url: model => routePath(model, true),
     schema: ({ model }) => ({
       params: idParams(['id']),
       querystring: findOneQuery,
@@ -91,7 +92,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     action: 'populate',
     method: 'GET',
     per: 'association',
-    url: (model, association) => `/${model.identity}/:id/${(association as Association).name}`,
+    url: (model, association) => routePath(model, true, association),
     schema: ({ ctx, association }) => {
       const target = association as Association
       const child = ctx.registry.get(target.target) as Model

@@ -10,7 +10,7 @@ import { createQueryId, PostgresQueryCompiler, sql, SqliteQueryCompiler, type Qu
 import { foldAscii, type PatternToken } from '../criteria/like.ts'
 import { BP_ERR_UNSUPPORTED_DATABASE } from '../errors.ts'
 import type { AttributeType } from '../models/model.ts'
-import type { DatabaseKind } from '../models/values.ts'
+import type { DatabaseKind } from '../models/database-values.ts'
 import { Slot } from './slot.ts'
 import type { Sql, Statement } from './statement.ts'
 

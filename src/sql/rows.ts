@@ -5,7 +5,7 @@
  * @module
  */
 import type { Model } from '../models/model.ts'
-import type { ToJson } from '../models/values.ts'
+import type { ToJson } from '../models/database-values.ts'
 import { sql } from 'kysely'
 import type { Sql, Statement } from './statement.ts'
 import { column } from './where.ts'

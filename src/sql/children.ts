@@ -1,0 +1,160 @@
+/**
+ * The children of collections: one batched statement per populated collection for all the
+ * parents of a find (capped per parent), and the children of one parent (the populate route).
+ *
+ * @module
+ */
+import { sql } from 'kysely'
+import type { Criteria, Projection } from '../criteria/types.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import { NOTHING, type Dialect } from './dialect.ts'
+import { orderBy, type Projections } from './fields.ts'
+import { columns, group, inOrder, PARENT, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
+import { Slot, Template, type Sql } from './statement.ts'
+import { where as condition } from './where.ts'
+
+/** The criteria that choose the children of a collection. */
+export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive'> & {
+  /** Lock the pivot rows read (a many-to-many collection of one parent; see `Criteria.lockLinks`). */
+  readonly lockPivotRows?: boolean
+}
+
+const ROW = sql.id('__bp_row')
+
+/** The variants of the children's statements (see `ChildLoader.#statement`). */
+const ONE = 1
+const ALL = 2
+const LOCK = 4
+const PROBE = 8
+const WINDOW = 16
+
+/** The slots of the children's statements: the parents' keys, the page's limit and skip. */
+const PARENTS = new Slot(0)
+const LIMIT = new Slot(1)
+const SKIP = new Slot(2)
+
+/** Reads the children of collections. One instance per plugin registration. */
+export class ChildLoader {
+  readonly #registry: ModelRegistry
+  readonly #dialect: Dialect
+  readonly #projections: Projections
+  /** Per association: the statements of its children in key order (see `children`). */
+  readonly #templates = new Map<CollectionAssociation, Template[]>()
+
+  constructor (registry: ModelRegistry, dialect: Dialect, projections: Projections) {
+    this.#registry = registry
+    this.#dialect = dialect
+    this.#projections = projections
+  }
+
+  /** The children of each of `collections` of the parents `ids`, grouped by parent key. */
+  async collections (run: Executor, ids: unknown[], { views, caseInsensitive, lockLinks }: Criteria, collections: Projection['collections']): Promise<Array<Map<unknown, JsonRecord[]>>> {
+    return await inOrder(collections.map(({ association, limit }) => {
+      if (limit === 0) return Promise.resolve(new Map<unknown, JsonRecord[]>())
+      const view = views?.get(association.name)
+      const child = this.#registry.get(association.target) as Model
+      return this.children(run, association, ids, {
+        where: view?.where ?? { kind: 'all' },
+        sort: [{ target: child.primaryKey, direction: 'ASC' }],
+        limit,
+        skip: 0,
+        projection: view?.projection ?? this.#projections.plain(child),
+        caseInsensitive,
+        lockPivotRows: lockLinks?.has(association.name) === true
+      }, true)
+    }))
+  }
+
+  /**
+   * The children of several parents, grouped by parent key.
+   *
+   * - One parent (the populate route), or no cap: one plain query, paged by LIMIT/OFFSET.
+   * - Several parents with a cap (default population): first a plain query limited to
+   *   `parents × cap + 1` rows. When fewer rows come back, they are every child of every parent
+   *   and the cap is applied here. Otherwise some parent has more children than the cap, and a
+   *   second statement pages each parent with ROW_NUMBER(). Either way at most two statements
+   *   run, and no more than `parents × cap + 1` rows are sent, however many children there are.
+   */
+  async children (run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false): Promise<Map<unknown, JsonRecord[]>> {
+    const fields = this.#projections.fields(criteria.projection)
+    const parentAt = parentIndex(association, fields)
+    const single = parentIds.length === 1
+    const parents = single ? parentIds[0] : this.#dialect.list(parentIds)
+    // Every child in key order, of a projection kept per model (default population, a write's
+    // answer): the same statements every time, built once.
+    const keep = byKey && criteria.where.kind === 'all' && criteria.projection === this.#projections.kept(association.target)
+    if (single || criteria.limit === Infinity) {
+      const variant = (single ? ONE : 0) | (criteria.limit === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0)
+      const statement = this.#statement(association, criteria, keep, variant)
+      return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])) as unknown as ArrayRow[], fields, parentAt, Infinity)
+    }
+    const probe = parentIds.length * criteria.limit + 1
+    const rows = await run(this.#statement(association, criteria, keep, PROBE).fill([parents, probe])) as unknown as ArrayRow[]
+    if (rows.length < probe) return group(rows, fields, parentAt, criteria.limit)
+    return group(await run(this.#statement(association, criteria, keep, WINDOW).fill([parents, criteria.limit])) as unknown as ArrayRow[], fields, parentAt, criteria.limit)
+  }
+
+  /**
+   * One of the statements of `children` (`variant`: {@link ONE} | {@link ALL} | {@link LOCK},
+   * {@link PROBE} or {@link WINDOW}), with slots for the parents, the limit and the skip; kept per
+   * association and variant when `keep`.
+   */
+  #statement (association: CollectionAssociation, criteria: ChildCriteria, keep: boolean, variant: number): Template {
+    let kept = keep ? this.#templates.get(association) : undefined
+    const found = kept?.[variant]
+    if (found !== undefined) return found
+    let query: Sql
+    if (variant === PROBE) {
+      query = sql`${this.#select(association, criteria, false, false)} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${this.#dialect.page(LIMIT as unknown as number, 0)}`
+    } else if (variant === WINDOW) {
+      query = sql`${this.#select(association, criteria, false, true)}) AS x WHERE ${ROW} <= ${LIMIT} ORDER BY ${ROW}`
+    } else {
+      const single = (variant & ONE) !== 0
+      // Kept statements serve the collections of a find, always from their first child.
+      const page = this.#dialect.page(single && (variant & ALL) === 0 ? LIMIT as unknown as number : Infinity, keep ? 0 : SKIP as unknown as number)
+      // The links of a write's answer (one parent): shared locks on the pivot rows, taken as they
+      // are read, so that a link another write is removing is waited for (see actions/locks.ts).
+      const lock = (variant & LOCK) !== 0 ? this.#dialect.rowLock(true, false, 'j') : NOTHING
+      query = sql`${this.#select(association, criteria, single, false)} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${page}${lock}`
+    }
+    const template = new Template(this.#dialect.statement(query, true))
+    if (keep) {
+      if (kept === undefined) this.#templates.set(association, kept = [])
+      kept[variant] = template
+    }
+    return template
+  }
+
+  /**
+   * `SELECT … FROM … WHERE` of the children of the parents in slot {@link PARENTS} (one, or a
+   * list), and the parent's key (as {@link PARENT}, unless a field reads it: see
+   * {@link parentIndex}); `windowed`: the same inside
+   * `SELECT * FROM (…` with each child's rank under its parent.
+   */
+  #select (association: CollectionAssociation, criteria: ChildCriteria, single: boolean, windowed: boolean): Sql {
+    const child = this.#registry.get(association.target) as Model
+    const parent = association.relation === '1:m' ? sql.id('c', association.parentColumn) : sql.id('j', association.parentColumn)
+    const from = association.relation === '1:m'
+      ? sql`${table(child)} AS c`
+      : sql`${sql.id(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON ${sql.id('c', child.primaryKey.column)} = ${sql.id('j', association.childColumn as string)}`
+    const fields = this.#projections.fields(criteria.projection)
+    // One-to-many: the parent's key is the child's foreign key, read already when it is a field.
+    const selected = parentIndex(association, fields) === fields.length ? sql`${columns('c', fields)}, ${parent} AS ${sql.id(PARENT)}` : columns('c', fields)
+    const head = windowed
+      ? sql`SELECT * FROM (SELECT ${selected}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}) AS ${ROW}`
+      : sql`SELECT ${selected}`
+    const parents = this.#dialect.oneOf(parent, single ? [PARENTS] : PARENTS.list as unknown[])
+    const filter = criteria.where.kind === 'all' ? NOTHING : sql` AND ${condition(criteria.where, 'c', this.#dialect, criteria.caseInsensitive)}`
+    return sql`${head} FROM ${from} WHERE ${parents}${filter}`
+  }
+}
+
+/**
+ * Where a row of children holds its parent's key: a one-to-many child's foreign key when it is
+ * one of the `fields`, otherwise the column after them ({@link PARENT}).
+ */
+function parentIndex (association: CollectionAssociation, fields: Field[]): number {
+  const at = association.relation === '1:m' ? fields.findIndex(field => field.column === association.parentColumn) : -1
+  return at === -1 ? fields.length : at
+}

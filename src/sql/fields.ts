@@ -1,0 +1,86 @@
+/**
+ * The fields a find reads for a projection, the plain projection of populated children, and the
+ * ORDER BY of a sort.
+ *
+ * @module
+ */
+import { sql } from 'kysely'
+import type { Criteria, Projection } from '../criteria/types.ts'
+import type { Model } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import { toJson } from '../models/database-values.ts'
+import { NOTHING, type Dialect } from './dialect.ts'
+import type { Field } from './rows.ts'
+import type { Sql } from './statement.ts'
+import { column } from './where.ts'
+
+const COMMA = sql`, `
+const ASC = sql`ASC`
+const DESC = sql`DESC`
+const NULLS_FIRST = sql` NULLS FIRST`
+const NULLS_LAST = sql` NULLS LAST`
+
+/** `ORDER BY`'s list for `sort`, reading columns of the table aliased `alias`. */
+export function orderBy (dialect: Dialect, alias: string, sort: Criteria['sort']): Sql {
+  return sql.join(sort.map(({ target, direction }) => {
+    const collate = target.type === 'string' ? dialect.byCodePoint : NOTHING
+    // Nulls sort as the smallest value on both databases (SQLite's rule; PostgreSQL's is the opposite).
+    const nulls = target.nullable ? (direction === 'ASC' ? NULLS_FIRST : NULLS_LAST) : NOTHING
+    return sql`${column(alias, target)}${collate} ${direction === 'ASC' ? ASC : DESC}${nulls}`
+  }), COMMA)
+}
+
+/** The index of `model`'s primary key among `fields` (always among them: see validate.ts). */
+export function keyIndex (model: Model, fields: Field[]): number {
+  return fields.findIndex(field => field.column === model.primaryKey.column)
+}
+
+/** Projections and their fields, kept. One instance per plugin registration. */
+export class Projections {
+  readonly #registry: ModelRegistry
+  readonly #dialect: Dialect
+  /** Per model: the plain projection used for children (every attribute, foreign keys raw). */
+  readonly #plain = new Map<string, Projection>()
+  readonly #projected = new WeakMap<Projection, Field[]>()
+
+  constructor (registry: ModelRegistry, dialect: Dialect) {
+    this.#registry = registry
+    this.#dialect = dialect
+  }
+
+  /** The projection of a populated child: every attribute, singular associations as raw keys. */
+  plain (model: Model): Projection {
+    let projection = this.#plain.get(model.identity)
+    if (projection === undefined) {
+      projection = {
+        attributes: [...model.attributes.values()],
+        singulars: [...model.singulars.values()].map(association => ({ association, populate: false })),
+        collections: []
+      }
+      this.#plain.set(model.identity, projection)
+    }
+    return projection
+  }
+
+  /** The plain projection of the model `identity`, if one was made. */
+  kept (identity: string): Projection | undefined {
+    return this.#plain.get(identity)
+  }
+
+  /** The fields of a projection (kept per projection: the common ones are kept per model). */
+  fields (projection: Projection): Field[] {
+    let fields = this.#projected.get(projection)
+    if (fields === undefined) this.#projected.set(projection, fields = this.#project(projection))
+    return fields
+  }
+
+  #project (projection: Projection): Field[] {
+    const fields: Field[] = []
+    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, convert: toJson(a.type, this.#dialect.name) })
+    for (const { association } of projection.singulars) {
+      const pk = (this.#registry.get(association.target) as Model).primaryKey
+      fields.push({ name: association.name, column: association.column, convert: toJson(pk.type, this.#dialect.name) })
+    }
+    return fields
+  }
+}
