@@ -6,7 +6,8 @@
 #   3. a plain JS app (app.mjs) runs a blueprint find through `import blueprints from 'fastify-blueprints'`,
 #      then, with `fastify-blueprints/client`, reads over the websocket and receives a notification,
 #      and imports the brokers of `fastify-blueprints/redis` and `fastify-blueprints/postgres`,
-#   4. a TypeScript file (check.ts) type-checks against the shipped .d.ts files.
+#   4. a TypeScript file (check.ts) type-checks against the shipped .d.ts files,
+#   5. the tarball passes attw (every export's types resolve, ESM-only profile) and publint --strict.
 #
 # Usage: scripts/pack-smoke.sh   (exits non-zero on any failure; needs registry access for the installs)
 set -euo pipefail
@@ -44,6 +45,13 @@ cd "$repo"
 step "npm pack" npm pack --pack-destination "$tmp/pack" --loglevel=warn
 tarball="$(ls "$tmp"/pack/*.tgz)"
 echo "pack smoke: packed $(basename "$tarball") ($(tar -tzf "$tarball" | wc -l) files)"
+
+# The tarball as published: types of every export resolve (the package is ESM-only: CommonJS
+# `require()` of it is Node's require(esm), which attw's node10/node16-cjs checks do not model),
+# and package.json, exports and files pass publint with warnings counted as errors.
+step "attw" env PATH="$repo/node_modules/.bin:$PATH" attw "$tarball" --profile esm-only
+step "publint" env PATH="$repo/node_modules/.bin:$PATH" publint "$tarball" --strict
+echo "pack smoke: attw and publint passed"
 
 # 2. A fresh consumer project. Install scripts are skipped: nothing here needs one, and
 #    better-sqlite3's binding.gyp would otherwise trigger a native rebuild for npm's own Node.
