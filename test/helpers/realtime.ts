@@ -1,5 +1,6 @@
 // Realtime test helpers: a listening app, sockets closed at teardown, and waits on what a socket
 // hears for one write.
+import { isDeepStrictEqual } from 'node:util'
 import type { FastifyInstance } from 'fastify'
 import { build, type BuildOptions, type Database } from './app.ts'
 import { connect, socketUrl, type Notice, type TestSocket } from './socket.ts'
@@ -20,13 +21,61 @@ export async function open (t: Teardown, app: FastifyInstance, headers?: Record<
   return socket
 }
 
-/** Runs `write` and returns what `socket` received for it: `count` notifications, then a quiet moment. */
+/**
+ * Runs `write` and returns what `socket` received for it: `count` notifications (at least one;
+ * to show that none came, see {@link before}), then a short moment for any extra one.
+ */
 export async function seen (socket: TestSocket, count: number, write: () => Promise<unknown>): Promise<Notice[]> {
+  if (count < 1) throw new Error('seen() waits for notifications; prove that none came with before() and a sentinel')
   const before = socket.notices.length
+  const received = (): Notice[] => socket.notices.slice(before).filter(notice => !isSentinel(notice))
   await write()
-  await socket.until(before + count)
-  await socket.quiet(60)
-  return socket.notices.slice(before)
+  // A sentinel of another socket's (on a record this one follows too) may still arrive: not counted.
+  while (received().length < count) await socket.until(socket.notices.length + 1)
+  await new Promise(resolve => setTimeout(resolve, 60))
+  return received()
+}
+
+/** A change whose notification a socket must get: see {@link sentinel}. */
+export interface Sentinel {
+  /** Makes the change. */
+  run (): Promise<unknown>
+  /** Whether a notification is the one the change brings. */
+  is (notice: Notice): boolean
+}
+
+let sentinels = 0
+
+/**
+ * App data published to the followers of record `id` of `identity` (through the broker, like a
+ * write's notifications), marked so that its notification is told apart.
+ */
+export function sentinel (app: FastifyInstance, identity: string, id: string | number): Sentinel {
+  const data = { sentinel: ++sentinels }
+  return {
+    run: async () => await app.blueprints.publish(identity, id, data),
+    is: notice => notice.event === identity && isDeepStrictEqual(notice.data, data)
+  }
+}
+
+/**
+ * Runs `write` (nothing when omitted), then the `sentinel` change, and returns the notifications
+ * `socket` received from notice index `from` (default: now) up to the sentinel's, other
+ * sentinels' left out. The sentinel's must come:
+ * notifications reach a socket in the order of their changes, so anything `write` (or what ran
+ * since `from`) sent the socket is in the result, with no waiting for silence.
+ */
+export async function before (socket: TestSocket, sentinel: Sentinel, write?: () => Promise<unknown>, from = socket.notices.length): Promise<Notice[]> {
+  await write?.()
+  await sentinel.run()
+  // Earlier sentinels (another socket's, on a record this one follows too) are no result.
+  return (await socket.upTo(from, sentinel.is)).filter(notice => !isSentinel(notice))
+}
+
+/** Whether a notification is a sentinel's (see {@link sentinel}). */
+function isSentinel (notice: Notice): boolean {
+  const data = notice.data as { sentinel?: unknown } | null
+  return typeof data === 'object' && data !== null && Object.keys(data).length === 1 && typeof data.sentinel === 'number'
 }
 
 /** Waits until the server counts `sockets` open sockets (a close is processed asynchronously). */

@@ -17,8 +17,11 @@ export interface TestSocket {
   readonly notices: Notice[]
   /** Resolves once `count` notifications in all have arrived (fails after `ms`). */
   until (count: number, ms?: number): Promise<Notice[]>
-  /** Waits `ms` and resolves with the notifications received meanwhile (to show that none came). */
-  quiet (ms?: number): Promise<Notice[]>
+  /**
+   * Resolves with the notifications from index `from` up to the first one after it that `is`
+   * matches (left out), once that one has arrived (fails after `ms`).
+   */
+  upTo (from: number, is: (notice: Notice) => boolean, ms?: number): Promise<Notice[]>
   close (): Promise<void>
 }
 
@@ -84,10 +87,14 @@ export async function connect (url: string, options: WebSocket.ClientOptions = {
       await deadline(reached, ms, `${count} notifications (got ${notices.length}: ${JSON.stringify(notices).slice(0, 500)})`)
       return notices
     },
-    async quiet (ms = 150) {
-      const before = notices.length
-      await new Promise(resolve => setTimeout(resolve, ms))
-      return notices.slice(before)
+    async upTo (from, is, ms = 5000) {
+      const found = (): number => notices.findIndex((notice, i) => i >= from && is(notice))
+      const reached = new Promise<void>(resolve => {
+        if (found() !== -1) return resolve()
+        noticeWaiter = () => { if (found() !== -1) resolve() }
+      })
+      await deadline(reached, ms, `the sentinel notification (got ${JSON.stringify(notices.slice(from)).slice(0, 500)})`)
+      return notices.slice(from, found())
     },
     async close () {
       if (ws.readyState === WebSocket.CLOSED) return
