@@ -44,7 +44,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
     const changed = assignments.filter(a => JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before)))
     const answer = async (record: JsonRecord): Promise<JsonRecord> => views === undefined ? record : await defaultRecord(ctx, scope.run, model, id, views)
     if (changed.length === 0) return answer(before)
-    const entity: Record<string, unknown> = { ...Object.fromEntries(changed.map(a => [a.field.name, a.value])) }
+    const entity: Record<string, unknown> = Object.fromEntries(changed.map(a => [a.field.name, a.value]))
     for (const attribute of model.attributes.values()) {
       if (attribute.onUpdate === undefined || attribute.name in entity) continue
       entity[attribute.name] = attribute.onUpdate(entity, scope.em)

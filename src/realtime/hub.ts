@@ -124,7 +124,7 @@ export class Hub {
       const verb = verbOf(item)
       const recipients = verb === 'created' ? this.subscriptions.watchers(item.model) : this.subscriptions.subscribers(item.model, item.id)
       const frame: Frame = {}
-      for (const connection of [...recipients ?? []]) this.#delivery.notify(connection, envelope.origin, item, frame, after)
+      for (const connection of Array.from(recipients ?? [])) this.#delivery.notify(connection, envelope.origin, item, frame, after)
       if (verb === 'destroyed') after.push(() => { this.subscriptions.drop(item.model, item.id) })
     }
     for (const end of after) end()

@@ -39,7 +39,7 @@ async function subscribe (hub: Hub, viewsOf: ViewsOf | undefined, scope: SocketR
     const models = new Set<Model>([read.model])
     const child = read.association === undefined ? undefined : hub.model(read.association.target)
     if (child !== undefined) models.add(child)
-    for (const model of [...models]) for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(hub.model(association.target))
+    for (const model of Array.from(models)) for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(hub.model(association.target))
     for (const [identity, view] of await viewsOf(read, request, models)) scope.connection.views.set(identity, view)
   }
   const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined

@@ -114,7 +114,7 @@ export class SubscriptionRegistry<Connection extends Holder = Holder> {
   drop (identity: string, id: Id): void {
     const set = this.#records.get(identity)?.get(id)
     if (set === undefined) return
-    for (const connection of [...set]) this.unsubscribe(connection, identity, id)
+    for (const connection of Array.from(set)) this.unsubscribe(connection, identity, id)
   }
 
   /** A socket closed: everything it held is released. */

@@ -17,7 +17,7 @@
  */
 import { CompiledQuery } from 'kysely'
 import type { Dialect } from './dialect.ts'
-import type { ConnectionLender, NativeClient, NativePool, NativeSqlite, NativeStatement, QueryConfig, QueryRunner } from './driver.ts'
+import type { ConnectionLender, NativeClient, NativePool, NativeSqlite, NativeStatement, QueryRunner } from './driver.ts'
 import { openOnPool, openWithKysely, type Open, type TransactionalKysely } from './transactions.ts'
 
 export type { ConnectionLender, NativeClient, NativePool, NativeSqlite, NativeStatement, QueryRunner } from './driver.ts'

@@ -19,14 +19,12 @@ export type { ChildCriteria } from './children.ts'
 
 /** Reads records of the registry's models. One instance per plugin registration. */
 export class RecordLoader {
-  readonly #registry: ModelRegistry
   readonly #dialect: Dialect
   readonly #projections: Projections
   readonly #children: ChildLoader
   readonly #statements: FindStatements
 
   constructor (registry: ModelRegistry, dialect: Dialect) {
-    this.#registry = registry
     this.#dialect = dialect
     this.#projections = new Projections(registry, dialect)
     this.#children = new ChildLoader(registry, dialect, this.#projections)

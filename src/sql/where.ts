@@ -130,7 +130,7 @@ const SEPARATED = { and: [] as string[][], or: [] as string[][] }
 function separated (kind: 'and' | 'or', count: number): TemplateStringsArray {
   let texts = SEPARATED[kind][count]
   if (texts === undefined) {
-    texts = ['(', ...new Array<string>(count - 1).fill(kind === 'and' ? ' AND ' : ' OR '), ')']
+    texts = ['(', ...Array.from({ length: count - 1 }, () => kind === 'and' ? ' AND ' : ' OR '), ')']
     // What a template literal's strings are: frozen, with their raw texts.
     SEPARATED[kind][count] = texts = Object.freeze(Object.assign(texts, { raw: texts })) as unknown as string[]
   }

@@ -157,7 +157,7 @@ for (const db of DATABASES) {
   t.test(`${db}: past MAX_SHAPES shapes of where the kept statements start over, and every find still returns its rows`, async t => {
     const { app } = await build(t, db)
     // Distinct shapes: an `or` of i equal constraints and an `or` of j; every one means age 30.
-    const shape = (i: number, j: number): string => w({ and: [{ or: new Array(i).fill({ age: 30 }) }, { or: new Array(j).fill({ age: { '>': 0 } }) }] })
+    const shape = (i: number, j: number): string => w({ and: [{ or: Array.from({ length: i }, () => ({ age: 30 })) }, { or: Array.from({ length: j }, () => ({ age: { '>': 0 } })) }] })
     const side = Math.ceil(Math.sqrt(MAX_SHAPES + 1))
     let wrong = 0
     for (let i = 1; i <= side; i++) {

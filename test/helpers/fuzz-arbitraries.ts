@@ -329,8 +329,6 @@ const longList: fc.Arbitrary<string> = fc.tuple(fc.constantFrom(255, 256, 257, 9
 // ---------------------------------------------------------------------------------------------
 // The other find parameters.
 
-const names = (model: ModelName): string[] => [...fieldNames(model), ...collections(model)]
-
 /** `sort`: valid texts and JSON forms, plus garbage. */
 export function sortText (model: ModelName, valid: boolean): fc.Arbitrary<string> {
   const sortable = fieldNames(model)

@@ -92,7 +92,7 @@ export async function tcpProxy (target: { host: string, port: number }): Promise
 
   const kill = (options: { reset?: boolean } = {}): number => {
     const count = pairs.size
-    for (const pair of [...pairs]) {
+    for (const pair of Array.from(pairs)) {
       pairs.delete(pair)
       if (options.reset === true) pair.client.resetAndDestroy()
       else pair.client.destroy()
