@@ -1,6 +1,7 @@
 /**
- * One websocket connection: its identity, the headers its requests carry, what it is subscribed
- * to, and the guarded `send` that keeps a slow reader from growing the server's memory.
+ * One socket connection, whatever endpoint carries it (see transport.ts): its identity, the
+ * headers its requests carry, what it is subscribed to, and the guarded sends that keep a slow
+ * reader from growing the server's memory.
  *
  * @module
  */
@@ -8,20 +9,7 @@ import { randomBytes } from 'node:crypto'
 import type { VirtualSocket } from './dispatch.ts'
 import type { ModelView } from '../criteria/types.ts'
 import { Holdings } from './registry.ts'
-
-/**
- * The part of a `ws` WebSocket a connection uses (typed here so that the published declarations do
- * not need `@types/ws`).
- */
-export interface ServerSocket {
-  readonly readyState: number
-  readonly OPEN: number
-  readonly bufferedAmount: number
-  send (data: string | Uint8Array, options: { binary: boolean }): void
-  close (code: number, reason: string): void
-  terminate (): void
-  ping (): void
-}
+import type { SharedFrames, Transport } from './transport.ts'
 
 /**
  * A connected socket, as app code sees it (`app.blueprints.socketOf(request)`, the `authorize`
@@ -38,9 +26,6 @@ export interface BlueprintSocket {
 
 // Sockets without a `context` option are accepted at once; they share one settled promise.
 const ACCEPTED = Promise.resolve(true)
-
-// Bytes sent as a text frame (the default for bytes would be binary).
-const TEXT = Object.freeze({ binary: false })
 
 /** Limits of one connection. */
 export interface ConnectionLimits {
@@ -70,11 +55,11 @@ export class Connection implements BlueprintSocket {
   alive = true
   /** Resolves once `context` is known (false: the socket was refused); requests wait for it. */
   ready: Promise<boolean> = ACCEPTED
-  readonly #ws: ServerSocket
+  readonly #transport: Transport
   readonly #limits: ConnectionLimits
 
-  constructor (ws: ServerSocket, headers: Record<string, string | string[] | undefined>, peer: VirtualSocket, limits: ConnectionLimits) {
-    this.#ws = ws
+  constructor (transport: Transport, headers: Record<string, string | string[] | undefined>, peer: VirtualSocket, limits: ConnectionLimits) {
+    this.#transport = transport
     this.headers = headers
     this.peer = peer
     this.#limits = limits
@@ -82,37 +67,49 @@ export class Connection implements BlueprintSocket {
 
   /** Whether the socket can still be written to. */
   get open (): boolean {
-    return this.#ws.readyState === this.#ws.OPEN
+    return this.#transport.open
   }
 
   /**
-   * Sends one text frame (a string, or its UTF-8 bytes when the same frame goes to many sockets).
-   * A socket whose peer does not read fills the server's write buffer; above `maxBufferedBytes` it
-   * is terminated (its client reconnects and fetches its records again) rather than allowed to hold
-   * more memory. Returns whether the frame was queued.
+   * Sends a notification (see `Transport.notify`). A socket whose peer does not read fills the
+   * server's write buffer; above `maxBufferedBytes` it is terminated (its client reconnects and
+   * fetches its records again) rather than allowed to hold more memory. Returns whether the frame
+   * was queued.
    */
-  send (text: string | Uint8Array): boolean {
+  notify (model: string, data: unknown, shared: SharedFrames): boolean {
+    if (!this.#writable()) return false
+    this.#transport.notify(model, data, shared)
+    return true
+  }
+
+  /** Answers a request (see `Transport.reply`), guarded like {@link notify}. */
+  reply (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): boolean {
+    if (!this.#writable()) return false
+    this.#transport.reply(id, statusCode, headers, bodyJson)
+    return true
+  }
+
+  #writable (): boolean {
     if (!this.open) return false
-    if (this.#ws.bufferedAmount > this.#limits.maxBufferedBytes) {
-      this.#ws.terminate()
+    if (this.#transport.bufferedAmount > this.#limits.maxBufferedBytes) {
+      this.#transport.terminate()
       return false
     }
-    this.#ws.send(text, TEXT)
     return true
   }
 
   /** Closes the socket with a code and a reason. */
   close (code: number, reason: string): void {
-    this.#ws.close(code, reason)
+    this.#transport.close(code, reason)
   }
 
   /** Keep-alive: drops a socket that did not answer the last ping, else pings it again. */
   ping (): void {
     if (!this.alive) {
-      this.#ws.terminate()
+      this.#transport.terminate()
       return
     }
     this.alive = false
-    this.#ws.ping()
+    this.#transport.ping()
   }
 }

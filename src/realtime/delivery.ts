@@ -9,8 +9,8 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { EnvelopeItem } from './brokers/broker.ts'
 import type { BlueprintSocket, Connection } from './connection.ts'
-import { notificationFrame } from './protocol.ts'
 import type { SubscriptionRegistry } from './registry.ts'
+import type { SharedFrames } from './transport.ts'
 import { visibleMessage } from './visibility.ts'
 
 /** A notification on its way to one socket, as the `authorize` option sees it. */
@@ -23,8 +23,8 @@ export type Notification = EnvelopeItem
  */
 export type Authorize = (socket: BlueprintSocket, notification: Notification) => boolean
 
-/** A notification frame, encoded once for all its recipients. */
-export interface Frame { bytes?: Uint8Array }
+/** A notification's encodings, made once for all its recipients (see `SharedFrames`). */
+export type Frame = SharedFrames
 
 /** What delivery needs of the hub. */
 export interface DeliveryOptions {
@@ -73,10 +73,8 @@ export class Delivery {
     }
     if (verb === 'created') subscriptions.subscribe(connection, item.model, item.id)
     if (connection.id === origin) return
-    if (message === item.message) {
-      frame.bytes ??= Buffer.from(notificationFrame(item.model, item.message))
-      connection.send(frame.bytes)
-    } else connection.send(notificationFrame(item.model, message))
+    // A message filtered for this socket is its own: encoded for it alone.
+    connection.notify(item.model, message, message === item.message ? frame : {})
   }
 
   #allowed (connection: Connection, item: EnvelopeItem): boolean {

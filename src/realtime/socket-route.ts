@@ -18,7 +18,8 @@ import { dispatch, VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { walkJson } from '../models/values.ts'
-import { CLOSE, frameId, frameProblem, NOT_FORWARDED, responseFrame, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
+import { CLOSE, frameId, frameProblem, NOT_FORWARDED, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
+import { WsTransport } from './transports/ws.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined
 
@@ -45,7 +46,7 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
     for (const [name, value] of Object.entries(request.headers)) {
       if (!UPGRADE_ONLY.has(name)) headers[name] = value
     }
-    const connection = new Connection(ws, headers, new VirtualSocket(request.ip, request.socket.remotePort, () => { ws.terminate() }), limits)
+    const connection = new Connection(new WsTransport(ws), headers, new VirtualSocket(request.ip, request.socket.remotePort, () => { ws.terminate() }), limits)
     hub.subscriptions.add(connection)
     // Handlers are attached before anything is awaited, so that no early frame is lost.
     ws.on('message', (data, isBinary) => {
@@ -120,12 +121,12 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
     }
   }
   if (problem !== undefined) {
-    connection.send(errorFrame(frameId(frame), new BP_ERR_INVALID_FRAME(problem)))
+    replyError(connection, frameId(frame), new BP_ERR_INVALID_FRAME(problem))
     return
   }
   const request = frame as RequestFrame
   if (connection.pending >= options.maxPending) {
-    connection.send(errorFrame(request.id, new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending))))
+    replyError(connection, request.id, new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending)))
     return
   }
   connection.pending++
@@ -152,7 +153,7 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
     // A body that Fastify serialised as JSON is embedded as is: no parse, no second stringify.
     // An encoded body (an onSend hook compressed it) is not JSON text any more.
     const json = scope.json && answer.headers['content-encoding'] === undefined
-    connection.send(responseFrame(request.id, answer.statusCode, forwarded, json ? text : bodyOf(text, answer.headers['content-type'])))
+    connection.reply(request.id, answer.statusCode, forwarded, json ? text : bodyOf(text, answer.headers['content-type']))
   } finally {
     connection.pending--
   }
@@ -171,8 +172,8 @@ function bodyOf (payload: string, type: unknown): string {
   return JSON.stringify(payload)
 }
 
-/** An error frame with the body HTTP errors have. */
-function errorFrame (id: string | number | null, err: Error & { statusCode: number, code: string }): string {
+/** Answers with the body HTTP errors have. */
+function replyError (connection: Connection, id: string | number | null, err: Error & { statusCode: number, code: string }): void {
   const body = { statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode], message: err.message }
-  return responseFrame(id, err.statusCode, {}, JSON.stringify(body))
+  connection.reply(id, err.statusCode, {}, JSON.stringify(body))
 }
