@@ -9,7 +9,7 @@
 /** HTTP methods a request frame may use. */
 export const METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])
 
-/** A request frame, client → server. */
+/** A request frame, client → server (checked on the server by the schema of frames.ts). */
 export interface RequestFrame {
   /** Chosen by the client; echoed in the response. */
   readonly id: string | number
@@ -54,31 +54,6 @@ export const SUBSCRIPTION_LIMIT = Object.freeze({ header: 'x-blueprints-subscrip
 
 /** Response headers that are not passed on in response frames. */
 export const NOT_FORWARDED: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'content-length', 'set-cookie'])
-
-/** An HTTP header name (RFC 9110 token). */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
-/** An HTTP header value as Node accepts it: tab, visible ASCII, space, and bytes from 0x80 (Latin-1). */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
-
-/** Why a frame is not a request: the message of the 400 error frame. */
-export function frameProblem (frame: unknown): string | undefined {
-  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) return 'a frame must be a JSON object'
-  const { id, method, url, headers } = frame as Record<string, unknown>
-  if (typeof id !== 'string' && (typeof id !== 'number' || !Number.isFinite(id))) return '`id` must be a string or a finite number'
-  if (typeof method !== 'string' || !METHODS.has(method)) return '`method` must be one of GET, POST, PUT, PATCH, DELETE'
-  if (typeof url !== 'string' || !url.startsWith('/') || url.startsWith('//')) return '`url` must be a path starting with a single /'
-  if (headers !== undefined) {
-    if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return '`headers` must be an object'
-    for (const [name, value] of Object.entries(headers)) {
-      // What Node's HTTP parser would accept on the wire: the app's hooks see no header that an
-      // HTTP request could not carry.
-      if (!TOKEN.test(name)) return `header name ${JSON.stringify(name)} is not an HTTP token`
-      if (typeof value !== 'string') return `header \`${name}\` must be a string`
-      if (!HEADER_VALUE.test(value)) return `header \`${name}\` holds a character that an HTTP header cannot (a control character such as CR, LF or NUL, or one beyond U+00FF)`
-    }
-  }
-  return undefined
-}
 
 /** The `id` of a frame that may be malformed, or null. */
 export function frameId (frame: unknown): string | number | null {

@@ -18,7 +18,8 @@ import { dispatch, VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { walkJson } from '../models/values.ts'
-import { CLOSE, frameId, frameProblem, NOT_FORWARDED, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
+import { frameProblem } from './frames.ts'
+import { CLOSE, frameId, NOT_FORWARDED, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
 import { WsTransport } from './transports/ws.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined
