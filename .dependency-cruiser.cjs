@@ -8,7 +8,7 @@
 // TypeScript 7 has no JavaScript API yet, so the sources are parsed with swc.
 const layers = ['models', 'criteria', 'sql', 'actions', 'routes', 'realtime']
 const FOUNDATION = '^src/(errors|limits|messages|timestamps)[.]ts$'
-const PLUGIN = '^src/(plugin|options|option-checks|index)[.]ts$'
+const PLUGIN = '^src/(plugin|options|option-schema|index)[.]ts$'
 const folder = layer => `^src/${layer}/`
 
 /** Layer i may not import any layer above it, nor the plugin's own files, nor the client. */

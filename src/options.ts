@@ -5,12 +5,12 @@
  * @module
  */
 import type { MikroORM } from '@mikro-orm/core'
-import { BP_ERR_INVALID_OPTION, didYouMean } from './errors.ts'
+import { BP_ERR_INVALID_OPTION } from './errors.ts'
 import { LIMIT_DEFAULTS, type Limits, type ResolvedLimits } from './limits.ts'
-import { flag, fn, hooks, unknownKeys } from './option-checks.ts'
+import { optionProblem } from './option-schema.ts'
 import { REALTIME_DEFAULTS, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
 import { resolveOrigins } from './realtime/origins.ts'
-import { ACTIONS, type ActionOptions, type BlueprintAction, type ModelOptions, type ParseBlueprintOptions, type RouteHooks, type RouteSettings } from './routes/route-options.ts'
+import { type ActionOptions, type BlueprintAction, type ModelOptions, type ParseBlueprintOptions, type RouteHooks, type RouteSettings } from './routes/route-options.ts'
 
 export { ACTIONS, HOOK_NAMES } from './routes/route-options.ts'
 export type { ActionOptions, BlueprintAction, ModelOptions, ParseBlueprintOptions, QueryContext, RouteHooks } from './routes/route-options.ts'
@@ -78,138 +78,66 @@ export const DEFAULTS = Object.freeze({
   shortcuts: false
 })
 
-const KEYS = ['orm', 'prefix', 'realtime', 'defaultLimit', 'maxLimit', 'populateLimit', 'caseInsensitive', 'shortcuts', 'hooks', 'models', 'parseBlueprintOptions', 'limits']
-const MODEL_KEYS = ['identity', 'expose', 'hooks', 'actions']
-
 /**
- * Checks the options and applies the defaults.
+ * Checks the options against the one schema of option-schema.ts and applies the defaults;
+ * returns a frozen copy (the caller's object is never changed).
  *
- * @throws BP_ERR_INVALID_OPTION naming the first invalid option.
+ * @throws BP_ERR_INVALID_OPTION naming the first invalid option (a typo gets "did you mean").
  */
 export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
-  unknownKeys(options, KEYS, '')
-  const orm = options.orm as MikroORM | undefined
-  if (typeof orm?.getMetadata !== 'function' || typeof orm.em?.fork !== 'function') {
-    throw new BP_ERR_INVALID_OPTION('`orm` must be an initialised MikroORM instance')
-  }
+  const problem = optionProblem(options)
+  if (problem !== undefined) throw new BP_ERR_INVALID_OPTION(problem)
   const prefix = options.prefix ?? DEFAULTS.prefix
-  if (typeof prefix !== 'string' || (prefix !== '' && (!prefix.startsWith('/') || prefix.endsWith('/')))) {
-    throw new BP_ERR_INVALID_OPTION('`prefix` must be empty or start with / and not end with /')
-  }
   const resolved: ResolvedOptions = {
-    orm,
+    orm: options.orm,
     prefix,
     realtime: resolveRealtime(options.realtime ?? DEFAULTS.realtime, prefix),
-    defaultLimit: count(options, 'defaultLimit', DEFAULTS.defaultLimit),
-    maxLimit: count(options, 'maxLimit', DEFAULTS.maxLimit),
-    populateLimit: count(options, 'populateLimit', DEFAULTS.populateLimit),
-    caseInsensitive: flag(options.caseInsensitive, 'caseInsensitive', DEFAULTS.caseInsensitive),
-    shortcuts: flag(options.shortcuts, 'shortcuts', DEFAULTS.shortcuts),
-    hooks: hooks(options.hooks, 'hooks'),
-    models: models(options.models),
-    parseBlueprintOptions: fn(options.parseBlueprintOptions, 'parseBlueprintOptions'),
-    limits: limits(options.limits)
+    defaultLimit: options.defaultLimit ?? DEFAULTS.defaultLimit,
+    maxLimit: options.maxLimit ?? DEFAULTS.maxLimit,
+    populateLimit: options.populateLimit ?? DEFAULTS.populateLimit,
+    caseInsensitive: options.caseInsensitive ?? DEFAULTS.caseInsensitive,
+    shortcuts: options.shortcuts ?? DEFAULTS.shortcuts,
+    hooks: frozenHooks(options.hooks),
+    models: Object.freeze(Object.fromEntries(Object.entries(options.models ?? {}).map(([entity, model]) => [entity, resolveModel(model)]))),
+    parseBlueprintOptions: options.parseBlueprintOptions,
+    limits: Object.freeze({ ...LIMIT_DEFAULTS, ...options.limits })
   }
   if (resolved.defaultLimit > resolved.maxLimit) throw new BP_ERR_INVALID_OPTION('`defaultLimit` is above `maxLimit`')
   return Object.freeze(resolved)
 }
 
-function count (options: BlueprintsOptions, name: 'defaultLimit' | 'maxLimit' | 'populateLimit', fallback: number): number {
-  const value = options[name] ?? fallback
-  if (typeof value !== 'number' || !(value === Infinity || (Number.isSafeInteger(value) && value >= 0))) {
-    throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be a whole number from 0 up, or Infinity`)
-  }
-  return value
+function frozenHooks (hooks: RouteHooks | undefined): RouteHooks {
+  return Object.freeze({ ...hooks })
 }
 
-function limits (value: Limits | undefined): ResolvedLimits {
-  if (value === undefined) return LIMIT_DEFAULTS
-  if (typeof value !== 'object' || value === null) throw new BP_ERR_INVALID_OPTION('`limits` must be an object')
-  const keys = Object.keys(LIMIT_DEFAULTS) as Array<keyof ResolvedLimits>
-  unknownKeys(value, keys, 'limits.')
-  const out = { ...LIMIT_DEFAULTS }
-  for (const key of keys) {
-    const given = value[key] ?? LIMIT_DEFAULTS[key]
-    if (typeof given !== 'number' || !Number.isSafeInteger(given) || given < 1) throw new BP_ERR_INVALID_OPTION(`\`limits.${key}\` must be a whole number from 1 up`)
-    out[key] = given
+function resolveModel (model: ModelOptions): ModelOptions {
+  const actions: Partial<Record<BlueprintAction, false | ActionOptions>> = {}
+  for (const [action, setting] of Object.entries(model.actions ?? {}) as Array<[BlueprintAction, false | ActionOptions]>) {
+    actions[action] = setting === false ? false : Object.freeze({ hooks: frozenHooks(setting.hooks) })
   }
-  return Object.freeze(out)
+  return Object.freeze({ identity: model.identity, expose: model.expose ?? true, hooks: frozenHooks(model.hooks), actions: Object.freeze(actions) })
 }
 
-function models (value: Record<string, ModelOptions> | undefined): Readonly<Record<string, ModelOptions>> {
-  if (value === undefined) return Object.freeze({})
-  if (typeof value !== 'object' || value === null) throw new BP_ERR_INVALID_OPTION('`models` must be an object keyed by entity name')
-  const out: Record<string, ModelOptions> = {}
-  for (const [entity, model] of Object.entries(value)) {
-    const where = `models.${entity}`
-    if (typeof model !== 'object' || model === null) throw new BP_ERR_INVALID_OPTION(`\`${where}\` must be an object`)
-    unknownKeys(model, MODEL_KEYS, `${where}.`)
-    if (model.identity !== undefined && typeof model.identity !== 'string') throw new BP_ERR_INVALID_OPTION(`\`${where}.identity\` must be a string`)
-    const actions: Partial<Record<BlueprintAction, false | ActionOptions>> = {}
-    for (const [action, setting] of Object.entries(model.actions ?? {})) {
-      if (!(ACTIONS as string[]).includes(action)) throw new BP_ERR_INVALID_OPTION(`unknown action \`${where}.actions.${action}\`${didYouMean(action, ACTIONS)}`)
-      if (setting === false) actions[action as BlueprintAction] = false
-      else if (typeof setting === 'object' && setting !== null) {
-        unknownKeys(setting, ['hooks'], `${where}.actions.${action}.`)
-        actions[action as BlueprintAction] = Object.freeze({ hooks: hooks(setting.hooks, `${where}.actions.${action}.hooks`) })
-      } else throw new BP_ERR_INVALID_OPTION(`\`${where}.actions.${action}\` must be false or an object`)
-    }
-    out[entity] = Object.freeze({
-      identity: model.identity,
-      expose: flag(model.expose, `${where}.expose`, true),
-      hooks: hooks(model.hooks, `${where}.hooks`),
-      actions: Object.freeze(actions)
-    })
-  }
-  return Object.freeze(out)
-}
-
-const REALTIME_KEYS = ['path', 'broker', 'context', 'authorize', 'hooks', 'onlyAllowOrigins', 'maxPayload', 'maxPending', 'maxSubscriptions', 'maxBufferedBytes', 'pingInterval']
-
-/**
- * Checks the `realtime` option and applies the defaults; `false` stays `false`.
- *
- * @throws BP_ERR_INVALID_OPTION naming the first invalid option.
- */
+/** The `realtime` option with its defaults; `false` stays `false` (its shape is checked already). */
 function resolveRealtime (value: boolean | RealtimeOptions, prefix: string): ResolvedRealtime | false {
   if (value === false) return false
   const given: RealtimeOptions = value === true ? {} : value
-  if (typeof given !== 'object' || given === null) throw new BP_ERR_INVALID_OPTION('`realtime` must be a boolean or an object')
-  unknownKeys(given, REALTIME_KEYS, 'realtime.')
   const path = given.path ?? `${prefix}/socket`
-  if (path !== false && (typeof path !== 'string' || !path.startsWith('/'))) throw new BP_ERR_INVALID_OPTION('`realtime.path` must start with / (or be false)')
   const origins = resolveOrigins(given.onlyAllowOrigins)
   if (path !== false && origins === undefined && process.env.NODE_ENV === 'production') {
     throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example [\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
   }
-  const broker = given.broker
-  if (broker !== undefined && (typeof broker?.publish !== 'function' || typeof broker.subscribe !== 'function')) {
-    throw new BP_ERR_INVALID_OPTION('`realtime.broker` must have publish() and subscribe()')
-  }
-  const limit = (name: keyof typeof REALTIME_DEFAULTS, min: number): number => {
-    const number = given[name] ?? REALTIME_DEFAULTS[name]
-    if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < min) throw new BP_ERR_INVALID_OPTION(`\`realtime.${name}\` must be a whole number from ${min} up`)
-    return number
-  }
   return Object.freeze({
     path,
-    broker,
-    context: fn(given.context, 'realtime.context'),
-    authorize: synchronous(fn(given.authorize, 'realtime.authorize'), 'realtime.authorize'),
-    hooks: hooks(given.hooks, 'realtime.hooks'),
+    broker: given.broker,
+    context: given.context,
+    authorize: given.authorize,
+    hooks: frozenHooks(given.hooks),
     origins,
-    maxPayload: limit('maxPayload', 1),
-    maxPending: limit('maxPending', 1),
-    maxSubscriptions: limit('maxSubscriptions', 0),
-    maxBufferedBytes: limit('maxBufferedBytes', 1),
-    pingInterval: limit('pingInterval', 0)
+    maxPayload: given.maxPayload ?? REALTIME_DEFAULTS.maxPayload,
+    maxPending: given.maxPending ?? REALTIME_DEFAULTS.maxPending,
+    maxSubscriptions: given.maxSubscriptions ?? REALTIME_DEFAULTS.maxSubscriptions,
+    maxBufferedBytes: given.maxBufferedBytes ?? REALTIME_DEFAULTS.maxBufferedBytes,
+    pingInterval: given.pingInterval ?? REALTIME_DEFAULTS.pingInterval
   })
-}
-
-/** Refuses an `async` function where a synchronous answer is needed (a promise is not `true`). */
-function synchronous<T> (value: T, name: string): T {
-  if (typeof value === 'function' && Object.prototype.toString.call(value) === '[object AsyncFunction]') {
-    throw new BP_ERR_INVALID_OPTION(`\`${name}\` must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed once by the \`realtime.context\` option)`)
-  }
-  return value
 }

@@ -50,7 +50,7 @@ t.test('invalid options are refused at registration with a coded error', async t
     [{ orm, models: { User: { actions: { fnd: false } } } }, /unknown action `models.User.actions.fnd` \(did you mean `find`\?\)/],
     [{ orm, models: { User: { actions: { find: true } } } }, /must be false or an object/],
     [{ orm, models: { User: { actions: { find: { hoks: {} } } } } }, /did you mean `hooks`/],
-    [{ orm, models: { Usr: {} } }, /there is no entity named Usr/],
+    [{ orm, models: { Usr: {} } }, /there is no entity named Usr \(`models.Usr`\) \(did you mean `User`\?\)/],
     [{ orm, models: { User: { identity: 'pet' } } }, /would both have the identity "pet"/],
     [{ orm, models: { User: { identity: 'a/b' } } }, /may only hold letters/]
   ]

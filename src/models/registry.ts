@@ -4,7 +4,7 @@
  * @module
  */
 import type { MikroORM } from '@mikro-orm/core'
-import { BP_ERR_INVALID_OPTION } from '../errors.ts'
+import { BP_ERR_INVALID_OPTION, didYouMean } from '../errors.ts'
 import { readModels, type Skipped } from './metadata.ts'
 import type { Model } from './model.ts'
 import { defaultIdentity, isIdentity } from './identity.ts'
@@ -48,7 +48,7 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
   const known = new Set<string>()
   for (const meta of storage) known.add(meta.className)
   for (const name of options.mentioned) {
-    if (!known.has(name)) throw new BP_ERR_INVALID_OPTION(`there is no entity named ${name}`)
+    if (!known.has(name)) throw new BP_ERR_INVALID_OPTION(`there is no entity named ${name} (\`models.${name}\`)${didYouMean(name, [...known])}`)
   }
   const excluded = new Set(options.exclude)
   const { models, skipped } = readModels(storage, name => options.identities[name] ?? defaultIdentity(name))

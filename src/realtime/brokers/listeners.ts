@@ -5,7 +5,9 @@
  *
  * @module
  */
-import type { BrokerLog, Envelope, EnvelopeHandler, EnvelopeItem } from './broker.ts'
+import { Type } from 'typebox'
+import { Compile } from 'typebox/compile'
+import type { BrokerLog, Envelope, EnvelopeHandler } from './broker.ts'
 
 /** One subscription: its handler and the log of its app. */
 export interface Listener {
@@ -66,23 +68,38 @@ export class Listeners {
   }
 }
 
+const KEY = Type.Union([Type.String(), Type.Number()])
+
 /**
- * The envelope in a channel message, checked item by item (an item the hub could not deliver
- * would throw there).
+ * An envelope as it crosses a channel: what the hub needs of each item to deliver it (a change
+ * carries a message with a verb; a policy's records are objects). Other fields pass through.
+ */
+export const ENVELOPE = Type.Object({
+  origin: Type.Optional(Type.String()),
+  missed: Type.Optional(Type.Literal(true)),
+  items: Type.Array(Type.Union([
+    Type.Object({ kind: Type.Literal('publish'), model: Type.String(), id: KEY }),
+    Type.Object({
+      kind: Type.Literal('change'),
+      model: Type.String(),
+      id: KEY,
+      message: Type.Object({ verb: Type.String() }),
+      records: Type.Optional(Type.Array(Type.Object({})))
+    })
+  ]))
+})
+
+const envelopes = Compile(ENVELOPE)
+
+/**
+ * The envelope in a channel message, checked by the compiled {@link ENVELOPE} schema (an item the
+ * hub could not deliver would throw there).
  *
- * @throws a TypeError naming what is wrong, or JSON.parse's SyntaxError.
+ * @throws a TypeError naming the first problem, or JSON.parse's SyntaxError.
  */
 export function parseEnvelope (message: string): Envelope {
-  const value = JSON.parse(message) as { origin?: unknown, items?: unknown } | null
-  if (typeof value !== 'object' || value === null || !Array.isArray(value.items)) throw new TypeError('the message is not an envelope')
-  if (value.origin !== undefined && typeof value.origin !== 'string') throw new TypeError('the origin of the envelope is not a string')
-  if ((value as { missed?: unknown }).missed !== undefined && (value as { missed?: unknown }).missed !== true) throw new TypeError('`missed` of the envelope is not true')
-  for (const item of value.items as Array<Partial<EnvelopeItem> | null>) {
-    const valid = typeof item === 'object' && item !== null &&
-      (item.kind === 'publish' || (item.kind === 'change' && typeof (item.message as { verb?: unknown } | null)?.verb === 'string')) &&
-      typeof item.model === 'string' && (typeof item.id === 'string' || typeof item.id === 'number') &&
-      (item.records === undefined || (Array.isArray(item.records) && item.records.every(record => typeof record === 'object' && record !== null)))
-    if (!valid) throw new TypeError('an item of the envelope is malformed')
-  }
-  return value as Envelope
+  const value: unknown = JSON.parse(message)
+  if (envelopes.Check(value)) return value as Envelope
+  const [error] = envelopes.Errors(value)
+  throw new TypeError(`the message is not an envelope: ${error.instancePath === '' ? '' : `${error.instancePath} `}${error.message}`)
 }

@@ -1,0 +1,127 @@
+/**
+ * Every option of `app.register(blueprints, options)` as one TypeBox schema, compiled once, and
+ * the message of the first problem of options that fail it: the option's path, what it must be
+ * (each schema's `description`), or, for an unknown key, the known ones that come close.
+ *
+ * @module
+ */
+import { Type, type TSchema } from 'typebox'
+import { Compile } from 'typebox/compile'
+import { didYouMean } from './errors.ts'
+import { LIMIT_DEFAULTS } from './limits.ts'
+import { ACTIONS, HOOK_NAMES } from './routes/route-options.ts'
+
+const isFunction = (value: unknown): boolean => typeof value === 'function'
+
+/** A value that `check` accepts, `what` it must be otherwise (the schema's description too). */
+function refined (check: (value: unknown) => boolean, what: string | ((value: unknown) => string)): TSchema {
+  const description = typeof what === 'string' ? what : what(undefined)
+  return Type.Refine(Type.Unknown({ description }), check, typeof what === 'string' ? () => what : what)
+}
+
+const FUNCTION = refined(isFunction, 'must be a function')
+
+/** A whole number from `min` up (and Infinity where `infinite`). */
+function count (min: number, infinite = false): TSchema {
+  const check = (value: unknown): boolean => (infinite && value === Infinity) || (Number.isSafeInteger(value) && (value as number) >= min)
+  return refined(check, `must be a whole number from ${min} up${infinite ? ', or Infinity' : ''}`)
+}
+
+const HOOKS = Type.Object(
+  Object.fromEntries(HOOK_NAMES.map(name => [name, Type.Optional(Type.Union([FUNCTION, Type.Array(FUNCTION)], { description: 'must be a function or an array of functions' }))])),
+  { additionalProperties: false, description: 'must be an object of Fastify hooks' }
+)
+
+const ACTION = Type.Union([Type.Literal(false), Type.Object({ hooks: Type.Optional(HOOKS) }, { additionalProperties: false })], { description: 'must be false or an object' })
+
+const MODEL = Type.Object({
+  identity: Type.Optional(Type.String({ description: 'must be a string' })),
+  expose: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
+  hooks: Type.Optional(HOOKS),
+  actions: Type.Optional(Type.Object(Object.fromEntries(ACTIONS.map(action => [action, Type.Optional(ACTION)])), {
+    additionalProperties: false, description: 'must be an object keyed by action', unknown: 'action'
+  }))
+}, { additionalProperties: false, description: 'must be an object' })
+
+const REALTIME = Type.Union([
+  Type.Boolean(),
+  Type.Object({
+    path: Type.Optional(Type.Union([Type.String({ pattern: '^/' }), Type.Literal(false)], { description: 'must start with / (or be false)' })),
+    broker: Type.Optional(refined(value => isFunction((value as { publish?: unknown } | null)?.publish) && isFunction((value as { subscribe?: unknown }).subscribe), 'must have publish() and subscribe()')),
+    context: Type.Optional(FUNCTION),
+    // It runs for every recipient of every notification: a promise would never be a yes.
+    authorize: Type.Optional(refined(value => isFunction(value) && Object.prototype.toString.call(value) !== '[object AsyncFunction]', value => isFunction(value)
+      ? 'must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed once by the `realtime.context` option)'
+      : 'must be a function')),
+    hooks: Type.Optional(HOOKS),
+    // Checked as origins by realtime/origins.ts.
+    onlyAllowOrigins: Type.Optional(Type.Unknown()),
+    maxPayload: Type.Optional(count(1)),
+    maxPending: Type.Optional(count(1)),
+    maxSubscriptions: Type.Optional(count(0)),
+    maxBufferedBytes: Type.Optional(count(1)),
+    pingInterval: Type.Optional(count(0))
+  }, { additionalProperties: false, description: 'must be an object' })
+], { description: 'must be a boolean or an object' })
+
+/** The plugin's options. */
+export const OPTIONS = Type.Object({
+  orm: refined(value => isFunction((value as { getMetadata?: unknown } | null)?.getMetadata) && isFunction((value as { em?: { fork?: unknown } } | null)?.em?.fork),
+    'must be an initialised MikroORM instance'),
+  prefix: Type.Optional(Type.String({ pattern: '^(|/.*[^/])$', description: 'must be empty or start with / and not end with /' })),
+  realtime: Type.Optional(REALTIME),
+  defaultLimit: Type.Optional(count(0, true)),
+  maxLimit: Type.Optional(count(0, true)),
+  populateLimit: Type.Optional(count(0, true)),
+  caseInsensitive: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
+  shortcuts: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
+  hooks: Type.Optional(HOOKS),
+  models: Type.Optional(Type.Record(Type.String(), MODEL, { description: 'must be an object keyed by entity name' })),
+  parseBlueprintOptions: Type.Optional(FUNCTION),
+  limits: Type.Optional(Type.Object(Object.fromEntries(Object.keys(LIMIT_DEFAULTS).map(key => [key, Type.Optional(count(1))])), {
+    additionalProperties: false, description: 'must be an object'
+  }))
+}, { additionalProperties: false, description: 'must be an object' })
+
+const validator = Compile(OPTIONS)
+
+/** A schema as this module walks it (every one here has a description). */
+interface Node {
+  readonly description: string
+  readonly unknown?: string
+  readonly properties?: Record<string, Node>
+  readonly patternProperties?: Record<string, Node>
+  readonly anyOf?: Node[]
+}
+
+/** The first problem of `options` (undefined when they are valid), naming the option's path. */
+export function optionProblem (options: unknown): string | undefined {
+  if (validator.Check(options)) return undefined
+  // The deepest error is the most precise one (a union reports each branch, then itself).
+  let chosen: { keyword: string, instancePath: string, params: Record<string, unknown>, message: string } | undefined
+  for (const error of validator.Errors(options) as Array<NonNullable<typeof chosen>>) {
+    if (chosen === undefined || depth(error.instancePath) > depth(chosen.instancePath)) chosen = error
+  }
+  const { keyword, instancePath, params, message } = chosen as NonNullable<typeof chosen>
+  const segments = instancePath.split('/').slice(1).map(segment => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
+  if (keyword === 'required') segments.push((params.requiredProperties as string[])[0])
+  let node = OPTIONS as unknown as Node
+  const path: string[] = []
+  for (const segment of segments) {
+    const object = node.properties !== undefined || node.patternProperties !== undefined ? node : node.anyOf?.find(branch => branch.properties !== undefined)
+    if (object === undefined) break
+    const next = object.properties?.[segment] ?? Object.values(object.patternProperties ?? {})[0]
+    if (next === undefined) {
+      const known = Object.keys(object.properties as Record<string, Node>)
+      return `unknown ${object.unknown ?? 'option'} \`${[...path, segment].join('.')}\`${didYouMean(segment, known)}`
+    }
+    node = next
+    path.push(segment)
+  }
+  // A refinement says what failed; any other check, what the option must be.
+  return `\`${path.join('.')}\` ${keyword === '~refine' ? message : node.description}`
+}
+
+function depth (pointer: string): number {
+  return pointer === '' ? 0 : pointer.split('/').length
+}
