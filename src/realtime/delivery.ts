@@ -23,8 +23,6 @@ export type Notification = EnvelopeItem
  */
 export type Authorize = (socket: BlueprintSocket, notification: Notification) => boolean
 
-/** A notification's encodings, made once for all its recipients (see `SharedFrames`). */
-export type Frame = SharedFrames
 
 /** What delivery needs of the hub. */
 export interface DeliveryOptions {
@@ -54,7 +52,7 @@ export class Delivery {
    * response). Subscriptions that end are pushed to `after`: the caller ends them once the whole
    * envelope is delivered.
    */
-  notify (connection: Connection, origin: string | undefined, item: EnvelopeItem, frame: Frame, after: Array<() => void>): void {
+  notify (connection: Connection, origin: string | undefined, item: EnvelopeItem, frame: SharedFrames, after: Array<() => void>): void {
     if (!this.#allowed(connection, item)) return
     const verb = verbOf(item)
     const subscriptions = this.#options.subscriptions

@@ -19,7 +19,8 @@ import { socketRequests } from './socket-requests.ts'
 import { Outbox } from './outbox.ts'
 import { CLOSE } from './protocol.ts'
 import { SubscriptionRegistry } from './registry.ts'
-import { Delivery, verbOf, type Authorize, type Frame } from './delivery.ts'
+import { Delivery, verbOf, type Authorize } from './delivery.ts'
+import type { SharedFrames } from './transport.ts'
 
 export type { Authorize, Notification } from './delivery.ts'
 
@@ -123,7 +124,7 @@ export class Hub {
     for (const item of envelope.items) {
       const verb = verbOf(item)
       const recipients = verb === 'created' ? this.subscriptions.watchers(item.model) : this.subscriptions.subscribers(item.model, item.id)
-      const frame: Frame = {}
+      const frame: SharedFrames = {}
       for (const connection of Array.from(recipients ?? [])) this.#delivery.notify(connection, envelope.origin, item, frame, after)
       if (verb === 'destroyed') after.push(() => { this.subscriptions.drop(item.model, item.id) })
     }

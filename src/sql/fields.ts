@@ -14,7 +14,8 @@ import type { Field } from './rows.ts'
 import type { Sql } from './statement.ts'
 import { column } from './where.ts'
 
-const COMMA = sql`, `
+/** The separator of SQL lists. */
+export const COMMA = sql`, `
 const ASC = sql`ASC`
 const DESC = sql`DESC`
 const NULLS_FIRST = sql` NULLS FIRST`

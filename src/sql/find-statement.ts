@@ -11,7 +11,7 @@ import type { Criteria, Projection, WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { NOTHING, type Dialect } from './dialect.ts'
-import { keyIndex, orderBy, type Projections } from './fields.ts'
+import { COMMA, keyIndex, orderBy, type Projections } from './fields.ts'
 import { columns, table, type Field } from './rows.ts'
 import { Slot, Template, type Sql, type Statement } from './statement.ts'
 import { column, shapeOf, where as condition, type Shape } from './where.ts'
@@ -74,8 +74,6 @@ export interface JoinedCollection {
 function prefixed (alias: string, fields: Field[], prefix: string): Sql {
   return sql.join(fields.map((field, i) => sql`${column(alias, field)} AS ${sql.id(prefix + String(i))}`))
 }
-
-const COMMA = sql`, `
 
 /** The statements of finds on the registry's models. One instance per plugin registration. */
 export class FindStatements {
