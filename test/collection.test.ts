@@ -3,6 +3,7 @@
 import t from 'tap'
 import type { Change } from '../src/actions/changes.ts'
 import { build, changeClient as client, DATABASES, get } from './helpers/app.ts'
+import { CHANGE_TABLE } from './helpers/change-table.ts'
 
 const ids = (list: Array<Record<string, unknown>>, pk = 'id'): unknown[] => list.map(x => x[pk])
 const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)
@@ -147,6 +148,16 @@ for (const db of DATABASES) {
     t.same(ids((await get(app, '/user/1/tags')).body, 'slug'), ['admin'])
   })
 
+  t.test(`${db}: the change sets of the seed's table`, async t => {
+    const { app } = await build(t, db)
+    const call = client(app)
+    for (const row of CHANGE_TABLE) {
+      const res = await call(row.method, row.url, row.body)
+      t.equal(res.status, 200, `${row.method} ${row.url}`)
+      t.same(res.changes, row.changes.length === 0 ? undefined : row.changes.map(([model, message]) => change(model, message)), row.what)
+    }
+  })
+
   t.test(`${db}: bad input → coded 4xx, nothing written`, async t => {
     const { app } = await build(t, db)
     const call = client(app)
@@ -167,6 +178,9 @@ for (const db of DATABASES) {
       ['PUT', '/user/99/pets', { fks: [1] }, 404, 'BP_ERR_RECORD_NOT_FOUND', /user/],
       ['PUT', '/user/1/pets', { fks: ['abc'] }, 400, 'BP_ERR_INVALID_ID', /`fks`/],
       ['PUT', '/user/1/pets', { fks: {} }, 400, 'FST_ERR_VALIDATION', /body/],
+      ['PUT', '/user/1/pets', { fks: 7 }, 400, 'FST_ERR_VALIDATION', /body/],
+      ['PUT', '/user/1/pets', { fks: '7' }, 400, 'FST_ERR_VALIDATION', /body/],
+      ['PUT', '/user/1/pets', [[7]], 400, 'FST_ERR_VALIDATION', /body/],
       ['PUT', '/user/1/pets', { ids: [1] }, 400, 'FST_ERR_VALIDATION', /body/],
       ['PUT', '/user/1/pets', [{}], 400, 'FST_ERR_VALIDATION', /body/]
     ]

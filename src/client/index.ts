@@ -19,35 +19,15 @@
  */
 import type { BlueprintsResponse, ChangeMessage, Method } from './messages.ts'
 import { CLOSE } from '../realtime/protocol.ts'
-import { BlueprintsClientError, count, number, type ClientOptions, type ReconnectOptions, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
+import { Backoff } from './backoff.ts'
+import { Jobs, type Job } from './jobs.ts'
+import { BlueprintsClientError, count, type ClientOptions, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
+import { RememberedReads } from './reads.ts'
 
 export type { AddedTo, BlueprintsResponse, ChangeMessage, Created, Destroyed, Id, Method, RemovedFrom, Updated } from './messages.ts'
 export { BlueprintsClientError } from './options.ts'
 export type { ClientErrorCode, ClientOptions, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike } from './options.ts'
 
-
-/** A request waiting in the queue or in flight: the app's, or a resync read. */
-type Job = AppJob | ResyncJob
-
-interface JobBase {
-  readonly method: Method
-  readonly url: string
-  readonly headers: Readonly<Record<string, string>> | undefined
-  /** The frame as JSON without its id (`{"method":…}`): the id is spliced in when it is sent. */
-  readonly frame: string
-  readonly done: (response: BlueprintsResponse<any>) => void
-}
-
-/** A request of the app: a promise waits for it. */
-interface AppJob extends JobBase {
-  readonly resync: false
-  readonly fail: (error: BlueprintsClientError) => void
-}
-
-/** A remembered read re-issued by the client after a reconnect: nothing waits for it to fail. */
-interface ResyncJob extends JobBase {
-  readonly resync: true
-}
 
 /**
  * A connection to the websocket endpoint of fastify-blueprints. Made by {@link connect}.
@@ -62,20 +42,14 @@ export class BlueprintsClient {
   readonly #url: string
   readonly #WebSocket: WebSocketConstructor
   readonly #protocols: string | string[] | undefined
-  readonly #backoff: Required<ReconnectOptions> | undefined
-  readonly #maxInFlight: number
-  readonly #resubscribe: number
+  readonly #backoff: Backoff | undefined
+  readonly #jobs: Jobs
+  /** Subscribing reads to re-issue on reconnect. */
+  readonly #reads: RememberedReads
   readonly #onError: (error: unknown) => void
   #status: Status = 'connecting'
   #ws: WebSocketLike | undefined
   #timer: ReturnType<typeof setTimeout> | undefined
-  /** Attempts since the last frame received: the exponent of the back-off. */
-  #attempt = 0
-  #nextId = 0
-  readonly #queue: Job[] = []
-  readonly #inFlight = new Map<number, Job>()
-  /** Subscribing reads to re-issue on reconnect: url → headers, least recently made first. */
-  readonly #reads = new Map<string, Readonly<Record<string, string>> | undefined>()
   readonly #handlers = new Map<string, Set<(message: any) => void>>()
   readonly #resyncHandlers = new Set<(url: string, response: BlueprintsResponse) => void>()
   readonly #statusHandlers = new Set<(status: Status) => void>()
@@ -95,19 +69,10 @@ export class BlueprintsClient {
     this.#url = url
     this.#WebSocket = WebSocket
     this.#protocols = options.protocols
-    this.#maxInFlight = count('maxInFlight', options.maxInFlight, 16, 1)
-    this.#resubscribe = count('resubscribe', options.resubscribe, 256, 0)
+    this.#jobs = new Jobs(count('maxInFlight', options.maxInFlight, 16, 1))
+    this.#reads = new RememberedReads(count('resubscribe', options.resubscribe, 256, 0))
     this.#onError = options.onError ?? (error => { throw error })
-    if (options.reconnect !== false) {
-      const given = options.reconnect ?? {}
-      const initialDelay = number('reconnect.initialDelay', given.initialDelay, 250, 1, Number.MAX_SAFE_INTEGER)
-      this.#backoff = {
-        initialDelay,
-        maxDelay: number('reconnect.maxDelay', given.maxDelay, Math.max(10_000, initialDelay), initialDelay, Number.MAX_SAFE_INTEGER),
-        factor: number('reconnect.factor', given.factor, 2, 1, Number.MAX_SAFE_INTEGER),
-        jitter: number('reconnect.jitter', given.jitter, 0.2, 0, 1)
-      }
-    }
+    if (options.reconnect !== false) this.#backoff = new Backoff(options.reconnect ?? {})
     this.#open()
   }
 
@@ -132,7 +97,7 @@ export class BlueprintsClient {
    * ```
    */
   get subscriptions (): string[] {
-    return [...this.#reads.keys()]
+    return this.#reads.urls()
   }
 
   /**
@@ -156,7 +121,7 @@ export class BlueprintsClient {
     const own = headers === undefined ? undefined : { ...headers }
     const frame = JSON.stringify({ method, url, body, headers: own })
     return await new Promise<BlueprintsResponse<T>>((resolve, reject) => {
-      this.#queue.push({ method, url, headers: own, frame, resync: false, done: resolve, fail: reject })
+      this.#jobs.push({ method, url, headers: own, frame, resync: false, done: resolve, fail: reject })
       this.#pump()
     })
   }
@@ -286,7 +251,7 @@ export class BlueprintsClient {
    * ```
    */
   forget (url: string): boolean {
-    return this.#reads.delete(url)
+    return this.#reads.forget(url)
   }
 
   /**
@@ -304,7 +269,7 @@ export class BlueprintsClient {
     const ws = this.#ws
     // Forgetting the socket first makes its later events (close included) no concern of the client.
     this.#ws = undefined
-    this.#settle(() => new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client was closed'), false)
+    this.#jobs.settle(() => new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client was closed'), false)
     this.#setStatus('closed')
     if (ws === undefined) return
     await new Promise<void>(resolve => {
@@ -327,7 +292,7 @@ export class BlueprintsClient {
     // go first, so that the socket is subscribed again as early as possible. (On the first open
     // nothing is remembered yet.)
     const resync: Job[] = []
-    for (const [url, headers] of this.#reads) {
+    for (const [url, headers] of this.#reads.entries()) {
       resync.push({
         method: 'GET',
         url,
@@ -337,27 +302,21 @@ export class BlueprintsClient {
         done: response => { for (const handler of this.#resyncHandlers) this.#call(handler, url, response) }
       })
     }
-    this.#queue.unshift(...resync)
+    this.#jobs.first(resync)
     this.#setStatus('open')
     this.#pump()
   }
 
-  /** Sends queued requests while the connection is open and fewer than `maxInFlight` are out. */
+  /** Sends queued requests while the connection is open (up to `maxInFlight`). */
   #pump (): void {
-    const ws = this.#ws as WebSocketLike
-    while (this.#status === 'open' && this.#inFlight.size < this.#maxInFlight && this.#queue.length > 0) {
-      const job = this.#queue.shift() as Job
-      const id = ++this.#nextId
-      this.#inFlight.set(id, job)
-      // A socket the server is closing discards the frame; its close event then deals with the job.
-      ws.send(`{"id":${id},${job.frame.slice(1)}`)
-    }
+    // A socket the server is closing discards the frame; its close event then deals with the job.
+    if (this.#status === 'open') this.#jobs.pump(frame => { (this.#ws as WebSocketLike).send(frame) })
   }
 
   /** One incoming frame: a notification, a response, or something else, which is ignored. */
   #receive (data: unknown): void {
     // A frame proves the connection works: the back-off starts again from its first delay.
-    this.#attempt = 0
+    this.#backoff?.reset()
     if (typeof data !== 'string') return
     let frame: Record<string, unknown>
     try {
@@ -370,30 +329,17 @@ export class BlueprintsClient {
       for (const handler of this.#handlers.get(frame.event) ?? []) this.#call(handler, frame.data)
       return
     }
-    const job = this.#inFlight.get(frame.id as number)
-    if (job === undefined || typeof frame.statusCode !== 'number') return
-    this.#inFlight.delete(frame.id as number)
+    if (typeof frame.statusCode !== 'number') return
+    const job = this.#jobs.answered(frame.id)
+    if (job === undefined) return
     const response: BlueprintsResponse = {
       statusCode: frame.statusCode,
       headers: (frame.headers ?? {}) as Record<string, string | string[]>,
       body: frame.body ?? null
     }
-    if (job.method === 'GET') this.#remember(job, response.statusCode)
+    if (job.method === 'GET') this.#reads.answered(job.url, job.headers, response.statusCode, job.resync)
     job.done(response)
     this.#pump()
-  }
-
-  #remember (job: Job, statusCode: number): void {
-    if (statusCode === 404) {
-      this.#reads.delete(job.url)
-    } else if (statusCode === 200 && !job.resync) {
-      // Delete then set moves the url to the end: the least recently made read goes first. A resync
-      // leaves the order alone (it is no use by the app), and does not bring back a url that
-      // forget() dropped while it was in flight.
-      this.#reads.delete(job.url)
-      this.#reads.set(job.url, job.headers)
-      if (this.#reads.size > this.#resubscribe) this.#reads.delete(this.#reads.keys().next().value as string)
-    }
   }
 
   /** The socket closed (or never opened): retry after a back-off, or give up. */
@@ -401,7 +347,7 @@ export class BlueprintsClient {
     this.#ws = undefined
     const refused = code === CLOSE.REFUSED
     if (refused || this.#backoff === undefined) {
-      this.#settle(() => refused
+      this.#jobs.settle(() => refused
         ? new BlueprintsClientError('BP_CLIENT_REFUSED', 'the server refused the connection (4003)')
         : new BlueprintsClientError('BP_CLIENT_DISCONNECTED', `the connection closed (${String(code)}) and reconnect is off`), false)
       this.#setStatus('closed')
@@ -410,7 +356,7 @@ export class BlueprintsClient {
     // The server closes with 1009 when a frame was too large: one of those in flight. Sending them
     // again would be refused again, so none is, GETs included.
     const tooBig = code === CLOSE.TOO_BIG
-    this.#settle(() => new BlueprintsClientError('BP_CLIENT_DISCONNECTED', tooBig
+    this.#jobs.settle(() => new BlueprintsClientError('BP_CLIENT_DISCONNECTED', tooBig
       ? 'the server closed the connection: a request was larger than its maxPayload'
       : `the connection dropped (${String(code)}) while the request was in flight`), !tooBig)
     // The timer first: a status handler that calls close() must find it to clear it.
@@ -418,33 +364,8 @@ export class BlueprintsClient {
     this.#setStatus('reconnecting')
   }
 
-  /**
-   * Fails what is in flight, except GETs when `retry` (they go back to the front of the queue, in
-   * the order they were sent); with `retry` false, fails the queue too. Resync reads are dropped
-   * either way: the next open re-issues them all.
-   */
-  #settle (error: () => BlueprintsClientError, retry: boolean): void {
-    const again: Job[] = []
-    for (const job of this.#inFlight.values()) {
-      if (job.resync) continue
-      if (retry && job.method === 'GET') again.push(job)
-      else job.fail(error())
-    }
-    this.#inFlight.clear()
-    const queued = this.#queue.splice(0).filter(job => !job.resync)
-    if (retry) {
-      this.#queue.push(...again, ...queued)
-    } else {
-      for (const job of queued) job.fail(error())
-    }
-  }
-
   #schedule (): void {
-    const { initialDelay, maxDelay, factor, jitter } = this.#backoff as Required<ReconnectOptions>
-    const base = Math.min(maxDelay, initialDelay * factor ** this.#attempt)
-    // Once at the ceiling the exponent stops growing (factorⁿ would overflow to Infinity).
-    if (base < maxDelay) this.#attempt++
-    const delay = Math.min(maxDelay, base * (1 + jitter * (2 * Math.random() - 1)))
+    const delay = (this.#backoff as Backoff).next()
     this.#timer = setTimeout(() => {
       this.#timer = undefined
       try {
