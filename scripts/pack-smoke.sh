@@ -101,6 +101,17 @@ assert.equal(typeof RedisBroker, 'function')
 assert.equal(typeof new PostgresBroker({ connection: 'postgres://localhost/x' }).publish, 'function')
 await client.close()
 await app.close()
+
+// socket.io is an optional peer, not installed here: the option off needs nothing of it (above);
+// on, registration fails and says what to install.
+const withSailsIo = Fastify()
+await assert.rejects(withSailsIo.register(blueprints, { orm, realtime: { sailsIo: true } }).ready(), error => {
+  assert.equal(error.code, 'BP_ERR_MISSING_PACKAGE')
+  assert.match(error.message, /npm install socket\.io@4/)
+  console.log(`without socket.io: ${error.message}`)
+  return true
+})
+await withSailsIo.close()
 await orm.close()
 JS
 if ! "$node" app.mjs >"$tmp/app.out" 2>&1; then
@@ -110,6 +121,7 @@ if ! "$node" app.mjs >"$tmp/app.out" 2>&1; then
 fi
 echo "pack smoke: $(grep -m1 '^GET /user' "$tmp/app.out")"
 echo "pack smoke: $(grep -m1 '^socket heard' "$tmp/app.out")"
+echo "pack smoke: $(grep -m1 '^without socket.io' "$tmp/app.out")"
 
 # 4. Types: check.ts against the shipped .d.ts files, strict and without skipLibCheck. (It uses
 #    @mikro-orm/core only: @mikro-orm/sqlite's .d.ts needs @types/better-sqlite3 without skipLibCheck.)

@@ -137,6 +137,14 @@ export const BP_ERR_ORIGIN_NOT_ALLOWED = createError<'BP_ERR_ORIGIN_NOT_ALLOWED'
 export const BP_ERR_TOO_MANY_REQUESTS = createError<'BP_ERR_TOO_MANY_REQUESTS', 429, [string]>(
   'BP_ERR_TOO_MANY_REQUESTS', 'Too many requests in flight on this socket (at most %s); wait for answers before sending more', 429, undefined, NO_STACK)
 
+/** A long-polling request to the socket.io endpoint, which takes websocket connections only. 400. */
+export const BP_ERR_WEBSOCKET_ONLY = createError<'BP_ERR_WEBSOCKET_ONLY', 400>(
+  'BP_ERR_WEBSOCKET_ONLY', 'The socket.io endpoint takes websocket connections only (long-polling is not served): connect with transports: [\'websocket\'], as sails.io.js does', 400, undefined, NO_STACK)
+
+/** An option needs a package that the app has not installed. Thrown at start-up. */
+export const BP_ERR_MISSING_PACKAGE = createError<'BP_ERR_MISSING_PACKAGE', 500, [string, string, string]>(
+  'BP_ERR_MISSING_PACKAGE', 'fastify-blueprints: %s needs the `%s` package, which is not installed: npm install %s', 500)
+
 /** App code named a model that is not exposed (`publish`, `subscribe`, `unsubscribe`). */
 export const BP_ERR_UNKNOWN_MODEL = createError<'BP_ERR_UNKNOWN_MODEL', 500, [string]>(
   'BP_ERR_UNKNOWN_MODEL', 'fastify-blueprints: no model has the identity `%s`', 500)
@@ -198,10 +206,12 @@ export const errors = {
   BP_ERR_INVALID_FRAME,
   BP_ERR_ORIGIN_NOT_ALLOWED,
   BP_ERR_TOO_MANY_REQUESTS,
+  BP_ERR_WEBSOCKET_ONLY,
   BP_ERR_UNKNOWN_MODEL,
   BP_ERR_NOT_A_SOCKET,
   BP_ERR_REALTIME_DISABLED,
   BP_ERR_INVALID_OPTION,
+  BP_ERR_MISSING_PACKAGE,
   BP_ERR_UNSUPPORTED_DATABASE
 } as const
 

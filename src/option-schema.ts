@@ -60,7 +60,13 @@ const REALTIME = Type.Union([
     maxPending: Type.Optional(count(1)),
     maxSubscriptions: Type.Optional(count(0)),
     maxBufferedBytes: Type.Optional(count(1)),
-    pingInterval: Type.Optional(count(0))
+    pingInterval: Type.Optional(count(0)),
+    sailsIo: Type.Optional(Type.Union([
+      Type.Boolean(),
+      Type.Object({
+        path: Type.Optional(Type.String({ pattern: '^/.*[^/]$', description: 'must start with / and not end with /' }))
+      }, { additionalProperties: false, description: 'must be an object' })
+    ], { description: 'must be a boolean or an object' }))
   }, { additionalProperties: false, description: 'must be an object' })
 ], { description: 'must be a boolean or an object' })
 

@@ -124,7 +124,8 @@ function resolveRealtime (value: boolean | RealtimeOptions, prefix: string): Res
   const given: RealtimeOptions = value === true ? {} : value
   const path = given.path ?? `${prefix}/socket`
   const origins = resolveOrigins(given.onlyAllowOrigins)
-  if (path !== false && origins === undefined && process.env.NODE_ENV === 'production') {
+  const sailsIo = given.sailsIo === undefined || given.sailsIo === false ? false : Object.freeze({ path: (given.sailsIo === true ? undefined : given.sailsIo.path) ?? '/socket.io' })
+  if ((path !== false || sailsIo !== false) && origins === undefined && process.env.NODE_ENV === 'production') {
     throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example [\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
   }
   return Object.freeze({
@@ -138,6 +139,7 @@ function resolveRealtime (value: boolean | RealtimeOptions, prefix: string): Res
     maxPending: given.maxPending ?? REALTIME_DEFAULTS.maxPending,
     maxSubscriptions: given.maxSubscriptions ?? REALTIME_DEFAULTS.maxSubscriptions,
     maxBufferedBytes: given.maxBufferedBytes ?? REALTIME_DEFAULTS.maxBufferedBytes,
-    pingInterval: given.pingInterval ?? REALTIME_DEFAULTS.pingInterval
+    pingInterval: given.pingInterval ?? REALTIME_DEFAULTS.pingInterval,
+    sailsIo
   })
 }

@@ -33,6 +33,7 @@ t.test('OpenAPI document', async t => {
   t.same(Object.keys(doc.paths['/api/user/{id}/pets']).sort(), ['get', 'put'], 'populate and replace')
   t.same(Object.keys(doc.paths['/api/user/{id}/pets/{fk}']).sort(), ['delete', 'put'], 'add and remove')
   t.equal(doc.paths['/api/user/{id}/pets/{fk}'].put.operationId, 'add_user_pets')
+  t.same(Object.keys(doc.paths['/api/user/{id}']).sort(), ['delete', 'get', 'patch'], 'update is documented as PATCH; its PUT alias is served but not listed')
   t.equal(doc.paths['/api/user'].get.operationId, 'find_user')
   t.same(doc.paths['/api/user/{id}/pets'].get.tags, ['user'])
   t.ok(doc.paths['/api/user'].get.parameters?.some(p => p.name === 'where' && p.in === 'query'))

@@ -3,6 +3,7 @@ import t from 'tap'
 import type { Change } from '../src/actions/changes.ts'
 import { build, changeClient as client, DATABASES, get } from './helpers/app.ts'
 
+const ids = (list: Array<Record<string, unknown>>, pk = 'id'): unknown[] => list.map(x => x[pk])
 const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)
 
 for (const db of DATABASES) {
@@ -35,6 +36,42 @@ for (const db of DATABASES) {
     t.same(tag.body, { slug: 'new', label: 'New', weight: 0, users: [] })
   })
 
+  t.test(`${db}: create links the children its collections list (Sails 1.0)`, async t => {
+    const { app } = await build(t, db)
+    const call = client(app)
+    const will = await call('POST', '/user', { name: 'will', pets: [3, '4', 3], tags: ['vip'], friends: [1, 2] })
+    t.equal(will.status, 200)
+    const id = will.body.id
+    t.same([ids(will.body.pets), ids(will.body.tags, 'slug'), ids(will.body.friends)], [[3, 4], ['vip'], [1, 2]], 'answered with its members')
+    t.same(will.changes, [
+      change('user', { verb: 'created', id, data: will.body }),
+      change('pet', { verb: 'updated', id: 3, data: { owner: id }, previous: { owner: 2 } }),
+      change('pet', { verb: 'updated', id: 4, data: { owner: id }, previous: { owner: null } }),
+      change('user', { verb: 'removedFrom', id: 2, attribute: 'pets', removedIds: [3] }),
+      change('tag', { verb: 'addedTo', id: 'vip', attribute: 'users', addedIds: [id] })
+    ], 'created first, listing the members; then each child, and the former parent of a moved one')
+    t.same((await get(app, `/user/${id}`)).body, will.body, 'stored as answered')
+    t.same(ids((await get(app, '/user/2/pets')).body), [], 'the moved pet left its former owner')
+    t.same(ids((await get(app, '/tag/vip/users')).body), [4, id], 'the inverse side lists the new user')
+
+    const empty = await call('POST', '/user', { name: 'none', pets: [], tags: [] })
+    t.same(empty.changes, [change('user', { verb: 'created', id: empty.body.id, data: empty.body })], 'empty lists link nothing')
+    const tagged = await call('POST', '/tag', { slug: 'team', label: 'Team', users: [1, id] })
+    t.same(tagged.changes, [
+      change('tag', { verb: 'created', id: 'team', data: tagged.body }),
+      change('user', { verb: 'addedTo', id: 1, attribute: 'tags', addedIds: ['team'] }),
+      change('user', { verb: 'addedTo', id, attribute: 'tags', addedIds: ['team'] })
+    ], 'from the inverse side of a many-to-many')
+  })
+
+  t.test(`${db}: a create's collections are capped by limits.maxValues`, async t => {
+    const { app } = await build(t, db, { plugin: { limits: { maxValues: 2 } } })
+    const res = await app.inject({ method: 'POST', url: '/user', payload: { name: 'x', pets: [1, 2, 3] } })
+    t.same([res.statusCode, res.json().code], [400, 'BP_ERR_LIMIT_EXCEEDED'])
+    t.match(res.json().message, /`pets` lists 3 keys, more than 2/)
+    t.equal((await get(app, '/user?where={"name":"x"}')).body.length, 0, 'nothing written')
+  })
+
   t.test(`${db}: update`, async t => {
     const { app } = await build(t, db)
     const call = client(app)
@@ -61,6 +98,12 @@ for (const db of DATABASES) {
     ])
     const adopted = await call('PATCH', '/pet/4', { owner: 3 })
     t.same(adopted.changes?.map(c => c.message.verb), ['updated', 'addedTo'])
+
+    const put = await call('PUT', '/pet/4', { name: 'Rex' })
+    t.same([put.status, put.body.name], [200, 'Rex'], 'PUT updates too, as Sails binds it')
+    t.same(put.changes, [change('pet', { verb: 'updated', id: 4, data: { name: 'Rex' }, previous: { name: 'Fido' } })])
+    const putBad = await call('PUT', '/pet/4', { pets: 1 })
+    t.same([putBad.status, putBad.body.code, putBad.changes], [400, 'BP_ERR_UNKNOWN_ATTRIBUTE', undefined], 'with the same checks')
   })
 
   t.test(`${db}: destroy`, async t => {
@@ -107,8 +150,12 @@ for (const db of DATABASES) {
       ['POST', '/tag', { label: 'x' }, 400, 'BP_ERR_MISSING_VALUE', /`slug`/],
       ['POST', '/user', { name: 'x', nope: 1 }, 400, 'BP_ERR_UNKNOWN_ATTRIBUTE', /`nope`/],
       ['POST', '/user', { name: 'x', password: 'p' }, 400, 'BP_ERR_UNKNOWN_ATTRIBUTE', /`password`/],
-      ['POST', '/user', { name: 'x', pets: [1] }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /create them first/],
-      ['POST', '/user', { name: 'x', pets: [{ name: 'new' }] }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /pets/],
+      ['POST', '/user', { name: 'x', pets: [1, { name: 'new' }] }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /`pets`.*create them first/],
+      ['POST', '/user', { name: 'x', pets: 3 }, 400, 'BP_ERR_INVALID_VALUE', /`pets`: 3 is not an array of keys of pet/],
+      ['POST', '/user', { name: 'x', pets: { fks: [3] } }, 400, 'BP_ERR_INVALID_VALUE', /`pets`/],
+      ['POST', '/user', { name: 'x', pets: [1, 'abc'] }, 400, 'BP_ERR_INVALID_ID', /`pets` parameter must be a whole number .*"abc"/],
+      ['POST', '/user', { name: 'x', pets: [1, 99] }, 404, 'BP_ERR_CHILDREN_NOT_FOUND', /pet.*99/],
+      ['POST', '/user', { name: 'x', friends: [2], tags: ['admin', 'nope'] }, 404, 'BP_ERR_CHILDREN_NOT_FOUND', /tag.*nope/],
       ['POST', '/user', { name: null }, 400, 'BP_ERR_INVALID_VALUE', /null is not allowed/],
       ['POST', '/user', { name: 'x', age: 1.5 }, 400, 'BP_ERR_INVALID_VALUE', /whole number/],
       ['POST', '/user', { name: 'x', born: 'yesterday' }, 400, 'BP_ERR_INVALID_VALUE', /born/],

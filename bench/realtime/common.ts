@@ -28,8 +28,14 @@ export interface ServerReply {
 export interface ServerReady { readonly type: 'ready', readonly ports: number[] }
 
 /** What the orchestrator asks a fan-out client process (bench/realtime/fanout-client.ts). */
+/**
+ * What the fan-out sockets speak: the plugin's JSON frames on `/socket`, or the sails.io.js
+ * protocol on `/socket.io` (Engine.IO 3 and socket.io packets, as socket.io-client 2 sends them).
+ */
+export type Protocol = 'ws' | 'sails-io'
+
 export type ClientRequest =
-  | { readonly type: 'connect', readonly url: string, readonly count: number, readonly concurrency: number, readonly subscribe: string }
+  | { readonly type: 'connect', readonly protocol: Protocol, readonly url: string, readonly count: number, readonly concurrency: number, readonly subscribe: string }
   | { readonly type: 'times' }
   | { readonly type: 'close' }
 

@@ -7,13 +7,17 @@
 //
 // `connect` opens `count` sockets, at most `concurrency` being set up at once, and sends each the
 // `subscribe` GET as a request frame; it answers `connected` once every socket has its 200 answer.
+// With protocol `sails-io` the sockets speak what sails.io.js 1.2.1 (socket.io-client 2) does on
+// the wire — Engine.IO 3 packets carrying socket.io packets: the GET is a `get` event with an
+// acknowledgement, a notification an event named `user` — written here on `ws` directly, so that
+// the client's own cost stays that of a websocket.
 // From then on every notification frame `{"event":"user","data":{"verb":"updated","id":1,
 // "data":{"age":A},…}}` is stamped with process.hrtime.bigint() (CLOCK_MONOTONIC, comparable with
 // the writer's clock in the orchestrator) in a per-write array indexed by socket, and the process
 // says `delivered` (with A, which names the write) once all its sockets have one. `times` returns
 // every stamp, `close` terminates the sockets and exits.
 import WebSocket from 'ws'
-import type { ClientMessage, ClientRequest } from './common.ts'
+import type { ClientMessage, ClientRequest, Protocol } from './common.ts'
 
 if (process.send === undefined) throw new Error('fanout-client.ts runs as a child of bench/realtime/run.ts (it needs an IPC channel)')
 const tell = (message: ClientMessage): void => { process.send?.(message) }
@@ -26,12 +30,25 @@ let unexpected = 0
 let notifications = 0
 let cpuAtConnected: NodeJS.CpuUsage | undefined
 
+/** A notification as the plugin's endpoint frames it. */
+interface Frame { event?: string, data?: { verb?: string, id?: number, data?: { age?: number } } }
+
+/** The notification in a socket.io event packet (`42["user",{…}]`), as a Frame; undefined for other packets. */
+function sailsFrame (text: string): Frame | undefined {
+  if (!text.startsWith('42')) return undefined
+  const [event, data] = JSON.parse(text.slice(2)) as [string, Frame['data']]
+  return { event, data }
+}
+
 /** Handles one frame of socket `index` once it is subscribed: only notifications of user 1 are expected. */
-function notification (index: number, data: WebSocket.RawData): void {
+function notification (index: number, data: WebSocket.RawData, protocol: Protocol): void {
   // Stamped before any parsing, so that the client's own work counts as little as possible.
   const at = process.hrtime.bigint()
+  const text = String(data)
+  // Engine.IO's pongs (`3`) answer the pings below.
+  if (protocol === 'sails-io' && text === '3') return
   notifications++
-  const frame = JSON.parse(String(data)) as { event?: string, data?: { verb?: string, id?: number, data?: { age?: number } } }
+  const frame = (protocol === 'ws' ? JSON.parse(text) : sailsFrame(text) ?? {}) as Frame
   const age = frame.data?.data?.age
   if (frame.event !== 'user' || frame.data?.verb !== 'updated' || frame.data.id !== 1 || typeof age !== 'number') {
     unexpected++
@@ -50,34 +67,52 @@ function notification (index: number, data: WebSocket.RawData): void {
 }
 
 /** Opens one socket and subscribes it; resolves once its subscribing read answered 200. */
-async function open (url: string, index: number, subscribe: string): Promise<void> {
+async function open (protocol: Protocol, url: string, index: number, subscribe: string): Promise<void> {
   const ws = new WebSocket(url, { perMessageDeflate: false })
   sockets[index] = ws
   await new Promise<void>((resolve, reject) => {
     ws.once('error', reject)
     ws.once('close', code => { reject(new Error(`socket ${index} closed (${code}) before it was subscribed`)) })
-    ws.once('open', () => { ws.send(JSON.stringify({ id: 1, method: 'GET', url: subscribe })) })
-    ws.once('message', data => {
-      const frame = JSON.parse(String(data)) as { id?: number, statusCode?: number }
-      if (frame.id !== 1 || frame.statusCode !== 200) {
-        reject(new Error(`socket ${index}: the subscribing read answered ${String(data).slice(0, 200)}`))
+    const subscribed = (answer: string, ok: boolean): void => {
+      if (!ok) {
+        reject(new Error(`socket ${index}: the subscribing read answered ${answer.slice(0, 200)}`))
         return
       }
       ws.removeAllListeners()
-      ws.on('message', data => { notification(index, data) })
+      ws.on('message', data => { notification(index, data, protocol) })
       ws.on('error', () => { unexpected++ })
       resolve()
+    }
+    if (protocol === 'ws') {
+      ws.once('open', () => { ws.send(JSON.stringify({ id: 1, method: 'GET', url: subscribe })) })
+      ws.once('message', data => {
+        const frame = JSON.parse(String(data)) as { id?: number, statusCode?: number }
+        subscribed(String(data), frame.id === 1 && frame.statusCode === 200)
+      })
+      return
+    }
+    // Engine.IO 3: the open packet (`0{…}`), then socket.io's connect packet (`40`); the request is
+    // event packet `420[…]` (ack id 0), its answer ack packet `430[{ body, headers, statusCode }]`.
+    ws.on('message', data => {
+      const text = String(data)
+      if (text === '40') ws.send(`420${JSON.stringify(['get', { method: 'get', headers: {}, data: {}, url: subscribe }])}`)
+      else if (text.startsWith('430')) subscribed(text, (JSON.parse(text.slice(3)) as [{ statusCode?: number }])[0].statusCode === 200)
     })
   })
 }
 
-async function connect (url: string, count: number, concurrency: number, subscribe: string): Promise<void> {
+// Engine.IO 3 clients ping the server (every 25 s by default; the server drops one silent for
+// 85 s): one timer pings every sails-io socket.
+let pinging: ReturnType<typeof setInterval> | undefined
+
+async function connect (protocol: Protocol, url: string, count: number, concurrency: number, subscribe: string): Promise<void> {
+  if (protocol === 'sails-io') pinging ??= setInterval(() => { for (const ws of sockets) if (ws?.readyState === WebSocket.OPEN) ws.send('2') }, 20_000)
   const started = performance.now()
   sockets.length = count
   let next = 0
   // `concurrency` workers, each setting up one socket after the other: a bounded SYN/upgrade burst.
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
-    while (next < count) await open(url, next++, subscribe)
+    while (next < count) await open(protocol, url, next++, subscribe)
   }))
   cpuAtConnected = process.cpuUsage()
   tell({ type: 'connected', ms: performance.now() - started })
@@ -85,7 +120,7 @@ async function connect (url: string, count: number, concurrency: number, subscri
 
 process.on('message', (request: ClientRequest) => {
   if (request.type === 'connect') {
-    connect(request.url, request.count, request.concurrency, request.subscribe).catch((err: unknown) => {
+    connect(request.protocol, request.url, request.count, request.concurrency, request.subscribe).catch((err: unknown) => {
       tell({ type: 'failed', message: (err as Error).message })
     })
   } else if (request.type === 'times') {

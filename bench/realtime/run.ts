@@ -29,7 +29,12 @@
 //    HTTP to B. Latency = receipt on the socket − send of the write. For reference: A and B as two
 //    apps of ONE process sharing a MemoryBroker.
 //
-// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross; BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
+// 4. The socket.io endpoint. Part 2's fan-out to BENCH_RT_SAILS_IO_N (1000) sockets speaking the
+//    sails.io.js protocol on /socket.io, beside the same on /socket, in BENCH_RT_SAILS_IO_ROUNDS (3)
+//    interleaved rounds; reports socket.io ÷ /socket of the last socket's receipt and of the server
+//    CPU per write (target ≤ 1.5).
+//
+// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io; BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
 // (3), BENCH_RT_WARMUP (2 s); BENCH_RT_FANOUT (1000,10000: the values of N); BENCH_RT_FANOUT_CLIENTS
 // (client processes, 1); BENCH_RT_WRITES (25 per N); BENCH_RT_CROSS_WRITES (200);
 // BENCH_RT_BROKERS=redis,postgres,memory; BENCH_RT_CPU_PROF=<dir> (V8 CPU profiles of the servers
@@ -47,12 +52,12 @@ import autocannon from 'autocannon'
 import WebSocket from 'ws'
 import {
   cpuSeconds, cpuTimes, distribution, elapsedMs, median, openFilesLimit, rssBytes, within,
-  type ClientMessage, type ClientRequest, type Distribution, type ServerAsk, type ServerReady, type ServerReply
+  type ClientMessage, type ClientRequest, type Distribution, type Protocol, type ServerAsk, type ServerReady, type ServerReply
 } from './common.ts'
 
 const env = process.env
 const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
-const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross')
+const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io')
 const ROUNDS = Number(env.BENCH_RT_ROUNDS ?? 5)
 const SECONDS = Number(env.BENCH_RT_SECONDS ?? 3)
 const WARMUP_SECONDS = Number(env.BENCH_RT_WARMUP ?? 2)
@@ -78,7 +83,9 @@ const CONNECT_CONCURRENCY = 100
 const WARM_SOCKETS = 500
 const TIME_LIMIT_MINUTES = 8
 const SUBSCRIBE = '/user/1?populate=false'
-const TARGETS = { ratio: 1.0, fanoutP99: 50, rssPerSocket: 10 * 1024, crossP99: 20 }
+const TARGETS = { ratio: 1.0, fanoutP99: 50, rssPerSocket: 10 * 1024, crossP99: 20, sailsIo: 1.5 }
+const SAILS_IO_N = Number(env.BENCH_RT_SAILS_IO_N ?? 1000)
+const SAILS_IO_ROUNDS = Number(env.BENCH_RT_SAILS_IO_ROUNDS ?? 3)
 
 // ---------------------------------------------------------------------------------------------
 // Child processes: every one is killed when this process ends, whatever the reason.
@@ -418,13 +425,14 @@ const marginalRss = (small: Fanout, large: Fanout): number =>
 interface Written { age: number, sentAt: bigint, answeredAt: bigint }
 
 /** Starts `processes` client processes holding `n` sockets in all, and waits until all are subscribed. */
-async function connectClients (port: number, n: number, processes: number, into: Client[]): Promise<number> {
+async function connectClients (port: number, n: number, processes: number, into: Client[], protocol: Protocol = 'ws'): Promise<number> {
   const started = performance.now()
   const clients = Array.from({ length: processes }, (_, i) => startClient(i))
   into.push(...clients)
   const share = (i: number): number => Math.floor(n / processes) + (i < n % processes ? 1 : 0)
   const connected = clients.map(async client => await client.next('connected'))
-  clients.forEach((client, i) => client.send({ type: 'connect', url: `ws://127.0.0.1:${port}/socket`, count: share(i), concurrency: CONNECT_CONCURRENCY, subscribe: SUBSCRIBE }))
+  const url = protocol === 'ws' ? `ws://127.0.0.1:${port}/socket` : `ws://127.0.0.1:${port}/socket.io/?EIO=3&transport=websocket&__sails_io_sdk_version=1.2.1&__sails_io_sdk_platform=node&__sails_io_sdk_language=javascript`
+  clients.forEach((client, i) => client.send({ type: 'connect', protocol, url, count: share(i), concurrency: CONNECT_CONCURRENCY, subscribe: SUBSCRIBE }))
   await within(Promise.all(connected), 180_000, `connecting ${n} sockets`)
   return performance.now() - started
 }
@@ -445,7 +453,7 @@ async function fanoutWrite (port: number, clients: Client[]): Promise<Written> {
   return { age, sentAt: answer.sentAt, answeredAt: answer.answeredAt }
 }
 
-async function fanout (n: number): Promise<Fanout> {
+async function fanout (n: number, protocol: Protocol = 'ws'): Promise<Fanout> {
   const clientCount = Math.max(1, Math.min(FANOUT_CLIENTS, n))
   // Each process holds its share of sockets as file descriptors: stay well under the limit.
   const limit = openFilesLimit()
@@ -459,7 +467,7 @@ async function fanout (n: number): Promise<Fanout> {
     // Warm the server up before the baseline (sockets that connect, subscribe, receive and close),
     // so that the code compiled and the pools filled by the first ones do not count as memory of
     // the sockets measured.
-    await connectClients(port, Math.min(WARM_SOCKETS, n), 1, clients)
+    await connectClients(port, Math.min(WARM_SOCKETS, n), 1, clients, protocol)
     for (let i = 0; i < 2; i++) await fanoutWrite(port, clients)
     await closeClients(clients)
     await sleep(200)
@@ -468,7 +476,7 @@ async function fanout (n: number): Promise<Fanout> {
     const before = (await server.ask({ type: 'gc' })).memory as NodeJS.MemoryUsage
     const rssBefore = rssBytes(server.pid)
 
-    const connectMs = await connectClients(port, n, clientCount, clients)
+    const connectMs = await connectClients(port, n, clientCount, clients, protocol)
     const [stats] = (await server.ask({ type: 'stats' })).stats as Array<{ sockets: number, subscriptions: number, records: number }>
     if (stats.sockets !== n || stats.subscriptions !== n || stats.records !== 1) throw new Error(`fan-out N=${n}: the server counts ${JSON.stringify(stats)}, expected ${n} sockets each subscribed to user 1`)
     const after = (await server.ask({ type: 'gc' })).memory as NodeJS.MemoryUsage
@@ -593,6 +601,37 @@ async function fanouts (): Promise<Fanout[]> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 4. The socket.io endpoint: the same fan-out to sails.io.js-protocol sockets, beside /socket
+
+interface SailsIoFanout { n: number, rounds: Array<{ ws: Fanout, sailsIo: Fanout }> }
+
+async function sailsIoFanouts (): Promise<SailsIoFanout> {
+  const n = SAILS_IO_N
+  console.log(`\n## 4. Fan-out of one write to ${n} sockets: the socket.io endpoint (sails.io.js protocol, Engine.IO 3) beside /socket`)
+  console.log(`(a fresh server per run; ${SAILS_IO_ROUNDS} interleaved rounds, each a /socket run then a /socket.io run, as part 2)`)
+  const rounds: SailsIoFanout['rounds'] = []
+  for (let round = 0; round < SAILS_IO_ROUNDS; round++) rounds.push({ ws: await fanout(n, 'ws'), sailsIo: await fanout(n, 'sails-io') })
+  const ms = (value: number): string => `${value.toFixed(1)} ms`
+  console.log('\n| round | endpoint | latency p50 | p99 | last socket per write (median) | server CPU per write | RSS per socket |')
+  console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: |')
+  rounds.forEach(({ ws, sailsIo }, i) => {
+    for (const [name, f] of [['/socket', ws], ['/socket.io', sailsIo]] as const) {
+      console.log(`| ${i + 1} | ${name} | ${ms(f.latency.p50)} | ${ms(f.latency.p99)} | ${ms(f.complete.p50)} | ${ms(f.serverCpuPerWrite * 1000)} | ${((f.rssAfter - f.rssBefore) / n / 1024).toFixed(2)} KB |`)
+    }
+  })
+  for (const { ws, sailsIo } of rounds) for (const f of [ws, sailsIo]) if (f.unexpected > 0) console.log(`  warning: ${f.unexpected} unexpected frames at the clients`)
+  return { n, rounds }
+}
+
+/** socket.io ÷ /socket, median over rounds, of the last socket's receipt per write and of the server CPU per write. */
+function sailsIoRatios ({ rounds }: SailsIoFanout): { complete: number, cpu: number } {
+  return {
+    complete: median(rounds.map(r => r.sailsIo.complete.p50 / r.ws.complete.p50)),
+    cpu: median(rounds.map(r => r.sailsIo.serverCpuPerWrite / r.ws.serverCpuPerWrite))
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // 3. Cross-instance delivery
 
 interface Cross {
@@ -704,15 +743,16 @@ console.log(`Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model 
 console.log(`load average at start: ${load()}`)
 if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
 
-const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[] } = {}
+const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout } = {}
 if (ONLY.includes('throughput')) results.throughput = await throughput()
-else if (ONLY.some(part => part === 'fanout' || part === 'cross')) {
+else if (ONLY.some(part => part === 'fanout' || part === 'cross' || part === 'sails-io')) {
   // The other parts use the seeded database: seed it once with a short-lived server.
   const seeder = await startServer('seed', 'memory', { seed: true })
   await seeder.stop()
 }
 if (ONLY.includes('fanout')) results.fanout = await fanouts()
 if (ONLY.includes('cross')) results.cross = await crosses()
+if (ONLY.includes('sails-io')) results.sailsIo = await sailsIoFanouts()
 
 console.log('\n## Summary against the targets')
 const verdict = (met: boolean): string => met ? 'met' : 'MISSED'
@@ -733,6 +773,10 @@ if (fanned.length >= 2) {
 for (const c of results.cross ?? []) {
   if (c.skipped !== undefined) console.log(`- cross-instance, ${c.label}: skipped (${c.skipped})`)
   else console.log(`- cross-instance, ${c.label}: p99 ${c.latency.p99.toFixed(2)} ms (target ≤ ${TARGETS.crossP99} ms): ${verdict(c.latency.p99 <= TARGETS.crossP99)}`)
+}
+if (results.sailsIo !== undefined) {
+  const { complete, cpu } = sailsIoRatios(results.sailsIo)
+  console.log(`- fan-out to ${results.sailsIo.n} sockets, /socket.io ÷ /socket (median of per-round ratios): last socket's receipt ${complete.toFixed(2)}, server CPU per write ${cpu.toFixed(2)} (target ≤ ${TARGETS.sailsIo}): ${verdict(complete <= TARGETS.sailsIo && cpu <= TARGETS.sailsIo)}`)
 }
 console.log(`\nTotal time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)
 agent.destroy()

@@ -3,9 +3,9 @@
 //
 //   node --expose-gc bench/realtime/server.ts --broker memory|redis|postgres [--apps 2] [--seed]
 //
-// It serves the plugin (realtime on, websocket endpoint at /socket, no pings) on the PostgreSQL
-// database of bench/server.ts's schema (BENCH_RT_PG_DB, default bp_bench_rt, created if missing;
-// --seed rebuilds and seeds it with bench/seed.ts). Each of its `--apps` Fastify apps has its own
+// It serves the plugin (realtime on: the websocket endpoint at /socket, without pings, and the
+// socket.io endpoint at /socket.io) on the PostgreSQL database of bench/server.ts's schema
+// (BENCH_RT_PG_DB, default bp_bench_rt, created if missing; --seed rebuilds and seeds it with bench/seed.ts). Each of its `--apps` Fastify apps has its own
 // MikroORM instance, as separate instances would; with two apps and `--broker memory` they share
 // one MemoryBroker (the in-process reference of the cross-instance measurement). It then sends
 // {"type":"ready","ports":[…]} and answers the orchestrator's IPC requests: `gc` (forced full GC, then
@@ -74,7 +74,7 @@ for (let i = 0; i < appCount; i++) {
   }
   const app = Fastify()
   // maxSubscriptions only needs to cover the reads the benchmark makes (one record, or a page).
-  await app.register(blueprints, { orm, realtime: { broker: broker(), maxSubscriptions: 1000, pingInterval: 0 } })
+  await app.register(blueprints, { orm, realtime: { broker: broker(), maxSubscriptions: 1000, pingInterval: 0, sailsIo: true } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   apps.push(app)
 }

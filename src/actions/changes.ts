@@ -52,9 +52,9 @@ export class ChangeSet {
     if (ids.length > 0) this.changes.push({ model, message: { verb: 'removedFrom', id, attribute, removedIds: ids } })
   }
 
-  /** `created` for a new record of `model`. */
-  created (model: string, id: Id, data: Record<string, unknown>): void {
-    this.changes.push({ model, message: { verb: 'created', id, data } })
+  /** `created` for a new record of `model`, at position `at` of the changes (before what its creation linked). */
+  created (model: string, id: Id, data: Record<string, unknown>, at: number): void {
+    this.changes.splice(at, 0, { model, message: { verb: 'created', id, data } })
   }
 
   /** `destroyed` for a record of `model`. */

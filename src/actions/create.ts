@@ -9,22 +9,33 @@ import type { JsonRecord } from '../sql/rows.ts'
 import { inTransaction, type ActionContext } from './context.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
-import { readBody } from './values.ts'
+import { collectionOf } from './collection.ts'
+import { setMembers, wantedMembers } from './replace.ts'
+import { readBody, readLinks } from './values.ts'
 import { keyOf } from '../models/identity.ts'
 
 /**
- * Creates a record from `body` (attributes and singular associations by key; collections are
- * refused: children are created first, then linked), runs MikroORM's `onCreate` generators for
- * attributes the body leaves out, and answers the record populated by default.
+ * Creates a record from `body` (attributes and singular associations by key; collections as
+ * arrays of keys of existing children, which are linked as replace would link them: Sails 1.0),
+ * runs MikroORM's `onCreate` generators for attributes the body leaves out, and answers the
+ * record populated by default.
  *
- * Changes: `created` for the record; `addedTo` on each record a singular association now points
- * at, when that association has a collection on the other side.
+ * Changes: `created` for the record, first (it lists the linked members); `addedTo` on each
+ * record a singular association now points at, when that association has a collection on the
+ * other side; for each linked child what replace records for it (`updated` or `addedTo` on the
+ * child, `removedFrom` on a former parent of a one-to-many child).
  *
- * @throws the coded 400s of {@link readBody}, BP_ERR_RECORD_NOT_FOUND (a foreign key that points
- * nowhere), BP_ERR_UNIQUE and BP_ERR_CONSTRAINT.
+ * @throws the coded 400s of {@link readBody} and {@link readLinks}, BP_ERR_INVALID_ID (a bad
+ * member key), BP_ERR_RECORD_NOT_FOUND (a foreign key that points nowhere),
+ * BP_ERR_CHILDREN_NOT_FOUND (member keys that match no child), BP_ERR_UNIQUE and
+ * BP_ERR_CONSTRAINT.
  */
 export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, views?: Views): Promise<JsonRecord> {
   const assignments = readBody(model, ctx.registry, body, 'create', ctx.bounds.limits.maxJsonDepth)
+  const links = readLinks(model, body, ctx.bounds.limits.maxValues).map(({ association, fks }) => {
+    const collection = collectionOf(ctx, model, association)
+    return { collection, wanted: wantedMembers(collection.child, fks, association.name) }
+  })
   return inTransaction(ctx, { action: 'create', model: model.identity }, async scope => {
     await lockTargets(ctx, scope, model, assignments)
     const entity: Record<string, unknown> = Object.fromEntries(assignments.map(a => [a.field.name, a.value]))
@@ -34,9 +45,11 @@ export async function create (ctx: ActionContext, model: Model, body: Record<str
       assignments.push({ field: attribute, value: entity[attribute.name] })
     }
     const id = await scope.records.insert(model, assignments)
-    const record = await defaultRecord(ctx, scope.run, model, id, undefined)
     const key = keyOf(model, id)
-    scope.changes.created(model.identity, key, record)
+    const first = scope.changes.changes.length
+    for (const { collection, wanted } of links) await setMembers(ctx, scope, collection, id, String(key), wanted, { created: true })
+    const record = await defaultRecord(ctx, scope.run, model, id, undefined)
+    scope.changes.created(model.identity, key, record, first)
     for (const { field, value } of assignments) {
       if (!('target' in field) || value === null || field.via === undefined) continue
       scope.changes.addedTo(field.target, keyOf(ctx.registry.get(field.target) as Model, value), field.via, [key])

@@ -8,8 +8,8 @@ import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Views } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
-import { changeLinks, collectionOf, lockMovedParents, parentRecord } from './collection.ts'
-import { inTransaction, type ActionContext } from './context.ts'
+import { changeLinks, collectionOf, lockMovedParents, parentRecord, type Collection } from './collection.ts'
+import { inTransaction, type ActionContext, type WriteScope } from './context.ts'
 import { keyOf, parseId } from '../models/identity.ts'
 
 /**
@@ -26,78 +26,104 @@ import { keyOf, parseId } from '../models/identity.ts'
  */
 export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, views?: Views): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
-  const { child } = collection
   const id = parseId(model, rawId, 'id')
+  const wanted = wantedMembers(collection.child, fks, 'fks')
+  return inTransaction(ctx, { action: 'replace', model: model.identity }, async scope => {
+    return await setMembers(ctx, scope, collection, id, rawId, wanted, { views })
+  })
+}
+
+/**
+ * Child keys, coerced to the child's key type, duplicates collapsed: key text → key.
+ *
+ * @throws BP_ERR_INVALID_ID naming `param` for a key that is not one of `child`.
+ */
+export function wantedMembers (child: Model, fks: readonly unknown[], param: string): Map<string, unknown> {
   const wanted = new Map<string, unknown>()
   for (const fk of fks) {
-    const key = parseId(child, fk, 'fks')
+    const key = parseId(child, fk, param)
     wanted.set(String(key), key)
   }
-  return inTransaction(ctx, { action: 'replace', model: model.identity }, async scope => {
-    const parentKey = keyOf(model, id)
-    const oneToMany = association.relation === '1:m'
-    const ids = [...wanted.values()]
-    let found: Map<string, { id: unknown, value: unknown }>
-    let current = new Map<string, unknown>()
-    const added: unknown[] = []
-    const removed: unknown[] = []
-    let record: JsonRecord | undefined
-    if (oneToMany) {
-      // The parent and the wanted children's current parents (which lose them), then the wanted
-      // children and the current members, whose foreign keys are read under their locks.
-      const column = association.parentColumn
-      const parents = await scope.links.lock(model, { ids: [id], parentsOf: { child, ids, columns: [column] } })
-      if (!parents.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
-      const rows = await scope.links.lock(child, { ids, pointingAt: { column, parent: model, id }, read: column })
-      found = new Map([...rows].filter(([key]) => wanted.has(key)))
-      current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
-      await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
-    } else {
-      const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids, link: true, unlink: 'others' }, async key => await parentRecord(ctx, scope, collection, key, views))
-      record = outcome.record
-      found = outcome.found
-      added.push(...outcome.linked)
-      removed.push(...outcome.unlinked)
+  return wanted
+}
+
+/**
+ * Makes `wanted` the exact members of the collection of the parent `id`, inside the transaction
+ * `scope`, recording the changes (see {@link replace}) and answering the parent as the collection
+ * routes do. For a parent that the same transaction has just created (`created`), nothing is
+ * recorded on the parent itself (its `created` message lists its members) and nothing is read.
+ */
+export async function setMembers (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, wanted: ReadonlyMap<string, unknown>, how: { readonly views?: Views | undefined, readonly created?: boolean }): Promise<JsonRecord> {
+  const { parent: model, child, association } = collection
+  const parentOwn = how.created !== true
+  const answer = async (key: unknown): Promise<JsonRecord> => parentOwn ? await parentRecord(ctx, scope, collection, key, how.views) : {}
+  const parentKey = keyOf(model, id)
+  const oneToMany = association.relation === '1:m'
+  const ids = [...wanted.values()]
+  let found: Map<string, { id: unknown, value: unknown }>
+  let current = new Map<string, unknown>()
+  const added: unknown[] = []
+  const removed: unknown[] = []
+  let record: JsonRecord | undefined
+  if (oneToMany) {
+    // The parent and the wanted children's current parents (which lose them), then the wanted
+    // children and the current members, whose foreign keys are read under their locks.
+    const column = association.parentColumn
+    const parents = await scope.links.lock(model, { ids: [id], parentsOf: { child, ids, columns: [column] } })
+    if (!parents.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+    const rows = await scope.links.lock(child, { ids, pointingAt: { column, parent: model, id }, read: column })
+    found = new Map([...rows].filter(([key]) => wanted.has(key)))
+    current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
+    await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
+  } else {
+    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids, link: true, unlink: 'others' }, answer)
+    record = outcome.record
+    found = outcome.found
+    added.push(...outcome.linked)
+    removed.push(...outcome.unlinked)
+  }
+  const missing = [...wanted.keys()].filter(key => !found.has(key))
+  // The message names ten of them at most: a request with thousands would otherwise echo them all.
+  // (Many-to-many links written meanwhile are rolled back with the transaction.)
+  if (missing.length > 0) throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.slice(0, 10).join(', ') + (missing.length > 10 ? ` and ${missing.length - 10} more` : ''))
+  if (oneToMany) {
+    const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
+    const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)
+    const via = association.via as string
+    if (toRemove.length > 0 && !association.parentNullable) {
+      throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${toRemove.join(', ')}`, association.name, via)
     }
-    const missing = [...wanted.keys()].filter(key => !found.has(key))
-    // The message names ten of them at most: a request with thousands would otherwise echo them all.
-    // (Many-to-many links written meanwhile are rolled back with the transaction.)
-    if (missing.length > 0) throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.slice(0, 10).join(', ') + (missing.length > 10 ? ` and ${missing.length - 10} more` : ''))
-    if (oneToMany) {
-      const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
-      const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)
-      const via = association.via as string
-      if (toRemove.length > 0 && !association.parentNullable) {
-        throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${toRemove.join(', ')}`, association.name, via)
-      }
-      await scope.links.set(child, toRemove, association.parentColumn, null, model)
-      await scope.links.set(child, toAdd, association.parentColumn, id, model)
-      added.push(...toAdd)
-      removed.push(...toRemove)
+    await scope.links.set(child, toRemove, association.parentColumn, null, model)
+    await scope.links.set(child, toAdd, association.parentColumn, id, model)
+    added.push(...toAdd)
+    removed.push(...toRemove)
+    if (parentOwn) {
       scope.changes.addedTo(model.identity, parentKey, association.name, added.map(key => keyOf(child, key)))
       scope.changes.removedFrom(model.identity, parentKey, association.name, removed.map(key => keyOf(child, key)))
-      const formerParents = new Map<string, { parent: unknown, children: Id[] }>()
-      for (const key of toAdd) {
-        const former = (found.get(String(key)) as { value: unknown }).value
-        const childKey = keyOf(child, key)
-        scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: former === null ? null : keyOf(model, former) })
-        if (former === null) continue
-        const entry = formerParents.get(String(former)) ?? { parent: former, children: [] }
-        entry.children.push(childKey)
-        formerParents.set(String(former), entry)
-      }
-      for (const key of toRemove) scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
-      for (const { parent, children } of formerParents.values()) scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
-    } else {
-      // The members that stay were neither deleted nor inserted: the statements reported exactly
-      // the links they changed, so none was needed to read the current members first.
+    }
+    const formerParents = new Map<string, { parent: unknown, children: Id[] }>()
+    for (const key of toAdd) {
+      const former = (found.get(String(key)) as { value: unknown }).value
+      const childKey = keyOf(child, key)
+      scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: former === null ? null : keyOf(model, former) })
+      if (former === null) continue
+      const entry = formerParents.get(String(former)) ?? { parent: former, children: [] }
+      entry.children.push(childKey)
+      formerParents.set(String(former), entry)
+    }
+    for (const key of toRemove) scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
+    for (const { parent, children } of formerParents.values()) scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
+  } else {
+    // The members that stay were neither deleted nor inserted: the statements reported exactly
+    // the links they changed, so none was needed to read the current members first.
+    if (parentOwn) {
       scope.changes.addedTo(model.identity, parentKey, association.name, added.map(key => keyOf(child, key)))
       scope.changes.removedFrom(model.identity, parentKey, association.name, removed.map(key => keyOf(child, key)))
-      if (association.via !== undefined) {
-        for (const key of added) scope.changes.addedTo(child.identity, keyOf(child, key), association.via, [parentKey])
-        for (const key of removed) scope.changes.removedFrom(child.identity, keyOf(child, key), association.via, [parentKey])
-      }
     }
-    return record ?? await parentRecord(ctx, scope, collection, id, views)
-  })
+    if (association.via !== undefined) {
+      for (const key of added) scope.changes.addedTo(child.identity, keyOf(child, key), association.via, [parentKey])
+      for (const key of removed) scope.changes.removedFrom(child.identity, keyOf(child, key), association.via, [parentKey])
+    }
+  }
+  return record ?? await answer(id)
 }

@@ -105,11 +105,13 @@ export class Connection implements BlueprintSocket {
 
   /** Keep-alive: drops a socket that did not answer the last ping, else pings it again. */
   ping (): void {
+    const transport = this.#transport
+    if (transport.ping === undefined) return
     if (!this.alive) {
-      this.#transport.terminate()
+      transport.terminate()
       return
     }
     this.alive = false
-    this.#transport.ping()
+    transport.ping()
   }
 }

@@ -143,11 +143,13 @@ function later (args: unknown[]): void {
 
 /**
  * Runs one request through the app's router and resolves with its answer. Call it inside the
- * async context the request should run in (the router is entered synchronously).
+ * async context the request should run in (the router is entered synchronously). `made` sees
+ * the request object (`request.raw` in the route) before the router does.
  */
-export function dispatch (app: FastifyInstance, socket: VirtualSocket, method: string, url: string, headers: Record<string, string | string[] | undefined>, body: Buffer | undefined): Promise<Answer> {
+export function dispatch (app: FastifyInstance, socket: VirtualSocket, method: string, url: string, headers: Record<string, string | string[] | undefined>, body: Buffer | undefined, made?: (raw: object) => void): Promise<Answer> {
   return new Promise(resolve => {
     const request = new VirtualRequest(method, url, headers, body, socket)
+    made?.(request)
     const response = new VirtualResponse(request, done => {
       resolve({ statusCode: done.statusCode, headers: done.headersOut, chunks: done.chunks })
     })

@@ -63,6 +63,13 @@ export interface RealtimeOptions {
   readonly maxBufferedBytes?: number
   /** Milliseconds between pings; a socket that did not answer the previous one is dropped. 0 turns pings off. Default 30 000. */
   readonly pingInterval?: number
+  /**
+   * A socket.io endpoint for unmodified sails.io.js frontends (docs/sails-io.md), beside the
+   * websocket endpoint: `true` serves it at `/socket.io` (Sails' path, outside the `prefix`, as
+   * sails.io.js expects), with `GET /__getcookie`; `{ path }` elsewhere. Needs the `socket.io`
+   * package (version 4), which the app installs. Default `false`.
+   */
+  readonly sailsIo?: boolean | { readonly path?: string }
 }
 
 /** Realtime options after defaults (the broker is made by the plugin when absent). */
@@ -79,6 +86,8 @@ export interface ResolvedRealtime {
   readonly maxSubscriptions: number
   readonly maxBufferedBytes: number
   readonly pingInterval: number
+  /** The socket.io endpoint, or false. */
+  readonly sailsIo: { readonly path: string } | false
 }
 
 /** The realtime defaults, documented in docs/options.md (the path defaults to `${prefix}/socket`). */

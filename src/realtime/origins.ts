@@ -7,7 +7,8 @@
  *
  * @module
  */
-import { BP_ERR_INVALID_OPTION } from '../errors.ts'
+import type { onRequestHookHandler } from 'fastify'
+import { BP_ERR_INVALID_OPTION, BP_ERR_ORIGIN_NOT_ALLOWED } from '../errors.ts'
 
 /** The resolved policy: every origin, or a set of exact origins (`https://app.example.com`). */
 export type OriginPolicy = '*' | ReadonlySet<string>
@@ -53,4 +54,14 @@ function normal (text: string): string | undefined {
   }
   const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === ''
   return bare && url.origin !== 'null' && !text.endsWith('/') ? url.origin : undefined
+}
+
+/** The upgrade hook (onRequest) that refuses pages of origins the policy does not allow: 403 BP_ERR_ORIGIN_NOT_ALLOWED. */
+export function originHook (origins: OriginPolicy): onRequestHookHandler {
+  return (request, reply, done) => {
+    const origin = request.headers.origin
+    if (originAllowed(origins, origin)) return done()
+    request.log.info({ origin }, 'fastify-blueprints: refused a socket from an origin that realtime.onlyAllowOrigins does not allow')
+    reply.code(403).send(new BP_ERR_ORIGIN_NOT_ALLOWED(JSON.stringify(origin)))
+  }
 }

@@ -7,19 +7,19 @@
  * @module
  */
 import { STATUS_CODES } from 'node:http'
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import '@fastify/websocket'
 import type { RawData, WebSocket } from 'ws'
-import { BP_ERR_INVALID_FRAME, BP_ERR_ORIGIN_NOT_ALLOWED, BP_ERR_TOO_MANY_REQUESTS } from '../errors.ts'
+import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../errors.ts'
 import type { ResolvedRealtime } from './options.ts'
-import { originAllowed, type OriginPolicy } from './origins.ts'
+import { originHook } from './origins.ts'
 import { Connection } from './connection.ts'
-import { dispatch, VirtualSocket } from './dispatch.ts'
+import { VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
-import { socketRequests, type SocketRequest } from './socket-requests.ts'
+import { runSocketRequest } from './run-request.ts'
 import { walkJson } from '../models/values.ts'
 import { frameProblem } from './frames.ts'
-import { CLOSE, frameId, NOT_FORWARDED, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
+import { CLOSE, frameId, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
 import { WsTransport } from './transports/ws.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined
@@ -41,7 +41,7 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
   // A plain GET of this path (no upgrade, or a socket's own request frame) is the app's 404, as for
   // any path without a route (@fastify/websocket would answer an empty 404). Then the origin is
   // checked, before the app's own hooks: a refused page learns nothing more.
-  const onRequest = [notAnUpgrade, ...(origins === undefined ? [] : [checkOrigin(origins)]), ...[options.hooks.onRequest ?? []].flat()]
+  const onRequest = [notAnUpgrade, ...(origins === undefined ? [] : [originHook(origins)]), ...[options.hooks.onRequest ?? []].flat()]
   app.get(options.path, { websocket: true, ...options.hooks, onRequest }, (ws: WebSocket, request: FastifyRequest) => {
     const headers: Record<string, string | string[] | undefined> = {}
     for (const [name, value] of Object.entries(request.headers)) {
@@ -73,16 +73,6 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
 function notAnUpgrade (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   if ((request as FastifyRequest & { ws: boolean }).ws) done()
   else reply.callNotFound()
-}
-
-/** The upgrade hook that refuses pages of origins the policy does not allow. */
-function checkOrigin (origins: OriginPolicy): onRequestHookHandler {
-  return (request, reply, done) => {
-    const origin = request.headers.origin
-    if (originAllowed(origins, origin)) return done()
-    request.log.info({ origin }, 'fastify-blueprints: refused a socket from an origin that realtime.onlyAllowOrigins does not allow')
-    reply.code(403).send(new BP_ERR_ORIGIN_NOT_ALLOWED(JSON.stringify(origin)))
-  }
 }
 
 /** Runs the `context` option for a new socket; a refusal closes it. Resolves whether it was accepted. */
@@ -134,43 +124,11 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
   try {
     // A socket refused by `context` is closed: its requests are dropped unanswered.
     if (!await connection.ready) return
-    const headers: Record<string, string | string[] | undefined> = { ...connection.headers }
-    if (request.headers !== undefined) for (const name in request.headers) headers[name.toLowerCase()] = request.headers[name]
-    let body: Buffer | undefined
-    if (request.body !== undefined) {
-      body = Buffer.from(JSON.stringify(request.body))
-      headers['content-type'] = 'application/json'
-      headers['content-length'] = String(body.length)
-    }
-    const scope: SocketRequest = { connection, since: hub.sequence, json: false }
-    const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, request.method, request.url, headers, body))
-    const forwarded: Record<string, unknown> = {}
-    for (const name in answer.headers) {
-      if (!NOT_FORWARDED.has(name)) forwarded[name] = answer.headers[name]
-    }
-    const text = answer.chunks.every(chunk => typeof chunk === 'string')
-      ? answer.chunks.join('')
-      : Buffer.concat(answer.chunks.map(chunk => typeof chunk === 'string' ? Buffer.from(chunk) : chunk)).toString()
-    // A body that Fastify serialised as JSON is embedded as is: no parse, no second stringify.
-    // An encoded body (an onSend hook compressed it) is not JSON text any more.
-    const json = scope.json && answer.headers['content-encoding'] === undefined
-    connection.reply(request.id, answer.statusCode, forwarded, json ? text : bodyOf(text, answer.headers['content-type']))
+    const answer = await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
+    connection.reply(request.id, answer.statusCode, answer.headers, answer.bodyJson)
   } finally {
     connection.pending--
   }
-}
-
-/** The JSON text of a response body: JSON as is when it parses, anything else as a string. */
-function bodyOf (payload: string, type: unknown): string {
-  if (payload === '') return 'null'
-  if (typeof type === 'string' && type.includes('json')) {
-    try {
-      return JSON.stringify(JSON.parse(payload))
-    } catch {
-      // Declared JSON but is not: sent as text below.
-    }
-  }
-  return JSON.stringify(payload)
 }
 
 /** Answers with the body HTTP errors have. */

@@ -1,7 +1,7 @@
 /**
  * Starting realtime for one registration: the hub and its broker subscription, the websocket
  * endpoint (unless `path: false`) in a context of its own, and the closing of upgrade
- * connections answered over HTTP.
+ * connections answered over HTTP; the socket.io endpoint when `sailsIo` asks for it.
  *
  * @module
  */
@@ -14,6 +14,7 @@ import { Hub } from './hub.ts'
 import type { ResolvedRealtime } from './options.ts'
 import { CLOSE } from './protocol.ts'
 import { socketRequests } from './socket-requests.ts'
+import { loadSocketIo, registerSailsIo, type IoModules } from './sails-io.ts'
 import { registerEndpoint } from './socket-route.ts'
 import { closeAnsweredUpgrades } from './upgrades.ts'
 
@@ -50,15 +51,22 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
   const publish = (changes: readonly Change[]): void => {
     hub.publishChanges(changes).catch((err: unknown) => { app.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it') })
   }
+  // socket.io is loaded first: registration fails before anything starts when it is missing.
+  const io = options.sailsIo === false ? undefined : await loadSocketIo()
   await hub.start()
   app.addHook('onClose', async () => { await hub.stop() })
-  if (options.path === false) return { hub, publish }
+  if (options.path === false && options.sailsIo === false) return { hub, publish }
   // Marks responses to socket requests that Fastify serialises as JSON: the frame embeds them as is.
   app.addHook('preSerialization', (_request, _reply, payload, done) => {
     const scope = socketRequests.getStore()
     if (scope !== undefined) scope.json = true
     done(null, payload)
   })
+  if (options.sailsIo !== false) {
+    const sailsIo = { ...options, path: options.sailsIo.path }
+    await app.register(async endpoint => { registerSailsIo(endpoint, hub, sailsIo, io as IoModules) })
+  }
+  if (options.path === false) return { hub, publish }
   closeAnsweredUpgrades(app.server)
   // The endpoint lives in a context of its own: @fastify/websocket's hooks (it adds some to every
   // route of the context it is registered in) stay off the app's other routes. An app that

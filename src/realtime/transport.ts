@@ -31,6 +31,9 @@ export interface Transport {
   close (code: number, reason: string): void
   /** Drops the socket at once (a peer that does not read, or does not answer pings). */
   terminate (): void
-  /** Keep-alive: asks the peer for a pong. */
-  ping (): void
+  /**
+   * Keep-alive: asks the peer for a pong. Absent when the carrier checks that the peer is alive
+   * itself (Engine.IO's heartbeats): the hub's pings then skip the socket.
+   */
+  ping? (): void
 }

@@ -17,7 +17,16 @@ function answer (input: RouteInput): Record<string, unknown> {
   return { 200: Type.Ref(recordSchemaId(input.model.identity)), '4xx': Type.Ref('blueprints.error') }
 }
 
-/** create, update and destroy. */
+const UPDATE: RouteSpec = {
+  action: 'update',
+  method: 'PATCH',
+  per: 'model',
+  url: model => routePath(model, true),
+  schema: input => ({ params: idParams(['id']), body: readByAction(bodySchema(input.model, input.ctx.registry)), response: answer(input) }),
+  handler: input => async request => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, await defaultViews(input, request, 'update'))
+}
+
+/** create, update (`PATCH`, and `PUT` as Sails binds it) and destroy. */
 export const RECORD_ROUTES: readonly RouteSpec[] = [
   {
     action: 'create',
@@ -27,14 +36,9 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     schema: input => ({ body: readByAction(bodySchema(input.model, input.ctx.registry)), response: answer(input) }),
     handler: input => async request => create(input.ctx, input.model, request.body as Record<string, unknown>, await defaultViews(input, request, 'create'))
   },
-  {
-    action: 'update',
-    method: 'PATCH',
-    per: 'model',
-    url: model => routePath(model, true),
-    schema: input => ({ params: idParams(['id']), body: readByAction(bodySchema(input.model, input.ctx.registry)), response: answer(input) }),
-    handler: input => async request => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, await defaultViews(input, request, 'update'))
-  },
+  UPDATE,
+  // Sails binds update to PUT too, and sails.io.js frontends call io.socket.put('/user/1', …).
+  { ...UPDATE, method: 'PUT', alias: true },
   {
     action: 'destroy',
     method: 'DELETE',

@@ -49,7 +49,7 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
         app.route({
           method: spec.method,
           url: spec.url(model, association),
-          schema: { ...spec.schema(input), tags: [model.identity], operationId: operationId(spec, model, association) },
+          schema: { ...spec.schema(input), tags: [model.identity], operationId: operationId(spec, model, association), ...(spec.alias === true ? { hide: true } : {}) },
           validatorCompiler: compileValidator,
           config: { blueprint: config },
           handler: observe === undefined || !READS.has(spec.action)

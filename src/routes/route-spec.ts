@@ -23,6 +23,8 @@ export interface RouteSpec {
   readonly method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
   /** One route per model, per association (populate) or per collection (add, replace, remove). */
   readonly per: 'model' | 'association' | 'collection'
+  /** A second method for an action already in the table: served, left out of the OpenAPI document. */
+  readonly alias?: true
   /** Whether the options ask for this route (default: always). */
   readonly enabled?: (options: RouteSettings) => boolean
   url (model: Model, association?: Association): string

@@ -14,6 +14,13 @@ export async function listening (t: Teardown, db: Database, options: BuildOption
   return app
 }
 
+/** What `seen` and `before` need of a socket of either endpoint (TestSocket, SailsTestSocket). */
+export interface Hearing {
+  readonly notices: Notice[]
+  until (count: number): Promise<Notice[]>
+  upTo (from: number, is: (notice: Notice) => boolean): Promise<Notice[]>
+}
+
 /** A socket to the app's endpoint, closed at teardown. */
 export async function open (t: Teardown, app: FastifyInstance, headers?: Record<string, string>, path?: string): Promise<TestSocket> {
   const socket = await connect(socketUrl(app, path), { headers })
@@ -25,7 +32,7 @@ export async function open (t: Teardown, app: FastifyInstance, headers?: Record<
  * Runs `write` and returns what `socket` received for it: `count` notifications (at least one;
  * to show that none came, see {@link before}), then a short moment for any extra one.
  */
-export async function seen (socket: TestSocket, count: number, write: () => Promise<unknown>): Promise<Notice[]> {
+export async function seen (socket: Hearing, count: number, write: () => Promise<unknown>): Promise<Notice[]> {
   if (count < 1) throw new Error('seen() waits for notifications; prove that none came with before() and a sentinel')
   const before = socket.notices.length
   const received = (): Notice[] => socket.notices.slice(before).filter(notice => !isSentinel(notice))
@@ -65,7 +72,7 @@ export function sentinel (app: FastifyInstance, identity: string, id: string | n
  * notifications reach a socket in the order of their changes, so anything `write` (or what ran
  * since `from`) sent the socket is in the result, with no waiting for silence.
  */
-export async function before (socket: TestSocket, sentinel: Sentinel, write?: () => Promise<unknown>, from = socket.notices.length): Promise<Notice[]> {
+export async function before (socket: Hearing, sentinel: Sentinel, write?: () => Promise<unknown>, from = socket.notices.length): Promise<Notice[]> {
   await write?.()
   await sentinel.run()
   // Earlier sentinels (another socket's, on a record this one follows too) are no result.

@@ -1,0 +1,64 @@
+/**
+ * One request of a socket, whatever endpoint carried it: run through the app's router as a
+ * virtual request (dispatch.ts) inside the socket's async scope, and its answer made ready for a
+ * frame — the headers a socket gets, and the body as JSON text.
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify'
+import type { Connection } from './connection.ts'
+import { dispatch } from './dispatch.ts'
+import type { Hub } from './hub.ts'
+import { NOT_FORWARDED } from './protocol.ts'
+import { socketRequests, type SocketRequest } from './socket-requests.ts'
+
+/** A socket request's answer, ready for a frame. */
+export interface SocketAnswer {
+  readonly statusCode: number
+  /** The response headers a socket gets (no `content-length`, `set-cookie`, …). */
+  readonly headers: Record<string, unknown>
+  /** The body as JSON text: what Fastify serialised as JSON as is, other text as a JSON string. */
+  readonly bodyJson: string
+}
+
+/**
+ * Runs `method url` for `connection`: `headers` are the request's own (names in any case), over
+ * the connection's; a `body` is sent as JSON.
+ */
+export async function runSocketRequest (app: FastifyInstance, hub: Hub, connection: Connection, method: string, url: string, own: Readonly<Record<string, unknown>> | undefined, body: unknown): Promise<SocketAnswer> {
+  const headers: Record<string, string | string[] | undefined> = { ...connection.headers }
+  if (own !== undefined) for (const name in own) headers[name.toLowerCase()] = own[name] as string
+  let bytes: Buffer | undefined
+  if (body !== undefined) {
+    bytes = Buffer.from(JSON.stringify(body))
+    headers['content-type'] = 'application/json'
+    headers['content-length'] = String(bytes.length)
+  }
+  const scope: SocketRequest = { connection, since: hub.sequence, json: false }
+  const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes))
+  const forwarded: Record<string, unknown> = {}
+  for (const name in answer.headers) {
+    if (!NOT_FORWARDED.has(name)) forwarded[name] = answer.headers[name]
+  }
+  const text = answer.chunks.every(chunk => typeof chunk === 'string')
+    ? answer.chunks.join('')
+    : Buffer.concat(answer.chunks.map(chunk => typeof chunk === 'string' ? Buffer.from(chunk) : chunk)).toString()
+  // A body that Fastify serialised as JSON is embedded as is: no parse, no second stringify.
+  // An encoded body (an onSend hook compressed it) is not JSON text any more, and a HEAD
+  // request's answer has none.
+  const json = scope.json && text !== '' && answer.headers['content-encoding'] === undefined
+  return { statusCode: answer.statusCode, headers: forwarded, bodyJson: json ? text : bodyOf(text, answer.headers['content-type']) }
+}
+
+/** The JSON text of a response body: JSON as is when it parses, anything else as a string. */
+function bodyOf (payload: string, type: unknown): string {
+  if (payload === '') return 'null'
+  if (typeof type === 'string' && type.includes('json')) {
+    try {
+      return JSON.stringify(JSON.parse(payload))
+    } catch {
+      // Declared JSON but is not: sent as text below.
+    }
+  }
+  return JSON.stringify(payload)
+}

@@ -1,0 +1,301 @@
+/**
+ * The socket.io endpoint for sails.io.js frontends (`realtime.sailsIo`): Sails' virtual requests
+ * over socket.io, run through the same router, hub, subscriptions and brokers as the websocket
+ * endpoint; socket.io only carries frames (its rooms and adapters deliver nothing). See
+ * docs/sails-io.md for the protocol as Sails speaks it and where this endpoint differs.
+ *
+ * The upgrade goes through the app first, as a virtual `GET` of the endpoint's path: the origin
+ * check, the `realtime.hooks` and `realtime.context` run on it as on the websocket endpoint's
+ * upgrade; only an upgrade they let through is handed to Engine.IO. One `upgrade` listener of the
+ * HTTP server routes the endpoint's path to Engine.IO and every other upgrade to the listeners that
+ * were there (`@fastify/websocket`'s), so neither sees the other's.
+ *
+ * @module
+ */
+import type { IncomingMessage, Server as HttpServer } from 'node:http'
+import { createRequire } from 'node:module'
+import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../errors.ts'
+import { Connection } from './connection.ts'
+import { dispatch, VirtualSocket } from './dispatch.ts'
+import type { Hub } from './hub.ts'
+import { originHook } from './origins.ts'
+import { UPGRADE_ONLY } from './protocol.ts'
+import { runSocketRequest } from './run-request.ts'
+import type { EndpointOptions } from './socket-route.ts'
+import { SocketIoTransport, type Ack, type IoSocket } from './transports/socket-io.ts'
+
+/** The events sails.io.js sends requests as: the method, in lower case. */
+const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const
+
+/** Methods whose `data` becomes query parameters (the others send it as the body). */
+const DATA_IN_QUERY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE'])
+
+/** The error object Sails answers a request it cannot parse with (without its stack trace). */
+export interface ParseError {
+  readonly code: 'SAILS:HOOK:SOCKETS:PARSE_VIRTUAL_REQ'
+  readonly status: 400
+  readonly message: 'Failed to parse incoming socket.io request.'
+  readonly details: string
+}
+
+/** Headers of a refused handshake's answer that are written here, not copied from the app's. */
+const HEAD_SET_HERE = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive'])
+
+/** Oldest sails.io.js SDK Sails serves; a handshake that names none counts as 0.9.0. */
+const OLDEST_SDK = [0, 11, 0] as const
+
+/** The parts of socket.io and Engine.IO the endpoint uses. */
+interface IoServer {
+  bind (engine: unknown): unknown
+  on (event: 'connection', listener: (socket: IoServerSocket) => void): unknown
+  close (): unknown
+}
+interface IoServerSocket extends IoSocket {
+  readonly request: IncomingMessage
+  readonly handshake: { readonly query: Readonly<Record<string, unknown>>, readonly headers: Readonly<Record<string, unknown>>, readonly address: string }
+  on (event: string, listener: (...args: any[]) => void): unknown
+  emit (event: string, ...args: unknown[]): unknown
+}
+interface EngineServer {
+  handleUpgrade (request: IncomingMessage, socket: Duplex, head: Buffer): void
+  close (): unknown
+}
+export interface IoModules {
+  readonly Server: new (options: Record<string, unknown>) => IoServer
+  readonly Engine: new (options: Record<string, unknown>) => EngineServer
+}
+
+/**
+ * Loads socket.io, and Engine.IO from where socket.io finds it (the app installs socket.io only).
+ *
+ * @throws BP_ERR_MISSING_PACKAGE when socket.io is not installed.
+ */
+export async function loadSocketIo (from: string = import.meta.url): Promise<IoModules> {
+  let io: { Server: IoModules['Server'] }
+  let entry: string
+  try {
+    entry = createRequire(from).resolve('socket.io')
+    io = await import('socket.io') as unknown as { Server: IoModules['Server'] }
+  } catch {
+    throw new BP_ERR_MISSING_PACKAGE('`realtime.sailsIo`', 'socket.io', 'socket.io@4')
+  }
+  const engine = createRequire(entry)('engine.io') as { Server: IoModules['Engine'] }
+  return { Server: io.Server, Engine: engine.Server }
+}
+
+/** The endpoint's settings: the websocket endpoint's, with the socket.io path. */
+export type SailsIoOptions = Omit<EndpointOptions, 'path' | 'maxJsonDepth'> & { readonly path: string }
+
+// The virtual handshake requests, told apart from a real HTTP request to the path (long-polling).
+const HANDSHAKES = new WeakSet<object>()
+// Handshakes the app let through, with the `context` computed for them, by virtual request.
+const ADMITTED = new WeakMap<object, { context: unknown }>()
+// The `context` of each admitted upgrade, by upgrade request (socket.io's `socket.request`).
+const CONTEXTS = new WeakMap<IncomingMessage, unknown>()
+
+/**
+ * Serves sails.io.js clients at `options.path` on `app`'s server, and `GET /__getcookie`. Call it
+ * in the context where the upgrade's hooks should run.
+ */
+export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsIoOptions, modules: IoModules): void {
+  const path = options.path
+  const engine = new modules.Engine({
+    path: `${path}/`,
+    transports: ['websocket'],
+    allowEIO3: true,
+    pingInterval: 25_000,
+    pingTimeout: 60_000,
+    cookie: false,
+    maxHttpBufferSize: options.maxPayload
+  })
+  const io = new modules.Server({ path, serveClient: false, transports: ['websocket'], allowEIO3: true, cookie: false })
+  io.bind(engine)
+  io.on('connection', socket => { connect(app, hub, options, socket) })
+
+  // The handshake as the app sees it: the hooks run first; then `context`. A real HTTP request
+  // here is Engine.IO long-polling, which is not served.
+  const onRequest = [...(options.origins === undefined ? [] : [originHook(options.origins)]), ...[options.hooks.onRequest ?? []].flat()]
+  app.get(`${path}/`, { ...options.hooks, onRequest }, async (request: FastifyRequest) => {
+    if (!HANDSHAKES.has(request.raw)) throw new BP_ERR_WEBSOCKET_ONLY()
+    const admitted = { context: options.context === undefined ? undefined : await options.context(request) }
+    ADMITTED.set(request.raw, admitted)
+    return ''
+  })
+  app.get('/__getcookie', async (_request, reply) => await reply.type('application/javascript').send('_sailsIoJSConnect();'))
+
+  const server = app.server as HttpServer
+  app.addHook('onReady', async () => { routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, request, socket, head) }) })
+  app.addHook('preClose', async () => {
+    io.close()
+    engine.close()
+  })
+}
+
+/**
+ * Makes one listener of `server`'s upgrades: those of `path` go to `ours`, the others to the
+ * listeners registered until now.
+ */
+function routeUpgrades (server: HttpServer, path: string, ours: (request: IncomingMessage, socket: Duplex, head: Buffer) => void): void {
+  const others = server.listeners('upgrade') as Array<(request: IncomingMessage, socket: Duplex, head: Buffer) => void>
+  server.removeAllListeners('upgrade')
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = request.url as string
+    if (url.startsWith(`${path}/`) || url === path || url.startsWith(`${path}?`)) {
+      ours(request, socket, head)
+      return
+    }
+    if (others.length === 0) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+      return
+    }
+    for (const listener of others) listener.call(server, request, socket, head)
+  })
+}
+
+/** Runs the upgrade through the app as a virtual GET; hands it to Engine.IO when it answered 200. */
+async function admit (app: FastifyInstance, engine: EngineServer, request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  const peer = new VirtualSocket(request.socket.remoteAddress, request.socket.remotePort, () => { socket.destroy() })
+  let virtual: object | undefined
+  const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => {
+    virtual = raw
+    HANDSHAKES.add(raw)
+  })
+  const admitted = ADMITTED.get(virtual as object)
+  if (answer.statusCode !== 200 || admitted === undefined) {
+    // The app's answer (a hook's 401, the origin check's 403, an error of `context`), over HTTP.
+    const body = Buffer.concat(answer.chunks.map(chunk => Buffer.from(chunk)))
+    const head = Object.entries(answer.headers).filter(([name]) => !HEAD_SET_HERE.has(name)).map(([name, value]) => `${name}: ${String(value)}\r\n`).join('')
+    socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${answer.statusCode} ${STATUS_CODES[answer.statusCode] as string}\r\n${head}connection: close\r\ncontent-length: ${body.length}\r\n\r\n`), body]))
+    return
+  }
+  CONTEXTS.set(request, admitted.context)
+  engine.handleUpgrade(request, socket, head)
+}
+
+/** A socket.io connection: a Connection of the hub, and its request events. */
+function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socket: IoServerSocket): void {
+  const headers: Record<string, string | string[] | undefined> = {}
+  for (const [name, value] of Object.entries(socket.request.headers)) {
+    if (!UPGRADE_ONLY.has(name)) headers[name] = value
+  }
+  const transport = new SocketIoTransport(socket)
+  const { remoteAddress, remotePort } = socket.request.socket
+  const connection = new Connection(transport, headers, new VirtualSocket(remoteAddress, remotePort, () => { socket.disconnect(true) }), { maxBufferedBytes: options.maxBufferedBytes })
+  connection.context = CONTEXTS.get(socket.request)
+  hub.subscriptions.add(connection)
+  socket.on('disconnect', () => { hub.subscriptions.release(connection) })
+  const sdk = sdkProblem(socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version)
+  for (const method of METHODS) {
+    socket.on(method, (payload: unknown, ack: unknown) => {
+      const reply = typeof ack === 'function' ? ack as Ack : undefined
+      const problem = sdk ?? payloadProblem(payload)
+      if (problem !== undefined) {
+        const error: ParseError = { code: 'SAILS:HOOK:SOCKETS:PARSE_VIRTUAL_REQ', status: 400, message: 'Failed to parse incoming socket.io request.', details: problem }
+        if (reply === undefined) socket.emit('sails:parseError', error)
+        else reply(error)
+        return
+      }
+      request(app, hub, options, connection, transport, method.toUpperCase(), payload as VirtualRequestPayload, reply).catch(
+        /* c8 ignore next 2 -- nothing in request() rejects: the router answers every request
+           itself, errors included; this keeps an unforeseen failure from crashing the process. */
+        (err: unknown) => { app.log.error({ err, socket: connection.id }, 'fastify-blueprints: a socket.io request failed') }
+      )
+    })
+  }
+}
+
+/** What sails.io.js sends with a request event. */
+interface VirtualRequestPayload {
+  readonly url: string
+  readonly headers?: unknown
+  readonly data?: unknown
+  readonly params?: unknown
+}
+
+/** Why a handshake's SDK version is refused (every request then answers a parse error), if it is. */
+function sdkProblem (raw: unknown): string | undefined {
+  const version = typeof raw === 'string' ? raw : '0.9.0'
+  const parts = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version)
+  const numbers = parts === null ? undefined : [Number(parts[1]), Number(parts[2]), Number(parts[3])]
+  if (numbers !== undefined && compare(numbers, OLDEST_SDK) >= 0) return undefined
+  return `This server is not compatible with the socket.io/sails.io.js client SDK version you are using (${version}); it needs ${OLDEST_SDK.join('.')} or later (sent as the __sails_io_sdk_version query parameter of the handshake).`
+}
+
+function compare (a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number)
+  return 0
+}
+
+/** Why a request payload cannot be read, as Sails words it, if it cannot. */
+function payloadProblem (payload: unknown): string | undefined {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return `The request must be an object with a \`url\`; got ${describePayload(payload)}.`
+  const { url, headers } = payload as Record<string, unknown>
+  if (url === undefined || url === null || url === '') return 'No url provided in request.'
+  if (typeof url !== 'string') return `Invalid url provided: ${describePayload(url)} (it must be a string).`
+  if (!url.startsWith('/')) return `Invalid url provided: ${JSON.stringify(url)} (it must be a path, starting with /).`
+  if (headers !== undefined && headers !== null && (typeof headers !== 'object' || Array.isArray(headers))) return 'Invalid headers provided: they must be an object.'
+  return undefined
+}
+
+function describePayload (value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
+}
+
+/** One request: merged as Sails merges it, run through the router, answered through the ack. */
+async function request (app: FastifyInstance, hub: Hub, options: SailsIoOptions, connection: Connection, transport: SocketIoTransport, method: string, payload: VirtualRequestPayload, reply: Ack | undefined): Promise<void> {
+  const id = reply === undefined ? null : transport.expect(reply)
+  if (connection.pending >= options.maxPending) {
+    const err = new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending))
+    connection.reply(id, err.statusCode, {}, JSON.stringify({ statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode], message: err.message }))
+    return
+  }
+  connection.pending++
+  try {
+    const data = mergedData(payload)
+    const inQuery = DATA_IN_QUERY.has(method)
+    const url = inQuery && data !== undefined && !Array.isArray(data) ? withQuery(payload.url, data as Record<string, unknown>) : payload.url
+    const answer = await runSocketRequest(app, hub, connection, method, url, ownHeaders(payload.headers, connection), inQuery ? undefined : data)
+    connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
+  } finally {
+    connection.pending--
+  }
+}
+
+/** `data` over `params` (sails.io.js sends `data`; older clients `params`); an array stays one. */
+function mergedData ({ data, params }: VirtualRequestPayload): unknown {
+  if (Array.isArray(data)) return data
+  const merged = { ...(isObject(params) ? params : {}), ...(isObject(data) ? data : {}) }
+  return Object.keys(merged).length === 0 ? undefined : merged
+}
+
+function isObject (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** The url with `data` as query parameters; `data` wins a name clash with the url's own. */
+function withQuery (url: string, data: Record<string, unknown>): string {
+  const start = url.indexOf('?')
+  const path = start === -1 ? url : url.slice(0, start)
+  const query = new URLSearchParams(start === -1 ? '' : url.slice(start + 1))
+  // (Values come from JSON: none is undefined.)
+  for (const [name, value] of Object.entries(data)) query.set(name, typeof value === 'string' ? value : JSON.stringify(value))
+  return `${path}?${query.toString()}`
+}
+
+/**
+ * A request's own headers (names in lower case), as they apply over the connection's: `origin`
+ * always comes from the connection, and so does `cookie` when the handshake had one.
+ */
+function ownHeaders (given: unknown, connection: Connection): Record<string, unknown> | undefined {
+  if (!isObject(given)) return undefined
+  const own: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(given)) {
+    if (typeof value === 'string') own[name.toLowerCase()] = value
+  }
+  delete own.origin
+  if (connection.headers.cookie !== undefined) delete own.cookie
+  return own
+}
