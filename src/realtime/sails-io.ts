@@ -25,7 +25,7 @@ import { originHook } from './origins.ts'
 import { UPGRADE_ONLY } from './protocol.ts'
 import { runSocketRequest } from './run-request.ts'
 import type { EndpointOptions } from './socket-route.ts'
-import { SocketIoTransport, type Ack, type IoSocket } from './transports/socket-io.ts'
+import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './transports/socket-io.ts'
 
 /** The events sails.io.js sends requests as: the method, in lower case. */
 const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const
@@ -66,6 +66,13 @@ interface EngineServer {
 export interface IoModules {
   readonly Server: new (options: Record<string, unknown>) => IoServer
   readonly Engine: new (options: Record<string, unknown>) => EngineServer
+  /** The websocket frame of a text message, as Engine.IO's `ws` makes it. */
+  readonly frame: FrameText
+}
+
+/** What the endpoint uses of `ws`, loaded from where Engine.IO loads it. */
+interface Ws {
+  readonly Sender: { frame (data: Buffer, options: Record<string, unknown>): unknown }
 }
 
 /**
@@ -82,8 +89,12 @@ export async function loadSocketIo (from: string = import.meta.url): Promise<IoM
   } catch {
     throw new BP_ERR_MISSING_PACKAGE('`realtime.sailsIo`', 'socket.io', 'socket.io@4')
   }
-  const engine = createRequire(entry)('engine.io') as { Server: IoModules['Engine'] }
-  return { Server: io.Server, Engine: engine.Server }
+  const fromSocketIo = createRequire(entry)
+  const engine = fromSocketIo('engine.io') as { Server: IoModules['Engine'] }
+  const { Sender } = createRequire(fromSocketIo.resolve('engine.io'))('ws') as Ws
+  // A final, unmasked text frame, as socket.io's broadcasts make them.
+  const frame: FrameText = text => Sender.frame(text, { readOnly: false, mask: false, rsv1: false, opcode: 1, fin: true })
+  return { Server: io.Server, Engine: engine.Server, frame }
 }
 
 /** The endpoint's settings: the websocket endpoint's, with the socket.io path. */
@@ -113,7 +124,7 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
   })
   const io = new modules.Server({ path, serveClient: false, transports: ['websocket'], allowEIO3: true, cookie: false })
   io.bind(engine)
-  io.on('connection', socket => { connect(app, hub, options, socket) })
+  io.on('connection', socket => { connect(app, hub, options, socket, modules.frame) })
 
   // The handshake as the app sees it: the hooks run first; then `context`. A real HTTP request
   // here is Engine.IO long-polling, which is not served.
@@ -176,12 +187,12 @@ async function admit (app: FastifyInstance, engine: EngineServer, request: Incom
 }
 
 /** A socket.io connection: a Connection of the hub, and its request events. */
-function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socket: IoServerSocket): void {
+function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socket: IoServerSocket, frame: FrameText): void {
   const headers: Record<string, string | string[] | undefined> = {}
   for (const [name, value] of Object.entries(socket.request.headers)) {
     if (!UPGRADE_ONLY.has(name)) headers[name] = value
   }
-  const transport = new SocketIoTransport(socket)
+  const transport = new SocketIoTransport(socket, frame)
   const { remoteAddress, remotePort } = socket.request.socket
   const connection = new Connection(transport, headers, new VirtualSocket(remoteAddress, remotePort, () => { socket.disconnect(true) }), { maxBufferedBytes: options.maxBufferedBytes })
   connection.context = CONTEXTS.get(socket.request)

@@ -24,13 +24,35 @@ export interface EngineSocket {
   readonly writeBuffer: ReadonlyArray<{ readonly data?: unknown }>
   /** The websocket transport (the endpoint serves no other); its `socket` is the `ws` WebSocket. */
   readonly transport: { readonly socket: { readonly bufferedAmount: number, terminate (): void } }
-  /** Sends an Engine.IO message packet: here, an encoded socket.io packet. */
-  write (data: string): unknown
+  /**
+   * Sends an Engine.IO message packet: here, an encoded socket.io packet; with
+   * `wsPreEncodedFrame`, the websocket frame made for it once (what socket.io's own broadcasts use).
+   */
+  write (data: string, options: PacketOptions): unknown
 }
 
-/** The socket.io packet of an event in the main namespace: type 2, then the JSON array of its arguments. */
-function eventPacket (event: string, data: unknown): string {
-  return `2${JSON.stringify([event, data])}`
+/** Engine.IO's options of one packet. */
+export interface PacketOptions {
+  readonly preEncoded?: boolean
+  readonly wsPreEncodedFrame?: unknown
+}
+
+/** Makes the websocket frame of a text message (`ws`'s `Sender.frame`). */
+export type FrameText = (text: Buffer) => unknown
+
+/** One notification's socket.io packet, and its Engine.IO packet's websocket frame, made once. */
+interface Encoded {
+  readonly packet: string
+  readonly options: PacketOptions
+}
+
+/**
+ * The socket.io packet of an event in the main namespace (type 2, then the JSON array of its
+ * arguments), and the websocket frame of the Engine.IO message packet that carries it (type 4).
+ */
+function encode (event: string, data: unknown, frame: FrameText): Encoded {
+  const packet = `2${JSON.stringify([event, data])}`
+  return { packet, options: { preEncoded: true, wsPreEncodedFrame: frame(Buffer.from(`4${packet}`)) } }
 }
 
 /** An acknowledgement callback of socket.io. */
@@ -39,11 +61,13 @@ export type Ack = (answer: unknown) => void
 /** One socket of the socket.io endpoint. */
 export class SocketIoTransport implements Transport {
   readonly #socket: IoSocket
+  readonly #frame: FrameText
   readonly #acks = new Map<number, Ack>()
   #nextAck = 0
 
-  constructor (socket: IoSocket) {
+  constructor (socket: IoSocket, frame: FrameText) {
     this.#socket = socket
+    this.#frame = frame
   }
 
   get open (): boolean {
@@ -67,9 +91,11 @@ export class SocketIoTransport implements Transport {
   }
 
   notify (model: string, data: unknown, shared: SharedFrames): void {
-    // The packet is encoded once for every socket.io socket that gets it, and written to the
-    // Engine.IO connection as socket.io would write an `emit`.
-    this.#socket.conn.write((shared.socketIo ??= eventPacket(model, data)) as string)
+    // Encoded once for every socket.io socket that gets it, down to the websocket frame, and
+    // written to each Engine.IO connection as socket.io writes a broadcast: in order with the
+    // socket's other packets, without encoding it again.
+    const encoded = (shared.socketIo ??= encode(model, data, this.#frame)) as Encoded
+    this.#socket.conn.write(encoded.packet, encoded.options)
   }
 
   reply (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): void {
