@@ -53,6 +53,17 @@ step "attw" env PATH="$repo/node_modules/.bin:$PATH" attw "$tarball" --profile e
 step "publint" env PATH="$repo/node_modules/.bin:$PATH" publint "$tarball" --strict
 echo "pack smoke: attw and publint passed"
 
+# No script of the package runs when users install it (npm 11 warns about every such script).
+if ! tar -xOzf "$tarball" package/package.json | "$node" -e '
+  const scripts = JSON.parse(require("node:fs").readFileSync(0, "utf8")).scripts ?? {}
+  const run = ["preinstall", "install", "postinstall", "prepare"].filter(name => name in scripts)
+  if (run.length > 0) { console.error(`install-time scripts: ${run.join(", ")}`); process.exit(1) }
+'; then
+  echo "pack smoke: FAILED: the packed package.json has install-time scripts" >&2
+  exit 1
+fi
+echo "pack smoke: no install-time scripts"
+
 # 2. A fresh consumer project. Install scripts are skipped: nothing here needs one, and
 #    better-sqlite3's binding.gyp would otherwise trigger a native rebuild for npm's own Node.
 cd "$tmp/app"

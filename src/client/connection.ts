@@ -1,0 +1,202 @@
+// The client's connection: one WebSocket at a time, opened again after a drop with back-off; the
+// requests it sends (jobs.ts), the reads it re-issues after a reconnect (reads.ts), and the app's
+// handlers it calls with what arrives.
+import { CLOSE } from '../realtime/protocol.ts'
+import type { Backoff } from './backoff.ts'
+import type { Job, Jobs } from './jobs.ts'
+import type { BlueprintsResponse } from './messages.ts'
+import { BlueprintsClientError, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
+import type { RememberedReads } from './reads.ts'
+
+/** The app's handlers, by kind (the client adds and removes them). */
+export interface Handlers {
+  readonly notifications: Map<string, Set<(message: any) => void>>
+  readonly resync: Set<(url: string, response: BlueprintsResponse) => void>
+  readonly status: Set<(status: Status) => void>
+}
+
+/** What a connection is made of. */
+export interface ConnectionParts {
+  readonly url: string
+  readonly WebSocket: WebSocketConstructor
+  readonly protocols: string | string[] | undefined
+  /** Undefined: no reconnect. */
+  readonly backoff: Backoff | undefined
+  readonly jobs: Jobs
+  readonly reads: RememberedReads
+  readonly handlers: Handlers
+  readonly onError: (error: unknown) => void
+}
+
+/** The connection of one client (see {@link ConnectionParts}); it opens at once. */
+export class ClientConnection {
+  readonly #url: string
+  readonly #WebSocket: WebSocketConstructor
+  readonly #protocols: string | string[] | undefined
+  readonly #backoff: Backoff | undefined
+  readonly #jobs: Jobs
+  readonly #reads: RememberedReads
+  readonly #handlers: Handlers
+  readonly #onError: (error: unknown) => void
+  #status: Status = 'connecting'
+  #ws: WebSocketLike | undefined
+  #timer: ReturnType<typeof setTimeout> | undefined
+
+  constructor (parts: ConnectionParts) {
+    this.#url = parts.url
+    this.#WebSocket = parts.WebSocket
+    this.#protocols = parts.protocols
+    this.#backoff = parts.backoff
+    this.#jobs = parts.jobs
+    this.#reads = parts.reads
+    this.#handlers = parts.handlers
+    this.#onError = parts.onError
+    this.#open()
+  }
+
+  get status (): Status {
+    return this.#status
+  }
+
+  /** Queues a request, and sends it when the connection allows. */
+  send (job: Job): void {
+    this.#jobs.push(job)
+    this.#pump()
+  }
+
+  /** Closes for good (see `BlueprintsClient.close`). */
+  async close (): Promise<void> {
+    if (this.#status === 'closed') return
+    clearTimeout(this.#timer)
+    const ws = this.#ws
+    // Forgetting the socket first makes its later events (close included) no concern of the client.
+    this.#ws = undefined
+    this.#jobs.settle(() => new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client was closed'), false)
+    this.#setStatus('closed')
+    if (ws === undefined) return
+    await new Promise<void>(resolve => {
+      ws.addEventListener('close', () => { resolve() })
+      ws.close(CLOSE.NORMAL)
+    })
+  }
+
+  /** One connection attempt. Events of a socket the client no longer holds are ignored. */
+  #open (): void {
+    const ws = new this.#WebSocket(this.#url, this.#protocols)
+    this.#ws = ws
+    ws.addEventListener('open', () => { if (this.#ws === ws) this.#opened() })
+    ws.addEventListener('message', event => { if (this.#ws === ws) this.#receive(event.data) })
+    ws.addEventListener('close', event => { if (this.#ws === ws) this.#dropped(event.code) })
+  }
+
+  #opened (): void {
+    // The server forgot this connection's subscriptions with the old one: the remembered reads
+    // go first, so that the socket is subscribed again as early as possible. (On the first open
+    // nothing is remembered yet.)
+    const resync: Job[] = []
+    for (const [url, headers] of this.#reads.entries()) {
+      resync.push({
+        method: 'GET',
+        url,
+        headers,
+        frame: JSON.stringify({ method: 'GET', url, headers }),
+        resync: true,
+        done: response => { for (const handler of this.#handlers.resync) this.#call(handler, url, response) }
+      })
+    }
+    this.#jobs.first(resync)
+    this.#setStatus('open')
+    this.#pump()
+  }
+
+  /** Sends queued requests while the connection is open (up to `maxInFlight`). */
+  #pump (): void {
+    // A socket the server is closing discards the frame; its close event then deals with the job.
+    if (this.#status === 'open') this.#jobs.pump(frame => { (this.#ws as WebSocketLike).send(frame) })
+  }
+
+  /** One incoming frame: a notification, a response, or something else, which is ignored. */
+  #receive (data: unknown): void {
+    // A frame proves the connection works: the back-off starts again from its first delay.
+    this.#backoff?.reset()
+    if (typeof data !== 'string') return
+    let frame: Record<string, unknown>
+    try {
+      frame = JSON.parse(data)
+    } catch {
+      return
+    }
+    if (typeof frame !== 'object' || frame === null) return
+    if (typeof frame.event === 'string') {
+      for (const handler of this.#handlers.notifications.get(frame.event) ?? []) this.#call(handler, frame.data)
+      return
+    }
+    if (typeof frame.statusCode !== 'number') return
+    const job = this.#jobs.answered(frame.id)
+    if (job === undefined) return
+    const response: BlueprintsResponse = {
+      statusCode: frame.statusCode,
+      headers: (frame.headers ?? {}) as Record<string, string | string[]>,
+      body: frame.body ?? null
+    }
+    if (job.method === 'GET') this.#reads.answered(job.url, job.headers, response.statusCode, job.resync)
+    job.done(response)
+    this.#pump()
+  }
+
+  /** The socket closed (or never opened): retry after a back-off, or give up. */
+  #dropped (code: number | undefined): void {
+    this.#ws = undefined
+    const refused = code === CLOSE.REFUSED
+    if (refused || this.#backoff === undefined) {
+      this.#jobs.settle(() => refused
+        ? new BlueprintsClientError('BP_CLIENT_REFUSED', 'the server refused the connection (4003)')
+        : new BlueprintsClientError('BP_CLIENT_DISCONNECTED', `the connection closed (${String(code)}) and reconnect is off`), false)
+      this.#setStatus('closed')
+      return
+    }
+    // The server closes with 1009 when a frame was too large: one of those in flight. Sending them
+    // again would be refused again, so none is, GETs included.
+    const tooBig = code === CLOSE.TOO_BIG
+    this.#jobs.settle(() => new BlueprintsClientError('BP_CLIENT_DISCONNECTED', tooBig
+      ? 'the server closed the connection: a request was larger than its maxPayload'
+      : `the connection dropped (${String(code)}) while the request was in flight`), !tooBig)
+    // The timer first: a status handler that calls close() must find it to clear it.
+    this.#schedule()
+    this.#setStatus('reconnecting')
+  }
+
+  #schedule (): void {
+    const delay = (this.#backoff as Backoff).next()
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined
+      try {
+        this.#open()
+      } catch (error) {
+        // The first attempt ran in connect(), which threw to the caller; a constructor that throws
+        // only later (a custom one) counts as a failed attempt, reported, so the client keeps trying.
+        this.#report(error)
+        this.#dropped(undefined)
+      }
+    }, delay)
+  }
+
+  #setStatus (status: Status): void {
+    if (status === this.#status) return
+    this.#status = status
+    for (const handler of this.#handlers.status) this.#call(handler, status)
+  }
+
+  /** Runs an app handler; what it throws goes to `onError`, outside the socket's callback. */
+  #call<A extends unknown[]> (handler: (...args: A) => void, ...args: A): void {
+    try {
+      handler(...args)
+    } catch (error) {
+      this.#report(error)
+    }
+  }
+
+  #report (error: unknown): void {
+    queueMicrotask(() => { this.#onError(error) })
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * Sails' virtual requests as sails.io.js sends them (docs/sails-io.md): which events are requests,
+ * the SDK version check and the parse error, and how a payload's `url`, `data`, `params` and
+ * `headers` become the request the router runs.
+ *
+ * @module
+ */
+
+/** The events sails.io.js sends requests as: the method, in lower case. */
+export const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const
+
+/** Methods whose `data` becomes query parameters (the others send it as the body). */
+const DATA_IN_QUERY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE'])
+
+/** The error object Sails answers a request it cannot parse with (without its stack trace). */
+export interface ParseError {
+  readonly code: 'SAILS:HOOK:SOCKETS:PARSE_VIRTUAL_REQ'
+  readonly status: 400
+  readonly message: 'Failed to parse incoming socket.io request.'
+  readonly details: string
+}
+
+/** The parse error with these details. */
+export function parseError (details: string): ParseError {
+  return { code: 'SAILS:HOOK:SOCKETS:PARSE_VIRTUAL_REQ', status: 400, message: 'Failed to parse incoming socket.io request.', details }
+}
+
+/** Oldest sails.io.js SDK Sails serves; a handshake that names none counts as 0.9.0. */
+const OLDEST_SDK = [0, 11, 0] as const
+
+/** What sails.io.js sends with a request event. */
+export interface VirtualRequestPayload {
+  readonly url: string
+  readonly headers?: unknown
+  readonly data?: unknown
+  readonly params?: unknown
+}
+
+/** Why a handshake's SDK version is refused (every request then answers a parse error), if it is. */
+export function sdkProblem (raw: unknown): string | undefined {
+  const version = typeof raw === 'string' ? raw : '0.9.0'
+  const parts = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version)
+  const numbers = parts === null ? undefined : [Number(parts[1]), Number(parts[2]), Number(parts[3])]
+  if (numbers !== undefined && compare(numbers, OLDEST_SDK) >= 0) return undefined
+  return `This server is not compatible with the socket.io/sails.io.js client SDK version you are using (${version}); it needs ${OLDEST_SDK.join('.')} or later (sent as the __sails_io_sdk_version query parameter of the handshake).`
+}
+
+function compare (a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number)
+  return 0
+}
+
+/** Why a request payload cannot be read, as Sails words it, if it cannot. */
+export function payloadProblem (payload: unknown): string | undefined {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return `The request must be an object with a \`url\`; got ${describePayload(payload)}.`
+  const { url, headers } = payload as Record<string, unknown>
+  if (url === undefined || url === null || url === '') return 'No url provided in request.'
+  if (typeof url !== 'string') return `Invalid url provided: ${describePayload(url)} (it must be a string).`
+  if (!url.startsWith('/')) return `Invalid url provided: ${JSON.stringify(url)} (it must be a path, starting with /).`
+  if (headers !== undefined && headers !== null && (typeof headers !== 'object' || Array.isArray(headers))) return 'Invalid headers provided: they must be an object.'
+  return undefined
+}
+
+function describePayload (value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
+}
+
+/**
+ * The request the router runs for `method` and `payload`, over a connection whose handshake
+ * headers are `connection`.
+ */
+export function virtualRequest (method: string, payload: VirtualRequestPayload, connection: Readonly<Record<string, unknown>>): { url: string, headers: Record<string, unknown> | undefined, body: unknown } {
+  const data = mergedData(payload)
+  const inQuery = DATA_IN_QUERY.has(method)
+  return {
+    url: inQuery && data !== undefined && !Array.isArray(data) ? withQuery(payload.url, data as Record<string, unknown>) : payload.url,
+    headers: ownHeaders(payload.headers, connection),
+    body: inQuery ? undefined : data
+  }
+}
+
+/** `data` over `params` (sails.io.js sends `data`; older clients `params`); an array stays one. */
+function mergedData ({ data, params }: VirtualRequestPayload): unknown {
+  if (Array.isArray(data)) return data
+  const merged = { ...(isObject(params) ? params : {}), ...(isObject(data) ? data : {}) }
+  return Object.keys(merged).length === 0 ? undefined : merged
+}
+
+function isObject (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** The url with `data` as query parameters; `data` wins a name clash with the url's own. */
+function withQuery (url: string, data: Record<string, unknown>): string {
+  const start = url.indexOf('?')
+  const path = start === -1 ? url : url.slice(0, start)
+  const query = new URLSearchParams(start === -1 ? '' : url.slice(start + 1))
+  // (Values come from JSON: none is undefined.)
+  for (const [name, value] of Object.entries(data)) query.set(name, typeof value === 'string' ? value : JSON.stringify(value))
+  return `${path}?${query.toString()}`
+}
+
+/**
+ * A request's own headers (names in lower case), as they apply over the connection's (`connection`):
+ * `origin` always comes from the connection, and so does `cookie` when the handshake had one.
+ */
+function ownHeaders (given: unknown, connection: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
+  if (!isObject(given)) return undefined
+  const own: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(given)) {
+    if (typeof value === 'string') own[name.toLowerCase()] = value
+  }
+  delete own.origin
+  if (connection.cookie !== undefined) delete own.cookie
+  return own
+}
