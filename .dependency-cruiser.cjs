@@ -1,13 +1,13 @@
 // The house plan as a gate (`npm run lint:deps`, part of `npm test`): no import cycle, type-only
 // imports included, and layers that only point down:
 //
-//   foundation (errors, limits, messages, timestamps)
+//   foundation (errors, did-you-mean, limits, messages, timestamps)
 //     ← models ← criteria ← sql ← actions ← routes ← realtime ← plugin (plugin, options, index)
 //
 // The browser client (src/client) imports only the foundation and the socket protocol.
 // TypeScript 7 has no JavaScript API yet, so the sources are parsed with swc.
 const layers = ['models', 'criteria', 'sql', 'actions', 'routes', 'realtime']
-const FOUNDATION = '^src/(errors|limits|messages|timestamps)[.]ts$'
+const FOUNDATION = '^src/(errors|did-you-mean|limits|messages|timestamps)[.]ts$'
 const PLUGIN = '^src/(plugin|options|option-schema|index)[.]ts$'
 const folder = layer => `^src/${layer}/`
 

@@ -7,7 +7,7 @@
  */
 import { Type, type TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
-import { didYouMean } from './errors.ts'
+import { didYouMean } from './did-you-mean.ts'
 import { LIMIT_DEFAULTS } from './limits.ts'
 import { ACTIONS, HOOK_NAMES } from './routes/route-options.ts'
 

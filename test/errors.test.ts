@@ -1,7 +1,8 @@
 // docs/errors.md and src/errors.ts list the same codes with the same statuses.
 import t from 'tap'
 import { readFile } from 'node:fs/promises'
-import { errors, didYouMean } from '../src/errors.ts'
+import { errors } from '../src/errors.ts'
+import { didYouMean } from '../src/did-you-mean.ts'
 
 t.test('every code is documented, and every documented code exists', async t => {
   const doc = await readFile(new URL('../docs/errors.md', import.meta.url), 'utf8')

@@ -37,6 +37,9 @@ t.test('OpenAPI document', async t => {
   t.equal(doc.paths['/api/user'].get.operationId, 'find_user')
   t.same(doc.paths['/api/user/{id}/pets'].get.tags, ['user'])
   t.ok(doc.paths['/api/user'].get.parameters?.some(p => p.name === 'where' && p.in === 'query'))
+  t.match(doc.paths['/api/user'].get.parameters?.find(p => p.name === 'count'), { in: 'query', schema: { type: 'string', enum: ['true', 'false'] } }, 'count is documented')
+  t.match((doc.paths['/api/user'].get.responses as any)['200'].headers, { 'X-Total-Count': { schema: { type: 'integer', minimum: 0 }, description: /count=true/ } }, 'and its header')
+  t.notOk(doc.paths['/api/user/{id}/pets'].get.parameters?.some(p => p.name === 'count'), 'a populate does not count')
   t.ok(doc.paths['/api/user'].get.parameters?.some(p => p.name === 'age' && p.in === 'query'), 'attribute filters are documented')
   const names = Object.keys(doc.components.schemas)
   for (const identity of ['user', 'pet', 'tag']) {

@@ -19,3 +19,14 @@ export async function find (ctx: ActionContext, model: Model, query: BlueprintQu
   const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
   return ctx.loader.find(ctx.run, model, { ...criteria, views })
 }
+
+/**
+ * The total number of records that the query's `where` matches, whatever its page (`count=true`).
+ * A statement of its own, outside any transaction with the find's: a write committed between the
+ * two can make them disagree by its records.
+ *
+ * @throws the coded 400 errors of the criteria pipeline.
+ */
+export async function count (ctx: ActionContext, model: Model, query: BlueprintQuery): Promise<number> {
+  return ctx.loader.count(ctx.run, model, validateFind(query, model, ctx.registry, ctx.bounds))
+}

@@ -4,9 +4,9 @@
  * @module
  */
 import {
-  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_LIMIT_EXCEEDED, BP_ERR_MISSING_VALUE, BP_ERR_UNKNOWN_ATTRIBUTE,
-  didYouMean
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_LIMIT_EXCEEDED, BP_ERR_MISSING_VALUE, BP_ERR_UNKNOWN_ATTRIBUTE
 } from '../errors.ts'
+import { didYouMean } from '../did-you-mean.ts'
 import type { Attribute, CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { coerce, describe, fits, INVALID, invalidReason, jsonProblem, TOO_DEEP } from '../models/values.ts'

@@ -42,6 +42,15 @@ export function parseFind (query: QueryString, model: Model, defaults: QueryDefa
   }
 }
 
+/**
+ * `count`: whether a find also answers the total number of records its `where` matches (the
+ * route's schema lets only `true` and `false` through). Not part of the query:
+ * `parseBlueprintOptions` does not see it.
+ */
+export function parseCount (query: QueryString): boolean {
+  return query.count === 'true'
+}
+
 /** `select`, `omit`: comma lists, not both. */
 export function parseFields (query: QueryString): Pick<BlueprintQuery, 'select' | 'omit'> {
   if (query.select !== undefined && query.omit !== undefined) throw new BP_ERR_SELECT_AND_OMIT()

@@ -4,9 +4,9 @@
  * @module
  */
 import {
-  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP,
-  BP_ERR_INVALID_SORT, BP_ERR_LIMIT_TOO_LARGE, BP_ERR_SELECT_AND_OMIT, BP_ERR_UNKNOWN_ATTRIBUTE, didYouMean
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP, BP_ERR_INVALID_SORT, BP_ERR_LIMIT_TOO_LARGE, BP_ERR_SELECT_AND_OMIT, BP_ERR_UNKNOWN_ATTRIBUTE
 } from '../errors.ts'
+import { didYouMean } from '../did-you-mean.ts'
 import type { Attribute, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { describe } from '../models/values.ts'

@@ -5,9 +5,9 @@
  * @module
  */
 import {
-  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_INVALID_WHERE, BP_ERR_LIMIT_EXCEEDED, BP_ERR_RETIRED_MODIFIER,
-  BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_UNKNOWN_MODIFIER, didYouMean
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_INVALID_WHERE, BP_ERR_LIMIT_EXCEEDED, BP_ERR_RETIRED_MODIFIER, BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_UNKNOWN_MODIFIER
 } from '../errors.ts'
+import { didYouMean } from '../did-you-mean.ts'
 import type { ResolvedLimits } from '../limits.ts'
 import type { Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'

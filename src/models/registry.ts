@@ -4,7 +4,8 @@
  * @module
  */
 import type { MikroORM } from '@mikro-orm/core'
-import { BP_ERR_INVALID_OPTION, didYouMean } from '../errors.ts'
+import { BP_ERR_INVALID_OPTION } from '../errors.ts'
+import { didYouMean } from '../did-you-mean.ts'
 import { readModels, type Skipped } from './metadata.ts'
 import type { Model } from './model.ts'
 import { defaultIdentity, isIdentity } from './identity.ts'

@@ -104,6 +104,8 @@ export function findQuery (model: Model, populate: 'used' | 'ignored'): TSchema 
     omit: Type.Optional(OMIT)
   })
   properties.populate = Type.Optional(populate === 'used' ? POPULATE : Type.String({ description: 'accepted and ignored: populated children never carry collections' }))
+  // A find's only: what a populate's children number is not counted.
+  if (populate === 'used') properties.count = Type.Optional(Type.String({ enum: ['true', 'false'], description: 'true: the total number of records matching `where` (whatever limit and skip) in the X-Total-Count response header; one more statement' }))
   return Type.Object(properties)
 }
 

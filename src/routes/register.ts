@@ -55,7 +55,7 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
           handler: observe === undefined || !READS.has(spec.action)
             ? handler
             : async (request: FastifyRequest, reply: FastifyReply) => {
-              const result = await handler(request)
+              const result = await handler(request, reply)
               // Waited for only when there is something to wait for (a socket's request).
               const observed = observe(read, request, reply, result)
               if (observed !== undefined) await observed

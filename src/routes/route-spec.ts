@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { FastifyRequest, FastifySchema } from 'fastify'
+import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify'
 import type { ActionContext } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, RouteSettings } from './route-options.ts'
@@ -29,5 +29,5 @@ export interface RouteSpec {
   readonly enabled?: (options: RouteSettings) => boolean
   url (model: Model, association?: Association): string
   schema (input: RouteInput): FastifySchema
-  handler (input: RouteInput): (request: FastifyRequest) => Promise<unknown>
+  handler (input: RouteInput): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 }

@@ -5,10 +5,10 @@
  * @module
  */
 import { Type } from 'typebox'
-import { find } from '../actions/find.ts'
+import { count, find } from '../actions/find.ts'
 import { findOne } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
-import { parseFields, parseFind, parsePopulate, type QueryString } from '../criteria/parse.ts'
+import { parseCount, parseFields, parseFind, parsePopulate, type QueryString } from '../criteria/parse.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
 import { BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
@@ -33,6 +33,11 @@ export const ERROR_SCHEMA = Type.Object({
   message: Type.Optional(Type.String({ description: 'what is wrong, naming the parameter' }))
 }, { $id: 'blueprints.error', title: 'Blueprint error', additionalProperties: true })
 
+/** The response header of a find's total count (`count=true`), Platformatic's and PostgREST's name. */
+export const TOTAL_COUNT = 'X-Total-Count'
+
+const TOTAL_COUNT_SCHEMA = Type.Integer({ minimum: 0, description: 'with count=true: how many records match `where` in all, whatever limit and skip' })
+
 /** Reference to {@link ERROR_SCHEMA}. */
 export const errorRef = Type.Ref('blueprints.error')
 
@@ -49,15 +54,19 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     url: model => routePath(model),
     schema: ({ model }) => ({
       querystring: findQuery(model, 'used'),
-      response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity))), '4xx': errorRef }
+      response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA } }), '4xx': errorRef }
     }),
-    handler: input => async request => {
+    handler: input => async (request, reply) => {
       checkQueryEncoding(request.url)
       const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
-      // Without a hook there is nothing to wait for: no await, no promise.
-      if (input.options.parseBlueprintOptions === undefined) return find(input.ctx, input.model, parsed)
-      const query = await customise(input, request, parsed, { action: 'find', model: input.model })
-      return find(input.ctx, input.model, query, await viewsOf(input, request, 'find', input.model, populated(input.model, query.populate)))
+      const counted = parseCount(request.query as QueryString)
+      // Without a hook or a count there is nothing to wait for: no await, no promise.
+      if (input.options.parseBlueprintOptions === undefined && !counted) return find(input.ctx, input.model, parsed)
+      const query = input.options.parseBlueprintOptions === undefined ? parsed : await customise(input, request, parsed, { action: 'find', model: input.model })
+      const views = input.options.parseBlueprintOptions === undefined ? undefined : await viewsOf(input, request, 'find', input.model, populated(input.model, query.populate))
+      const [records, total] = await Promise.all([find(input.ctx, input.model, query, views), counted ? count(input.ctx, input.model, query) : undefined])
+      if (total !== undefined) reply.header(TOTAL_COUNT, String(total))
+      return records
     }
   },
   {
@@ -109,6 +118,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         let query: BlueprintQuery
+        if (raw.count !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED('count', 'only a find (GET /m) counts its records')
         if (association.kind === 'collection') {
           query = parseFind(raw, child, defaults(input))
         } else {

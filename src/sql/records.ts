@@ -9,7 +9,7 @@ import type { Criteria, Projection, Target, WhereNode } from '../criteria/types.
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { ChildLoader, type ChildCriteria } from './children.ts'
-import type { Dialect } from './dialect.ts'
+import { NOTHING, type Dialect } from './dialect.ts'
 import { keyIndex, Projections } from './fields.ts'
 import { FindStatements, isKey } from './find-statement.ts'
 import { inOrder, reader, table, type ArrayRow, type Executor, type JsonRecord } from './rows.ts'
@@ -84,6 +84,16 @@ export class RecordLoader {
       if (joined !== undefined) records[0][joined.association.name] = members
     }
     return records
+  }
+
+  /**
+   * The number of records a find's `where` matches, whatever its page: one statement, built for
+   * the request (it runs only when a request asks for it).
+   */
+  async count (run: Executor, model: Model, criteria: Criteria): Promise<number> {
+    const filter = criteria.where.kind === 'all' ? NOTHING : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive)}`
+    const [row] = await run(this.#dialect.statement(sql`SELECT count(*) AS n FROM ${table(model)} AS t${filter}`))
+    return Number((row as { n: unknown }).n)
   }
 
   /** The raw value of one column of the record with this primary key; `undefined` if no record. */
