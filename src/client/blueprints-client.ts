@@ -6,17 +6,20 @@ import { ClientConnection, type Handlers } from './connection.ts'
 import { Jobs } from './jobs.ts'
 import { BlueprintsClientError, count, type ClientOptions, type Status, type WebSocketConstructor } from './options.ts'
 import { RememberedReads } from './reads.ts'
+import { withQuery, type Query, type ReadAnswer, type RecordOf, type RequestOptions, type Unbound } from './typed.ts'
 
 /**
- * A connection to the websocket endpoint of fastify-blueprints. Made by `connect()`.
+ * A connection to the websocket endpoint of fastify-blueprints. Made by `connect()`. `Models`
+ * binds it to the app's record types by identity, `Prefix` is the routes' prefix (see
+ * {@link ReadAnswer}).
  *
  * @example
  * ```ts
- * const client: BlueprintsClient = connect('ws://localhost:3000/socket')
+ * const client: BlueprintsClient<{ user: User }> = connect<{ user: User }>('ws://localhost:3000/socket')
  * await client.close()
  * ```
  */
-export class BlueprintsClient {
+export class BlueprintsClient<Models extends object = Unbound, Prefix extends string = ''> {
   /** Subscribing reads to re-issue on reconnect. */
   readonly #reads: RememberedReads
   readonly #handlers: Handlers = { notifications: new Map(), resync: new Set(), status: new Set() }
@@ -66,88 +69,93 @@ export class BlueprintsClient {
   }
 
   /**
-   * Sends a request; resolves with its response, whatever its status code. Requests made while
-   * the client (re)connects, or beyond `maxInFlight`, wait in a queue. A GET in flight when the
-   * connection drops is sent again after reconnecting; another method rejects with
-   * `BP_CLIENT_DISCONNECTED`, since the write may or may not have happened. A GET answered 200 is
-   * remembered for the resync (see {@link BlueprintsClient.onResync}); one answered 404 is
-   * forgotten. Rejects at once with what `JSON.stringify` throws for a body it cannot encode.
+   * Sends a request; resolves with its response, whatever its status code. `data` is, as in
+   * sails.io.js, the query parameters of a GET or DELETE (see {@link Query}) and the body of the
+   * other methods. Requests made while the client (re)connects, or beyond `maxInFlight`, wait in
+   * a queue. A GET in flight when the connection drops is sent again after reconnecting; another
+   * method rejects with `BP_CLIENT_DISCONNECTED`, since the write may or may not have happened. A
+   * GET answered 200 is remembered for the resync (see {@link BlueprintsClient.onResync}); one
+   * answered 404 is forgotten. Rejects at once with what `JSON.stringify` throws for a body it
+   * cannot encode.
    *
-   * @param url - Path and query string as over HTTP, the route prefix included.
-   * @param headers - Headers of this request only; they override the upgrade request's.
+   * @param url - Path (and query string) as over HTTP, the route prefix included.
    * @example
    * ```ts
    * const { statusCode, body } = await client.request<{ id: number }>('POST', '/user', { name: 'Ada' })
    * ```
    */
-  async request<T = unknown> (method: Method, url: string, body?: unknown, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
+  async request<T = unknown> (method: Method, url: string, data?: unknown, options: RequestOptions = {}): Promise<BlueprintsResponse<T>> {
     if (this.#connection.status === 'closed') throw new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client is closed')
+    const inQuery = method === 'GET' || method === 'DELETE'
+    const full = inQuery ? withQuery(url, data as Query | undefined) : url
     // A copy: the headers are re-sent with each resync, and the caller may change its object.
-    const own = headers === undefined ? undefined : { ...headers }
-    const frame = JSON.stringify({ method, url, body, headers: own })
+    const headers = options.headers === undefined ? undefined : { ...options.headers }
+    const frame = JSON.stringify({ method, url: full, body: inQuery ? undefined : data, headers })
     return await new Promise<BlueprintsResponse<T>>((resolve, reject) => {
-      this.#connection.send({ method, url, headers: own, frame, resync: false, done: resolve, fail: reject })
+      this.#connection.send({ method, url: full, headers, frame, resync: false, done: resolve, fail: reject })
     })
   }
 
   /**
-   * `request('GET', url, undefined, headers)`: reads, and subscribes the socket to what it read.
+   * Reads, and subscribes the socket to what it read. Bound to models, a find or findOne is typed.
    *
    * @example
    * ```ts
-   * const { body: users } = await client.get<User[]>('/user?where={"active":true}&limit=20')
+   * const { body: users } = await client.get('/user', { where: { active: true }, limit: 20 })
    * ```
    */
-  async get<T = unknown> (url: string, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
-    return await this.request<T>('GET', url, undefined, headers)
+  get<U extends string> (url: U, query?: Query, options?: RequestOptions): Promise<BlueprintsResponse<ReadAnswer<Models, Prefix, U>>>
+  get<T> (url: string, query?: Query, options?: RequestOptions): Promise<BlueprintsResponse<T>>
+  async get (url: string, query?: Query, options?: RequestOptions): Promise<BlueprintsResponse> {
+    return await this.request('GET', url, query, options)
   }
 
   /**
-   * `request('POST', url, body, headers)`.
+   * Creates (`request('POST', url, body, options)`).
    *
    * @example
    * ```ts
    * const { statusCode, body } = await client.post('/user', { name: 'Ada' }) // 200, the new record
    * ```
    */
-  async post<T = unknown> (url: string, body?: unknown, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
-    return await this.request<T>('POST', url, body, headers)
+  async post<T = unknown> (url: string, body?: unknown, options?: RequestOptions): Promise<BlueprintsResponse<T>> {
+    return await this.request<T>('POST', url, body, options)
   }
 
   /**
-   * `request('PUT', url, body, headers)`.
+   * Adds to or replaces a collection, or updates (`request('PUT', url, body, options)`).
    *
    * @example
    * ```ts
    * await client.put('/user/1/pets/3') // add pet 3 to user 1
    * ```
    */
-  async put<T = unknown> (url: string, body?: unknown, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
-    return await this.request<T>('PUT', url, body, headers)
+  async put<T = unknown> (url: string, body?: unknown, options?: RequestOptions): Promise<BlueprintsResponse<T>> {
+    return await this.request<T>('PUT', url, body, options)
   }
 
   /**
-   * `request('PATCH', url, body, headers)`.
+   * Updates (`request('PATCH', url, body, options)`).
    *
    * @example
    * ```ts
    * await client.patch('/user/1', { name: 'Ada' })
    * ```
    */
-  async patch<T = unknown> (url: string, body?: unknown, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
-    return await this.request<T>('PATCH', url, body, headers)
+  async patch<T = unknown> (url: string, body?: unknown, options?: RequestOptions): Promise<BlueprintsResponse<T>> {
+    return await this.request<T>('PATCH', url, body, options)
   }
 
   /**
-   * `request('DELETE', url, undefined, headers)`.
+   * Destroys, or removes from a collection (`request('DELETE', url, query, options)`).
    *
    * @example
    * ```ts
    * await client.delete('/user/1/pets/3') // remove pet 3 from user 1
    * ```
    */
-  async delete<T = unknown> (url: string, headers?: Readonly<Record<string, string>>): Promise<BlueprintsResponse<T>> {
-    return await this.request<T>('DELETE', url, undefined, headers)
+  async delete<T = unknown> (url: string, query?: Query, options?: RequestOptions): Promise<BlueprintsResponse<T>> {
+    return await this.request<T>('DELETE', url, query, options)
   }
 
   /**
@@ -155,6 +163,8 @@ export class BlueprintsClient {
    * frames whose `event` is `identity`). Notifications come for records the socket's reads
    * returned, and for new records of models it ran a find of, when changed by another socket or
    * over HTTP — never for the socket's own writes. Returns the function that removes the handler.
+   * Bound to models, the message's records are typed; `on<T>()` types app data sent with
+   * `app.blueprints.publish()`.
    *
    * @example
    * ```ts
@@ -164,7 +174,7 @@ export class BlueprintsClient {
    * // later: off()
    * ```
    */
-  on<M = ChangeMessage> (identity: string, handler: (message: M) => void): () => void {
+  on<M = never, K extends string = string> (identity: K, handler: (message: [M] extends [never] ? ChangeMessage<RecordOf<Models, K>> : M) => void): () => void {
     let handlers = this.#handlers.notifications.get(identity)
     if (handlers === undefined) this.#handlers.notifications.set(identity, handlers = new Set())
     handlers.add(handler)

@@ -19,15 +19,19 @@
  */
 import { BlueprintsClient } from './blueprints-client.ts'
 import type { ClientOptions } from './options.ts'
+import type { Unbound } from './typed.ts'
 
 export { BlueprintsClient } from './blueprints-client.ts'
 export type { AddedTo, BlueprintsResponse, ChangeMessage, Created, Destroyed, Id, Method, RemovedFrom, Updated } from './messages.ts'
 export { BlueprintsClientError } from './options.ts'
 export type { ClientErrorCode, ClientOptions, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike } from './options.ts'
+export type { ModelMap, Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
 
 /**
  * Connects to the websocket endpoint of fastify-blueprints (`${prefix}/socket` by default). The
- * client is usable at once: requests made before the connection opens are queued.
+ * client is usable at once: requests made before the connection opens are queued. Give the app's
+ * record types by identity (`connect<{ user: User }>(…)`), and the routes' prefix if any, to type
+ * the answers of finds and findOnes and the messages of `on()`.
  *
  * @param url - `ws://` or `wss://` address of the endpoint.
  * @example
@@ -39,6 +43,6 @@ export type { ClientErrorCode, ClientOptions, ReconnectOptions, Status, WebSocke
  * const { statusCode, body } = await client.get('/user?limit=2')
  * ```
  */
-export function connect (url: string, options?: ClientOptions): BlueprintsClient {
-  return new BlueprintsClient(url, options)
+export function connect<Models extends object = Unbound, Prefix extends string = ''> (url: string, options?: ClientOptions): BlueprintsClient<Models, Prefix> {
+  return new BlueprintsClient<Models, Prefix>(url, options)
 }

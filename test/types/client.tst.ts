@@ -14,8 +14,37 @@ describe('client', () => {
 
   test('requests answer typed bodies', () => {
     expect(client.get<Array<{ id: number }>>('/user')).type.toBe<Promise<BlueprintsResponse<Array<{ id: number }>>>>()
+    expect(client.get('/user')).type.toBe<Promise<BlueprintsResponse<unknown>>>()
     expect(client.post('/user', { name: 'Ada' })).type.toBe<Promise<BlueprintsResponse<unknown>>>()
     expect(client.request('FETCH', '/user')).type.toRaiseError()
+  })
+
+  test('query parameters are an object; headers go in the options', () => {
+    expect(client.get('/user', { where: { age: { '>': 30 } }, limit: 2, count: true })).type.not.toRaiseError()
+    expect(client.get('/user', undefined, { headers: { authorization: 'Bearer x' } })).type.not.toRaiseError()
+    expect(client.get('/user', 'limit=2')).type.toRaiseError()
+    expect(client.get('/user', {}, { headers: { 'x-n': 2 } })).type.toRaiseError()
+    expect(client.delete('/user/1', { populate: false })).type.not.toRaiseError()
+  })
+
+  test('bound to the app\'s models, finds, findOnes and messages are typed', () => {
+    interface User { id: number, name: string }
+    interface Pet { id: number, name: string, owner: number | null }
+    const bound = connect<{ user: User, pet: Pet }>('ws://x')
+    expect(bound.get('/user')).type.toBe<Promise<BlueprintsResponse<User[]>>>()
+    expect(bound.get('/user?where={"name":"Ada"}&limit=2')).type.toBe<Promise<BlueprintsResponse<User[]>>>()
+    expect(bound.get('/pet/3')).type.toBe<Promise<BlueprintsResponse<Pet>>>()
+    expect(bound.get('/user/1/pets')).type.toBe<Promise<BlueprintsResponse<unknown>>>()
+    expect(bound.get('/nothing')).type.toBe<Promise<BlueprintsResponse<unknown>>>()
+    bound.on('pet', message => {
+      if (message.verb === 'updated') expect(message.data).type.toBe<Partial<Pet>>()
+      if (message.verb === 'created') expect(message.data.owner).type.toBe<number | null>()
+    })
+    bound.on('user', message => { if (message.verb === 'created') expect(message.data).type.toBe<User>() })
+    bound.on<{ typing: boolean }>('user', message => { expect(message.typing).type.toBe<boolean>() })
+    const prefixed = connect<{ user: User }, '/api'>('ws://x/api/socket')
+    expect(prefixed.get('/api/user')).type.toBe<Promise<BlueprintsResponse<User[]>>>()
+    expect(prefixed.get('/user')).type.toBe<Promise<BlueprintsResponse<unknown>>>()
   })
 
   test('notifications are change messages unless the app says otherwise', () => {
