@@ -31,7 +31,7 @@ type PathOf<U extends string> = U extends `${infer P}?${string}` ? P : U
  * ```
  */
 export type ReadAnswer<Models, Prefix extends string, U extends string> =
-  PathOf<U> extends `${Prefix}/${infer K}/${string}/${string}` ? unknown
+  PathOf<U> extends `${Prefix}/${string}/${string}/${string}` ? unknown
     : PathOf<U> extends `${Prefix}/${infer K}/${string}` ? (K extends keyof Models ? Models[K] : unknown)
       : PathOf<U> extends `${Prefix}/${infer K}` ? (K extends keyof Models ? Array<Models[K]> : unknown)
         : unknown
