@@ -34,8 +34,8 @@ export async function runSocketRequest (app: FastifyInstance, hub: Hub, connecti
     headers['content-type'] = 'application/json'
     headers['content-length'] = String(bytes.length)
   }
-  const scope: SocketRequest = { connection, since: hub.sequence, json: false }
-  const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes))
+  const scope: SocketRequest = { connection, since: hub.sequence }
+  const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => { scope.raw = raw }))
   const forwarded: Record<string, unknown> = {}
   for (const name in answer.headers) {
     if (!NOT_FORWARDED.has(name)) forwarded[name] = answer.headers[name]
@@ -43,10 +43,10 @@ export async function runSocketRequest (app: FastifyInstance, hub: Hub, connecti
   const text = answer.chunks.every(chunk => typeof chunk === 'string')
     ? answer.chunks.join('')
     : Buffer.concat(answer.chunks.map(chunk => typeof chunk === 'string' ? Buffer.from(chunk) : chunk)).toString()
-  // A body that Fastify serialised as JSON is embedded as is: no parse, no second stringify.
-  // An encoded body (an onSend hook compressed it) is not JSON text any more, and a HEAD
-  // request's answer has none.
-  const json = scope.json && text !== '' && answer.headers['content-encoding'] === undefined
+  // A body that the route's schema serialised is JSON: embedded as is, no parse, no second
+  // stringify — unless an onSend hook changed it since (compressed it, wrapped it in an anti-XSSI
+  // prefix), or it is a HEAD request's, which has none: then it is parsed, or sent as text.
+  const json = text === scope.serialized && answer.headers['content-encoding'] === undefined
   return { statusCode: answer.statusCode, headers: forwarded, bodyJson: json ? text : bodyOf(text, answer.headers['content-type']) }
 }
 

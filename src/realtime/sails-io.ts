@@ -17,14 +17,14 @@ import { createRequire } from 'node:module'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../errors.ts'
+import { BP_ERR_INVALID_FRAME, BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../errors.ts'
 import { Connection } from './connection.ts'
 import { dispatch, VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
 import { originHook } from './origins.ts'
 import { UPGRADE_ONLY } from './protocol.ts'
 import { runSocketRequest } from './run-request.ts'
-import { METHODS, parseError, payloadProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
+import { METHODS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
 import type { EndpointOptions } from './socket-route.ts'
 import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './transports/socket-io.ts'
 
@@ -82,7 +82,7 @@ export async function loadSocketIo (from: string = import.meta.url): Promise<IoM
 }
 
 /** The endpoint's settings: the websocket endpoint's, with the socket.io path. */
-export type SailsIoOptions = Omit<EndpointOptions, 'path' | 'maxJsonDepth'> & { readonly path: string }
+export type SailsIoOptions = Omit<EndpointOptions, 'path'> & { readonly path: string }
 
 // The virtual handshake requests, told apart from a real HTTP request to the path (long-polling).
 const HANDSHAKES = new WeakSet<object>()
@@ -184,16 +184,17 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
   socket.on('disconnect', () => { hub.subscriptions.release(connection) })
   const sdk = sdkProblem(socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version)
   for (const method of METHODS) {
-    socket.on(method, (payload: unknown, ack: unknown) => {
-      const reply = typeof ack === 'function' ? ack as Ack : undefined
-      const problem = sdk ?? payloadProblem(payload)
+    socket.on(method, (...args: unknown[]) => {
+      // The acknowledgement is the last argument, when the client asked for one.
+      const reply = typeof args.at(-1) === 'function' ? args.pop() as Ack : undefined
+      const problem = sdk ?? payloadProblem(args)
       if (problem !== undefined) {
         const error = parseError(problem)
         if (reply === undefined) socket.emit('sails:parseError', error)
         else reply(error)
         return
       }
-      request(app, hub, options, connection, transport, method.toUpperCase(), payload as VirtualRequestPayload, reply).catch(
+      request(app, hub, options, connection, transport, method.toUpperCase(), args[0] as VirtualRequestPayload, reply).catch(
         /* c8 ignore next 2 -- nothing in request() rejects: the router answers every request
            itself, errors included; this keeps an unforeseen failure from crashing the process. */
         (err: unknown) => { app.log.error({ err, socket: connection.id }, 'fastify-blueprints: a socket.io request failed') }
@@ -205,9 +206,10 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
 /** One request, read as Sails reads it, run through the router, answered through the ack. */
 async function request (app: FastifyInstance, hub: Hub, options: SailsIoOptions, connection: Connection, transport: SocketIoTransport, method: string, payload: VirtualRequestPayload, reply: Ack | undefined): Promise<void> {
   const id = reply === undefined ? null : transport.expect(reply)
-  if (connection.pending >= options.maxPending) {
-    const err = new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending))
-    connection.reply(id, err.statusCode, {}, JSON.stringify({ statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode], message: err.message }))
+  const problem = requestProblem(payload, method, options.maxJsonDepth + 1)
+  const refusal = problem !== undefined ? new BP_ERR_INVALID_FRAME(problem) : connection.pending >= options.maxPending ? new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending)) : undefined
+  if (refusal !== undefined) {
+    connection.reply(id, refusal.statusCode, {}, JSON.stringify({ statusCode: refusal.statusCode, code: refusal.code, error: STATUS_CODES[refusal.statusCode], message: refusal.message }))
     return
   }
   connection.pending++

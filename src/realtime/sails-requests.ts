@@ -6,6 +6,8 @@
  * @module
  */
 
+import { frameProblem } from './frames.ts'
+
 /** The events sails.io.js sends requests as: the method, in lower case. */
 export const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const
 
@@ -38,11 +40,11 @@ export interface VirtualRequestPayload {
 
 /** Why a handshake's SDK version is refused (every request then answers a parse error), if it is. */
 export function sdkProblem (raw: unknown): string | undefined {
-  const version = typeof raw === 'string' ? raw : '0.9.0'
+  const version = raw === undefined ? '0.9.0' : String(raw)
   const parts = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version)
   const numbers = parts === null ? undefined : [Number(parts[1]), Number(parts[2]), Number(parts[3])]
   if (numbers !== undefined && compare(numbers, OLDEST_SDK) >= 0) return undefined
-  return `This server is not compatible with the socket.io/sails.io.js client SDK version you are using (${version}); it needs ${OLDEST_SDK.join('.')} or later (sent as the __sails_io_sdk_version query parameter of the handshake).`
+  return `This server is not compatible with the socket.io/sails.io.js client SDK version you are using (${JSON.stringify(version.slice(0, 40))}); it needs ${OLDEST_SDK.join('.')} or later (sent as the __sails_io_sdk_version query parameter of the handshake).`
 }
 
 function compare (a: readonly number[], b: readonly number[]): number {
@@ -50,14 +52,46 @@ function compare (a: readonly number[], b: readonly number[]): number {
   return 0
 }
 
-/** Why a request payload cannot be read, as Sails words it, if it cannot. */
-export function payloadProblem (payload: unknown): string | undefined {
+/**
+ * Why the arguments of a request event cannot be read, as Sails words it, if they cannot: a
+ * request is one payload object with a string `url` (the acknowledgement, if any, taken off).
+ */
+export function payloadProblem (args: readonly unknown[]): string | undefined {
+  if (args.length !== 1) return `A request is one object ({ url, data, headers }) and a callback; got ${args.length} arguments besides the callback.`
+  const [payload] = args
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return `The request must be an object with a \`url\`; got ${describePayload(payload)}.`
-  const { url, headers } = payload as Record<string, unknown>
+  const { url } = payload as Record<string, unknown>
   if (url === undefined || url === null || url === '') return 'No url provided in request.'
   if (typeof url !== 'string') return `Invalid url provided: ${describePayload(url)} (it must be a string).`
-  if (!url.startsWith('/')) return `Invalid url provided: ${JSON.stringify(url)} (it must be a path, starting with /).`
-  if (headers !== undefined && headers !== null && (typeof headers !== 'object' || Array.isArray(headers))) return 'Invalid headers provided: they must be an object.'
+  return undefined
+}
+
+/**
+ * What this endpoint refuses beyond Sails (400 `BP_ERR_INVALID_FRAME`, as the websocket endpoint
+ * refuses the same): a url that is not a path, headers an HTTP request could not carry, query
+ * `data` that is not an object, values nested deeper than `maxDepth` (whose encoding would exhaust
+ * the stack), and binary attachments.
+ */
+export function requestProblem (payload: VirtualRequestPayload, method: string, maxDepth: number): string | undefined {
+  const { url, headers, data, params } = payload
+  const frame = frameProblem({ id: 0, method: 'GET', url, ...(headers === undefined || headers === null ? {} : { headers }) })
+  if (frame !== undefined) return frame
+  if (DATA_IN_QUERY.has(method) && ![data, params].every(value => value === undefined || value === null || isObject(value))) {
+    return `the \`data\` of a ${method.toLowerCase()} are its query parameters: an object`
+  }
+  return shapeProblem([data, params], maxDepth)
+}
+
+/** Objects and arrays deeper than `maxDepth`, or values JSON does not have (binary attachments). */
+function shapeProblem (values: unknown[], maxDepth: number): string | undefined {
+  const stack: Array<[unknown, number]> = values.map(value => [value, 0])
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop() as [unknown, number]
+    if (typeof item !== 'object' || item === null) continue
+    if (!Array.isArray(item) && Object.getPrototypeOf(item) !== Object.prototype) return 'binary attachments are not accepted; send JSON'
+    if (depth >= maxDepth) return `the data nest deeper than ${maxDepth} levels (\`limits.maxJsonDepth\`)`
+    for (const value of Object.values(item)) stack.push([value, depth + 1])
+  }
   return undefined
 }
 
@@ -73,7 +107,8 @@ export function virtualRequest (method: string, payload: VirtualRequestPayload, 
   const data = mergedData(payload)
   const inQuery = DATA_IN_QUERY.has(method)
   return {
-    url: inQuery && data !== undefined && !Array.isArray(data) ? withQuery(payload.url, data as Record<string, unknown>) : payload.url,
+    // (requestProblem let only objects through as query data.)
+    url: inQuery && data !== undefined ? withQuery(payload.url, data as Record<string, unknown>) : payload.url,
     headers: ownHeaders(payload.headers, connection),
     body: inQuery ? undefined : data
   }
@@ -106,10 +141,9 @@ function withQuery (url: string, data: Record<string, unknown>): string {
  */
 function ownHeaders (given: unknown, connection: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
   if (!isObject(given)) return undefined
+  // (Every value is a string: requestProblem refused anything else.)
   const own: Record<string, unknown> = {}
-  for (const [name, value] of Object.entries(given)) {
-    if (typeof value === 'string') own[name.toLowerCase()] = value
-  }
+  for (const [name, value] of Object.entries(given)) own[name.toLowerCase()] = value
   delete own.origin
   if (connection.cookie !== undefined) delete own.cookie
   return own

@@ -12,8 +12,16 @@ export interface SocketRequest {
   readonly connection: Connection
   /** The hub's envelope sequence when the request arrived (what came later may need replaying). */
   readonly since: number
-  /** Set when Fastify serialised the response as JSON (so the frame can embed it as is). */
-  json: boolean
+  /**
+   * What the route's response schema serialised the answer to: a frame embeds it as is when it is
+   * still the body (see run-request.ts).
+   */
+  serialized?: string
+  /**
+   * The socket request's own request object (`request.raw`): a request that its route makes in
+   * turn (`app.inject()`) runs in the same async scope, and must not record its serialisation.
+   */
+  raw?: object
 }
 
 /**

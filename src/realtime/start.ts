@@ -56,14 +56,20 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
   await hub.start()
   app.addHook('onClose', async () => { await hub.stop() })
   if (options.path === false && options.sailsIo === false) return { hub, publish }
-  // Marks responses to socket requests that Fastify serialises as JSON: the frame embeds them as is.
-  app.addHook('preSerialization', (_request, _reply, payload, done) => {
+  // A socket request's answer, serialised by its route's response schema, is kept: the frame embeds
+  // it as is when no later hook changed it (run-request.ts). Without such a schema (an app's route,
+  // a serializer of the app's), nothing is replaced.
+  app.addHook('preSerialization', (request, reply, payload, done) => {
     const scope = socketRequests.getStore()
-    if (scope !== undefined) scope.json = true
+    if (scope !== undefined && scope.raw === request.raw) {
+      const code = reply.statusCode
+      const serialize = (reply.getSerializationFunction(String(code)) ?? reply.getSerializationFunction(`${String(code)[0]}xx`)) as ((value: unknown) => string) | undefined
+      if (serialize !== undefined) reply.serializer((value: unknown) => (scope.serialized = serialize(value)))
+    }
     done(null, payload)
   })
   if (options.sailsIo !== false) {
-    const sailsIo = { ...options, path: options.sailsIo.path }
+    const sailsIo = { ...options, path: options.sailsIo.path, maxJsonDepth: setup.maxJsonDepth }
     await app.register(async endpoint => { registerSailsIo(endpoint, hub, sailsIo, io as IoModules) })
   }
   if (options.path === false) return { hub, publish }

@@ -90,12 +90,13 @@ t.test('parse errors, as Sails answers them, without a stack trace', async t => 
   const error = (details: RegExp) => ({ code: 'SAILS:HOOK:SOCKETS:PARSE_VIRTUAL_REQ', status: 400, message: 'Failed to parse incoming socket.io request.', details })
   t.match(await ask(socket, 'get', {}), error(/No url provided/))
   t.match(await ask(socket, 'get', { url: 7 }), error(/Invalid url provided: number/))
-  t.match(await ask(socket, 'get', { url: 'user' }), error(/must be a path/))
   t.match(await ask(socket, 'get', 'GET /user'), error(/must be an object with a `url`; got string/))
   t.match(await ask(socket, 'get', [1]), error(/got an array/))
   t.match(await ask(socket, 'get', null), error(/got null/))
-  t.match(await ask(socket, 'post', { url: '/user', headers: 'x' }), error(/headers/))
   t.notOk('stack' in (await ask(socket, 'get', {})), 'no stack trace')
+  t.match(await deadline(new Promise(resolve => { socket.emit('get', resolve) }), 5000, 'the ack'), error(/one object .* got 0 arguments/), 'a callback but no payload: answered through the callback')
+  const extra = await deadline(new Promise(resolve => { socket.emit('post', { url: '/user', data: { name: 'x' } }, 'extra', resolve) }), 5000, 'the ack')
+  t.match(extra, error(/got 2 arguments/), 'an extra argument: refused, not run')
   const event = new Promise(resolve => { socket.on('sails:parseError', resolve) })
   socket.emit('get', { nourl: true })
   t.match(await deadline(event, 5000, 'sails:parseError'), error(/No url/), 'without an ack: the sails:parseError event')
@@ -103,10 +104,60 @@ t.test('parse errors, as Sails answers them, without a stack trace', async t => 
 
   for (const [query, version] of [['', '0.9.0'], ['__sails_io_sdk_version=0.10.9', '0.10.9'], ['__sails_io_sdk_version=banana', 'banana']]) {
     const old = await rawSocket(t, app, query)
-    t.match(await ask(old, 'get', { url: '/user' }), error(new RegExp(`SDK version you are using \\(${version}\\)`)), `SDK ${version}: every request is refused`)
+    t.match(await ask(old, 'get', { url: '/user' }), error(new RegExp(`SDK version you are using \\("${version}"\\)`)), `SDK ${version}: every request is refused`)
   }
   const prerelease = await rawSocket(t, app, '__sails_io_sdk_version=0.11.0-rc1')
   t.equal((await ask(prerelease, 'get', { url: '/user/1' })).statusCode, 200, 'a prerelease of 0.11.0 counts as 0.11.0, as in Sails')
+})
+
+t.test('what this endpoint refuses beyond Sails, as the websocket endpoint does: 400 BP_ERR_INVALID_FRAME, nothing run', async t => {
+  const app = await listening(t, 'sqlite', { plugin: plugin() })
+  const socket = await rawSocket(t, app, SDK)
+  const deep = (levels: number): unknown => { let value: unknown = 1; for (let i = 0; i < levels; i++) value = { a: value }; return value }
+  const refusals: Array<[string, unknown, RegExp]> = [
+    ['get', { url: 'user' }, /`url` must be a path/],
+    ['get', { url: '//evil.example/user' }, /`url` must be a path starting with a single \//],
+    ['post', { url: '/user', headers: 'x', data: { name: 'x' } }, /`headers` must be an object/],
+    ['post', { url: '/user', headers: { 'x-a': 'b\r\nx-injected: 1' }, data: { name: 'x' } }, /header `x-a` holds a character/],
+    ['post', { url: '/user', headers: { 'bad name': 'v' }, data: { name: 'x' } }, /header name "bad name" is not an HTTP token/],
+    ['post', { url: '/user', headers: { 'x-n': 2 }, data: { name: 'x' } }, /header `x-n` must be a string/],
+    ['delete', { url: '/user/3', data: 'oops' }, /`data` of a delete are its query parameters: an object/],
+    ['get', { url: '/user', data: [1, 2] }, /`data` of a get/],
+    ['post', { url: '/user', data: { name: 'x', meta: deep(200) } }, /nest deeper than 33 levels/],
+    ['get', { url: '/user', data: { where: deep(40) } }, /nest deeper than/],
+    ['put', { url: '/user/1/pets', params: deep(40) }, /nest deeper than/],
+    ['post', { url: '/user', data: { name: 'x', meta: Buffer.from('abc') } }, /binary attachments are not accepted/]
+  ]
+  for (const [event, payload, message] of refusals) {
+    const answer = await ask(socket, event, payload)
+    t.same([answer.statusCode, answer.body.code], [400, 'BP_ERR_INVALID_FRAME'], `${event} ${JSON.stringify(payload).slice(0, 80)}`)
+    t.match(answer.body.message, message)
+  }
+  t.equal((await ask(socket, 'post', { url: '/user', data: { name: 'deep enough', meta: deep(31) } })).statusCode, 200, 'JSON nested as deep as limits.maxJsonDepth allows is written')
+  t.equal((await app.inject('/user/3')).statusCode, 200, 'user 3 was not deleted')
+  t.equal((await app.inject('/user?where={"name":"x"}')).json().length, 0, 'nothing was created')
+})
+
+t.test('answers a hook rewrote, and requests a route makes in turn, reach the socket as text or JSON', async t => {
+  const app = await listening(t, 'sqlite', {
+    plugin: plugin({ hooks: {} }),
+    routes: app => {
+      app.get('/inner', async (_request, reply) => {
+        const inner = await app.inject('/user/1?populate=false')
+        return await reply.type('text/plain').send(`user ${String(inner.json().name)}`)
+      })
+      app.register(async guarded => {
+        guarded.addHook('onSend', async (_request, _reply, payload) => `)]}',\n${String(payload)}`)
+        guarded.get('/guarded', { schema: { response: { 200: { type: 'object', properties: { ok: { type: 'boolean' } } } } } }, async () => ({ ok: true }))
+      })
+    }
+  })
+  const socket = await rawSocket(t, app, SDK)
+  t.same((await ask(socket, 'get', { url: '/inner' })).body, 'user alice', 'a route that runs app.inject(): its own text answer')
+  t.same((await ask(socket, 'get', { url: '/guarded' })).body, ")]}',\n{\"ok\":true}", 'an onSend hook that wraps JSON: the text as it was sent')
+  const plain = await open(t, app)
+  t.same((await plain.request('GET', '/inner')).body, 'user alice', 'the same on the websocket endpoint')
+  t.same((await plain.request('GET', '/guarded')).body, ")]}',\n{\"ok\":true}")
 })
 
 t.test('the handshake: origins, hooks and context as on the websocket endpoint', async t => {
