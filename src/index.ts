@@ -12,6 +12,8 @@ export type {
   ActionOptions, BlueprintAction, BlueprintsOptions, ModelOptions, ParseBlueprintOptions, QueryContext, RouteHooks
 } from './options.ts'
 export { DEFAULTS } from './options.ts'
+export { openapiRefResolver } from './openapi.ts'
+export type { OpenApiOptions } from './openapi.ts'
 export { LIMIT_DEFAULTS } from './limits.ts'
 export type { Limits } from './limits.ts'
 export { REALTIME_DEFAULTS } from './realtime/options.ts'

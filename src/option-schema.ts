@@ -76,6 +76,12 @@ export const OPTIONS = Type.Object({
     'must be an initialised MikroORM instance'),
   prefix: Type.Optional(Type.String({ pattern: '^(|/.*[^/])$', description: 'must be empty or start with / and not end with /' })),
   realtime: Type.Optional(REALTIME),
+  openapi: Type.Optional(Type.Union([
+    Type.Boolean(),
+    Type.Object({
+      info: Type.Optional(Type.Object({ title: Type.String(), version: Type.String(), description: Type.Optional(Type.String()) }, { additionalProperties: false, description: 'must be { title, version, description? }' }))
+    }, { additionalProperties: false, description: 'must be an object' })
+  ], { description: 'must be a boolean or an object' })),
   defaultLimit: Type.Optional(count(0, true)),
   maxLimit: Type.Optional(count(0, true)),
   populateLimit: Type.Optional(count(0, true)),

@@ -7,6 +7,7 @@
 import type { MikroORM } from '@mikro-orm/core'
 import { BP_ERR_INVALID_OPTION } from './errors.ts'
 import { LIMIT_DEFAULTS, type Limits, type ResolvedLimits } from './limits.ts'
+import type { OpenApiOptions } from './openapi.ts'
 import { optionProblem } from './option-schema.ts'
 import { REALTIME_DEFAULTS, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
 import { resolveOrigins } from './realtime/origins.ts'
@@ -55,6 +56,13 @@ export interface BlueprintsOptions {
   readonly parseBlueprintOptions?: ParseBlueprintOptions
   /** Sizes of criteria and values a request may not exceed; see {@link Limits} for the defaults. */
   readonly limits?: Limits
+  /**
+   * Registers `@fastify/swagger` (which the app installs) before the routes, with component names
+   * a client generator can keep (`User`, `UserChild`, `BlueprintError`); `app.swagger()` is then
+   * the document. `true` or `{ info }`. Default `false` (an app that registers `@fastify/swagger`
+   * itself gives it `refResolver: openapiRefResolver` for the same names).
+   */
+  readonly openapi?: boolean | OpenApiOptions
 }
 
 /** Options after defaults, checked and frozen. */
@@ -62,6 +70,7 @@ export interface ResolvedOptions extends RouteSettings {
   readonly orm: MikroORM
   readonly prefix: string
   readonly realtime: ResolvedRealtime | false
+  readonly openapi: OpenApiOptions | false
   readonly maxLimit: number
   readonly caseInsensitive: boolean
   readonly limits: ResolvedLimits
@@ -92,6 +101,7 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
     orm: options.orm,
     prefix,
     realtime: resolveRealtime(options.realtime ?? DEFAULTS.realtime, prefix),
+    openapi: options.openapi === true ? {} : options.openapi ?? false,
     defaultLimit: options.defaultLimit ?? DEFAULTS.defaultLimit,
     maxLimit: options.maxLimit ?? DEFAULTS.maxLimit,
     populateLimit: options.populateLimit ?? DEFAULTS.populateLimit,

@@ -14,6 +14,7 @@ import type { ActionContext } from './actions/context.ts'
 import { lockRanks } from './actions/locks.ts'
 import { buildRegistry, type ModelRegistry } from './models/registry.ts'
 import { modelSchemas } from './models/schemas.ts'
+import { registerOpenApi } from './openapi.ts'
 import { resolveOptions, type BlueprintsOptions } from './options.ts'
 import { MemoryBroker } from './realtime/brokers/memory.ts'
 import type { BlueprintSocket } from './realtime/connection.ts'
@@ -126,6 +127,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   let shared = SHARED.get(options.orm)
   if (shared === undefined) SHARED.set(options.orm, shared = { notifier: new Notifier(app.log), broker: new MemoryBroker() })
   addSchemas(app, [ERROR_SCHEMA, ...registry.all().flatMap(model => modelSchemas(model, registry))])
+  if (options.openapi !== false) await registerOpenApi(app, options.openapi)
   const realtimeOptions = options.realtime
   if (realtimeOptions !== false && registry.all().some(model => realtimeOptions.path === `${options.prefix}/${model.identity}`)) {
     throw new BP_ERR_INVALID_OPTION(`\`realtime.path\` ${String(realtimeOptions.path)} is the path of a model's find route; choose another path`)

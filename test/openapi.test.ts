@@ -1,9 +1,13 @@
-// The route schemas are enough for @fastify/swagger: every model is a component, every route has
-// an operationId and a tag, and references resolve.
+// The OpenAPI document a client generator can trust: the `openapi` option registers
+// @fastify/swagger with stable component names; every route has an operationId, a tag, a summary;
+// create bodies list what they require, nothing is nullable that is not, ids, limit and skip are
+// integers; the document passes a real OpenAPI validator.
 import t from 'tap'
 import Fastify from 'fastify'
 import swagger from '@fastify/swagger'
-import blueprints from '../src/index.ts'
+import SwaggerParser from '@apidevtools/swagger-parser'
+import blueprints, { openapiRefResolver } from '../src/index.ts'
+import { loadSwagger } from '../src/openapi.ts'
 import { createOrm, destroyOrm } from './helpers/db.ts'
 import { entities } from './fixtures/entities.ts'
 import { DATABASES } from './helpers/app.ts'
@@ -13,12 +17,7 @@ t.test('OpenAPI document', async t => {
   const orm = await createOrm(db, entities)
   const app = Fastify()
   t.teardown(async () => { await app.close(); await destroyOrm(db, orm) })
-  await app.register(swagger, {
-    openapi: { info: { title: 'test', version: '1' } },
-    // Name components after the schemas' $id (blueprints.user …) rather than def-0, def-1 …
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) }
-  })
-  await app.register(blueprints, { orm, prefix: '/api' })
+  await app.register(blueprints, { orm, prefix: '/api', openapi: { info: { title: 'test', version: '1' } } })
   await app.ready()
   const doc = app.swagger() as unknown as {
     paths: Record<string, Record<string, { operationId: string, tags: string[], parameters?: Array<{ name: string, in: string }>, responses: Record<string, unknown> }>>
@@ -37,18 +36,54 @@ t.test('OpenAPI document', async t => {
   t.equal(doc.paths['/api/user'].get.operationId, 'find_user')
   t.same(doc.paths['/api/user/{id}/pets'].get.tags, ['user'])
   t.ok(doc.paths['/api/user'].get.parameters?.some(p => p.name === 'where' && p.in === 'query'))
-  t.match(doc.paths['/api/user'].get.parameters?.find(p => p.name === 'count'), { in: 'query', schema: { type: 'string', enum: ['true', 'false'] } }, 'count is documented')
+  t.match(doc.paths['/api/user'].get.parameters?.find(p => p.name === 'count'), { in: 'query', schema: { type: 'boolean' } }, 'count is documented')
+  const parameter = (path: string, name: string): any => (doc.paths[path].get ?? doc.paths[path].delete).parameters?.find(p => p.name === name)
+  t.match(parameter('/api/user', 'limit'), { schema: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', enum: ['Infinity'] }] } }, 'limit: an integer, or Infinity')
+  t.match(parameter('/api/user', 'skip'), { schema: { type: 'integer', minimum: 0 } })
+  t.match(parameter('/api/user', 'age'), { schema: { anyOf: [{ type: 'integer' }, { type: 'array', items: { type: 'integer' } }] } }, 'an attribute filter has the attribute\'s type')
+  t.match(parameter('/api/user/{id}', 'id'), { in: 'path', required: true, schema: { type: 'integer' } }, 'an integer primary key')
+  t.match(parameter('/api/tag/{id}', 'id'), { schema: { type: 'string' } }, 'a text primary key')
+  const create = (doc.paths['/api/user'] as any).post
+  t.match(create, { summary: 'Create a user record', requestBody: { required: true } })
+  const body = create.requestBody.content['application/json'].schema
+  t.same(body.required, ['name'], 'create requires what the model requires')
+  t.same([body.properties.name.type, body.properties.name.nullable, body.properties.age.nullable], ['string', undefined, true], 'nullable only where the attribute is')
+  t.match(body.properties.pets, { type: 'array', items: { type: 'integer' } }, 'collections as arrays of keys')
+  t.same(body.additionalProperties, false)
+  const update = (doc.paths['/api/user/{id}'] as any).patch.requestBody.content['application/json'].schema
+  t.same([update.required, update.properties.pets], [undefined, undefined], 'update requires nothing and changes no collection')
+  t.equal((doc.paths['/api/user/{id}'] as any).get.summary, 'Find one user record')
+  t.match((doc.paths['/api/user'] as any).get.responses['400'] ?? (doc.paths['/api/user'] as any).get.responses['4XX'], { content: { 'application/json': { schema: { $ref: '#/components/schemas/BlueprintError' } } } }, 'errors are typed')
   t.match((doc.paths['/api/user'].get.responses as any)['200'].headers, { 'X-Total-Count': { schema: { type: 'integer', minimum: 0 }, description: /count=true/ } }, 'and its header')
   t.notOk(doc.paths['/api/user/{id}/pets'].get.parameters?.some(p => p.name === 'count'), 'a populate does not count')
   t.ok(doc.paths['/api/user'].get.parameters?.some(p => p.name === 'age' && p.in === 'query'), 'attribute filters are documented')
   const names = Object.keys(doc.components.schemas)
-  for (const identity of ['user', 'pet', 'tag']) {
-    t.ok(names.includes(`blueprints.${identity}`), `${identity} record component`)
-    t.ok(names.includes(`blueprints.${identity}.child`), `${identity} child component`)
-  }
+  t.same(names.sort(), ['BlueprintError', 'Pet', 'PetChild', 'Tag', 'TagChild', 'User', 'UserChild'], 'components named after the models, with no setup')
   const json = JSON.stringify(doc)
   const refs = [...json.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map(ref => ref[1])
   // Records populate each other by reference: a document without a $ref is a broken one.
-  t.ok(refs.includes('blueprints.user') && refs.includes('blueprints.pet.child'), 'the document refers to its components')
+  t.ok(refs.includes('User') && refs.includes('PetChild'), 'the document refers to its components')
   t.same(refs.filter(name => !names.includes(name)), [], 'every $ref resolves')
+  await t.resolves(SwaggerParser.validate(structuredClone(doc) as never), 'a valid OpenAPI 3.0 document (@apidevtools/swagger-parser)')
+})
+
+t.test('an app that registers @fastify/swagger itself gets the same names with openapiRefResolver, and not twice', async t => {
+  const db = DATABASES[0]
+  const orm = await createOrm(db, entities)
+  const app = Fastify()
+  t.teardown(async () => { await app.close(); await destroyOrm(db, orm) })
+  await app.register(swagger, { openapi: { info: { title: 'own', version: '1' } }, refResolver: openapiRefResolver })
+  await app.register(blueprints, { orm })
+  app.get('/mine', { schema: { response: { 200: { $id: 'mine', type: 'object', properties: { ok: { type: 'boolean' } } } } } }, async () => ({ ok: true }))
+  await app.ready()
+  const names = Object.keys((app.swagger() as unknown as { components: { schemas: object } }).components.schemas)
+  t.ok(names.includes('User') && names.includes('BlueprintError'), 'the plugin\'s components')
+  t.same(openapiRefResolver.buildLocalReference({ $id: 'blueprints.user' }, '', '', 0), 'BlueprintsUser', 'a schema without a title: its $id')
+  t.same(openapiRefResolver.buildLocalReference({}, '', '', 4), 'def-4', 'neither: swagger\'s own name')
+
+  const twice = Fastify()
+  t.teardown(async () => { await twice.close() })
+  await twice.register(swagger, { openapi: {} })
+  await t.rejects(async () => { await twice.register(blueprints, { orm, openapi: true }).ready() }, { code: 'BP_ERR_INVALID_OPTION', message: /@fastify\/swagger is registered already/ })
+  await t.rejects(loadSwagger('file:///'), { code: 'BP_ERR_MISSING_PACKAGE', message: /npm install @fastify\/swagger@9/ })
 })

@@ -69,9 +69,13 @@ export function modelSchemas (model: Model, registry: ModelRegistry): TSchema[] 
   ]
 }
 
-/** Route parameters `:id` (and `:fk`) are strings on the wire; the plugin coerces them itself. */
-export function idParams (names: string[]): TSchema {
-  return Type.Object(Object.fromEntries(names.map(name => [name, Type.String({ minLength: 1 })])))
+/**
+ * Route parameters `:id` (and `:fk`), documented with the type of the primary key they name; on
+ * the wire they are text, and the route's validator checks them as such (routes/validation.ts):
+ * the plugin reads them itself, with coded errors.
+ */
+export function idParams (keys: Readonly<Record<string, Attribute>>): TSchema {
+  return Type.Object(Object.fromEntries(Object.entries(keys).map(([name, pk]) => [name, input(pk, false, `primary key (${name})`)])))
 }
 
 const SELECT = Type.String({ description: 'comma-separated attributes to return (not with omit)' })
@@ -90,47 +94,62 @@ export const findOneQuery: TSchema = Type.Object({
  * equality filter per attribute. Values stay strings; the criteria pipeline coerces them, so that
  * every mistake gets a coded error that names the parameter.
  */
-export function findQuery (model: Model, populate: 'used' | 'ignored'): TSchema {
+export function findQuery (model: Model, registry: ModelRegistry, populate: 'used' | 'ignored'): TSchema {
   const properties: Record<string, TSchema> = {}
-  for (const name of [...model.attributes.keys(), ...model.singulars.keys()]) {
-    properties[name] = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: `equality filter on ${name} (ignored when where is given)` }))
+  const filters: Array<[string, Attribute]> = [...model.attributes.values()].map(attribute => [attribute.name, attribute])
+  for (const association of model.singulars.values()) filters.push([association.name, (registry.get(association.target) as Model).primaryKey])
+  for (const [name, attribute] of filters) {
+    const value = input(attribute, false)
+    properties[name] = Type.Optional(Type.Union([value, Type.Array(value)], { description: `equality filter on ${name}; repeated, an in (ignored when where is given)` }))
   }
   Object.assign(properties, {
     where: Type.Optional(Type.String({ description: 'Waterline criteria as JSON, e.g. {"age":{">":30}}' })),
-    limit: Type.Optional(Type.String({ description: 'maximum number of records (default 30; Infinity for all)' })),
-    skip: Type.Optional(Type.String({ description: 'number of records to skip' })),
+    limit: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Literal('Infinity')], { description: 'maximum number of records (default 30; Infinity for all)' })),
+    skip: Type.Optional(Type.Integer({ minimum: 0, description: 'number of records to skip' })),
     sort: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'e.g. "name DESC" or [{"name":"DESC"}]' })),
     select: Type.Optional(SELECT),
     omit: Type.Optional(OMIT)
   })
   properties.populate = Type.Optional(populate === 'used' ? POPULATE : Type.String({ description: 'accepted and ignored: populated children never carry collections' }))
   // A find's only: what a populate's children number is not counted.
-  if (populate === 'used') properties.count = Type.Optional(Type.String({ enum: ['true', 'false'], description: 'true: the total number of records matching `where` (whatever limit and skip) in the X-Total-Count response header; one more statement' }))
+  if (populate === 'used') properties.count = Type.Optional(Type.Boolean({ description: 'true: the total number of records matching `where` (whatever limit and skip) in the X-Total-Count response header; one more statement' }))
   return Type.Object(properties)
 }
 
-function input (type: AttributeType, nullable: boolean, description?: string): TSchema {
-  const notes = [description, nullable ? undefined : 'not null'].filter(note => note !== undefined).join('; ')
-  const options = notes === '' ? {} : { description: notes }
-  if (type === 'json') return Type.Unknown(options)
-  // Dates are ISO 8601 text (or epoch milliseconds as text), 64-bit integers decimal text. The
-  // route only checks that the body is an object: the action reads every value, with coded errors.
-  return Type.Unsafe({ type: type === 'date' || type === 'bigint' ? 'string' : type, nullable: true, ...options })
+function input (attribute: Pick<Attribute, 'type' | 'integer' | 'maxLength' | 'range'>, nullable: boolean, description?: string): TSchema {
+  const options = description === undefined ? {} : { description }
+  if (attribute.type === 'json') return Type.Unknown(options)
+  // Dates are ISO 8601 text (epoch milliseconds as text are accepted too), 64-bit integers
+  // decimal text. The route only checks that the body is an object: the action reads every
+  // value, with coded errors; this documents what a client should send.
+  const type = attribute.type === 'date' || attribute.type === 'bigint' ? 'string' : attribute.type === 'number' && attribute.integer ? 'integer' : attribute.type
+  const format = attribute.type === 'date' ? { format: 'date-time' } : attribute.type === 'bigint' ? { pattern: '^-?\\d+$' } : {}
+  const length = attribute.maxLength === undefined ? {} : { maxLength: attribute.maxLength }
+  return Type.Unsafe({ type, ...(nullable ? { nullable: true } : {}), ...format, ...length, ...options })
 }
 
 /**
- * Body of create and update (the primary key may be given: create uses it, update accepts it
- * unchanged). Every property is optional here: which ones create requires, and what else is
- * refused (unknown names, collections), the plugin checks itself, with coded errors.
+ * Body of create (`mode: 'create'`: the attributes and singular associations it needs are
+ * `required`, collections are arrays of child keys) or of update (every property optional, no
+ * collection). Both are documentation: the route only checks that the body is an object, and the
+ * action reads each value with coded errors (unknown names, types, what create requires).
  */
-export function bodySchema (model: Model, registry: ModelRegistry): TSchema {
+export function bodySchema (model: Model, registry: ModelRegistry, mode: 'create' | 'update'): TSchema {
   const properties: Record<string, TSchema> = {}
+  const required: string[] = []
   for (const attribute of model.attributes.values()) {
-    properties[attribute.name] = Type.Optional(input(attribute.type, attribute.nullable, attribute.required ? 'required on create' : undefined))
+    properties[attribute.name] = input(attribute, attribute.nullable, attribute.primary ? 'primary key' : undefined)
+    if (mode === 'create' && attribute.required) required.push(attribute.name)
   }
   for (const association of model.singulars.values()) {
-    const pk = (registry.get(association.target) as Model).primaryKey
-    properties[association.name] = Type.Optional(input(pk.type, association.nullable, `primary key of a ${association.target} record`))
+    properties[association.name] = input((registry.get(association.target) as Model).primaryKey, association.nullable, `primary key of a ${association.target} record`)
+    if (mode === 'create' && association.required) required.push(association.name)
   }
-  return Type.Object(properties)
+  if (mode === 'create') {
+    for (const association of model.collections.values()) {
+      const key = input((registry.get(association.target) as Model).primaryKey, false)
+      properties[association.name] = Type.Array(key, { description: `primary keys of existing ${association.target} records to link` })
+    }
+  }
+  return Type.Unsafe({ type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false, title: `${model.entityName} (${mode})` })
 }

@@ -9,7 +9,7 @@ import { add } from '../actions/add.ts'
 import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
 import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON } from '../errors.ts'
-import type { CollectionAssociation } from '../models/model.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import { idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
@@ -39,7 +39,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     method: 'PUT',
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
-    schema: input => ({ params: idParams(['id', 'fk']), response: answer(input) }),
+    schema: input => ({ params: idParams({ id: input.model.primaryKey, fk: (input.ctx.registry.get((input.association as CollectionAssociation).target) as Model).primaryKey }), response: answer(input) }),
     handler: input => async request => add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await defaultViews(input, request, 'add'))
   },
   {
@@ -47,7 +47,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     method: 'PUT',
     per: 'collection',
     url: (model, association) => routePath(model, true, association),
-    schema: input => ({ params: idParams(['id']), body: REPLACE_BODY, response: answer(input) }),
+    schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: REPLACE_BODY, response: answer(input) }),
     handler: input => async request => {
       const body = request.body as { fks: Array<string | number> } | Array<string | number>
       return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks, await defaultViews(input, request, 'replace'))
@@ -60,7 +60,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     enabled: options => options.shortcuts,
     url: (model, association) => routePath(model, true, association, '/replace'),
-    schema: input => ({ params: idParams(['id']), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
+    schema: input => ({ params: idParams({ id: input.model.primaryKey }), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
     handler: input => async request => {
       checkQueryEncoding(request.url)
       const text = (request.query as { fks: string }).fks
@@ -79,7 +79,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     method: 'DELETE',
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
-    schema: input => ({ params: idParams(['id', 'fk']), response: answer(input) }),
+    schema: input => ({ params: idParams({ id: input.model.primaryKey, fk: (input.ctx.registry.get((input.association as CollectionAssociation).target) as Model).primaryKey }), response: answer(input) }),
     handler: input => async request => remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await defaultViews(input, request, 'remove'))
   }
 ]

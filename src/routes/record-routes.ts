@@ -22,7 +22,7 @@ const UPDATE: RouteSpec = {
   method: 'PATCH',
   per: 'model',
   url: model => routePath(model, true),
-  schema: input => ({ params: idParams(['id']), body: readByAction(bodySchema(input.model, input.ctx.registry)), response: answer(input) }),
+  schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: readByAction(bodySchema(input.model, input.ctx.registry, 'update')), response: answer(input) }),
   handler: input => async request => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, await defaultViews(input, request, 'update'))
 }
 
@@ -33,7 +33,7 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     method: 'POST',
     per: 'model',
     url: model => routePath(model),
-    schema: input => ({ body: readByAction(bodySchema(input.model, input.ctx.registry)), response: answer(input) }),
+    schema: input => ({ body: readByAction(bodySchema(input.model, input.ctx.registry, 'create')), response: answer(input) }),
     handler: input => async request => create(input.ctx, input.model, request.body as Record<string, unknown>, await defaultViews(input, request, 'create'))
   },
   UPDATE,
@@ -44,7 +44,7 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     method: 'DELETE',
     per: 'model',
     url: model => routePath(model, true),
-    schema: input => ({ params: idParams(['id']), response: answer(input) }),
+    schema: input => ({ params: idParams({ id: input.model.primaryKey }), response: answer(input) }),
     handler: input => async request => destroy(input.ctx, input.model, (request.params as { id: string }).id, await defaultViews(input, request, 'destroy'))
   }
 ]

@@ -8,6 +8,7 @@ import type { ActionContext } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, ModelOptions, RouteHooks, RouteSettings } from './route-options.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
+import { describeRoute } from './descriptions.ts'
 import { ROUTES } from './table.ts'
 import { compileValidator, parseJsonBodies } from './validation.ts'
 
@@ -49,7 +50,13 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
         app.route({
           method: spec.method,
           url: spec.url(model, association),
-          schema: { ...spec.schema(input), tags: [model.identity], operationId: operationId(spec, model, association), ...(spec.alias === true ? { hide: true } : {}) },
+          schema: {
+            ...spec.schema(input),
+            ...describeRoute(routeName(spec), model.identity, association?.name),
+            tags: [model.identity],
+            operationId: operationId(spec, model, association),
+            ...(spec.alias === true ? { hide: true } : {})
+          },
           validatorCompiler: compileValidator,
           config: { blueprint: config },
           handler: observe === undefined || !READS.has(spec.action)
@@ -68,8 +75,12 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
   }
 }
 
+function routeName (spec: RouteSpec): BlueprintAction | 'replaceShortcut' {
+  return spec.method === 'GET' && spec.action === 'replace' ? 'replaceShortcut' : spec.action
+}
+
 function operationId (spec: RouteSpec, model: Model, association?: Association): string {
-  const name = spec.method === 'GET' && spec.action === 'replace' ? 'replaceShortcut' : spec.action
+  const name = routeName(spec)
   return association === undefined ? `${name}_${model.identity}` : `${name}_${model.identity}_${association.name}`
 }
 

@@ -52,8 +52,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     method: 'GET',
     per: 'model',
     url: model => routePath(model),
-    schema: ({ model }) => ({
-      querystring: findQuery(model, 'used'),
+    schema: ({ ctx, model }) => ({
+      querystring: findQuery(model, ctx.registry, 'used'),
       response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA } }), '4xx': errorRef }
     }),
     handler: input => async (request, reply) => {
@@ -75,7 +75,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     per: 'model',
     url: model => routePath(model, true),
     schema: ({ model }) => ({
-      params: idParams(['id']),
+      params: idParams({ id: model.primaryKey }),
       querystring: findOneQuery,
       response: { 200: Type.Ref(recordSchemaId(model.identity)), '4xx': errorRef }
     }),
@@ -102,13 +102,13 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     method: 'GET',
     per: 'association',
     url: (model, association) => routePath(model, true, association),
-    schema: ({ ctx, association }) => {
+    schema: ({ ctx, model, association }) => {
       const target = association as Association
       const child = ctx.registry.get(target.target) as Model
       const item = Type.Ref(childSchemaId(child.identity))
       return target.kind === 'collection'
-        ? { params: idParams(['id']), querystring: findQuery(child, 'ignored'), response: { 200: Type.Array(item), '4xx': errorRef } }
-        : { params: idParams(['id']), querystring: Type.Object({ select: Type.Optional(Type.String()), omit: Type.Optional(Type.String()) }), response: { 200: item, '4xx': errorRef } }
+        ? { params: idParams({ id: model.primaryKey }), querystring: findQuery(child, ctx.registry, 'ignored'), response: { 200: Type.Array(item), '4xx': errorRef } }
+        : { params: idParams({ id: model.primaryKey }), querystring: Type.Object({ select: Type.Optional(Type.String()), omit: Type.Optional(Type.String()) }), response: { 200: item, '4xx': errorRef } }
     },
     handler: input => {
       const association = input.association as Association

@@ -35,10 +35,25 @@ const NOT_AN_OBJECT: FastifySchemaValidationError[] = [{ keyword: 'type', instan
 
 const anObject: Validate = Object.assign((data: unknown): boolean => typeof data === 'object' && data !== null && !Array.isArray(data), { errors: NOT_AN_OBJECT })
 
+/**
+ * A query string's or a path's schema as its values arrive: text. The schemas document numbers,
+ * integers and booleans (for OpenAPI and client generators); the route checks only the text's
+ * shape (a single value or a repeated one; `true` or `false`), and the plugin reads the values
+ * itself, with coded errors that name the parameter.
+ */
+function onTheWire (schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(onTheWire)
+  if (typeof schema !== 'object' || schema === null) return schema
+  const node = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, onTheWire(value)]))
+  if (node.type === 'boolean') return { type: 'string', enum: ['true', 'false'] }
+  if (node.type === 'integer' || node.type === 'number' || node.type === 'string') return { type: 'string' }
+  return node
+}
+
 /** The validator compiler of every blueprint route (Fastify's `validatorCompiler` route option). */
-export const compileValidator: FastifySchemaCompiler<TSchema> = ({ schema }) => {
+export const compileValidator: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   if (READ_BY_ACTION.has(schema)) return anObject
-  const validator = Compile(schema)
+  const validator = Compile((httpPart === 'querystring' || httpPart === 'params' ? onTheWire(schema) : schema) as TSchema)
   const validate: Validate = data => {
     if (validator.Check(data)) return true
     validate.errors = validator.Errors(data)
