@@ -6,7 +6,7 @@
  * @module
  */
 import { Type, type TSchema } from 'typebox'
-import type { Attribute, AttributeType, Model } from './model.ts'
+import type { Attribute, Model } from './model.ts'
 import type { ModelRegistry } from './registry.ts'
 
 /** `$id` of a model's record schema (`blueprints.user`). */
@@ -19,10 +19,10 @@ export function childSchemaId (identity: string): string {
   return `blueprints.${identity}.child`
 }
 
-function scalar (type: AttributeType, nullable: boolean, description?: string): TSchema {
+function scalar ({ type, integer }: Pick<Attribute, 'type' | 'integer'>, nullable: boolean, description?: string): TSchema {
   const options = description === undefined ? {} : { description }
   if (type === 'json') return Type.Unknown(options)
-  const json = type === 'date' || type === 'bigint' ? 'string' : type
+  const json = type === 'date' || type === 'bigint' ? 'string' : type === 'number' && integer ? 'integer' : type
   const format = type === 'date' ? { format: 'date-time' } : {}
   // A type array (rather than anyOf) lets fast-json-stringify write nullable values without
   // validating each one.
@@ -30,12 +30,12 @@ function scalar (type: AttributeType, nullable: boolean, description?: string): 
 }
 
 function attributeSchema (attribute: Attribute): TSchema {
-  return scalar(attribute.type, attribute.nullable, attribute.primary ? 'primary key' : undefined)
+  return scalar(attribute, attribute.nullable, attribute.primary ? 'primary key' : undefined)
 }
 
 function foreignKey (registry: ModelRegistry, target: string, nullable: boolean): TSchema {
   const pk = (registry.get(target) as Model).primaryKey
-  return scalar(pk.type, nullable, `primary key of a ${target} record`)
+  return scalar(pk, nullable, `primary key of a ${target} record`)
 }
 
 /**
@@ -54,7 +54,9 @@ export function modelSchemas (model: Model, registry: ModelRegistry): TSchema[] 
   for (const association of model.singulars.values()) {
     const key = foreignKey(registry, association.target, association.nullable)
     child[association.name] = Type.Optional(key)
-    record[association.name] = Type.Optional(Type.Union([Type.Ref(childSchemaId(association.target)), key, Type.Null()], {
+    // Null even when the key is not nullable: a populated association whose record is not there
+    // (or that a policy hides) is null.
+    record[association.name] = Type.Optional(Type.Union([Type.Ref(childSchemaId(association.target)), foreignKey(registry, association.target, true)], {
       description: `the ${association.target} record when populated, else its primary key`
     }))
   }
