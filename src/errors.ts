@@ -81,6 +81,10 @@ export const BP_ERR_LIMIT_TOO_LARGE = createError<'BP_ERR_LIMIT_TOO_LARGE', 400,
 export const BP_ERR_INVALID_SKIP = createError<'BP_ERR_INVALID_SKIP', 400, [string]>(
   'BP_ERR_INVALID_SKIP', 'The `skip` parameter must be a whole number from 0 up; got %s', 400, undefined, NO_STACK)
 
+/** `count` is neither `true` nor `false`. 400. */
+export const BP_ERR_INVALID_COUNT = createError<'BP_ERR_INVALID_COUNT', 400, [string]>(
+  'BP_ERR_INVALID_COUNT', 'The `count` parameter must be true or false; got %s', 400, undefined, NO_STACK)
+
 /** `sort` has the wrong shape or direction. 400. */
 export const BP_ERR_INVALID_SORT = createError<'BP_ERR_INVALID_SORT', 400, [string]>(
   'BP_ERR_INVALID_SORT', 'Invalid `sort`: %s', 400, undefined, NO_STACK)
@@ -192,6 +196,7 @@ export const errors = {
   BP_ERR_LIMIT_EXCEEDED,
   BP_ERR_INVALID_ENCODING,
   BP_ERR_INVALID_SKIP,
+  BP_ERR_INVALID_COUNT,
   BP_ERR_INVALID_SORT,
   BP_ERR_SELECT_AND_OMIT,
   BP_ERR_INVALID_POPULATE,

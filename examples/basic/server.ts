@@ -1,4 +1,5 @@
-// Starts the example: `npm run example` (PORT, HOST and DB_FILE are read from the environment).
+// Starts the books example: `npm run example:basic` (PORT, HOST and DB_FILE are read from the
+// environment).
 import { buildApp } from './app.ts'
 
 const port = Number(process.env.PORT ?? 3000)

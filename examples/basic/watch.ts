@@ -1,4 +1,4 @@
-// Watches the example app live: `npm run example:watch` while `npm run example` runs in another
+// Watches the books example live: `npm run example:watch` while `npm run example:basic` runs in another
 // terminal. It reads the books over the websocket endpoint (which subscribes it to them, and makes
 // it watch new books), then prints every notification; change data with the curl commands the
 // server printed and watch them arrive. SOCKET_URL overrides the address.

@@ -6,7 +6,7 @@
  * @module
  */
 import {
-  BP_ERR_INVALID_JSON, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP,
+  BP_ERR_INVALID_COUNT, BP_ERR_INVALID_JSON, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP,
   BP_ERR_INVALID_SORT, BP_ERR_INVALID_WHERE, BP_ERR_PARAMETER_NOT_ALLOWED, BP_ERR_SELECT_AND_OMIT
 } from '../errors.ts'
 import type { Model } from '../models/model.ts'
@@ -43,12 +43,16 @@ export function parseFind (query: QueryString, model: Model, defaults: QueryDefa
 }
 
 /**
- * `count`: whether a find also answers the total number of records its `where` matches (the
- * route's schema lets only `true` and `false` through). Not part of the query:
- * `parseBlueprintOptions` does not see it.
+ * `count`: whether a find also answers the total number of records its `where` matches. Not part
+ * of the query: `parseBlueprintOptions` does not see it.
+ *
+ * @throws BP_ERR_INVALID_COUNT for anything but `true` and `false`.
  */
 export function parseCount (query: QueryString): boolean {
-  return query.count === 'true'
+  const value = query.count
+  if (value === undefined || value === 'false') return false
+  if (value === 'true') return true
+  throw new BP_ERR_INVALID_COUNT(describe(single(query, 'count')))
 }
 
 /** `select`, `omit`: comma lists, not both. */

@@ -38,15 +38,14 @@ const anObject: Validate = Object.assign((data: unknown): boolean => typeof data
 /**
  * A query string's or a path's schema as its values arrive: text. The schemas document numbers,
  * integers and booleans (for OpenAPI and client generators); the route checks only the text's
- * shape (a single value or a repeated one; `true` or `false`), and the plugin reads the values
- * itself, with coded errors that name the parameter.
+ * shape (a single value or a repeated one), and the plugin reads the values itself, with coded
+ * errors that name the parameter.
  */
 function onTheWire (schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(onTheWire)
   if (typeof schema !== 'object' || schema === null) return schema
   const node = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, onTheWire(value)]))
-  if (node.type === 'boolean') return { type: 'string', enum: ['true', 'false'] }
-  if (node.type === 'integer' || node.type === 'number' || node.type === 'string') return { type: 'string' }
+  if (node.type === 'integer' || node.type === 'number' || node.type === 'string' || node.type === 'boolean') return { type: 'string' }
   return node
 }
 

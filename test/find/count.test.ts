@@ -34,8 +34,9 @@ for (const db of DATABASES) {
     t.equal((await app.inject(`${tags}&count=true`)).headers['x-total-count'], String((await get(app, tags)).body.length), 'the same case rule as the find')
 
     const bad = await app.inject('/user?count=yes')
-    t.same([bad.statusCode, bad.json().code], [400, 'FST_ERR_VALIDATION'])
-    t.match(bad.json().message, /count/, 'the message names the parameter')
+    t.same([bad.statusCode, bad.json().code], [400, 'BP_ERR_INVALID_COUNT'])
+    t.match(bad.json().message, /`count` parameter must be true or false; got "yes"/, 'the message names the parameter')
+    t.equal((await app.inject('/user?count=true&count=true')).json().code, 'FST_ERR_VALIDATION', 'given twice')
     const child = await app.inject('/user/1/pets?count=true')
     t.same([child.statusCode, child.json().code], [400, 'BP_ERR_PARAMETER_NOT_ALLOWED'], 'a populate does not count')
   })
