@@ -115,4 +115,10 @@ t.test('an app that registers @fastify/swagger itself gets the same names with o
   await twice.register(swagger, { openapi: {} })
   await t.rejects(async () => { await twice.register(blueprints, { orm, openapi: true }).ready() }, { code: 'BP_ERR_INVALID_OPTION', message: /@fastify\/swagger is registered already/ })
   await t.rejects(loadSwagger('file:///'), { code: 'BP_ERR_MISSING_PACKAGE', message: /npm install @fastify\/swagger@9/ })
+
+  const plain = Fastify()
+  t.teardown(async () => { await plain.close() })
+  await plain.register(blueprints, { orm, openapi: true })
+  await plain.ready()
+  t.same((plain.swagger() as unknown as { info: unknown }).info, { title: 'API', version: '1.0.0' }, 'openapi: true: a default info')
 })

@@ -1,5 +1,6 @@
 // Starts the books example: `npm run example:basic` (PORT, HOST and DB_FILE are read from the
 // environment).
+import { closeOnSignals } from '../close-on-signals.ts'
 import { buildApp } from './app.ts'
 
 const port = Number(process.env.PORT ?? 3000)
@@ -7,18 +8,7 @@ const host = process.env.HOST ?? '127.0.0.1'
 
 const { app } = await buildApp({ dbName: process.env.DB_FILE })
 
-let closing = false
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    if (closing) return
-    closing = true
-    app.log.info(`${signal} received, closing`)
-    app.close().then(() => process.exit(0), err => {
-      app.log.error(err)
-      process.exit(1)
-    })
-  })
-}
+closeOnSignals(app)
 
 await app.listen({ port, host })
 

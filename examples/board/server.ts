@@ -1,6 +1,7 @@
 // Starts the demo: `npm run example` serves the board on http://127.0.0.1:3000 (PORT, HOST).
 // DATABASE_URL switches to PostgreSQL, REDIS_URL to the Redis broker: two processes on other
 // ports with the same REDIS_URL then push each other's changes to their pages.
+import { closeOnSignals } from '../close-on-signals.ts'
 import { buildBoard } from './app.ts'
 
 const port = Number(process.env.PORT ?? 3000)
@@ -9,18 +10,7 @@ const origins = [`http://${host}:${port}`, `http://localhost:${port}`, `http://1
 
 const app = await buildBoard({ logger: true, databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL, origins })
 
-let closing = false
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    if (closing) return
-    closing = true
-    app.log.info(`${signal} received, closing`)
-    app.close().then(() => process.exit(0), err => {
-      app.log.error(err)
-      process.exit(1)
-    })
-  })
-}
+closeOnSignals(app)
 
 await app.listen({ port, host })
 console.log(`\nThe team board: open http://${host}:${port}/ in two tabs (the OpenAPI page is /docs).`)

@@ -1,7 +1,10 @@
 // The seed's "which operation sends what" table as data: writes applied in order to the test
 // fixture, each with the change set it must produce. The collection tests check it against the
-// change sets handed to listeners, the realtime tests against what a subscribed socket hears, so
-// the expectation is written once for every path a change takes.
+// change sets handed to listeners, the realtime tests against what a subscribed socket of either
+// endpoint hears, so the expectation is written once for every path a change takes.
+import type { FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
+import { before, seen, sentinel, type Hearing } from './realtime.ts'
 
 /** A write and the change set it produces, in order; an empty one changes nothing. */
 export interface ChangeRow {
@@ -111,3 +114,18 @@ export const CHANGE_TABLE: readonly ChangeRow[] = [
     ]
   }
 ]
+
+/**
+ * Applies the table over HTTP to `app` (fresh fixture) and checks that `socket`, subscribed to
+ * every record, hears each row's change set, in order, and nothing for a row without one.
+ */
+export async function heardAsTheTableSays (t: Test, app: FastifyInstance, socket: Hearing): Promise<void> {
+  for (const row of CHANGE_TABLE) {
+    const write = async (): Promise<void> => {
+      const res = await app.inject({ method: row.method, url: row.url, payload: row.body as string })
+      t.equal(res.statusCode, 200, `${row.method} ${row.url}`)
+    }
+    const heard = row.changes.length === 0 ? await before(socket, sentinel(app, 'user', 1), write) : await seen(socket, row.changes.length, write)
+    t.same(heard, row.changes.map(([model, message]) => ({ event: model, data: message })), row.what)
+  }
+}

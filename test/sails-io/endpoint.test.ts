@@ -3,7 +3,7 @@
 // sails.io.js socket, requester exclusion, and both endpoints at once — on every database.
 import t, { type Test } from 'tap'
 import { DATABASES } from '../helpers/app.ts'
-import { CHANGE_TABLE } from '../helpers/change-table.ts'
+import { heardAsTheTableSays } from '../helpers/change-table.ts'
 import { before, listening, open, seen, sentinel } from '../helpers/realtime.ts'
 import { sailsSocket, type SailsTestSocket } from '../helpers/sails-socket.ts'
 import type { Notice } from '../helpers/socket.ts'
@@ -65,14 +65,7 @@ for (const db of DATABASES) {
   t.test(`${db}: every row of the seed's table, heard by another sails.io.js socket`, async t => {
     const app = await listening(t, db, { plugin: SAILS_IO })
     const all = await watcher(t, app)
-    for (const row of CHANGE_TABLE) {
-      const write = async (): Promise<void> => {
-        const res = await app.inject({ method: row.method, url: row.url, payload: row.body as string })
-        t.equal(res.statusCode, 200, `${row.method} ${row.url}`)
-      }
-      const heard = row.changes.length === 0 ? await before(all, sentinel(app, 'user', 1), write) : await seen(all, row.changes.length, write)
-      t.same(heard, row.changes.map(([model, message]) => notice(model, message)), row.what)
-    }
+    await heardAsTheTableSays(t, app, all)
     const created = await app.inject({ method: 'POST', url: '/pet', payload: { name: 'Bubbles', species: 'fish' } })
     t.same(await seen(all, 1, async () => created), [notice('pet', { verb: 'created', id: created.json().id, data: created.json() })], 'created')
     const gone = await app.inject({ method: 'DELETE', url: `/pet/${created.json().id as number}` })
