@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { Type } from 'typebox'
+import type { FastifyReply } from 'fastify'
+import { Type, type TSchema } from 'typebox'
 import { count, find } from '../actions/find.ts'
 import { findOne } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
@@ -41,6 +42,17 @@ const TOTAL_COUNT_SCHEMA = Type.Integer({ minimum: 0, description: 'with count=t
 /** Reference to {@link ERROR_SCHEMA}. */
 export const errorRef = Type.Ref('blueprints.error')
 
+/**
+ * `answer`, serialised with `flat` (records as their child schema: every association a raw key)
+ * when the query populates nothing. The route's own schema lets a singular association be a key or
+ * a record (`anyOf`), which fast-json-stringify can only tell apart by validating each value
+ * against the record's schema; without population it is a key, always.
+ */
+function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSchema, answer: T): T {
+  if (query.populate === false) reply.type('application/json; charset=utf-8').serializer(reply.compileSerializationSchema(flat as unknown as Record<string, unknown>, '200'))
+  return answer
+}
+
 function defaults (input: RouteInput): { limit: number, populateLimit: number } {
   return { limit: input.options.defaultLimit, populateLimit: input.options.populateLimit }
 }
@@ -56,17 +68,20 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       querystring: findQuery(model, ctx.registry, 'used'),
       response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA } }), '4xx': errorRef }
     }),
-    handler: input => async (request, reply) => {
-      checkQueryEncoding(request.url)
-      const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
-      const counted = parseCount(request.query as QueryString)
-      // Without a hook or a count there is nothing to wait for: no await, no promise.
-      if (input.options.parseBlueprintOptions === undefined && !counted) return find(input.ctx, input.model, parsed)
-      const query = input.options.parseBlueprintOptions === undefined ? parsed : await customise(input, request, parsed, { action: 'find', model: input.model })
-      const views = input.options.parseBlueprintOptions === undefined ? undefined : await viewsOf(input, request, 'find', input.model, populated(input.model, query.populate))
-      const [records, total] = await Promise.all([find(input.ctx, input.model, query, views), counted ? count(input.ctx, input.model, query) : undefined])
-      if (total !== undefined) reply.header(TOTAL_COUNT, String(total))
-      return records
+    handler: input => {
+      const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))
+      return async (request, reply) => {
+        checkQueryEncoding(request.url)
+        const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
+        const counted = parseCount(request.query as QueryString)
+        // Without a hook or a count there is nothing to wait for: no await, no promise.
+        if (input.options.parseBlueprintOptions === undefined && !counted) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed))
+        const query = input.options.parseBlueprintOptions === undefined ? parsed : await customise(input, request, parsed, { action: 'find', model: input.model })
+        const views = input.options.parseBlueprintOptions === undefined ? undefined : await viewsOf(input, request, 'find', input.model, populated(input.model, query.populate))
+        const [records, total] = await Promise.all([flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, views)), counted ? count(input.ctx, input.model, query) : undefined])
+        if (total !== undefined) reply.header(TOTAL_COUNT, String(total))
+        return records
+      }
     }
   },
   {
@@ -79,22 +94,25 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       querystring: findOneQuery,
       response: { 200: Type.Ref(recordSchemaId(model.identity)), '4xx': errorRef }
     }),
-    handler: input => async request => {
-      checkQueryEncoding(request.url)
-      const raw = request.query as QueryString
-      const query: BlueprintQuery = {
-        where: {},
-        limit: 1,
-        skip: 0,
-        sort: [],
-        ...parseFields(raw),
-        populate: parsePopulate(raw),
-        populateLimit: input.options.populateLimit
+    handler: input => {
+      const flat = Type.Ref(childSchemaId(input.model.identity))
+      return async (request, reply) => {
+        checkQueryEncoding(request.url)
+        const raw = request.query as QueryString
+        const query: BlueprintQuery = {
+          where: {},
+          limit: 1,
+          skip: 0,
+          sort: [],
+          ...parseFields(raw),
+          populate: parsePopulate(raw),
+          populateLimit: input.options.populateLimit
+        }
+        const id = (request.params as { id: string }).id
+        if (input.options.parseBlueprintOptions === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query))
+        const customised = await customise(input, request, query, { action: 'findOne', model: input.model })
+        return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, await viewsOf(input, request, 'findOne', input.model, populated(input.model, customised.populate))))
       }
-      const id = (request.params as { id: string }).id
-      if (input.options.parseBlueprintOptions === undefined) return findOne(input.ctx, input.model, id, query)
-      const customised = await customise(input, request, query, { action: 'findOne', model: input.model })
-      return findOne(input.ctx, input.model, id, customised, await viewsOf(input, request, 'findOne', input.model, populated(input.model, customised.populate)))
     }
   },
   {
