@@ -6,7 +6,8 @@ import { ClientConnection, type Handlers } from './connection.ts'
 import { Jobs } from './jobs.ts'
 import { BlueprintsClientError, count, type ClientOptions, type Status, type WebSocketConstructor } from './options.ts'
 import { RememberedReads } from './reads.ts'
-import { withQuery, type Query, type ReadAnswer, type RecordOf, type RequestOptions, type Unbound } from './typed.ts'
+import { withQuery } from '../realtime/protocol.ts'
+import type { Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
 
 /**
  * A connection to the websocket endpoint of fastify-blueprints. Made by `connect()`. `Models`

@@ -1,5 +1,5 @@
-// What binds the client to an app's models (types only, but for the query string builder): the
-// record type of each identity, what a GET of a url answers, and query parameters as an object.
+// What binds the client to an app's models (types only): the record type of each identity, what a
+// GET of a url answers, and query parameters as an object.
 
 /**
  * The record types an app binds the client to, by model identity: `connect<{ user: User }>(…)`.
@@ -58,17 +58,4 @@ export type Query = Readonly<Record<string, unknown>>
 export interface RequestOptions {
   /** Headers of this request only; they override the upgrade request's. */
   readonly headers?: Readonly<Record<string, string>>
-}
-
-/** `url` with `query`'s parameters (which win over the same names in `url`'s own query string). */
-export function withQuery (url: string, query: Query | undefined): string {
-  if (query === undefined) return url
-  const start = url.indexOf('?')
-  const params = new URLSearchParams(start === -1 ? '' : url.slice(start + 1))
-  for (const [name, value] of Object.entries(query)) {
-    if (value !== undefined) params.set(name, typeof value === 'string' ? value : JSON.stringify(value))
-  }
-  const text = params.toString()
-  const path = start === -1 ? url : url.slice(0, start)
-  return text === '' ? path : `${path}?${text}`
 }

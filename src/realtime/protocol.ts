@@ -73,3 +73,20 @@ export function notificationFrame (model: string, data: unknown): string {
 export function responseFrame (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): string {
   return `{"id":${JSON.stringify(id)},"statusCode":${statusCode},"headers":${JSON.stringify(headers)},"body":${bodyJson}}`
 }
+
+/**
+ * `url` with `query`'s parameters, which win over the same names in `url`'s own query string: a
+ * string as it is, anything else as JSON text, `undefined` left out. The client sends its query
+ * objects so, and the socket.io endpoint reads sails.io.js' `data` so.
+ */
+export function withQuery (url: string, query: Readonly<Record<string, unknown>> | undefined): string {
+  if (query === undefined) return url
+  const start = url.indexOf('?')
+  const params = new URLSearchParams(start === -1 ? '' : url.slice(start + 1))
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined) params.set(name, typeof value === 'string' ? value : JSON.stringify(value))
+  }
+  const text = params.toString()
+  const path = start === -1 ? url : url.slice(0, start)
+  return text === '' ? path : `${path}?${text}`
+}

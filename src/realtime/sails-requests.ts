@@ -7,6 +7,7 @@
  */
 
 import { frameProblem } from './frames.ts'
+import { withQuery } from './protocol.ts'
 
 /** The events sails.io.js sends requests as: the method, in lower case. */
 export const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const
@@ -123,16 +124,6 @@ function mergedData ({ data, params }: VirtualRequestPayload): unknown {
 
 function isObject (value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-/** The url with `data` as query parameters; `data` wins a name clash with the url's own. */
-function withQuery (url: string, data: Record<string, unknown>): string {
-  const start = url.indexOf('?')
-  const path = start === -1 ? url : url.slice(0, start)
-  const query = new URLSearchParams(start === -1 ? '' : url.slice(start + 1))
-  // (Values come from JSON: none is undefined.)
-  for (const [name, value] of Object.entries(data)) query.set(name, typeof value === 'string' ? value : JSON.stringify(value))
-  return `${path}?${query.toString()}`
 }
 
 /**
