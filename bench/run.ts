@@ -33,7 +33,8 @@
 // request holds exactly the tags the lease logic expects.
 //
 // Measurement. A warm-up of 2 s per contender, then ROUNDS rounds of SECONDS seconds, interleaved
-// plugin, baseline, plugin, baseline … so that drift of the machine hits both alike. Any error or
+// and in alternating order (plugin, baseline; baseline, plugin; plugin, baseline …) so that drift
+// of the machine hits both alike. Any error or
 // non-2xx answer stops the run. Per workload and contender it reports:
 // - requests/s of each round (2xx answers / elapsed time) and their median; the ratio of the
 //   medians plugin / baseline, which the targets apply to (PostgreSQL: reads ≥ 0.9, writes ≥ 0.8;
@@ -76,6 +77,7 @@ const PG_DB = process.env.BENCH_PG_DB ?? 'bp_bench'
 const PIN = process.env.BENCH_PIN !== '0' && cpus().length >= 2 && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0
 const DB_LABEL: Record<Db, string> = { postgres: 'PostgreSQL', sqlite: 'SQLite (in memory)' }
 const CONTENDERS = ['plugin', 'baseline'] as const
+const REVERSED = [...CONTENDERS].reverse()
 const PG_CONNECTION: pg.ClientConfig = {
   host: process.env.PGHOST ?? '127.0.0.1',
   port: Number(process.env.PGPORT ?? 5432),
@@ -537,7 +539,10 @@ async function benchDatabase (db: Db, memory: string[]): Promise<Outcome[]> {
       for (const who of CONTENDERS) await measure(workload, servers[who], WARMUP_SECONDS)
       const outcome: Outcome = { db, workload, runs: { plugin: [], baseline: [] } }
       for (let round = 0; round < ROUNDS; round++) {
-        for (const who of CONTENDERS) outcome.runs[who].push(await measure(workload, servers[who], SECONDS))
+        // Every other round the baseline goes first (A B, B A, A B …): a drift of the machine
+        // over the rounds (a database still warming its caches, a slower spell) then favours
+        // neither contender, where always going second would favour one.
+        for (const who of round % 2 === 0 ? CONTENDERS : REVERSED) outcome.runs[who].push(await measure(workload, servers[who], SECONDS))
       }
       report(outcome)
       outcomes.push(outcome)

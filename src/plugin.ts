@@ -147,7 +147,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     ranks: lockRanks(registry),
     bounds: { maxLimit: options.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.populateLimit, limits: options.limits },
     notifier: shared.notifier,
-    publish: realtime?.publish,
+    publisher: realtime?.publisher,
     withRecords: realtime !== undefined && options.parseBlueprintOptions !== undefined
   }
   // A second registration (another prefix, other options) leaves `app.blueprints` to the first.

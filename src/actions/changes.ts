@@ -77,6 +77,11 @@ export class Notifier {
     this.#log = log
   }
 
+  /** Whether anyone listens: a write's changes then go to them in the write's async context. */
+  get listening (): boolean {
+    return this.#listeners.size > 0
+  }
+
   /** Adds a listener; returns the function that removes it. */
   listen (listener: ChangeListener): () => void {
     this.#listeners.add(listener)

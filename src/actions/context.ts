@@ -33,8 +33,12 @@ export interface ActionContext {
   readonly ranks: LockRanks
   /** Receives the changes of committed writes (`onChange` listeners). */
   readonly notifier: Notifier
-  /** Hands the changes of committed writes to realtime, when it is on. */
-  readonly publish: ((changes: readonly Change[]) => void) | undefined
+  /**
+   * Hands the changes of committed writes to realtime, when it is on: called when a write starts,
+   * in its async context, it returns what publishes that write's changes (whatever context it
+   * then runs in).
+   */
+  readonly publisher: (() => (changes: readonly Change[]) => void) | undefined
   /**
    * Whether changes carry the records they name (see `Change.records`): when realtime delivers
    * them to sockets under a policy.
@@ -66,6 +70,7 @@ export interface WriteScope {
  * nothing to flush, and skipping it saves a fork, a flush and its events on every write.
  */
 export async function inTransaction<T> (ctx: ActionContext, context: ChangeContext, work: (scope: WriteScope) => Promise<T>): Promise<T> {
+  const publish = ctx.publisher?.()
   let changes = new ChangeSet()
   const { result, ticket } = await ctx.database.transaction(async (run, context) => {
     // A new change set per attempt: a retried transaction starts from nothing.
@@ -90,15 +95,15 @@ export async function inTransaction<T> (ctx: ActionContext, context: ChangeConte
     if (ctx.withRecords) await attachRecords(ctx, run, changes)
     return answer
   })
-  // Handed on in commit order (see sql/commit-order.ts), to realtime and to the listeners; the
-  // write answers once its listeners are done.
+  // Handed on in commit order (see sql/commit-order.ts), to realtime and to the listeners (in the
+  // write's own async context: they may read it); the write answers once its listeners are done.
   await new Promise<void>(resolve => {
     ctx.database.order.done(ticket, () => {
-      if (changes.changes.length > 0) ctx.publish?.(changes.changes)
+      if (changes.changes.length > 0) publish?.(changes.changes)
       const listened = ctx.notifier.emit(changes.changes, context)
       if (listened === undefined) resolve()
       else void listened.then(resolve)
-    })
+    }, ctx.notifier.listening)
   })
   return result
 }

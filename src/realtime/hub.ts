@@ -15,7 +15,6 @@ import { BP_ERR_NOT_A_SOCKET, BP_ERR_UNKNOWN_MODEL } from '../errors.ts'
 import type { Broker, Envelope, EnvelopeItem } from './brokers/broker.ts'
 import { Connection, type BlueprintSocket } from './connection.ts'
 import { RecentEnvelopes } from './recent.ts'
-import { socketRequests } from './socket-requests.ts'
 import { Outbox } from './outbox.ts'
 import { CLOSE } from './protocol.ts'
 import { SubscriptionRegistry } from './registry.ts'
@@ -90,12 +89,12 @@ export class Hub {
     this.#stop = undefined
   }
 
-  /** Publishes the changes of a committed write; the socket that made it (if any) is the origin. */
-  async publishChanges (changes: readonly Change[]): Promise<void> {
+  /** Publishes the changes of a committed write; `origin`: the socket that made it, if any. */
+  async publishChanges (changes: readonly Change[], origin: string | undefined): Promise<void> {
     const items: EnvelopeItem[] = changes.map(({ model, message, records }) => records === undefined
       ? { kind: 'change', model, id: message.id, message }
       : { kind: 'change', model, id: message.id, message, records })
-    await this.#outbox.publish({ origin: socketRequests.getStore()?.connection.id, items })
+    await this.#outbox.publish({ origin, items })
   }
 
   /** Publishes app data to the subscribers of one record, on every instance. */

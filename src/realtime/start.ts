@@ -21,8 +21,11 @@ import { closeAnsweredUpgrades } from './upgrades.ts'
 /** What realtime gives the rest of the plugin. */
 export interface Realtime {
   readonly hub: Hub
-  /** Hands the changes of a committed write to the broker (not awaited by the write). */
-  readonly publish: (changes: readonly Change[]) => void
+  /**
+   * Called as a write starts: what hands its changes, once committed, to the broker (not awaited
+   * by the write), with the socket that made the write (if any) as their origin.
+   */
+  readonly publisher: () => (changes: readonly Change[]) => void
 }
 
 /** What {@link startRealtime} needs besides the options. */
@@ -48,14 +51,17 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
   })
   // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
   // ioredis may hold a command for seconds). Publications still leave in commit order.
-  const publish = (changes: readonly Change[]): void => {
-    hub.publishChanges(changes).catch((err: unknown) => { app.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it') })
+  const publisher = (): ((changes: readonly Change[]) => void) => {
+    const origin = socketRequests.getStore()?.connection.id
+    return changes => {
+      hub.publishChanges(changes, origin).catch((err: unknown) => { app.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it') })
+    }
   }
   // socket.io is loaded first: registration fails before anything starts when it is missing.
   const io = options.sailsIo === false ? undefined : await loadSocketIo()
   await hub.start()
   app.addHook('onClose', async () => { await hub.stop() })
-  if (options.path === false && options.sailsIo === false) return { hub, publish }
+  if (options.path === false && options.sailsIo === false) return { hub, publisher }
   // A socket request's answer, serialised by its route's response schema, is kept: the frame embeds
   // it as is when no later hook changed it (run-request.ts). Without such a schema (an app's route,
   // a serializer of the app's), nothing is replaced.
@@ -72,7 +78,7 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     const sailsIo = { ...options, path: options.sailsIo.path, maxJsonDepth: setup.maxJsonDepth }
     await app.register(async endpoint => { registerSailsIo(endpoint, hub, sailsIo, io as IoModules) })
   }
-  if (options.path === false) return { hub, publish }
+  if (options.path === false) return { hub, publisher }
   closeAnsweredUpgrades(app.server)
   // The endpoint lives in a context of its own: @fastify/websocket's hooks (it adds some to every
   // route of the context it is registered in) stay off the app's other routes. An app that
@@ -102,5 +108,5 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     }
     registerEndpoint(endpoint, hub, { ...options, path, maxJsonDepth: setup.maxJsonDepth })
   })
-  return { hub, publish }
+  return { hub, publisher }
 }

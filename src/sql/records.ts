@@ -61,7 +61,7 @@ export class RecordLoader {
     const key = keyIndex(model, fields)
     if (criteria.together === undefined) {
       rows = await run(statement) as unknown as ArrayRow[]
-      children = rows.length === 0 ? [] : await this.#children.collections(run, rows.map(row => row[key]), criteria, collections)
+      children = rows.length === 0 || collections.length === 0 ? [] : await this.#children.collections(run, rows.map(row => row[key]), criteria, collections)
     } else [rows, children] = await inOrder([run(statement) as unknown as Promise<ArrayRow[]>, this.#children.collections(run, [this.#dialect.bind(model.primaryKey.type, criteria.together.key)], criteria, collections)])
     let members: JsonRecord[] | undefined
     if (joined !== undefined) {

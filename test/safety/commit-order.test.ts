@@ -21,3 +21,15 @@ t.test('later tickets wait for earlier ones and run in their own async context',
   request.run('request d', () => { order.done(d, record('d')) })
   t.same(ran, ['a in request a', 'c in request c', 'd in request d'], 'the next ticket runs at once')
 })
+
+t.test('without inContext, a waiting write runs in the context of the write that releases it', async t => {
+  const order = new CommitOrder()
+  const request = new AsyncLocalStorage<string>()
+  const ran: string[] = []
+  const record = (label: string) => () => { ran.push(`${label} in ${String(request.getStore())}`) }
+  const [a, b] = [order.take(), order.take()]
+  request.run('request b', () => { order.done(b, record('b'), false) })
+  t.same(ran, [], 'ticket 1 waits for ticket 0')
+  request.run('request a', () => { order.done(a, record('a'), false) })
+  t.same(ran, ['a in request a', 'b in request a'], 'ticket 1 runs once 0 is done, in the context that released it (nothing was bound)')
+})
