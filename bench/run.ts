@@ -49,7 +49,7 @@
 // CPU and statement figures are the medians over the rounds.
 //
 // Usage: npm run bench. Knobs: BENCH_DB=postgres|sqlite (one database only), BENCH_ONLY=a,c,f (some
-// workloads only), BENCH_ROUNDS (5), BENCH_SECONDS (3), BENCH_CPU_PROF=<dir> (V8 CPU profiles of the
+// workloads only), BENCH_ROUNDS (8), BENCH_SECONDS (2), BENCH_CPU_PROF=<dir> (V8 CPU profiles of the
 // server processes, written when they exit), BENCH_PIN=0 (no CPU pinning), BENCH_PG_DB (bp_bench), BENCH_AB=<checkout>
 // (that checkout's plugin replaces the hand-written server: two plugin versions side by side).
 // PostgreSQL at PGHOST, PGPORT, PGUSER, PGPASSWORD (127.0.0.1:5432, postgres).
@@ -65,8 +65,8 @@ import pg from 'pg'
 import type { Links, Reset, Stats } from './control.ts'
 import { SET_A, SET_B, TOGGLE_TAGS, USERS, WRITE_PETS, seedPostgres, type Contender, type Db } from './seed.ts'
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
 const WARMUP_SECONDS = 2
 const CONNECTIONS = 10
 const READ_TARGET = 0.9

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { InFlight } from './in-flight.ts'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Change, Id } from '../actions/changes.ts'
 import type { Association, Model } from '../models/model.ts'
@@ -56,6 +57,8 @@ export interface HubOptions {
 
 export class Hub {
   readonly subscriptions: SubscriptionRegistry<Connection>
+  /** Socket requests in flight on this instance's endpoints (closing waits for them). */
+  readonly requests = new InFlight()
   readonly #options: HubOptions
   #stop: (() => Promise<void>) | undefined
   readonly #registry: ModelRegistry

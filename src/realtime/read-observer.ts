@@ -7,7 +7,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { ModelView } from '../criteria/types.ts'
 import type { Model } from '../models/model.ts'
-import type { ReadObserver } from '../routes/register.ts'
+import type { ReadInput, ReadObserver } from '../routes/register.ts'
 import type { Hub } from './hub.ts'
 import { SUBSCRIPTION_LIMIT } from './protocol.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
@@ -17,7 +17,7 @@ import { parseId } from '../models/identity.ts'
  * What the app's policy lets the requester see of each of `models` (`undefined` without a policy);
  * see `modelViews` in routes/policy.ts.
  */
-export type ViewsOf = (read: Parameters<ReadObserver>[0], request: FastifyRequest, models: Iterable<Model>) => Promise<ReadonlyMap<string, ModelView>>
+export type ViewsOf = (read: ReadInput, request: FastifyRequest, models: Iterable<Model>) => Promise<ReadonlyMap<string, ModelView>>
 
 /**
  * The read observer of the routes: subscribes the socket that asked (if any) to what a read
@@ -26,15 +26,15 @@ export type ViewsOf = (read: Parameters<ReadObserver>[0], request: FastifyReques
  * with), so that the notifications it is sent from now on are filtered the same way.
  */
 export function readObserver (hub: Hub, viewsOf?: ViewsOf): ReadObserver {
-  // Synchronous for an HTTP request (no socket asked): nothing to wait for.
-  return (read, request, reply, result) => {
-    const scope = socketRequests.getStore()
-    return scope === undefined ? undefined : subscribe(hub, viewsOf, scope, read, request, reply, result)
+  return {
+    // An HTTP request (no socket asked) is not followed: its handler runs alone.
+    follows: () => socketRequests.getStore() !== undefined,
+    observe: async (read, request, reply, result) => { await subscribe(hub, viewsOf, socketRequests.getStore() as SocketRequest, read, request, reply, result) }
   }
 }
 
 /** Subscribes the socket of `scope` to what a read answered (see {@link readObserver}). */
-async function subscribe (hub: Hub, viewsOf: ViewsOf | undefined, scope: SocketRequest, ...[read, request, reply, result]: Parameters<ReadObserver>): Promise<void> {
+async function subscribe (hub: Hub, viewsOf: ViewsOf | undefined, scope: SocketRequest, ...[read, request, reply, result]: Parameters<ReadObserver['observe']>): Promise<void> {
   if (viewsOf !== undefined) {
     const models = new Set<Model>([read.model])
     const child = read.association === undefined ? undefined : hub.model(read.association.target)

@@ -22,6 +22,25 @@ export interface SocketAnswer {
 }
 
 /**
+ * Runs one request of `connection` and answers it there under `id`: counted in the connection's
+ * pending requests and in the hub's requests in flight, from before `ready` (the connection's
+ * admission, when it is still being decided; a refused connection's requests are dropped) until
+ * the answer has been handed to the transport.
+ */
+export async function answerSocketRequest (app: FastifyInstance, hub: Hub, connection: Connection, id: string | number | null, request: { readonly method: string, readonly url: string, readonly headers?: Readonly<Record<string, unknown>> | undefined, readonly body?: unknown }, ready?: Promise<boolean>): Promise<void> {
+  connection.pending++
+  hub.requests.begin()
+  try {
+    if (ready !== undefined && !await ready) return
+    const answer = await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
+    connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
+  } finally {
+    connection.pending--
+    hub.requests.end()
+  }
+}
+
+/**
  * Runs `method url` for `connection`: `headers` are the request's own (names in any case), over
  * the connection's; a `body` is sent as JSON.
  */

@@ -23,7 +23,7 @@ import { dispatch, VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
 import { originHook } from './origins.ts'
 import { UPGRADE_ONLY } from './protocol.ts'
-import { runSocketRequest } from './run-request.ts'
+import { answerSocketRequest } from './run-request.ts'
 import { METHODS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
 import type { EndpointOptions } from './socket-route.ts'
 import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './transports/socket-io.ts'
@@ -123,7 +123,9 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
 
   const server = app.server as HttpServer
   app.addHook('onReady', async () => { routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, request, socket, head) }) })
+  // Requests in flight are answered first (new ones meet Fastify's 503 while it closes).
   app.addHook('preClose', async () => {
+    await hub.requests.idle()
     io.close()
     engine.close()
   })
@@ -212,12 +214,5 @@ async function request (app: FastifyInstance, hub: Hub, options: SailsIoOptions,
     connection.reply(id, refusal.statusCode, {}, JSON.stringify({ statusCode: refusal.statusCode, code: refusal.code, error: STATUS_CODES[refusal.statusCode], message: refusal.message }))
     return
   }
-  connection.pending++
-  try {
-    const { url, headers, body } = virtualRequest(method, payload, connection.headers)
-    const answer = await runSocketRequest(app, hub, connection, method, url, headers, body)
-    connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
-  } finally {
-    connection.pending--
-  }
+  await answerSocketRequest(app, hub, connection, id, { method, ...virtualRequest(method, payload, connection.headers) })
 }

@@ -16,7 +16,7 @@ import { originHook } from './origins.ts'
 import { Connection } from './connection.ts'
 import { VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
-import { runSocketRequest } from './run-request.ts'
+import { answerSocketRequest } from './run-request.ts'
 import { walkJson } from '../models/values.ts'
 import { frameProblem } from './frames.ts'
 import { CLOSE, frameId, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
@@ -120,15 +120,8 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
     replyError(connection, request.id, new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending)))
     return
   }
-  connection.pending++
-  try {
-    // A socket refused by `context` is closed: its requests are dropped unanswered.
-    if (!await connection.ready) return
-    const answer = await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
-    connection.reply(request.id, answer.statusCode, answer.headers, answer.bodyJson)
-  } finally {
-    connection.pending--
-  }
+  // A socket refused by `context` is closed: its requests are dropped unanswered.
+  await answerSocketRequest(app, hub, connection, request.id, request, connection.ready)
 }
 
 /** Answers with the body HTTP errors have. */

@@ -97,12 +97,15 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
           else request.log.error({ err: error }, 'fastify-blueprints: a socket failed')
           socket.terminate()
         },
-        // Sockets are told the server is going away (1001), so that clients reconnect elsewhere.
+        // Once the requests in flight are answered (new ones meet Fastify's 503 while it closes),
+        // sockets are told the server is going away (1001), so that clients reconnect elsewhere.
         preClose (done) {
-          const server = endpoint.websocketServer
-          for (const client of server.clients) client.close(CLOSE.GOING_AWAY, 'server closing')
-          server.close()
-          done()
+          void hub.requests.idle().then(() => {
+            const server = endpoint.websocketServer
+            for (const client of server.clients) client.close(CLOSE.GOING_AWAY, 'server closing')
+            server.close()
+            done()
+          })
         }
       })
     }

@@ -12,8 +12,19 @@ import { describeRoute } from './descriptions.ts'
 import { ROUTES } from './table.ts'
 import { compileValidator, parseJsonBodies } from './validation.ts'
 
-/** Called with what a read route (find, findOne, populate) answers, before it is serialised. */
-export type ReadObserver = (input: RouteInput & { readonly action: 'find' | 'findOne' | 'populate' }, request: FastifyRequest, reply: FastifyReply, result: unknown) => void | Promise<void>
+/** A read route's input, as a {@link ReadObserver} is given it. */
+export type ReadInput = RouteInput & { readonly action: 'find' | 'findOne' | 'populate' }
+
+/** What is told what a read route (find, findOne, populate) answers, before it is serialised. */
+export interface ReadObserver {
+  /**
+   * Whether it follows the request being handled (a socket's): asked before the handler runs, so
+   * that a request it does not follow runs the handler alone, with no step after it.
+   */
+  readonly follows: () => boolean
+  /** Called with the answer of a request it follows; the answer waits for it. */
+  readonly observe: (input: ReadInput, request: FastifyRequest, reply: FastifyReply, result: unknown) => Promise<void>
+}
 
 const READS = new Set<BlueprintAction>(['find', 'findOne', 'populate'])
 
@@ -61,18 +72,20 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
           config: { blueprint: config },
           handler: observe === undefined || !READS.has(spec.action)
             ? handler
-            : async (request: FastifyRequest, reply: FastifyReply) => {
-              const result = await handler(request, reply)
-              // Waited for only when there is something to wait for (a socket's request).
-              const observed = observe(read, request, reply, result)
-              if (observed !== undefined) await observed
-              return result
-            },
+            // Not async itself: a request the observer does not follow gets the handler's own promise.
+            : (request: FastifyRequest, reply: FastifyReply) => observe.follows() ? observed(observe, read, handler, request, reply) : handler(request, reply),
           ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks, { preSerialization: keepErrorBody })
         } as RouteOptions)
       }
     }
   }
+}
+
+/** Runs a read's handler, then hands its answer to `observer`. */
+async function observed (observer: ReadObserver, read: ReadInput, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  const result = await handler(request, reply)
+  await observer.observe(read, request, reply, result)
+  return result
 }
 
 function routeName (spec: RouteSpec): BlueprintAction | 'replaceShortcut' {

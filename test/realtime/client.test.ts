@@ -314,13 +314,11 @@ for (const db of DATABASES) {
     t.same(client.subscriptions, ['/user/1?populate=false', '/pet/5', dogs], 'the GETs answered 200 are remembered, in order')
     offRemoved()
 
-    const write = rejection(client.patch('/user/1', { name: 'maybe' }), 'the write in flight')
+    const write = client.patch('/user/1', { name: 'maybe' })
     await held.entered.until(1, 'the held write')
     const closing = first.app.close()
-    const error = await write
-    t.equal(error.code, 'BP_CLIENT_DISCONNECTED', 'the write in flight when the server went away rejects')
-    t.match(error.message, /dropped \(1001\)/, 'the server said it was going away')
     held.release()
+    t.equal((await write).statusCode, 200, 'the write in flight when the server began closing is answered before its socket closes')
     await closing
     t.same(await statuses.until(2, 'statuses'), ['open', 'reconnecting'])
     let settled = false
