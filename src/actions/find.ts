@@ -21,12 +21,13 @@ export async function find (ctx: ActionContext, model: Model, query: BlueprintQu
 }
 
 /**
- * The total number of records that the query's `where` matches, whatever its page (`count=true`).
- * A statement of its own, outside any transaction with the find's: a write committed between the
- * two can make them disagree by its records.
+ * Runs a find and counts every record that its `where` matches, whatever its page (`count=true`),
+ * the query validated once. The count is a statement of its own, outside any transaction with the
+ * find's: a write committed between the two can make them disagree by its records.
  *
  * @throws the coded 400 errors of the criteria pipeline.
  */
-export async function count (ctx: ActionContext, model: Model, query: BlueprintQuery): Promise<number> {
-  return ctx.loader.count(ctx.run, model, validateFind(query, model, ctx.registry, ctx.bounds))
+export async function findCounted (ctx: ActionContext, model: Model, query: BlueprintQuery, views?: Views): Promise<[JsonRecord[], number]> {
+  const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
+  return await Promise.all([ctx.loader.find(ctx.run, model, { ...criteria, views }), ctx.loader.count(ctx.run, model, criteria)])
 }

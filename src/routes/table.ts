@@ -6,7 +6,7 @@
  */
 import type { FastifyReply } from 'fastify'
 import { Type, type TSchema } from 'typebox'
-import { count, find } from '../actions/find.ts'
+import { find, findCounted } from '../actions/find.ts'
 import { findOne } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
 import { parseCount, parseFields, parseFind, parsePopulate, type QueryString } from '../criteria/parse.ts'
@@ -78,8 +78,9 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         if (input.options.parseBlueprintOptions === undefined && !counted) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed))
         const query = input.options.parseBlueprintOptions === undefined ? parsed : await customise(input, request, parsed, { action: 'find', model: input.model })
         const views = input.options.parseBlueprintOptions === undefined ? undefined : await viewsOf(input, request, 'find', input.model, populated(input.model, query.populate))
-        const [records, total] = await Promise.all([flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, views)), counted ? count(input.ctx, input.model, query) : undefined])
-        if (total !== undefined) reply.header(TOTAL_COUNT, String(total))
+        if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, views))
+        const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, views))
+        reply.header(TOTAL_COUNT, String(total))
         return records
       }
     }
