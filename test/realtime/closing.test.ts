@@ -53,31 +53,47 @@ async function names (orm: MikroORM): Promise<string[]> {
   return rows.map(row => row.name)
 }
 
-t.test('/socket: closing answers the requests in flight, refuses new ones with 503, then closes the sockets with 1001', async t => {
-  const { app, orm, reached, release, closingStarted } = await heldApp(t)
-  const writer = await open(t, app)
-  const other = await open(t, app)
-  const code = new Promise<number>(resolve => { writer.ws.once('close', resolve) })
-  const pending = writer.request('POST', '/user', { name: 'held' })
-  await reached
+/** What the script needs of one endpoint: a write (held by the hook), a read, and how its socket closes. */
+interface Endpoint {
+  readonly write: () => Promise<{ statusCode: number, name: unknown }>
+  readonly read: () => Promise<number>
+  /** Resolves with what the writer's socket reports when it closes. */
+  readonly closed: Promise<unknown>
+  readonly closedAs: unknown
+}
+
+/** The script both endpoints play: a write held in its hook, app.close(), a request meanwhile, the write let go. */
+async function closeWithAWriteInFlight (t: Test, held: Held, endpoint: Endpoint): Promise<void> {
+  const pending = endpoint.write()
+  await held.reached
   let closed = false
-  const closing = app.close().then(() => { closed = true })
-  await closingStarted
-  const refused = await other.request('GET', '/user/1')
-  t.equal(refused.statusCode, 503, 'a request that arrives while the app closes: 503')
+  const closing = held.app.close().then(() => { closed = true })
+  await held.closingStarted
+  t.equal(await endpoint.read(), 503, 'a request that arrives while the app closes: 503')
   t.equal(closed, false, 'close waits for the write in flight (shown after the 503 came back)')
-  release()
-  const answer = await pending
-  t.same([answer.statusCode, answer.body.name], [200, 'held'], 'the held write is answered before its socket closes')
+  held.release()
+  t.same(await pending, { statusCode: 200, name: 'held' }, 'the held write is answered before its socket closes')
   await closing
-  t.equal(await code, 1001, 'then the sockets are told the server goes away')
-  t.same(await names(orm), ['held'], 'the write landed, before close resolved')
+  t.equal(await endpoint.closed, endpoint.closedAs, 'then the sockets close')
+  t.same(await names(held.orm), ['held'], 'the write landed, before close resolved')
+}
+
+t.test('/socket: closing answers the requests in flight, refuses new ones with 503, then closes the sockets with 1001', async t => {
+  const held = await heldApp(t)
+  const writer = await open(t, held.app)
+  const other = await open(t, held.app)
+  await closeWithAWriteInFlight(t, held, {
+    write: async () => { const { statusCode, body } = await writer.request('POST', '/user', { name: 'held' }); return { statusCode, name: body.name } },
+    read: async () => (await other.request('GET', '/user/1')).statusCode,
+    closed: new Promise<number>(resolve => { writer.ws.once('close', resolve) }),
+    closedAs: 1001
+  })
 })
 
-t.test('socket.io: closing answers the requests in flight, refuses new ones with 503, then disconnects', async t => {
-  const { app, orm, reached, release, closingStarted } = await heldApp(t)
+t.test('socket.io: closing answers the requests in flight, refuses new ones with 503, then closes the transports', async t => {
+  const held = await heldApp(t)
   const connected = async (): Promise<IoSocket> => {
-    const socket = ioV2(`${baseUrl(app)}?${SDK}`, { transports: ['websocket'], forceNew: true, reconnection: false })
+    const socket = ioV2(`${baseUrl(held.app)}?${SDK}`, { transports: ['websocket'], forceNew: true, reconnection: false })
     t.teardown(() => { socket.close() })
     await deadline(new Promise<void>(resolve => { socket.on('connect', () => { resolve() }) }), 5000, 'the connection')
     return socket
@@ -85,19 +101,10 @@ t.test('socket.io: closing answers the requests in flight, refuses new ones with
   const ask = async (socket: IoSocket, event: string, payload: unknown): Promise<any> => await deadline(new Promise(resolve => { socket.emit(event, payload, resolve) }), 5000, `the ack of ${event}`)
   const writer = await connected()
   const other = await connected()
-  const disconnected = new Promise<string>(resolve => { writer.on('disconnect', resolve) })
-  const pending = ask(writer, 'post', { url: '/user', data: { name: 'held' } })
-  await reached
-  let closed = false
-  const closing = app.close().then(() => { closed = true })
-  await closingStarted
-  const refused = await ask(other, 'get', { url: '/user/1' })
-  t.equal(refused.statusCode, 503, 'a request that arrives while the app closes: 503')
-  t.equal(closed, false, 'close waits for the write in flight (shown after the 503 came back)')
-  release()
-  const answer = await pending
-  t.same([answer.statusCode, answer.body.name], [200, 'held'], 'the held write is answered before its socket closes')
-  await closing
-  t.equal(await disconnected, 'transport close', 'then the server closes the sockets')
-  t.same(await names(orm), ['held'], 'the write landed, before close resolved')
+  await closeWithAWriteInFlight(t, held, {
+    write: async () => { const { statusCode, body } = await ask(writer, 'post', { url: '/user', data: { name: 'held' } }); return { statusCode, name: body.name } },
+    read: async () => (await ask(other, 'get', { url: '/user/1' })).statusCode,
+    closed: new Promise<string>(resolve => { writer.on('disconnect', resolve) }),
+    closedAs: 'transport close'
+  })
 })
