@@ -58,7 +58,7 @@ export interface HubOptions {
 export class Hub {
   readonly subscriptions: SubscriptionRegistry<Connection>
   /** Socket requests in flight on this instance's endpoints (closing waits for them). */
-  readonly requests = new InFlight()
+  readonly requests = new InFlight<Connection>()
   readonly #options: HubOptions
   #stop: (() => Promise<void>) | undefined
   readonly #registry: ModelRegistry

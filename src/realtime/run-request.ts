@@ -23,20 +23,21 @@ export interface SocketAnswer {
 
 /**
  * Runs one request of `connection` and answers it there under `id`: counted in the connection's
- * pending requests and in the hub's requests in flight, from before `ready` (the connection's
- * admission, when it is still being decided; a refused connection's requests are dropped) until
- * the answer has been handed to the transport.
+ * pending requests from before `ready` (the connection's admission, when it is still being
+ * decided; a refused connection's requests are dropped), and in the hub's requests in flight
+ * (see in-flight.ts) once it runs, until the answer has been handed to the transport.
  */
 export async function answerSocketRequest (app: FastifyInstance, hub: Hub, connection: Connection, id: string | number | null, request: { readonly method: string, readonly url: string, readonly headers?: Readonly<Record<string, unknown>> | undefined, readonly body?: unknown }, ready?: Promise<boolean>): Promise<void> {
   connection.pending++
-  hub.requests.begin()
+  let counted = false
   try {
     if (ready !== undefined && !await ready) return
+    counted = hub.requests.begin(connection)
     const answer = await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
     connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
   } finally {
     connection.pending--
-    hub.requests.end()
+    if (counted) hub.requests.end(connection)
   }
 }
 

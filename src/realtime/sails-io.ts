@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { closeAfterRequests } from './in-flight.ts'
 import type { IncomingMessage, Server as HttpServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { STATUS_CODES } from 'node:http'
@@ -123,9 +124,9 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
 
   const server = app.server as HttpServer
   app.addHook('onReady', async () => { routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, request, socket, head) }) })
-  // Requests in flight are answered first (new ones meet Fastify's 503 while it closes).
+  // Requests in flight are answered first (see closeAfterRequests in start.ts).
   app.addHook('preClose', async () => {
-    await hub.requests.idle()
+    await closeAfterRequests(app, hub.requests)
     io.close()
     engine.close()
   })
@@ -183,7 +184,10 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
   const connection = new Connection(transport, headers, new VirtualSocket(remoteAddress, remotePort, () => { socket.disconnect(true) }), { maxBufferedBytes: options.maxBufferedBytes })
   connection.context = CONTEXTS.get(socket.request)
   hub.subscriptions.add(connection)
-  socket.on('disconnect', () => { hub.subscriptions.release(connection) })
+  socket.on('disconnect', () => {
+    hub.subscriptions.release(connection)
+    hub.requests.forget(connection)
+  })
   const sdk = sdkProblem(socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version)
   for (const method of METHODS) {
     socket.on(method, (...args: unknown[]) => {

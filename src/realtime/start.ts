@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { closeAfterRequests } from './in-flight.ts'
 import type { FastifyInstance } from 'fastify'
 import websocket from '@fastify/websocket'
 import type { Change } from '../actions/changes.ts'
@@ -100,7 +101,7 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
         // Once the requests in flight are answered (new ones meet Fastify's 503 while it closes),
         // sockets are told the server is going away (1001), so that clients reconnect elsewhere.
         preClose (done) {
-          void hub.requests.idle().then(() => {
+          void closeAfterRequests(endpoint, hub.requests).then(() => {
             const server = endpoint.websocketServer
             for (const client of server.clients) client.close(CLOSE.GOING_AWAY, 'server closing')
             server.close()

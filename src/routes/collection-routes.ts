@@ -62,7 +62,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     url: (model, association) => routePath(model, true, association, '/replace'),
     schema: input => ({ params: idParams({ id: input.model.primaryKey }), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
     handler: input => async request => {
-      checkQueryEncoding(request.url, request.query)
+      checkQueryEncoding(request.url)
       const text = (request.query as { fks: string }).fks
       let fks: unknown
       try {

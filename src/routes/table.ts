@@ -71,7 +71,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     handler: input => {
       const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))
       return async (request, reply) => {
-        checkQueryEncoding(request.url, request.query)
+        checkQueryEncoding(request.url)
         const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
         const counted = parseCount(request.query as QueryString)
         // Without a hook or a count there is nothing to wait for: no await, no promise.
@@ -98,7 +98,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     handler: input => {
       const flat = Type.Ref(childSchemaId(input.model.identity))
       return async (request, reply) => {
-        checkQueryEncoding(request.url, request.query)
+        checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         const query: BlueprintQuery = {
           where: {},
@@ -134,7 +134,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const child = input.ctx.registry.get(association.target) as Model
       const context: QueryContext = { action: 'populate', model: child, parent: { model: input.model, association: association.name } }
       return async request => {
-        checkQueryEncoding(request.url, request.query)
+        checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         let query: BlueprintQuery
         if (raw.count !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED('count', 'only a find (GET /m) counts its records')

@@ -62,18 +62,22 @@ export const compileValidator: FastifySchemaCompiler<TSchema> = ({ schema, httpP
 }
 
 const LONE_PERCENT = /%(?![0-9a-fA-F]{2})/g
+// The escape of a byte from 0x80: only such escapes can be invalid UTF-8 (global, for lastIndex).
+const HIGH_ESCAPE = /%[89a-fA-F][0-9a-fA-F]/g
 
 /**
  * Refuses a query string whose percent-encoding is not UTF-8 (`?name=%C3%28`): the query parser
- * would keep such a value as its raw text. `query` is what the parser made of it: when no name or
- * value of it holds a `%`, every escape was decoded (one that failed leaves its `%` in the raw
- * text kept), and the text is not decoded a second time.
+ * would keep such a value as its raw text (or, an app's own parser, turn it into U+FFFD). A query
+ * whose escapes are all of ASCII bytes (`where=%7B%22name%22…`, most of them) always decodes, and
+ * is not decoded here a second time.
  *
  * @throws BP_ERR_INVALID_ENCODING naming the first parameter at fault.
  */
-export function checkQueryEncoding (url: string, query: unknown): void {
+export function checkQueryEncoding (url: string): void {
   const start = url.indexOf('?')
-  if (start === -1 || !url.includes('%', start) || !keepsPercent(query)) return
+  if (start === -1) return
+  HIGH_ESCAPE.lastIndex = start
+  if (!HIGH_ESCAPE.test(url)) return
   for (const pair of url.slice(start + 1).split('&')) {
     try {
       // A `%` that starts no escape stays as it is (the query parser keeps it as text too).
@@ -89,23 +93,6 @@ export function checkQueryEncoding (url: string, query: unknown): void {
       throw new BP_ERR_INVALID_ENCODING(readable)
     }
   }
-}
-
-/**
- * Whether a name or a value of a parsed query string holds a `%`, or the query is shaped otherwise
- * than Fastify's parser shapes it (an app's own `querystringParser`): then the text is checked.
- */
-function keepsPercent (query: unknown): boolean {
-  for (const name in query as Record<string, unknown>) {
-    if (name.includes('%')) return true
-    const value = (query as Record<string, unknown>)[name]
-    if (typeof value === 'string') {
-      if (value.includes('%')) return true
-    } else if (Array.isArray(value)) {
-      for (const item of value) if (typeof item !== 'string' || item.includes('%')) return true
-    } else return true
-  }
-  return false
 }
 
 type Poisoning = Parameters<FastifyInstance['getDefaultJsonParser']>

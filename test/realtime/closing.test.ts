@@ -1,14 +1,17 @@
 // Closing the app while socket requests are in flight, on both endpoints: the requests are
 // answered before the sockets close, a request that arrives meanwhile gets Fastify's 503, and
-// app.close() resolves only after that. Before, the sockets closed at once: a write held in a hook
-// still landed after close resolved, and its answer was dropped. SQLite only: nothing here
-// depends on the database.
+// app.close() resolves only after that; what the write published reaches the sockets still open.
+// Before, the sockets closed at once: a write held in a hook still landed after close resolved,
+// and its answer was dropped. A socket that went away is not waited for, nor is anything with
+// Fastify's forceCloseConnections. SQLite only: nothing here depends on the database.
 import { createRequire } from 'node:module'
 import t, { type Test } from 'tap'
-import type { FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
 import blueprints from '../../src/index.ts'
-import { bareApp } from '../helpers/app.ts'
+import { entities } from '../fixtures/entities.ts'
+import { seed } from '../fixtures/seed.ts'
+import { createOrm, destroyOrm } from '../helpers/db.ts'
 import { open } from '../helpers/realtime.ts'
 import { baseUrl, deadline } from '../helpers/sails-socket.ts'
 
@@ -27,25 +30,41 @@ interface Held {
   readonly release: () => void
   /** Resolves once app.close() has begun (Fastify refuses new requests from then on). */
   readonly closingStarted: Promise<void>
+  /** Resolves once the held write's response is finished (whether or not anyone got it). */
+  readonly finished: Promise<void>
 }
 
-async function heldApp (t: Test): Promise<Held> {
-  const { app, orm } = await bareApp(t, 'sqlite')
+async function heldApp (t: Test, options: FastifyServerOptions = {}): Promise<Held> {
+  const orm = await createOrm('sqlite', entities)
+  await seed(orm)
+  const app = Fastify(options)
   let release!: () => void
   let reach!: () => void
   let start!: () => void
+  let finish!: () => void
   const held = new Promise<void>(resolve => { release = resolve })
   const reached = new Promise<void>(resolve => { reach = resolve })
   const closingStarted = new Promise<void>(resolve => { start = resolve })
+  const finished = new Promise<void>(resolve => { finish = resolve })
+  // The held write ends before the ORM closes, whatever the test did.
+  t.teardown(async () => {
+    release()
+    await finished
+    await app.close()
+    await destroyOrm('sqlite', orm)
+  })
   // The app's own preClose hook runs before the plugin's (the root's hooks first).
   app.addHook('preClose', async () => { start() })
   await app.register(blueprints, {
     orm,
     realtime: { sailsIo: true },
-    hooks: { preHandler: async request => { if (request.method === 'POST') { reach(); await held } } }
+    hooks: {
+      preHandler: async request => { if (request.method === 'POST') { reach(); await held } },
+      onResponse: async request => { if (request.method === 'POST') finish() }
+    }
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
-  return { app, orm, reached, release, closingStarted }
+  return { app, orm, reached, release, closingStarted, finished }
 }
 
 async function names (orm: MikroORM): Promise<string[]> {
@@ -60,6 +79,8 @@ interface Endpoint {
   /** Resolves with what the writer's socket reports when it closes. */
   readonly closed: Promise<unknown>
   readonly closedAs: unknown
+  /** Resolves, once the reading socket (which watches users) has closed, with what it heard. */
+  readonly heard: Promise<unknown[]>
 }
 
 /** The script both endpoints play: a write held in its hook, app.close(), a request meanwhile, the write let go. */
@@ -76,17 +97,20 @@ async function closeWithAWriteInFlight (t: Test, held: Held, endpoint: Endpoint)
   await closing
   t.equal(await endpoint.closed, endpoint.closedAs, 'then the sockets close')
   t.same(await names(held.orm), ['held'], 'the write landed, before close resolved')
+  t.match(await endpoint.heard, [{ verb: 'created', data: { name: 'held' } }], 'another socket heard the write before its socket closed')
 }
 
 t.test('/socket: closing answers the requests in flight, refuses new ones with 503, then closes the sockets with 1001', async t => {
   const held = await heldApp(t)
   const writer = await open(t, held.app)
   const other = await open(t, held.app)
+  t.equal((await other.request('GET', '/user')).statusCode, 200, 'the other socket watches users')
   await closeWithAWriteInFlight(t, held, {
     write: async () => { const { statusCode, body } = await writer.request('POST', '/user', { name: 'held' }); return { statusCode, name: body.name } },
     read: async () => (await other.request('GET', '/user/1')).statusCode,
     closed: new Promise<number>(resolve => { writer.ws.once('close', resolve) }),
-    closedAs: 1001
+    closedAs: 1001,
+    heard: new Promise(resolve => { other.ws.once('close', () => { resolve(other.notices.map(notice => notice.data)) }) })
   })
 })
 
@@ -101,10 +125,31 @@ t.test('socket.io: closing answers the requests in flight, refuses new ones with
   const ask = async (socket: IoSocket, event: string, payload: unknown): Promise<any> => await deadline(new Promise(resolve => { socket.emit(event, payload, resolve) }), 5000, `the ack of ${event}`)
   const writer = await connected()
   const other = await connected()
+  const heard: unknown[] = []
+  other.on('user', (message: unknown) => { heard.push(message) })
+  t.equal((await ask(other, 'get', { url: '/user' })).statusCode, 200, 'the other socket watches users')
   await closeWithAWriteInFlight(t, held, {
     write: async () => { const { statusCode, body } = await ask(writer, 'post', { url: '/user', data: { name: 'held' } }); return { statusCode, name: body.name } },
     read: async () => (await ask(other, 'get', { url: '/user/1' })).statusCode,
     closed: new Promise<string>(resolve => { writer.on('disconnect', resolve) }),
-    closedAs: 'transport close'
+    closedAs: 'transport close',
+    heard: new Promise(resolve => { other.on('disconnect', () => { resolve(heard) }) })
   })
+})
+
+t.test('a socket that went away is not waited for, nor is anything with forceCloseConnections', async t => {
+  for (const [what, options, leave] of [['the writer closed its socket', {}, true], ['forceCloseConnections: true', { forceCloseConnections: true }, false]] as const) {
+    const held = await heldApp(t, options)
+    const writer = await open(t, held.app)
+    const gone = new Promise<void>(resolve => { writer.ws.once('close', () => { resolve() }) })
+    void writer.request('POST', '/user', { name: 'held' }).catch(() => {})
+    await held.reached
+    if (leave) writer.ws.close()
+    await held.app.close()
+    await gone
+    t.same(await names(held.orm), [], `${what}: close resolved with the write still held`)
+    held.release()
+    await held.finished
+    t.same(await names(held.orm), ['held'], `${what}: the write, let go after, lands (its answer has nowhere to go)`)
+  }
 })
