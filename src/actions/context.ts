@@ -97,13 +97,16 @@ export async function inTransaction<T> (ctx: ActionContext, context: ChangeConte
   })
   // Handed on in commit order (see sql/commit-order.ts), to realtime and to the listeners (in the
   // write's own async context: they may read it); the write answers once its listeners are done.
+  // Listeners are those there were at the commit: one added while the write waits for its turn
+  // gets later writes only (the write's context, not bound without listeners, is not at hand).
+  const listening = ctx.notifier.listening
   await new Promise<void>(resolve => {
     ctx.database.order.done(ticket, () => {
       if (changes.changes.length > 0) publish?.(changes.changes)
-      const listened = ctx.notifier.emit(changes.changes, context)
+      const listened = listening ? ctx.notifier.emit(changes.changes, context) : undefined
       if (listened === undefined) resolve()
       else void listened.then(resolve)
-    }, ctx.notifier.listening)
+    }, listening)
   })
   return result
 }
