@@ -75,12 +75,14 @@ function parseWhere (query: QueryString, model: Model): Record<string, unknown> 
     // Attribute-named parameters, each an equality (a repeated key is an `in`). Marked only when
     // there is one: most finds have none, and a mark costs the garbage collector work.
     const where: Record<string, unknown> = {}
+    let named = false
     for (const key of Object.keys(query)) {
       if (FIND_PARAMETERS.has(key)) continue
       // Defined, not assigned: a parameter named `__proto__` must stay a (refused) attribute name.
       Object.defineProperty(where, key, { value: query[key], enumerable: true, writable: true, configurable: true })
-      FROM_PARAMETERS.add(where)
+      named = true
     }
+    if (named) FROM_PARAMETERS.add(where)
     return where
   }
   const text = single(query, 'where')

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { InFlight } from './in-flight.ts'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Change, Id } from '../actions/changes.ts'
 import type { Association, Model } from '../models/model.ts'
@@ -15,6 +14,7 @@ import { keyOf, recordKey } from '../models/identity.ts'
 import { BP_ERR_NOT_A_SOCKET, BP_ERR_UNKNOWN_MODEL } from '../errors.ts'
 import type { Broker, Envelope, EnvelopeItem } from './brokers/broker.ts'
 import { Connection, type BlueprintSocket } from './connection.ts'
+import { InFlight } from './in-flight.ts'
 import { RecentEnvelopes } from './recent.ts'
 import { Outbox } from './outbox.ts'
 import { CLOSE } from './protocol.ts'
@@ -90,6 +90,12 @@ export class Hub {
     this.#outbox.stop()
     await this.#stop?.()
     this.#stop = undefined
+  }
+
+  /** A socket went away: its subscriptions end, and closing no longer waits for its requests. */
+  release (connection: Connection): void {
+    this.subscriptions.release(connection)
+    this.requests.forget(connection)
   }
 
   /** Publishes the changes of a committed write; `origin`: the socket that made it, if any. */

@@ -12,7 +12,6 @@
  *
  * @module
  */
-import { closeAfterRequests } from './in-flight.ts'
 import type { IncomingMessage, Server as HttpServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { STATUS_CODES } from 'node:http'
@@ -22,6 +21,7 @@ import { BP_ERR_INVALID_FRAME, BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS,
 import { Connection } from './connection.ts'
 import { dispatch, VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
+import { closeAfterRequests } from './in-flight.ts'
 import { originHook } from './origins.ts'
 import { UPGRADE_ONLY } from './protocol.ts'
 import { answerSocketRequest } from './run-request.ts'
@@ -124,7 +124,7 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
 
   const server = app.server as HttpServer
   app.addHook('onReady', async () => { routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, request, socket, head) }) })
-  // Requests in flight are answered first (see closeAfterRequests in start.ts).
+  // Requests in flight are answered first (see closeAfterRequests in in-flight.ts).
   app.addHook('preClose', async () => {
     await closeAfterRequests(app, hub.requests)
     io.close()
@@ -184,10 +184,7 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
   const connection = new Connection(transport, headers, new VirtualSocket(remoteAddress, remotePort, () => { socket.disconnect(true) }), { maxBufferedBytes: options.maxBufferedBytes })
   connection.context = CONTEXTS.get(socket.request)
   hub.subscriptions.add(connection)
-  socket.on('disconnect', () => {
-    hub.subscriptions.release(connection)
-    hub.requests.forget(connection)
-  })
+  socket.on('disconnect', () => { hub.release(connection) })
   const sdk = sdkProblem(socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version)
   for (const method of METHODS) {
     socket.on(method, (...args: unknown[]) => {

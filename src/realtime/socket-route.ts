@@ -59,10 +59,7 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
       )
     })
     ws.on('pong', () => { connection.alive = true })
-    ws.on('close', () => {
-      hub.subscriptions.release(connection)
-      hub.requests.forget(connection)
-    })
+    ws.on('close', () => { hub.release(connection) })
     if (options.context !== undefined) connection.ready = open(options.context, request, connection)
   })
   if (options.pingInterval > 0) {

@@ -5,13 +5,13 @@
  *
  * @module
  */
-import { closeAfterRequests } from './in-flight.ts'
 import type { FastifyInstance } from 'fastify'
 import websocket from '@fastify/websocket'
 import type { Change } from '../actions/changes.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { Broker } from './brokers/broker.ts'
 import { Hub } from './hub.ts'
+import { closeAfterRequests } from './in-flight.ts'
 import type { ResolvedRealtime } from './options.ts'
 import { CLOSE } from './protocol.ts'
 import { socketRequests } from './socket-requests.ts'

@@ -4,7 +4,7 @@
  * @module
  */
 import type { FastifyRequest } from 'fastify'
-import { Type } from 'typebox'
+import { Type, type TSchema } from 'typebox'
 import { add } from '../actions/add.ts'
 import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
@@ -28,6 +28,11 @@ function answer (input: RouteInput): Record<string, unknown> {
   return { 200: Type.Ref(recordSchemaId(input.model.identity)), '4xx': Type.Ref('blueprints.error') }
 }
 
+/** `:id` and `:fk` of add and remove: the parent's and the child's primary keys. */
+function linkParams (input: RouteInput): TSchema {
+  return idParams({ id: input.model.primaryKey, fk: (input.ctx.registry.get((input.association as CollectionAssociation).target) as Model).primaryKey })
+}
+
 function ids (request: FastifyRequest): { id: string, fk: string } {
   return request.params as { id: string, fk: string }
 }
@@ -39,7 +44,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     method: 'PUT',
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
-    schema: input => ({ params: idParams({ id: input.model.primaryKey, fk: (input.ctx.registry.get((input.association as CollectionAssociation).target) as Model).primaryKey }), response: answer(input) }),
+    schema: input => ({ params: linkParams(input), response: answer(input) }),
     handler: input => async request => add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await defaultViews(input, request, 'add'))
   },
   {
@@ -79,7 +84,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     method: 'DELETE',
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
-    schema: input => ({ params: idParams({ id: input.model.primaryKey, fk: (input.ctx.registry.get((input.association as CollectionAssociation).target) as Model).primaryKey }), response: answer(input) }),
+    schema: input => ({ params: linkParams(input), response: answer(input) }),
     handler: input => async request => remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await defaultViews(input, request, 'remove'))
   }
 ]
