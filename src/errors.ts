@@ -25,6 +25,13 @@ export const BP_ERR_CHILDREN_NOT_FOUND = createError<'BP_ERR_CHILDREN_NOT_FOUND'
 export const BP_ERR_LINK_REQUIRED = createError<'BP_ERR_LINK_REQUIRED', 409, [string, string, string]>(
   'BP_ERR_LINK_REQUIRED', 'Cannot remove %s from `%s`: its `%s` cannot be null', 409, undefined, NO_STACK)
 
+/**
+ * A write would leave its record outside what the app's policy (`parseBlueprintOptions`) lets the
+ * requester see (a create or an update whose result the policy hides). Nothing is written. 403.
+ */
+export const BP_ERR_OUTSIDE_POLICY = createError<'BP_ERR_OUTSIDE_POLICY', 403, [string, string]>(
+  'BP_ERR_OUTSIDE_POLICY', 'The write would leave the %s record %s outside what this request may see; nothing was written', 403, undefined, NO_STACK)
+
 /** A populate request for a singular association whose value is empty. 404. */
 export const BP_ERR_ASSOCIATION_EMPTY = createError<'BP_ERR_ASSOCIATION_EMPTY', 404, [string, string, string]>(
   'BP_ERR_ASSOCIATION_EMPTY', 'The %s record %s has no `%s`', 404, undefined, NO_STACK)
@@ -183,6 +190,7 @@ export const errors = {
   BP_ERR_ASSOCIATION_EMPTY,
   BP_ERR_CHILDREN_NOT_FOUND,
   BP_ERR_LINK_REQUIRED,
+  BP_ERR_OUTSIDE_POLICY,
   BP_ERR_INVALID_ID,
   BP_ERR_INVALID_JSON,
   BP_ERR_INVALID_WHERE,

@@ -24,7 +24,7 @@ import { socketRequests } from './realtime/socket-requests.ts'
 import type { RealtimeStats } from './realtime/registry.ts'
 import { startRealtime, type Realtime } from './realtime/start.ts'
 import { BP_ERR_INVALID_OPTION, BP_ERR_REALTIME_DISABLED } from './errors.ts'
-import { modelViews } from './routes/policy.ts'
+import { policyOf } from './routes/policy.ts'
 import { registerRoutes, type BlueprintRouteConfig, type ReadObserver } from './routes/register.ts'
 import { ERROR_SCHEMA } from './routes/table.ts'
 import { Database } from './sql/database.ts'
@@ -154,7 +154,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   if (!app.hasDecorator('blueprints')) app.decorate('blueprints', decoration(registry, shared.notifier, realtime))
   const observe: ReadObserver | undefined = realtime === undefined
     ? undefined
-    : readObserver(realtime.hub, options.parseBlueprintOptions === undefined ? undefined : async (read, request, models) => modelViews(read, request, read.action, models))
+    : readObserver(realtime.hub, options.parseBlueprintOptions === undefined ? undefined : async (read, request, models) => await policyOf(read, request, read.action, models))
   await app.register(async routes => { registerRoutes(routes, ctx, options, observe) }, { prefix: options.prefix })
 }
 

@@ -4,7 +4,7 @@
  * @module
  */
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { Views } from '../criteria/types.ts'
+import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { collectionOf, oneChild, parentRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
@@ -18,14 +18,16 @@ import { keyOf } from '../models/identity.ts'
  * Changes: `addedTo` on the parent; on the child `updated` (one-to-many: its foreign key) or
  * `addedTo` (many-to-many with a via); `removedFrom` on a former parent.
  *
+ * Under a `policy`, a parent or a child it hides is missing.
+ *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
-export async function add (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, views?: Views): Promise<JsonRecord> {
+export async function add (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy?: Policy): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)
-  return inTransaction(ctx, { action: 'add', model: model.identity }, async scope => {
-    const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, views))
+  return inTransaction(ctx, { action: 'add', model: model.identity }, policy, async scope => {
+    const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
     if (association.relation === '1:m') {
       if (current === null || String(current) !== String(id)) {
         await scope.links.set(child, [fk], association.parentColumn, id, model)
@@ -38,6 +40,6 @@ export async function add (ctx: ActionContext, model: Model, association: Collec
       scope.changes.addedTo(model.identity, parentKey, association.name, [childKey])
       if (association.via !== undefined) scope.changes.addedTo(child.identity, childKey, association.via, [parentKey])
     }
-    return record ?? await parentRecord(ctx, scope, collection, id, views)
+    return record ?? await parentRecord(ctx, scope, collection, id, rawId)
   })
 }

@@ -7,13 +7,13 @@
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { inOrder, type JsonRecord } from '../sql/rows.ts'
-import { defaultRecord } from './record.ts'
+import { answer, mustSee } from './in-view.ts'
 import type { Id } from './changes.ts'
 import { type ActionContext, type WriteScope } from './context.ts'
 import { inLockOrder } from './locks.ts'
 import type { RowsToLock } from '../sql/links.ts'
 import { changeLinksOnPostgres, type LinkChange, type LinkOutcome } from '../sql/linking.ts'
-import type { Views } from '../criteria/types.ts'
+import type { WhereNode } from '../criteria/types.ts'
 import { keyOf, parseId } from '../models/identity.ts'
 
 /** The models of a collection route. */
@@ -64,19 +64,25 @@ export function oneChild (ctx: ActionContext, collection: Collection, rawId: str
     if (found === undefined) throw new BP_ERR_RECORD_NOT_FOUND(child.identity, rawFk)
     return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current, changed, record }
   }
+  // A child the requester's policy hides is missing (after the parent, as a missing one would be).
+  const seen = async (scope: WriteScope, result: OneChild): Promise<OneChild> => {
+    await mustSee(ctx, scope, child, fk, rawFk)
+    return result
+  }
   if (association.relation === '1:m') {
     const column = association.parentColumn
     return async scope => {
       const parents = await scope.links.lock(parent, { ids: [id], parentsOf: { child, ids: [fk], columns: [column] } })
       if (!parents.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
+      await mustSee(ctx, scope, parent, id, rawId)
       const found = (await scope.links.lock(child, { ids: [fk], read: column })).get(String(fk))
       await lockMovedParents(scope, parent, parents, [found?.value])
-      return opened(found, found?.value, false)
+      return await seen(scope, opened(found, found?.value, false))
     }
   }
   return async (scope, answer) => {
     const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids: [fk], link: linking, unlink: linking ? undefined : 'ids' }, answer)
-    return opened(outcome.found.get(String(fk)), undefined, (linking ? outcome.linked : outcome.unlinked).length > 0, outcome.record)
+    return await seen(scope, opened(outcome.found.get(String(fk)), undefined, (linking ? outcome.linked : outcome.unlinked).length > 0, outcome.record))
   }
 }
 
@@ -130,7 +136,10 @@ export async function lockEnds (ctx: ActionContext, scope: WriteScope, { parent,
 export async function changeLinks (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, answer: AnswerReader): Promise<LinkOutcome & { record: JsonRecord }> {
   const { parent, child, association } = collection
   const via = association.via
-  if (ctx.dialect.name === 'postgres' && (via === undefined || parent !== child)) {
+  // Under a policy that hides some children, a replace unlinks only members the requester sees:
+  // one statement per step, the unlinking one limited to them.
+  const within = change.unlink === 'others' ? scope.policy?.view(child).where : undefined
+  if (ctx.dialect.name === 'postgres' && (via === undefined || parent !== child) && (within === undefined || within.kind === 'all')) {
     // The children are the far end: locked, shared, when the write links them or when they lock
     // first (as lockEnds does); without a via, only read.
     const childFirst = via !== undefined && (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(parent.identity) as number)
@@ -139,19 +148,23 @@ export async function changeLinks (ctx: ActionContext, scope: WriteScope, collec
     if (!outcome.parentFound) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
     return { ...outcome, record }
   }
-  const outcome = await changeLinksStepByStep(ctx, scope, collection, id, rawId, change)
+  const outcome = await changeLinksStepByStep(ctx, scope, collection, id, rawId, change, within)
   return { ...outcome, record: await answer(id) }
 }
 
-/** {@link changeLinks} one statement per step: SQLite, and a self-referencing collection with a via. */
-async function changeLinksStepByStep (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange): Promise<LinkOutcome> {
+/**
+ * {@link changeLinks} one statement per step: SQLite, a self-referencing collection with a via,
+ * and a replace under a policy that hides children (`within`: the children it may unlink).
+ */
+async function changeLinksStepByStep (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, within: WhereNode | undefined): Promise<LinkOutcome> {
   const { parent, child, association } = collection
   const membersOf = change.unlink === 'others' ? { association, parent, id } : undefined
   const found = await lockEnds(ctx, scope, collection, id, rawId, { ids: change.ids, membersOf }, change.link)
+  await mustSee(ctx, scope, parent, id, rawId)
   const existing = change.ids.filter(fk => found.has(String(fk)))
   if (existing.length < change.ids.length && change.unlink !== undefined) return { parentFound: true, found, linked: [], unlinked: [] }
   const unlinked = change.unlink === 'others'
-    ? await scope.links.unlinkOthers(association, parent, child, id, change.ids)
+    ? await scope.links.unlinkOthers(association, parent, child, id, change.ids, within === undefined ? undefined : { where: within, fold: ctx.bounds.caseInsensitive })
     : change.unlink === 'ids' ? await scope.links.unlink(association, parent, child, id, existing) : []
   const linked = change.link ? await scope.links.link(association, parent, child, id, existing) : []
   return { parentFound: true, found, linked, unlinked }
@@ -180,8 +193,13 @@ export async function lockMovedParents (scope: WriteScope, parent: Model, locked
 
 /**
  * The parent as the collection routes answer it: the named collection complete (every member,
- * ascending by key), the other associations populated by default. Read inside the transaction.
+ * ascending by key), the other associations populated by default, as the requester may see it.
+ * Read inside the transaction. A collection route does not change its parent's own row: a parent
+ * its policy hides is one it targets, and so missing (read with the link statements, on
+ * PostgreSQL, the answer is the first to tell).
+ *
+ * @throws BP_ERR_RECORD_NOT_FOUND when the policy hides the parent.
  */
-export async function parentRecord (ctx: ActionContext, scope: WriteScope, { parent, association }: Collection, id: unknown, views: Views | undefined): Promise<JsonRecord> {
-  return defaultRecord(ctx, scope.run, parent, id, views, association)
+export async function parentRecord (ctx: ActionContext, scope: WriteScope, { parent, association }: Collection, id: unknown, rawId: string): Promise<JsonRecord> {
+  return await answer(ctx, scope, parent, id, { complete: association, hidden: () => new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId) })
 }

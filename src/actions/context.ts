@@ -11,6 +11,7 @@ import { LinkWriter } from '../sql/links.ts'
 import { RecordWriter } from '../sql/writes.ts'
 import { ChangeSet, type Change, type ChangeContext, type Id, type Notifier } from './changes.ts'
 import type { LockRanks } from './locks.ts'
+import type { Policy } from '../criteria/types.ts'
 import type { Bounds } from '../criteria/validate.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
@@ -58,18 +59,23 @@ export interface WriteScope {
   readonly links: LinkWriter
   readonly records: RecordWriter
   readonly changes: ChangeSet
+  /**
+   * What the requester may see (`undefined`: no policy): the records a write targets must be in
+   * it, and the record it answers is read through it (see in-view.ts).
+   */
+  readonly policy: Policy | undefined
 }
 
 /**
  * Runs `work` in one database transaction (see `Database.transaction`: a deadlock runs it again
  * from the start). Its changes go to the listeners after the commit, and nowhere when it throws
- * (the transaction is rolled back).
+ * (the transaction is rolled back). `policy` is the requester's (see `WriteScope.policy`).
  *
  * The transaction is the plugin's own on the ORM's connections (sql/transactions.ts) rather than
  * `em.transactional()`: the statements are the plugin's own SQL, so the ORM's unit of work has
  * nothing to flush, and skipping it saves a fork, a flush and its events on every write.
  */
-export async function inTransaction<T> (ctx: ActionContext, context: ChangeContext, work: (scope: WriteScope) => Promise<T>): Promise<T> {
+export async function inTransaction<T> (ctx: ActionContext, context: ChangeContext, policy: Policy | undefined, work: (scope: WriteScope) => Promise<T>): Promise<T> {
   const publish = ctx.publisher?.()
   let changes = new ChangeSet()
   const { result, ticket } = await ctx.database.transaction(async (run, context) => {
@@ -90,7 +96,8 @@ export async function inTransaction<T> (ctx: ActionContext, context: ChangeConte
       run,
       get links () { return (links ??= new LinkWriter(ctx.dialect, run)) },
       get records () { return (records ??= new RecordWriter(ctx.dialect, run, ctx.registry)) },
-      changes
+      changes,
+      policy
     })
     if (ctx.withRecords) await attachRecords(ctx, run, changes)
     return answer

@@ -4,9 +4,10 @@
  * @module
  */
 import type { Model } from '../models/model.ts'
-import type { Views } from '../criteria/types.ts'
+import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { inTransaction, type ActionContext } from './context.ts'
+import { answer } from './in-view.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
 import { collectionOf } from './collection.ts'
@@ -25,18 +26,21 @@ import { keyOf } from '../models/identity.ts'
  * other side; for each linked child what replace records for it (`updated` or `addedTo` on the
  * child, `removedFrom` on a former parent of a one-to-many child).
  *
+ * Under a `policy`, the records its keys and collections name must be ones the requester may see
+ * (else they are missing), and so must the new record (else nothing is written).
+ *
  * @throws the coded 400s of {@link readBody} and {@link readLinks}, BP_ERR_INVALID_ID (a bad
  * member key), BP_ERR_RECORD_NOT_FOUND (a foreign key that points nowhere),
- * BP_ERR_CHILDREN_NOT_FOUND (member keys that match no child), BP_ERR_UNIQUE and
- * BP_ERR_CONSTRAINT.
+ * BP_ERR_CHILDREN_NOT_FOUND (member keys that match no child), BP_ERR_UNIQUE, BP_ERR_CONSTRAINT
+ * and BP_ERR_OUTSIDE_POLICY.
  */
-export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, views?: Views): Promise<JsonRecord> {
+export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, policy?: Policy): Promise<JsonRecord> {
   const assignments = readBody(model, ctx.registry, body, 'create', ctx.bounds.limits.maxJsonDepth)
   const links = readLinks(model, body, ctx.bounds.limits.maxValues).map(({ association, fks }) => {
     const collection = collectionOf(ctx, model, association)
     return { collection, wanted: wantedMembers(collection.child, fks, association.name) }
   })
-  return inTransaction(ctx, { action: 'create', model: model.identity }, async scope => {
+  return inTransaction(ctx, { action: 'create', model: model.identity }, policy, async scope => {
     await lockTargets(ctx, scope, model, assignments)
     const entity: Record<string, unknown> = Object.fromEntries(assignments.map(a => [a.field.name, a.value]))
     for (const attribute of model.attributes.values()) {
@@ -48,7 +52,7 @@ export async function create (ctx: ActionContext, model: Model, body: Record<str
     const key = keyOf(model, id)
     const first = scope.changes.changes.length
     for (const { collection, wanted } of links) await setMembers(ctx, scope, collection, id, String(key), wanted, { created: true })
-    const record = await defaultRecord(ctx, scope.run, model, id, undefined)
+    const record = await defaultRecord(ctx, scope.run, model, id)
     scope.changes.created(model.identity, key, record, first)
     for (const { field, value } of assignments) {
       if (!('target' in field) || value === null || field.via === undefined) continue
@@ -56,6 +60,6 @@ export async function create (ctx: ActionContext, model: Model, body: Record<str
     }
     // The change carries the whole record (each socket's policy filters it on delivery); the
     // answer shows what the requester's policy lets appear.
-    return views === undefined ? record : await defaultRecord(ctx, scope.run, model, id, views)
+    return await answer(ctx, scope, model, id, { record })
   })
 }

@@ -4,12 +4,13 @@
  * @module
  */
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
-import type { Views } from '../criteria/types.ts'
+import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
 import { lockMovedParents, lockRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
 import type { RowsToLock } from '../sql/links.ts'
+import { answer, mustSee } from './in-view.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
 import { keyOf, parseId } from '../models/identity.ts'
@@ -24,11 +25,13 @@ import { keyOf, parseId } from '../models/identity.ts'
  * (foreign key now null) or `destroyed` (deleted by a cascade); `removedFrom` on many-to-many
  * children with a via.
  *
+ * Under a `policy`, a record it hides is missing, and the answer shows what it lets appear.
+ *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND, BP_ERR_CONSTRAINT.
  */
-export async function destroy (ctx: ActionContext, model: Model, rawId: string, views?: Views): Promise<JsonRecord> {
+export async function destroy (ctx: ActionContext, model: Model, rawId: string, policy?: Policy): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
-  return inTransaction(ctx, { action: 'destroy', model: model.identity }, async scope => {
+  return inTransaction(ctx, { action: 'destroy', model: model.identity }, policy, async scope => {
     // The records this one points at through an association with a via lose it from their
     // collection: locked first (parents before children), then the record itself.
     const pointing = [...model.singulars.values()].filter(association => association.via !== undefined)
@@ -46,8 +49,9 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
     })
     for (const { child, rows, early } of collections) if (early) await scope.links.lock(child, rows)
     await lockRecord(scope, model, id, rawId)
-    const previous = await defaultRecord(ctx, scope.run, model, id, undefined)
-    const answer = views === undefined ? previous : await defaultRecord(ctx, scope.run, model, id, views)
+    await mustSee(ctx, scope, model, id, rawId)
+    const previous = await defaultRecord(ctx, scope.run, model, id)
+    const answered = await answer(ctx, scope, model, id, { record: previous })
     const key = keyOf(model, id)
     const pointedAt = (association: SingularAssociation): JsonRecord | null => previous[association.name] as JsonRecord | null
     for (const association of model.singulars.values()) {
@@ -82,6 +86,6 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
         else scope.changes.destroyed(child.identity, memberKey, { [child.primaryKey.name]: memberKey })
       }
     }
-    return answer
+    return answered
   })
 }

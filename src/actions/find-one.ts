@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { BlueprintQuery, Views } from '../criteria/types.ts'
+import type { BlueprintQuery, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
@@ -15,11 +15,12 @@ import { parseId } from '../models/identity.ts'
 /**
  * Finds the record whose primary key is `rawId`. Of the query, `select`, `omit`, `populate` and
  * `populateLimit` apply, and `where` narrows the match (a `parseBlueprintOptions` hook can use it
- * to hide records: a record outside `where` is a 404 like a missing one).
+ * to hide records: a record outside `where` is a 404 like a missing one). Under a `policy`, a
+ * record it hides is a 404 too, and the answer shows what it lets the requester see.
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND and the coded 400s of the criteria pipeline.
  */
-export async function findOne (ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, views?: Views): Promise<JsonRecord> {
+export async function findOne (ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, policy?: Policy): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
   const pk = model.primaryKey.name
   const narrowed = Object.keys(query.where).length > 0
@@ -33,7 +34,7 @@ export async function findOne (ctx: ActionContext, model: Model, rawId: string, 
   }, model, ctx.registry, ctx.bounds)
   // The collections' statements leave with the record's, on the key (see `Criteria.together`): a
   // hand-written server would send them in parallel too.
-  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, where: narrowed ? criteria.where : byPrimaryKey(model, id), views, together: { key: id } })
+  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, where: narrowed ? criteria.where : byPrimaryKey(model, id), policy, together: { key: id } })
   if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   return record
 }

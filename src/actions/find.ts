@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { BlueprintQuery, Views } from '../criteria/types.ts'
+import type { BlueprintQuery, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import type { Model } from '../models/model.ts'
 import type { JsonRecord } from '../sql/rows.ts'
@@ -11,13 +11,14 @@ import type { ActionContext } from './context.ts'
 
 /**
  * Runs a find. Associations are populated as the query says, with one statement per populated
- * association whatever the number of records.
+ * association whatever the number of records. Under a `policy`, only what it lets the requester
+ * see (see `Criteria.policy`).
  *
  * @throws the coded 400 errors of the criteria pipeline.
  */
-export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery, views?: Views): Promise<JsonRecord[]> {
+export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery, policy?: Policy): Promise<JsonRecord[]> {
   const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
-  return ctx.loader.find(ctx.run, model, { ...criteria, views })
+  return ctx.loader.find(ctx.run, model, policy === undefined ? criteria : { ...criteria, policy })
 }
 
 /**
@@ -27,7 +28,7 @@ export async function find (ctx: ActionContext, model: Model, query: BlueprintQu
  *
  * @throws the coded 400 errors of the criteria pipeline.
  */
-export async function findCounted (ctx: ActionContext, model: Model, query: BlueprintQuery, views?: Views): Promise<[JsonRecord[], number]> {
-  const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
-  return await Promise.all([ctx.loader.find(ctx.run, model, { ...criteria, views }), ctx.loader.count(ctx.run, model, criteria)])
+export async function findCounted (ctx: ActionContext, model: Model, query: BlueprintQuery, policy?: Policy): Promise<[JsonRecord[], number]> {
+  const criteria = { ...validateFind(query, model, ctx.registry, ctx.bounds), policy }
+  return await Promise.all([ctx.loader.find(ctx.run, model, criteria), ctx.loader.count(ctx.run, model, criteria)])
 }

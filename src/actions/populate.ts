@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { BlueprintQuery } from '../criteria/types.ts'
+import type { BlueprintQuery, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_ASSOCIATION_EMPTY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
@@ -17,22 +17,25 @@ import { parseId } from '../models/identity.ts'
  * singular association.
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (no parent), BP_ERR_ASSOCIATION_EMPTY
- * (singular association empty or dangling) and the coded 400s of the criteria pipeline.
+ * (singular association empty or dangling) and the coded 400s of the criteria pipeline. Under a
+ * `policy`, a parent it hides is a BP_ERR_RECORD_NOT_FOUND and a child it hides is not there, as
+ * if missing.
  */
-export async function populate (ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery): Promise<JsonRecord[] | JsonRecord> {
+export async function populate (ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy?: Policy): Promise<JsonRecord[] | JsonRecord> {
   const id = parseId(model, rawId, 'id')
   const child = ctx.registry.get(association.target) as Model
+  const fold = ctx.bounds.caseInsensitive
   if (association.kind === 'collection') {
     const criteria = validateFind({ ...query, populate: false }, child, ctx.registry, ctx.bounds)
-    const parent = await ctx.loader.column(ctx.run, model, id, model.primaryKey.column)
+    const parent = await ctx.loader.column(ctx.run, model, id, model.primaryKey.column, policy, fold)
     if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
-    return ctx.loader.children(ctx.run, association, parent.value, criteria)
+    return ctx.loader.children(ctx.run, association, parent.value, { ...criteria, policy })
   }
-  const parent = await ctx.loader.column(ctx.run, model, id, association.column)
+  const parent = await ctx.loader.column(ctx.run, model, id, association.column, policy, fold)
   if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   const record = parent.value === null
     ? undefined
-    : (await ctx.loader.find(ctx.run, child, validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.registry, ctx.bounds)))[0]
+    : (await ctx.loader.find(ctx.run, child, { ...validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.registry, ctx.bounds), policy }))[0]
   // Empty, dangling, or hidden by the policy: the same answer.
   if (record === undefined) throw new BP_ERR_ASSOCIATION_EMPTY(model.identity, rawId, association.name)
   return record

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Projection, Views } from '../criteria/types.ts'
+import type { Policy, Projection } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Executor, JsonRecord } from '../sql/rows.ts'
@@ -12,12 +12,18 @@ import { linksLockedByAnswers } from './locks.ts'
 
 /**
  * The record `id` with every association populated by default (collections capped at
- * `populateLimit`), except `complete`, which is populated in full; `views` are what a policy lets
- * appear of them. The record must exist. Read inside a write: the links of its many-to-many
- * collections whose members' model locks first are locked as they are read (see locks.ts). The
- * collections' statements are issued with the record's (see `Criteria.together`).
+ * `populateLimit`), except `complete`, which is populated in full: every attribute, every record,
+ * whatever a policy says (what a change set carries). The record must exist. Read inside a write:
+ * the links of its many-to-many collections whose members' model locks first are locked as they
+ * are read (see locks.ts). The collections' statements are issued with the record's (see
+ * `Criteria.together`).
  */
-export async function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, views: Views | undefined, complete?: CollectionAssociation): Promise<JsonRecord> {
+export async function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, complete?: CollectionAssociation): Promise<JsonRecord> {
+  return await readRecord(ctx, run, model, id, undefined, complete) as JsonRecord
+}
+
+/** {@link defaultRecord} as `policy` lets the requester see it: `undefined` when it hides the record. */
+export async function readRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, policy: Policy | undefined, complete?: CollectionAssociation): Promise<JsonRecord | undefined> {
   const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, model, { maxLimit: Infinity })
   const [record] = await ctx.loader.find(run, model, {
     where: { kind: 'compare', target: model.primaryKey, op: '=', value: id },
@@ -26,7 +32,7 @@ export async function defaultRecord (ctx: ActionContext, run: Executor, model: M
     sort: [],
     projection: answerProjection(projection, complete),
     caseInsensitive: ctx.bounds.caseInsensitive,
-    views,
+    policy,
     lockLinks: linksLockedByAnswers(ctx.ranks, model),
     together: { key: id }
   })

@@ -5,7 +5,7 @@
  */
 import { BP_ERR_LINK_REQUIRED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { Views } from '../criteria/types.ts'
+import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { collectionOf, oneChild, parentRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
@@ -17,15 +17,17 @@ import { inTransaction, type ActionContext } from './context.ts'
  * Changes: `removedFrom` on the parent; on the child `updated` (one-to-many: its foreign key, now
  * null) or `removedFrom` (many-to-many with a via).
  *
+ * Under a `policy`, a parent or a child it hides is missing.
+ *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child), BP_ERR_LINK_REQUIRED
  * (a one-to-many child whose foreign key cannot be null).
  */
-export async function remove (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, views?: Views): Promise<JsonRecord> {
+export async function remove (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy?: Policy): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, false)
-  return inTransaction(ctx, { action: 'remove', model: model.identity }, async scope => {
-    const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, views))
+  return inTransaction(ctx, { action: 'remove', model: model.identity }, policy, async scope => {
+    const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
     if (association.relation === '1:m') {
       if (current !== null && String(current) === String(id)) {
         const via = association.via as string
@@ -38,6 +40,6 @@ export async function remove (ctx: ActionContext, model: Model, association: Col
       scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
       if (association.via !== undefined) scope.changes.removedFrom(child.identity, childKey, association.via, [parentKey])
     }
-    return record ?? await parentRecord(ctx, scope, collection, id, views)
+    return record ?? await parentRecord(ctx, scope, collection, id, rawId)
   })
 }

@@ -3,13 +3,14 @@
  *
  * @module
  */
-import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
+import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LIMIT_EXCEEDED, BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { Views } from '../criteria/types.ts'
+import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
 import { changeLinks, collectionOf, lockMovedParents, parentRecord, type Collection } from './collection.ts'
 import { inTransaction, type ActionContext, type WriteScope } from './context.ts'
+import { hiddenAmong, mustSee } from './in-view.ts'
 import { keyOf, parseId } from '../models/identity.ts'
 
 /**
@@ -21,15 +22,21 @@ import { keyOf, parseId } from '../models/identity.ts'
  * the parent; per affected child `updated` (one-to-many) or `addedTo`/`removedFrom` (many-to-many
  * with a via); one `removedFrom` per former parent that lost children.
  *
- * @throws BP_ERR_INVALID_ID (a bad id in `fks`), BP_ERR_RECORD_NOT_FOUND (parent),
+ * Under a `policy`, a parent or a child in `fks` it hides is missing, and the members it hides are
+ * neither unlinked nor shown: the requester replaces the members it sees.
+ *
+ * @throws BP_ERR_LIMIT_EXCEEDED (more keys than `limits.maxValues`, as create's collections),
+ * BP_ERR_INVALID_ID (a bad id in `fks`), BP_ERR_RECORD_NOT_FOUND (parent),
  * BP_ERR_CHILDREN_NOT_FOUND (ids that match no child; nothing changes), BP_ERR_LINK_REQUIRED.
  */
-export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, views?: Views): Promise<JsonRecord> {
+export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, policy?: Policy): Promise<JsonRecord> {
+  const maxValues = ctx.bounds.limits.maxValues
+  if (fks.length > maxValues) throw new BP_ERR_LIMIT_EXCEEDED('fks', `it lists ${fks.length} keys, more than ${maxValues}`)
   const collection = collectionOf(ctx, model, association)
   const id = parseId(model, rawId, 'id')
   const wanted = wantedMembers(collection.child, fks, 'fks')
-  return inTransaction(ctx, { action: 'replace', model: model.identity }, async scope => {
-    return await setMembers(ctx, scope, collection, id, rawId, wanted, { views })
+  return inTransaction(ctx, { action: 'replace', model: model.identity }, policy, async scope => {
+    return await setMembers(ctx, scope, collection, id, rawId, wanted, { created: false })
   })
 }
 
@@ -52,11 +59,12 @@ export function wantedMembers (child: Model, fks: readonly unknown[], param: str
  * `scope`, recording the changes (see {@link replace}) and answering the parent as the collection
  * routes do. For a parent that the same transaction has just created (`created`), nothing is
  * recorded on the parent itself (its `created` message lists its members) and nothing is read.
+ * Under the requester's policy, a wanted child it hides is missing, and the members it hides stay.
  */
-export async function setMembers (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, wanted: ReadonlyMap<string, unknown>, how: { readonly views?: Views | undefined, readonly created?: boolean }): Promise<JsonRecord> {
+export async function setMembers (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, wanted: ReadonlyMap<string, unknown>, how: { readonly created: boolean }): Promise<JsonRecord> {
   const { parent: model, child, association } = collection
-  const parentOwn = how.created !== true
-  const answer = async (key: unknown): Promise<JsonRecord> => parentOwn ? await parentRecord(ctx, scope, collection, key, how.views) : {}
+  const parentOwn = !how.created
+  const answer = async (key: unknown): Promise<JsonRecord> => parentOwn ? await parentRecord(ctx, scope, collection, key, rawId) : {}
   const parentKey = keyOf(model, id)
   const oneToMany = association.relation === '1:m'
   const ids = [...wanted.values()]
@@ -71,9 +79,14 @@ export async function setMembers (ctx: ActionContext, scope: WriteScope, collect
     const column = association.parentColumn
     const parents = await scope.links.lock(model, { ids: [id], parentsOf: { child, ids, columns: [column] } })
     if (!parents.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+    if (parentOwn) await mustSee(ctx, scope, model, id, rawId)
     const rows = await scope.links.lock(child, { ids, pointingAt: { column, parent: model, id }, read: column })
     found = new Map([...rows].filter(([key]) => wanted.has(key)))
     current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
+    // Members the requester may not see are not its to unlink: they stay, as if not members.
+    if (scope.policy !== undefined) {
+      for (const hidden of await hiddenAmong(ctx, scope, child, [...current.values()].filter(raw => !wanted.has(String(raw))))) current.delete(String(hidden))
+    }
     await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
   } else {
     const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids, link: true, unlink: 'others' }, answer)
@@ -81,6 +94,10 @@ export async function setMembers (ctx: ActionContext, scope: WriteScope, collect
     found = outcome.found
     added.push(...outcome.linked)
     removed.push(...outcome.unlinked)
+  }
+  // Children the requester may not see are missing, as children that do not exist.
+  if (scope.policy !== undefined) {
+    for (const hidden of await hiddenAmong(ctx, scope, child, [...found].filter(([key]) => wanted.has(key)).map(([, row]) => row.id))) found.delete(String(hidden))
   }
   const missing = [...wanted.keys()].filter(key => !found.has(key))
   // The message names ten of them at most: a request with thousands would otherwise echo them all.

@@ -8,6 +8,7 @@
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
 import type { ActionContext, WriteScope } from './context.ts'
+import { hiddenAmong } from './in-view.ts'
 import { inLockOrder } from './locks.ts'
 import type { Assignment } from './values.ts'
 
@@ -17,7 +18,8 @@ export type Held = ReadonlyMap<Model, ReadonlySet<string>>
 /**
  * Checks that every non-null foreign key of the assignments names an existing record, and locks
  * the records whose collection changes: those a key with a via points at, and, for an update of
- * record `id` (`before` it is locked), those its keys point at now.
+ * record `id` (`before` it is locked), those its keys point at now. A record the requester's policy
+ * hides is missing.
  *
  * @throws BP_ERR_RECORD_NOT_FOUND naming the missing record.
  */
@@ -39,7 +41,9 @@ export async function lockTargets (ctx: ActionContext, scope: WriteScope, model:
     const rows = lock
       ? await scope.links.lock(target, { ids, parentsOf: id === undefined ? undefined : { child: model, ids: [id], columns } })
       : await scope.links.read(target, ids, target.primaryKey.column)
-    for (const value of ids) if (!rows.has(String(value))) throw new BP_ERR_RECORD_NOT_FOUND(target.identity, String(value))
+    // The first one missing or hidden, in the body's order: the same answer either way.
+    const hidden = scope.policy === undefined ? undefined : new Set((await hiddenAmong(ctx, scope, target, ids)).map(String))
+    for (const value of ids) if (!rows.has(String(value)) || hidden?.has(String(value)) === true) throw new BP_ERR_RECORD_NOT_FOUND(target.identity, String(value))
     held.set(target, new Set(rows.keys()))
   }
   return held

@@ -4,11 +4,12 @@
  * @module
  */
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
-import type { Views } from '../criteria/types.ts'
+import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
 import { lockMovedParents, lockRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
+import { answer, mustSee } from './in-view.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
 import { readBody, type Assignment } from './values.ts'
@@ -24,26 +25,33 @@ import { keyOf, parseId } from '../models/identity.ts'
  * (`previous`); for a changed singular association with a collection on the other side,
  * `removedFrom` on the former target and `addedTo` on the new one.
  *
+ * Under a `policy`, the record and the records its keys point at must be ones the requester may
+ * see (else they are missing), and so must the record as the update leaves it (else nothing is
+ * written); an attribute the policy hides counts as changed whenever the body gives it, so that
+ * whether it changed cannot be read off the answer (an `onUpdate` timestamp).
+ *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (the record, or a foreign key that points
- * nowhere), the coded 400s of {@link readBody}, BP_ERR_UNIQUE and BP_ERR_CONSTRAINT.
+ * nowhere), the coded 400s of {@link readBody}, BP_ERR_UNIQUE, BP_ERR_CONSTRAINT and
+ * BP_ERR_OUTSIDE_POLICY.
  */
-export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>, views?: Views): Promise<JsonRecord> {
+export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>, policy?: Policy): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
   const assignments = readBody(model, ctx.registry, body, { id }, ctx.bounds.limits.maxJsonDepth)
-  return inTransaction(ctx, { action: 'update', model: model.identity }, async scope => {
+  const fields = policy?.view(model).fields
+  return inTransaction(ctx, { action: 'update', model: model.identity }, policy, async scope => {
     // The records the body's keys point at, and those they point at now (their collections change),
     // then the record itself.
     const held = await lockTargets(ctx, scope, model, assignments, id)
     await lockRecord(scope, model, id, rawId)
-    const before = await defaultRecord(ctx, scope.run, model, id, undefined)
+    await mustSee(ctx, scope, model, id, rawId)
+    const before = await defaultRecord(ctx, scope.run, model, id)
     for (const { field } of assignments) {
       if (!('target' in field) || field.via === undefined) continue
       const target = ctx.registry.get(field.target) as Model
       await lockMovedParents(scope, target, held.get(target) as ReadonlySet<string>, [stored(ctx, field, before)])
     }
-    const changed = assignments.filter(a => JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before)))
-    const answer = async (record: JsonRecord): Promise<JsonRecord> => views === undefined ? record : await defaultRecord(ctx, scope.run, model, id, views)
-    if (changed.length === 0) return answer(before)
+    const changed = assignments.filter(a => fields?.has(a.field.name) === false || JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before)))
+    if (changed.length === 0) return await answer(ctx, scope, model, id, { record: before })
     const entity: Record<string, unknown> = Object.fromEntries(changed.map(a => [a.field.name, a.value]))
     for (const attribute of model.attributes.values()) {
       if (attribute.onUpdate === undefined || attribute.name in entity) continue
@@ -51,7 +59,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
       changed.push({ field: attribute, value: entity[attribute.name] })
     }
     await scope.records.update(model, id, changed)
-    const after = await defaultRecord(ctx, scope.run, model, id, undefined)
+    const after = await defaultRecord(ctx, scope.run, model, id)
     const key = keyOf(model, id)
     const data: Record<string, unknown> = {}
     const previous: Record<string, unknown> = {}
@@ -66,7 +74,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
       if (previous[field.name] !== null) scope.changes.removedFrom(target.identity, previous[field.name] as Id, field.via, [key])
       if (data[field.name] !== null) scope.changes.addedTo(target.identity, data[field.name] as Id, field.via, [key])
     }
-    return answer(after)
+    return await answer(ctx, scope, model, id, { record: after })
   })
 }
 

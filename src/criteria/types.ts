@@ -6,7 +6,7 @@
  * @module
  */
 import type { PatternToken } from './like.ts'
-import type { Attribute, AttributeType, CollectionAssociation, SingularAssociation } from '../models/model.ts'
+import type { Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 
 /** A sort direction. */
 export type SortDirection = 'ASC' | 'DESC'
@@ -70,25 +70,24 @@ export interface Projection {
 }
 
 /**
- * What a policy (`parseBlueprintOptions`) lets appear of the records of one association where
- * they are populated into another record: which records (`where`) and which of their fields.
- */
-export interface View {
-  readonly where: WhereNode
-  /** Attributes and singular associations (as keys) of the populated records. */
-  readonly projection: Projection
-}
-
-/** Views by association name. An association without one is populated as it is. */
-export type Views = ReadonlyMap<string, View>
-
-/**
- * What a policy lets one requester see of a model, kept by a socket for the notifications it is
- * sent: which records (`where`) and which of their fields (`undefined`: all).
+ * What a policy (`parseBlueprintOptions`) lets one request see of one model: which records exist
+ * for it (`where`) and which of their fields (`undefined`: all). The reader applies it wherever
+ * the model's records are read, filtered, counted or targeted; realtime keeps it per socket for
+ * the notifications the socket is sent.
  */
 export interface ModelView {
   readonly where: WhereNode
+  /** The attributes and singular associations (by name) it may see; the primary key always. */
   readonly fields: ReadonlySet<string> | undefined
+}
+
+/**
+ * What a policy lets one request see, model by model: resolved before the request's action runs,
+ * for the route's model and every model its associations point at.
+ */
+export interface Policy {
+  /** The view of `model`. */
+  view (model: Model): ModelView
 }
 
 /** A validated find: the SQL builder's input. */
@@ -101,8 +100,11 @@ export interface Criteria {
   readonly projection: Projection
   /** Fold ASCII case in `contains`, `startsWith`, `endsWith` and `like`. */
   readonly caseInsensitive: boolean
-  /** What a policy lets appear of the populated associations. */
-  readonly views?: Views
+  /**
+   * What the requester may see: applied by the reader to the records found, to the records
+   * populated into them, and to the fields of both. `undefined`: no policy, everything.
+   */
+  readonly policy?: Policy
   /**
    * Many-to-many collections whose links (pivot rows) are locked, shared, as they are read: in
    * the answer of a write, those whose members' model locks first (see actions/locks.ts).

@@ -11,7 +11,7 @@ import type { EnvelopeItem } from './brokers/broker.ts'
 import type { BlueprintSocket, Connection } from './connection.ts'
 import type { SubscriptionRegistry } from './registry.ts'
 import type { SharedFrames } from './transport.ts'
-import { visibleMessage } from './visibility.ts'
+import { NOTHING_VISIBLE, visibleMessage } from './visibility.ts'
 
 /** A notification on its way to one socket, as the `authorize` option sees it. */
 export type Notification = EnvelopeItem
@@ -69,6 +69,7 @@ export class Delivery {
       if (verb === 'updated') after.push(() => { subscriptions.unsubscribe(connection, item.model, item.id) })
       return
     }
+    if (message === NOTHING_VISIBLE) return
     if (verb === 'created') subscriptions.subscribe(connection, item.model, item.id)
     if (connection.id === origin) return
     // A message filtered for this socket is its own: encoded for it alone.

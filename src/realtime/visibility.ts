@@ -6,7 +6,8 @@
  *
  * - `created`: sent (and followed) only when the new record is one the socket may see;
  * - `updated`: not sent when the record, as the write left it, is one the socket may no longer
- *   see (the socket stops following it);
+ *   see (the socket stops following it), nor when none of the changed fields is one it may see
+ *   (it still follows the record);
  * - `addedTo`: only the added records the socket may see; `removedFrom`: only those it followed
  *   (those it was shown); nothing when none remains;
  * - records inside a message (`created.data`, `destroyed.previous`, their populated associations):
@@ -34,7 +35,13 @@ export interface Viewer {
   readonly fold: boolean
 }
 
-/** The message of a change as one socket may see it, or `undefined` when it may see none of it. */
+/** What {@link visibleMessage} answers for a change whose record the socket sees, but none of what changed. */
+export const NOTHING_VISIBLE = Symbol('nothing visible')
+
+/**
+ * The message of a change as one socket may see it; `undefined` when the record is one it may not
+ * see; {@link NOTHING_VISIBLE} when it may see the record but nothing the message would say.
+ */
 export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
   const message = item.message as ChangeMessage
   const model = viewer.registry.get(item.model) as Model
@@ -51,7 +58,9 @@ export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
       // Without a selection the message is the shared one (serialised once for every socket).
       if (view?.fields === undefined) return message
       // A change set's `updated` always has `previous`.
-      return { ...message, data: pick(model, message.data, view), previous: pick(model, message.previous as JsonRecord, view) }
+      const data = pick(model, message.data, view)
+      if (Object.keys(data).length === 0) return NOTHING_VISIBLE
+      return { ...message, data, previous: pick(model, message.previous as JsonRecord, view) }
     }
     case 'addedTo': {
       const child = childOf(viewer, model, message.attribute)

@@ -1,93 +1,101 @@
 /**
- * The app's policy, `parseBlueprintOptions`, wherever records appear: it shapes the query of a
- * read, and what it filters of a model also filters that model's records where they are populated
- * into another record's answer (reads and writes alike; Sails' hook returns per-association
- * criteria for this). Without the hook, nothing here costs anything.
+ * The app's policy, `parseBlueprintOptions`, as one view per model per request. Asked about a
+ * model with a query that matches every record (`context.view`), the hook's answer is that
+ * model's view for the request: its `where` says which records exist, its `select` / `omit` which
+ * fields. The reader and the writers apply the views wherever records are read, filtered,
+ * counted or targeted (see `Criteria.policy`), realtime wherever it notifies; a client's query
+ * may not name what a view leaves out. Without the hook, nothing here runs.
  *
  * @module
  */
 import type { FastifyRequest } from 'fastify'
-import type { BlueprintQuery, ModelView, View, Views } from '../criteria/types.ts'
+import { checkVisible } from '../criteria/policy.ts'
+import type { BlueprintQuery, ModelView, Policy } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import { buildWhere } from '../criteria/where.ts'
-import type { Association, Model } from '../models/model.ts'
+import type { Model } from '../models/model.ts'
 import type { BlueprintAction, QueryContext } from './route-options.ts'
 import type { RouteInput } from './route-spec.ts'
 
-/** Runs the app's parseBlueprintOptions hook on a query, if there is one. */
-export async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext): Promise<BlueprintQuery> {
-  const hook = input.options.parseBlueprintOptions
-  if (hook === undefined) return query
-  return (await hook(request, query, context)) ?? query
+/** Where a request keeps its views (resolved once per request and model). */
+const kViews = Symbol('fastify-blueprints.views')
+
+type Viewed = FastifyRequest & { [kViews]?: RequestPolicy }
+
+/** The views of one request, by model. */
+class RequestPolicy implements Policy {
+  readonly views = new Map<Model, ModelView>()
+
+  view (model: Model): ModelView {
+    const view = this.views.get(model)
+    /* c8 ignore next 2 -- unreachable: every route resolves its model's view and its associations' targets' before its action runs */
+    if (view === undefined) throw new Error(`fastify-blueprints: the view of ${model.identity} was not resolved`)
+    return view
+  }
 }
 
 /**
- * The views of the associations of `model` that an answer populates: for each, the hook is asked
- * about the child model with a query that matches every child (`context.populated` set, the parent
- * named), and its `where`, `select` and `omit` decide which children appear and with which
- * fields. Called only when the app has a hook (`parseBlueprintOptions`).
+ * The views of `models` for `request` (the hook asked once per request and model), or
+ * `undefined` when the app has no hook. `action` is the request's.
  *
  * @throws the coded 400s of the criteria pipeline for what the hook returns.
  */
-export async function viewsOf (input: RouteInput, request: FastifyRequest, action: BlueprintAction, model: Model, associations: Iterable<Association>): Promise<Views> {
+export async function policyOf (input: RouteInput, request: FastifyRequest, action: BlueprintAction, models: Iterable<Model>): Promise<Policy | undefined> {
+  if (input.options.parseBlueprintOptions === undefined) return undefined
   const { ctx } = input
-  const views = new Map<string, View>()
-  for (const association of associations) {
-    const child = ctx.registry.get(association.target) as Model
-    const query = await customise(input, request, baseQuery(input), { action, model: child, parent: { model, association: association.name }, populated: true })
-    views.set(association.name, {
-      where: buildWhere(child, ctx.registry, query.where, ctx.bounds.limits),
-      projection: validateProjection({ select: query.select, omit: query.omit, populate: false, populateLimit: 0 }, child, ctx.bounds)
+  const policy = ((request as Viewed)[kViews] ??= new RequestPolicy())
+  for (const model of models) {
+    if (policy.views.has(model)) continue
+    const query = await customise(input, request, baseQuery(input), { action, model, view: true })
+    const narrowed = query.select !== undefined || query.omit !== undefined
+    const projection = narrowed ? validateProjection({ select: query.select, omit: query.omit, populate: false, populateLimit: 0 }, model, ctx.bounds) : undefined
+    policy.views.set(model, {
+      where: buildWhere(model, ctx.registry, query.where, ctx.bounds.limits),
+      fields: projection === undefined ? undefined : new Set([...projection.attributes.map(a => a.name), ...projection.singulars.map(s => s.association.name)])
     })
   }
-  return views
+  return policy
 }
 
 /**
- * What the policy lets a requester see of each of `models`: the hook is asked about each model
- * with a query that matches every record (`context.action` is the request's). Realtime keeps it
- * per socket, to filter the notifications the socket is sent. `models` holds each model once.
+ * The views a route's action needs: of its model and of every model its associations point at.
+ * Without a hook, `undefined` at once (no promise: the common case, on every write).
  */
-export async function modelViews (input: RouteInput, request: FastifyRequest, action: BlueprintAction, models: Iterable<Model>): Promise<Map<string, ModelView>> {
-  const { ctx } = input
-  const views = new Map<string, ModelView>()
-  for (const model of models) {
-    const query = await customise(input, request, baseQuery(input), { action, model })
-    const projection = validateProjection({ select: query.select, omit: query.omit, populate: false, populateLimit: 0 }, model, ctx.bounds)
-    const narrowed = query.select !== undefined || query.omit !== undefined
-    views.set(model.identity, {
-      where: buildWhere(model, ctx.registry, query.where, ctx.bounds.limits),
-      fields: narrowed ? new Set([...projection.attributes.map(a => a.name), ...projection.singulars.map(s => s.association.name)]) : undefined
-    })
-  }
-  return views
-}
-
-/** The views of every association of the route's model: a record answered populated by default. */
-export function defaultViews (input: RouteInput, request: FastifyRequest, action: BlueprintAction): Promise<Views | undefined> | undefined {
-  // Without a hook, nothing to ask and nothing to allocate (the common case, on every write).
+export function routePolicy (input: RouteInput, request: FastifyRequest, action: BlueprintAction): Promise<Policy | undefined> | undefined {
   if (input.options.parseBlueprintOptions === undefined) return undefined
-  return viewsOf(input, request, action, input.model, associationsOf(input.model))
+  const { registry } = input.ctx
+  return policyOf(input, request, action, neighbourhood(identity => registry.get(identity), input.model))
 }
 
-/** The associations a parsed query populates. */
-export function populated (model: Model, populate: BlueprintQuery['populate']): readonly Association[] {
-  if (populate === false) return NONE
-  const all = associationsOf(model)
-  return populate === true ? all : all.filter(association => populate.includes(association.name))
+/**
+ * A read's query under the policy: the client's query is checked against the view of the model
+ * whose records it asks for (`context.model`), then handed to the hook, whose answer is the query
+ * to run; with the views the read needs. Without a hook, the query as it is.
+ *
+ * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED for an attribute the view leaves out, and the coded 400s
+ * of the criteria pipeline for what the hook returns.
+ */
+export async function policed (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext): Promise<{ query: BlueprintQuery, policy: Policy | undefined }> {
+  const policy = await routePolicy(input, request, context.action)
+  if (policy === undefined) return { query, policy }
+  checkVisible(query, context.model, policy.view(context.model), input.ctx.bounds.limits.maxDepth)
+  return { query: await customise(input, request, query, context), policy }
 }
 
-const NONE: readonly Association[] = []
-const ASSOCIATIONS = new WeakMap<Model, readonly Association[]>()
-
-/** Every association of `model`, singular ones first (kept per model). */
-function associationsOf (model: Model): readonly Association[] {
-  let all = ASSOCIATIONS.get(model)
-  if (all === undefined) ASSOCIATIONS.set(model, all = [...model.singulars.values(), ...model.collections.values()])
-  return all
+/** Runs the app's parseBlueprintOptions hook on a query (there is one). */
+async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext): Promise<BlueprintQuery> {
+  const hook = input.options.parseBlueprintOptions as NonNullable<RouteInput['options']['parseBlueprintOptions']>
+  return (await hook(request, query, context)) ?? query
 }
 
-/** A query that matches every record: what a policy is asked about when records are populated. */
-export function baseQuery (input: RouteInput): BlueprintQuery {
+/** `model` and the models its associations point at, each once. */
+export function neighbourhood (modelOf: (identity: string) => Model | undefined, model: Model): Set<Model> {
+  const models = new Set<Model>([model])
+  for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(modelOf(association.target) as Model)
+  return models
+}
+
+/** A query that matches every record: what a policy is asked about for a model's view. */
+function baseQuery (input: RouteInput): BlueprintQuery {
   return { where: {}, limit: input.options.defaultLimit, skip: 0, sort: [], populate: false, populateLimit: input.options.populateLimit }
 }

@@ -23,16 +23,19 @@ export type RouteHooks = Partial<Pick<RouteShorthandOptions, typeof HOOK_NAMES[n
 /** What `parseBlueprintOptions` is told about the request. */
 export interface QueryContext {
   readonly action: BlueprintAction
-  /** The model whose records the request returns (for populate: the child model). */
+  /** The model whose records the query asks for (for populate: the child model). */
   readonly model: Model
-  /** For populate, and for populated records: the parent model and the association. */
+  /** For populate: the parent model and the association. */
   readonly parent?: { readonly model: Model, readonly association: string }
   /**
-   * `true`: the query describes the records of `parent.association` populated into the answer of
-   * a request on the parent model (`action` is that request's action); only its `where`, `select`
-   * and `omit` are used. Whatever the hook filters of a model thus also filters it there.
+   * `true`: the query matches every record of `model`, and the hook's answer is what this request
+   * may see of the model at all — its `where` which records exist, its `select` / `omit` which
+   * fields. It is applied wherever the request meets the model's records: as the route's own
+   * records, populated into another record, as a populate route's parent or children, as the
+   * target or the answer of a write, as a linked record, and in the notifications a socket is
+   * sent. Asked once per request and model; `limit`, `skip`, `sort` and `populate` are not used.
    */
-  readonly populated?: boolean
+  readonly view?: boolean
 }
 
 /**

@@ -15,7 +15,7 @@ import { BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
 import { childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
 import type { QueryContext } from './route-options.ts'
-import { customise, populated, viewsOf } from './policy.ts'
+import { policed } from './policy.ts'
 import { COLLECTION_ROUTES } from './collection-routes.ts'
 import { checkQueryEncoding } from './validation.ts'
 import { RECORD_ROUTES } from './record-routes.ts'
@@ -76,10 +76,9 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         const counted = parseCount(request.query as QueryString)
         // Without a hook or a count there is nothing to wait for: no await, no promise.
         if (input.options.parseBlueprintOptions === undefined && !counted) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed))
-        const query = input.options.parseBlueprintOptions === undefined ? parsed : await customise(input, request, parsed, { action: 'find', model: input.model })
-        const views = input.options.parseBlueprintOptions === undefined ? undefined : await viewsOf(input, request, 'find', input.model, populated(input.model, query.populate))
-        if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, views))
-        const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, views))
+        const { query, policy } = await policed(input, request, parsed, { action: 'find', model: input.model })
+        if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy))
+        const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy))
         reply.header(TOTAL_COUNT, String(total))
         return records
       }
@@ -111,8 +110,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         }
         const id = (request.params as { id: string }).id
         if (input.options.parseBlueprintOptions === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query))
-        const customised = await customise(input, request, query, { action: 'findOne', model: input.model })
-        return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, await viewsOf(input, request, 'findOne', input.model, populated(input.model, customised.populate))))
+        const { query: customised, policy } = await policed(input, request, query, { action: 'findOne', model: input.model })
+        return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, policy))
       }
     }
   },
@@ -147,7 +146,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           query = { where: {}, limit: 1, skip: 0, sort: [], ...parseFields(raw), populate: false, populateLimit: 0 }
         }
         const id = (request.params as { id: string }).id
-        return populate(input.ctx, input.model, association, id, await customise(input, request, query, context))
+        const { query: customised, policy } = await policed(input, request, query, context)
+        return populate(input.ctx, input.model, association, id, customised, policy)
       }
     }
   }

@@ -49,17 +49,18 @@ export class ChildLoader {
   }
 
   /** The children of each of `collections` of the parents `ids`, grouped by parent key. */
-  async collections (run: Executor, ids: unknown[], { views, caseInsensitive, lockLinks }: Criteria, collections: Projection['collections']): Promise<Array<Map<unknown, JsonRecord[]>>> {
+  async collections (run: Executor, ids: unknown[], { policy, caseInsensitive, lockLinks }: Criteria, collections: Projection['collections']): Promise<Array<Map<unknown, JsonRecord[]>>> {
     return await inOrder(collections.map(({ association, limit }) => {
-      if (limit === 0) return Promise.resolve(new Map<unknown, JsonRecord[]>())
-      const view = views?.get(association.name)
       const child = this.#registry.get(association.target) as Model
+      // The children a policy hides are not there.
+      const view = policy?.view(child)
+      if (limit === 0 || view?.where.kind === 'none') return Promise.resolve(new Map<unknown, JsonRecord[]>())
       return this.children(run, association, ids, {
         where: view?.where ?? { kind: 'all' },
         sort: [{ target: child.primaryKey, direction: 'ASC' }],
         limit,
         skip: 0,
-        projection: view?.projection ?? this.#projections.plain(child),
+        projection: this.#projections.viewed(this.#projections.plain(child), view),
         caseInsensitive,
         lockPivotRows: lockLinks?.has(association.name) === true
       }, true)

@@ -5,7 +5,7 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { Criteria, Projection } from '../criteria/types.ts'
+import type { Criteria, ModelView, Projection } from '../criteria/types.ts'
 import type { Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { toJson } from '../models/database-values.ts'
@@ -43,6 +43,8 @@ export class Projections {
   /** Per model: the plain projection used for children (every attribute, foreign keys raw). */
   readonly #plain = new Map<string, Projection>()
   readonly #projected = new WeakMap<Projection, Field[]>()
+  /** Per projection, the projections a view's fields leave of it, by those fields' names. */
+  readonly #viewed = new WeakMap<Projection, Map<string, Projection>>()
 
   constructor (registry: ModelRegistry, dialect: Dialect) {
     this.#registry = registry
@@ -66,6 +68,29 @@ export class Projections {
   /** The plain projection of the model `identity`, if one was made. */
   kept (identity: string): Projection | undefined {
     return this.#plain.get(identity)
+  }
+
+  /**
+   * What `view` lets appear of `projection`: the attributes and singular associations it sees
+   * (the primary key always). Kept per projection and set of fields, so that what is derived from
+   * a projection (fields, statements) is kept for the requests of every viewer alike.
+   */
+  viewed (projection: Projection, view: ModelView | undefined): Projection {
+    const fields = view?.fields
+    if (fields === undefined) return projection
+    let byFields = this.#viewed.get(projection)
+    if (byFields === undefined) this.#viewed.set(projection, byFields = new Map())
+    const key = [...fields].sort().join(',')
+    let viewed = byFields.get(key)
+    if (viewed === undefined) {
+      viewed = {
+        attributes: projection.attributes.filter(attribute => attribute.primary || fields.has(attribute.name)),
+        singulars: projection.singulars.filter(({ association }) => fields.has(association.name)),
+        collections: projection.collections
+      }
+      byFields.set(key, viewed)
+    }
+    return viewed
   }
 
   /** The fields of a projection (kept per projection: the common ones are kept per model). */

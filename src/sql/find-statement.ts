@@ -36,7 +36,7 @@ export interface Join {
   readonly where: WhereNode | undefined
 }
 
-/** The head of a find's statement kept per projection (no view applies). */
+/** The head of a find's statement kept per projection (no policy applies). */
 interface Head {
   /** `SELECT … FROM … [LEFT JOIN …]`, compiled (it has no parameters). */
   readonly sql: Sql
@@ -120,7 +120,7 @@ export class FindStatements {
     return joined
   }
 
-  /** The statement of a find by primary key (no view applies), kept per projection. */
+  /** The statement of a find by primary key (no policy applies), kept per projection. */
   byKey (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { statement: Statement, joins: Join[] } {
     const pk = model.primaryKey
     const head = this.#keptHead(model, fields, criteria, joined)
@@ -129,7 +129,7 @@ export class FindStatements {
   }
 
   /**
-   * A find's statement, and its joins. Without a view, its text is compiled once per shape of
+   * A find's statement, and its joins. Without a policy, its text is compiled once per shape of
    * `where`, sort and page (see where.ts), and a request fills in its values.
    */
   find (model: Model, fields: Field[], criteria: Criteria): { statement: Statement, joins: Join[] } {
@@ -137,7 +137,7 @@ export class FindStatements {
     // One primary key matches one record at most: no order and no page to ask for (which also
     // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
     const paged = skip > 0 || !byOneKey(model, where)
-    if (criteria.views !== undefined) {
+    if (criteria.policy !== undefined) {
       const { sql: head, joins } = this.#head(model, fields, criteria, undefined)
       return { statement: this.#dialect.statement(this.#query(head, criteria, paged, limit, skip), true), joins }
     }
@@ -170,7 +170,7 @@ export class FindStatements {
     return criteria.sort.length > 0 ? sql`${head}${filter} ORDER BY ${orderBy(this.#dialect, 't', criteria.sort)}${page}` : sql`${head}${filter}${page}`
   }
 
-  /** The head of a find with no view, kept per projection (and joined collection). */
+  /** The head of a find with no policy, kept per projection (and joined collection). */
   #keptHead (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): Head {
     const heads = joined === undefined ? this.#heads : this.#joinedHeads
     let kept = heads.get(criteria.projection)
@@ -216,17 +216,18 @@ export class FindStatements {
    * The populated singular associations of a find, each joined under an alias of its own, their
    * columns after the record's `width` ones.
    */
-  #joins ({ projection, views }: Criteria, width: number): Join[] {
+  #joins ({ projection, policy }: Criteria, width: number): Join[] {
     const joins: Join[] = []
     let offset = width
     for (const { association, populate } of projection.singulars) {
       if (!populate) continue
       const target = this.#registry.get(association.target) as Model
-      const view = views?.get(association.name)
+      const view = policy?.view(target)
       const alias = `s${joins.length}`
-      const fields = this.#projections.fields(view?.projection ?? this.#projections.plain(target))
+      const fields = this.#projections.fields(this.#projections.viewed(this.#projections.plain(target), view))
       const prefix = `__bp_${alias}_`
-      joins.push({ association, target, alias, prefix, offset, fields, key: offset + keyIndex(target, fields), where: view?.where })
+      const where = view === undefined || view.where.kind === 'all' ? undefined : view.where
+      joins.push({ association, target, alias, prefix, offset, fields, key: offset + keyIndex(target, fields), where })
       offset += fields.length
     }
     return joins

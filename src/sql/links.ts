@@ -5,10 +5,12 @@
  * @module
  */
 import { sql } from 'kysely'
+import type { WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { NOTHING, type Dialect } from './dialect.ts'
 import { table, type Executor } from './rows.ts'
 import type { Sql } from './statement.ts'
+import { where as condition } from './where.ts'
 
 const OR = sql` OR `
 
@@ -123,11 +125,16 @@ export class LinkWriter {
 
   /**
    * Deletes the pivot rows of the parent except those of `keep` (all of them when `keep` is
-   * empty); returns the child keys (raw) that were linked, ascending.
+   * empty) and, with `within`, except those of children its `where` does not match (the members a
+   * policy hides stay); returns the child keys (raw) that were linked, ascending.
    */
-  async unlinkOthers (association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, keep: readonly unknown[]): Promise<unknown[]> {
-    const others = keep.length === 0 ? NOTHING : sql` AND NOT (${this.#oneOf(sql.id(association.childColumn as string), child, keep)})`
-    return await this.#unlinked(association, parent, parentId, others)
+  async unlinkOthers (association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, keep: readonly unknown[], within?: { readonly where: WhereNode, readonly fold: boolean }): Promise<unknown[]> {
+    const childColumn = sql.id(association.childColumn as string)
+    const others = keep.length === 0 ? NOTHING : sql` AND NOT (${this.#oneOf(childColumn, child, keep)})`
+    const seen = within === undefined
+      ? NOTHING
+      : sql` AND ${childColumn} IN (SELECT ${sql.id('c', child.primaryKey.column)} FROM ${table(child)} AS c WHERE ${condition(within.where, 'c', this.#dialect, within.fold)})`
+    return await this.#unlinked(association, parent, parentId, sql`${others}${seen}`)
   }
 
   /** Deletes the parent's pivot rows that `and` also chooses; returns their child keys (raw), ascending. */

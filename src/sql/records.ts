@@ -5,7 +5,8 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { Criteria, Projection, Target, WhereNode } from '../criteria/types.ts'
+import { narrowed } from '../criteria/policy.ts'
+import type { Criteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { ChildLoader, type ChildCriteria } from './children.ts'
@@ -19,12 +20,14 @@ export type { ChildCriteria } from './children.ts'
 
 /** Reads records of the registry's models. One instance per plugin registration. */
 export class RecordLoader {
+  readonly #registry: ModelRegistry
   readonly #dialect: Dialect
   readonly #projections: Projections
   readonly #children: ChildLoader
   readonly #statements: FindStatements
 
   constructor (registry: ModelRegistry, dialect: Dialect) {
+    this.#registry = registry
     this.#dialect = dialect
     this.#projections = new Projections(registry, dialect)
     this.#children = new ChildLoader(registry, dialect, this.#projections)
@@ -36,21 +39,29 @@ export class RecordLoader {
     return this.#projections.plain(model)
   }
 
-  /** Children of one parent (by raw primary key) in a collection, chosen by child criteria. */
-  async children (run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria): Promise<JsonRecord[]> {
-    const byParent = await this.#children.children(run, association, [parentId], criteria)
+  /**
+   * Children of one parent (by raw primary key) in a collection, chosen by child criteria; under
+   * a policy, only the children it lets the requester see, with the fields it lets appear.
+   */
+  async children (run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria & { readonly policy?: Policy }): Promise<JsonRecord[]> {
+    const viewed = criteria.policy === undefined ? criteria : this.#viewed(this.#registry.get(association.target) as Model, criteria, criteria.policy)
+    if (viewed.where.kind === 'none') return []
+    const byParent = await this.#children.children(run, association, [parentId], viewed)
     return byParent.get(parentId) ?? []
   }
 
   /**
    * Runs a find and populates what the projection asks for: populated singular associations are
    * joined in the find's own statement, each collection is one batched statement for all records.
+   * Under a policy (`criteria.policy`), only the records it lets the requester see, populated with
+   * the records it lets the requester see, each with the fields it lets appear.
    */
   async find (run: Executor, model: Model, criteria: Criteria): Promise<JsonRecord[]> {
+    if (criteria.policy !== undefined) criteria = this.#viewed(model, criteria, criteria.policy)
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#projections.fields(criteria.projection)
     // By primary key (find-one, a write's answer): one statement per projection, built once.
-    const byKey = criteria.views === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
+    const byKey = criteria.policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
     const joined = byKey ? this.#statements.joinedCollection(criteria) : undefined
     const { statement, joins } = byKey ? this.#statements.byKey(model, fields, criteria, joined) : this.#statements.find(model, fields, criteria)
     const collections = joined === undefined ? criteria.projection.collections : criteria.projection.collections.filter(({ association }) => association !== joined.association)
@@ -91,16 +102,39 @@ export class RecordLoader {
    * the request (it runs only when a request asks for it).
    */
   async count (run: Executor, model: Model, criteria: Criteria): Promise<number> {
+    if (criteria.policy !== undefined) criteria = { ...criteria, where: narrowed(criteria.where, criteria.policy.view(model).where) }
+    if (criteria.where.kind === 'none') return 0
     const filter = criteria.where.kind === 'all' ? NOTHING : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive)}`
     const [row] = await run(this.#dialect.statement(sql`SELECT count(*) AS n FROM ${table(model)} AS t${filter}`))
     return Number((row as { n: unknown }).n)
   }
 
-  /** The raw value of one column of the record with this primary key; `undefined` if no record. */
-  async column (run: Executor, model: Model, id: unknown, name: string): Promise<{ value: unknown } | undefined> {
-    const query = sql`SELECT ${sql.id('t', name)} FROM ${table(model)} AS t WHERE ${condition(byPrimaryKey(model, id), 't', this.#dialect, false)}`
+  /**
+   * The raw value of one column of the record with this primary key; `undefined` if no record
+   * (or, under `policy`, none the requester may see).
+   */
+  async column (run: Executor, model: Model, id: unknown, name: string, policy: Policy | undefined, fold: boolean): Promise<{ value: unknown } | undefined> {
+    const where = policy === undefined ? byPrimaryKey(model, id) : narrowed(byPrimaryKey(model, id), policy.view(model).where)
+    if (where.kind === 'none') return undefined
+    const query = sql`SELECT ${sql.id('t', name)} FROM ${table(model)} AS t WHERE ${condition(where, 't', this.#dialect, fold)}`
     const [row] = await run(this.#dialect.statement(query))
     return row === undefined ? undefined : { value: row[name] }
+  }
+
+  /**
+   * The keys among `ids` (raw) of the records of `model` that `where` matches, as `String(key)`:
+   * a write's check that the records it targets are ones the requester may see.
+   */
+  async matching (run: Executor, model: Model, ids: readonly unknown[], where: WhereNode, fold: boolean): Promise<Set<string>> {
+    const keys = { kind: 'in', target: model.primaryKey, negate: false, values: ids } as const
+    const query = sql`SELECT ${sql.id('t', model.primaryKey.column)} AS id FROM ${table(model)} AS t WHERE ${condition(narrowed(keys, where), 't', this.#dialect, fold)}`
+    return new Set((await run(this.#dialect.statement(query))).map(row => String(row.id)))
+  }
+
+  /** The criteria as `policy` lets the requester see them: its records only, with its fields. */
+  #viewed<C extends ChildCriteria> (model: Model, criteria: C, policy: Policy): C {
+    const view = policy.view(model)
+    return { ...criteria, where: narrowed(criteria.where, view.where), projection: this.#projections.viewed(criteria.projection, view) }
   }
 }
 

@@ -1,0 +1,48 @@
+/**
+ * A write under a policy: the records it targets — the record itself, the records its keys point
+ * at, the parent and the children of a collection route — must be ones the requester may see, or
+ * they are missing (the same 404 as a record that does not exist); and the record it answers is
+ * read through the requester's view, which must still show it. Checked inside the transaction,
+ * after the rows are locked, so that what is checked is what is written. Without a policy, or for
+ * a model whose view shows every record, no statement runs.
+ *
+ * @module
+ */
+import { BP_ERR_OUTSIDE_POLICY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
+import { keyOf } from '../models/identity.ts'
+import type { JsonRecord } from '../sql/rows.ts'
+import type { ActionContext, WriteScope } from './context.ts'
+import { defaultRecord, readRecord } from './record.ts'
+
+/** The keys among `ids` (raw) of records of `model` that the requester may not see, in their order. */
+export async function hiddenAmong (ctx: ActionContext, scope: WriteScope, model: Model, ids: readonly unknown[]): Promise<unknown[]> {
+  const where = scope.policy?.view(model).where
+  if (where === undefined || where.kind === 'all' || ids.length === 0) return []
+  const seen = await ctx.loader.matching(scope.run, model, ids, where, ctx.bounds.caseInsensitive)
+  return ids.filter(id => !seen.has(String(id)))
+}
+
+/**
+ * Refuses a write that targets a record of `model` the requester may not see, as if it did not
+ * exist (`raw`: the key as the request gave it).
+ *
+ * @throws BP_ERR_RECORD_NOT_FOUND.
+ */
+export async function mustSee (ctx: ActionContext, scope: WriteScope, model: Model, id: unknown, raw: string): Promise<void> {
+  if ((await hiddenAmong(ctx, scope, model, [id])).length > 0) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, raw)
+}
+
+/**
+ * A write's answer: the record `id` populated by default (`complete` in full), as the requester
+ * may see it. `record` is the same read without a policy, when the write has it already.
+ *
+ * @throws `hidden()` when the policy hides the record (default: BP_ERR_OUTSIDE_POLICY); the
+ * transaction then rolls back.
+ */
+export async function answer (ctx: ActionContext, scope: WriteScope, model: Model, id: unknown, options: { complete?: CollectionAssociation, record?: JsonRecord, hidden?: () => Error } = {}): Promise<JsonRecord> {
+  if (scope.policy === undefined) return options.record ?? await defaultRecord(ctx, scope.run, model, id, options.complete)
+  const record = await readRecord(ctx, scope.run, model, id, scope.policy, options.complete)
+  if (record === undefined) throw options.hidden?.() ?? new BP_ERR_OUTSIDE_POLICY(model.identity, String(keyOf(model, id)))
+  return record
+}
