@@ -1,17 +1,19 @@
 // buildBoard(): the demo app — a team board on the embedded SQLite (or PostgreSQL with a
 // DATABASE_URL, the Redis broker with a REDIS_URL), registered the way a production app would
-// be: a prefix, a maximum limit, an origin allowlist, one write policy for HTTP and sockets alike,
-// the OpenAPI document and its page, a health route, and the live page of public/.
+// be: a prefix, a maximum limit, an origin allowlist, one write policy for HTTP and sockets alike
+// (by project membership), a label's colour checked, the OpenAPI document and its page, a health
+// route, and the live page of public/.
 // server.ts starts it; the tests call buildBoard({ logger: false }).
 import { readFile } from 'node:fs/promises'
+import { STATUS_CODES } from 'node:http'
 import { stripTypeScriptTypes } from 'node:module'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import swaggerUi from '@fastify/swagger-ui'
-import type { MikroORM } from '@mikro-orm/core'
+import type { EntityManager, MikroORM } from '@mikro-orm/core'
 import { Redis } from 'ioredis'
-import blueprints from '../../src/index.ts'
+import blueprints, { type BlueprintRouteConfig } from '../../src/index.ts'
 import { RedisBroker } from '../../src/realtime/brokers/redis.ts'
-import { entities, User } from './entities.ts'
+import { entities, Project, Task, User, type IUser } from './entities.ts'
 import { seed } from './seed.ts'
 
 export interface BoardOptions {
@@ -30,11 +32,80 @@ export const USER_COOKIE = 'board_user'
 
 const READS = new Set(['find', 'findOne', 'populate'])
 
-/** The id in the `board_user` cookie, if any. */
+/**
+ * The id in the `board_user` cookie: exactly one such cookie whose value is a plain number (1 to
+ * 999999999, ids an integer column holds), or nobody. `1abc`, `01`, `1.0`, an empty value, or a
+ * second `board_user` (which of the two a proxy or another server reads varies) is nobody, never
+ * user 1.
+ */
 export function userIdOf (request: FastifyRequest): number | undefined {
-  const cookie = request.headers.cookie ?? ''
-  const value = /(?:^|;\s*)board_user=(\d+)/.exec(cookie)?.[1]
-  return value === undefined ? undefined : Number(value)
+  const values = (request.headers.cookie ?? '').split(';').map(pair => pair.trim()).filter(pair => pair.startsWith(`${USER_COOKIE}=`))
+  const value = values.length === 1 ? values[0].slice(USER_COOKIE.length + 1) : ''
+  return /^[1-9]\d{0,8}$/.test(value) ? Number(value) : undefined
+}
+
+/** A colour the page may put in a style: `#rrggbb`, nothing else (no `url(…)`, no second declaration). */
+export const COLOR = /^#[0-9a-f]{6}$/i
+
+/** Answers a refusal as the board's coded JSON. */
+async function refuse (reply: FastifyReply, statusCode: number, code: string, message: string): Promise<FastifyReply> {
+  return await reply.code(statusCode).send({ statusCode, code, error: STATUS_CODES[statusCode], message })
+}
+
+/**
+ * The record keys in `values`, read as the routes read them, with `Number` (`"2"` and `"2.0"` are
+ * 2, `true` is 1, as the route would store them), without repeats. A value that is no whole
+ * number names no record: the route refuses it with its own 400, so there is nothing to check.
+ */
+function keys (values: unknown): number[] {
+  return Array.isArray(values) ? [...new Set(values.filter(value => value !== undefined && value !== null).map(Number).filter(Number.isSafeInteger))] : []
+}
+
+/**
+ * Why `user` may not make this write, or `undefined` when they may. Tasks belong to projects: a
+ * write that changes a project's members or tasks (a task's fields, its labels, its assignee,
+ * where it is) needs a member of that project, and moving a task needs both. Users change only
+ * themselves; labels are shared, and any member of a project edits them.
+ */
+async function refusal (em: EntityManager, user: IUser, blueprint: BlueprintRouteConfig, request: FastifyRequest): Promise<[string, string] | undefined> {
+  const { model, action, association } = blueprint
+  const { id, fk } = request.params as { id?: string, fk?: string }
+  const body = (request.body ?? {}) as Record<string, unknown>
+  // The children a collection route links or unlinks: add's and remove's :fk, replace's new list.
+  const listed = fk !== undefined ? [fk] : action === 'replace' ? (Array.isArray(body) ? body : body.fks) as unknown[] : []
+  let projects: unknown[] = [] // whose members or tasks change
+  let tasks: unknown[] = [] // that change, so their projects too
+  switch (model) {
+    case 'label':
+      return await em.count(Project, { members: user.id }) > 0 ? undefined : ['BOARD_NOT_A_MEMBER', 'labels are edited by the members of a project']
+    case 'task':
+      projects = [body.project] // where it is created or moved to
+      tasks = [id]
+      break
+    case 'project':
+      if (action === 'create' && !keys(body.members).includes(user.id)) return ['BOARD_NOT_A_MEMBER', 'a new project lists you among its members']
+      projects = [id]
+      // Tasks moved in (by add, replace, or create's list) leave a project of their own.
+      tasks = association === 'tasks' ? listed : action === 'create' ? keys(body.tasks) : []
+      break
+    case 'user':
+      if (keys([id])[0] !== user.id) return ['BOARD_NOT_YOURSELF', `${user.name} may change only their own user`]
+      // Projects joined (those left are the user's own), tasks taken or given up, and the tasks a
+      // replace of them or a destroy of the user leaves unassigned.
+      projects = association === 'projects' ? listed : []
+      tasks = association === 'tasks' ? listed : []
+      if (action === 'destroy' || (association === 'tasks' && action === 'replace')) {
+        tasks = [...tasks, ...(await em.find(Task, { assignee: user.id })).map(task => task.id)]
+      }
+      break
+    default: // a model added later is written by nobody until it has a rule here
+      return ['BOARD_NO_RULE', `no rule lets anyone write ${model}`]
+  }
+  const moved = await em.find(Task, { id: { $in: keys(tasks) } })
+  const touched = keys([...projects, ...moved.map(task => task.project.id)])
+  const mine = new Set((await em.find(Project, { id: { $in: touched }, members: user.id })).map(project => project.id))
+  const outside = touched.find(project => !mine.has(project))
+  return outside === undefined ? undefined : ['BOARD_NOT_A_MEMBER', `${user.name} is not a member of project ${outside}`]
 }
 
 async function openOrm (databaseUrl: string | undefined): Promise<MikroORM> {
@@ -61,15 +132,25 @@ export async function buildBoard (options: BoardOptions): Promise<FastifyInstanc
   await orm.schema.refresh()
   await seed(orm)
 
-  // One policy, for HTTP and both socket endpoints alike (socket requests run through the same
-  // routes and hooks): anyone may read; a write needs a user whose role is 'member'.
+  // One policy for every blueprint route, over HTTP and sockets alike (socket requests run through
+  // the same routes and hooks), told apart by their config: anyone may read; a write needs a user
+  // whose role is 'member' (Viv, the viewer, only reads) and whom `refusal` lets make it.
   const policy = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const blueprint = request.routeOptions.config.blueprint
     if (blueprint === undefined || READS.has(blueprint.action)) return
+    const em = orm.em.fork()
     const id = userIdOf(request)
-    const user = id === undefined ? null : await orm.em.fork().findOne(User, { id })
-    if (user === null) return await reply.code(401).send({ statusCode: 401, code: 'BOARD_SIGN_IN', error: 'Unauthorized', message: 'choose who you are first (the board_user cookie)' })
-    if (user.role !== 'member') return await reply.code(403).send({ statusCode: 403, code: 'BOARD_READ_ONLY', error: 'Forbidden', message: `${user.name} may only read` })
+    const user = id === undefined ? null : await em.findOne(User, { id })
+    if (user === null) return await refuse(reply, 401, 'BOARD_SIGN_IN', 'choose who you are first (the board_user cookie)')
+    if (user.role !== 'member') return await refuse(reply, 403, 'BOARD_READ_ONLY', `${user.name} may only read`)
+    const refused = await refusal(em, user, blueprint, request)
+    if (refused !== undefined) return await refuse(reply, 403, ...refused)
+  }
+  // Pages put a label's colour in a style: only a plain colour is stored, never `url(//…)`.
+  const checkColor = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const { color } = request.body as { color?: unknown }
+    if (color === undefined || (typeof color === 'string' && COLOR.test(color))) return
+    return await refuse(reply, 400, 'BOARD_INVALID_COLOR', 'color must be #rrggbb')
   }
 
   let routes = 0
@@ -79,6 +160,7 @@ export async function buildBoard (options: BoardOptions): Promise<FastifyInstanc
     prefix: '/api',
     maxLimit: 100,
     hooks: { preHandler: policy },
+    models: { Label: { actions: { create: { hooks: { preHandler: checkColor } }, update: { hooks: { preHandler: checkColor } } } } },
     openapi: { info: { title: 'Team board', version: '1.0.0', description: 'The blueprint routes of the fastify-blueprints demo' } },
     realtime: {
       onlyAllowOrigins: options.origins ?? ['http://127.0.0.1:3000', 'http://localhost:3000'],
@@ -103,6 +185,7 @@ export async function buildBoard (options: BoardOptions): Promise<FastifyInstanc
   })
   await app.ready()
   const models = app.blueprints.models.all().map(model => model.identity)
-  app.log.info(`board: ${models.length} models (${models.join(', ')}), ${routes} routes under /api, sockets on /api/socket; OpenAPI at /docs; ${options.databaseUrl === undefined ? 'SQLite in memory' : 'PostgreSQL'}, ${redis === undefined ? 'in-process' : 'Redis'} broker`)
+  const stores = `${options.databaseUrl === undefined ? 'SQLite in memory' : 'PostgreSQL'}, ${redis === undefined ? 'in-process' : 'Redis'} broker`
+  app.log.info(`board: ${models.length} models (${models.join(', ')}), ${routes} routes under /api, sockets on /api/socket; OpenAPI at /docs; ${stores}`)
   return app
 }

@@ -1,5 +1,6 @@
 // The demo page in a real browser (Debian's chromium, driven by playwright-core): two pages of the
-// board, a change made in one shows in the other without a reload, over the websocket. Screenshots
+// board, a change made in one shows in the other without a reload, over the websocket; a write the
+// policy refuses shows its reason; a planted label colour never reaches a style. Screenshots
 // of both go to test/browser/screenshots/ (not committed). Outside CI the test is skipped when
 // chromium is not installed, and says so; in CI (.ci/run installs it) it never is.
 import { existsSync, mkdirSync } from 'node:fs'
@@ -15,7 +16,9 @@ const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'
 const missing = !existsSync(CHROMIUM)
 if (missing && process.env.CI === 'true') throw new Error(`chromium is not at ${CHROMIUM}: .ci/run installs it (apt-get install chromium)`)
 
-t.test('two pages of the board: a change in one shows in the other', { skip: missing ? `chromium is not installed at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)` : false }, async t => {
+const skip = missing ? `chromium is not installed at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)` : false
+
+t.test('two pages of the board: a change in one shows in the other', { skip }, async t => {
   const app = await buildBoard({ logger: false, origins: '*' })
   t.teardown(async () => { await app.close() })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -52,6 +55,43 @@ t.test('two pages of the board: a change in one shows in the other', { skip: mis
 
   await b.locator('#next').click()
   await b.locator('#page', { hasText: 'page 2 of 3' }).waitFor()
-  t.same(await b.locator('tr.task').evaluateAll(rows => rows.map(row => (row as unknown as { dataset: { id?: string } }).dataset.id)), ['6', '7', '8', '9', '10'], 'the second page')
+  const ids = await b.locator('tr.task').evaluateAll(rows => rows.map(row => (row as unknown as { dataset: { id?: string } }).dataset.id))
+  t.same(ids, ['6', '7', '8', '9', '10'], 'the second page')
+
+  const users = ['nobody (read only)', 'Ada (member of Website)', 'Grace (member of Website, Mobile app)', 'Linus (member of Mobile app)',
+    'Viv (viewer, read only)']
+  t.same(await b.locator('#user option').allTextContents(), users, 'the page says who may write where')
+  await b.getByLabel('done: Offline mode').check()
+  await b.locator('#error', { hasText: '403: Ada is not a member of project 2' }).waitFor({ timeout: 10_000 })
+  await b.locator('tr.task[data-id="6"] input:not(:checked)').waitFor({ timeout: 10_000 })
+  t.pass('Ada may not tick a task of the mobile app: the box is unticked again, and the page says why')
   t.same(errors, [], 'no error in either page')
+})
+
+t.test('a label colour that is no plain #rrggbb never reaches a style, whatever the socket says', { skip }, async t => {
+  const app = await buildBoard({ logger: false, origins: '*' })
+  t.teardown(async () => { await app.close() })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS })
+  t.teardown(async () => { await browser.close() })
+  const page = await browser.newPage()
+  // The server refuses such a colour (test/example-board.test.ts): play a server that sends one,
+  // by rewriting the colour of the label "design" in the frames that reach the page.
+  let rewritten = 0
+  await page.routeWebSocket(/\/api\/socket$/, ws => {
+    const server = ws.connectToServer()
+    server.onMessage(message => {
+      const text = String(message)
+      if (text.includes('#5319e7')) rewritten++
+      ws.send(text.replaceAll('#5319e7', 'url(//attacker.test/pixel.png)'))
+    })
+  })
+  await page.goto(base)
+  const design = page.locator('tr.task[data-id="1"] .label', { hasText: 'design' })
+  await design.waitFor()
+  t.ok(rewritten > 0, 'the page was sent the planted colour')
+  t.equal(await design.getAttribute('style'), 'background: gray;', 'a neutral colour instead')
+  const bug = await page.locator('tr.task[data-id="2"] .label', { hasText: 'bug' }).getAttribute('style')
+  t.equal(bug, 'background: rgb(215, 58, 74);', 'a plain colour is kept')
 })

@@ -9,7 +9,11 @@ const state = { page: 0, total: 0, selected: undefined, labels: [] }
 
 // The user is a cookie, read by the server's write policy on every request (HTTP or socket: the
 // socket's requests carry the cookies of its upgrade, so the socket is opened again on a change).
-const userOf = () => /(?:^|;\s*)board_user=(\d+)/.exec(document.cookie)?.[1]
+const userOf = () => /(?:^|;\s*)board_user=([1-9]\d*)(?:;|$)/.exec(document.cookie)?.[1]
+// A label's colour goes into a style only when it is a plain colour: the server refuses others, but
+// a page does not trust what it is sent (an older row, another writer): `url(//…)` in a style would
+// have every reader's browser fetch that address.
+const COLOR = /^#[0-9a-f]{6}$/i
 let client = open()
 
 function open () {
@@ -65,7 +69,7 @@ function labels (list) {
   const span = document.createElement('span')
   for (const label of list) {
     const tag = span.appendChild(text(label.name, 'label'))
-    tag.style.background = label.color
+    tag.style.background = typeof label.color === 'string' && COLOR.test(label.color) ? label.color : 'gray'
   }
   return span
 }
@@ -103,11 +107,13 @@ $('user').addEventListener('change', () => {
   void refresh()
 })
 
-const { body: users } = await client.get('/api/user', { select: 'name,role', populate: false })
+// Each user with what they may change: the tasks of their projects (a viewer nothing).
+const { body: users } = await client.get('/api/user', { select: 'name,role', populate: 'projects' })
 $('user').replaceChildren(...[{ id: '', name: 'nobody (read only)' }, ...users].map(user => {
   const option = document.createElement('option')
   option.value = user.id
-  option.textContent = user.role === undefined ? user.name : `${user.name} (${user.role})`
+  const projects = user.projects?.map(project => project.name).join(', ') || 'no project'
+  option.textContent = user.role === undefined ? user.name : `${user.name} (${user.role === 'member' ? `member of ${projects}` : `${user.role}, read only`})`
   option.selected = String(user.id) === (userOf() ?? '')
   return option
 }))
