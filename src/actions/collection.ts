@@ -77,12 +77,14 @@ export function oneChild (ctx: ActionContext, collection: Collection, rawId: str
       await mustSee(ctx, scope, parent, id, rawId)
       const found = (await scope.links.lock(child, { ids: [fk], read: column })).get(String(fk))
       await lockMovedParents(scope, parent, parents, [found?.value])
-      return await seen(scope, opened(found, found?.value, false))
+      const result = opened(found, found?.value, false)
+      return scope.policy === undefined ? result : await seen(scope, result)
     }
   }
   return async (scope, answer) => {
     const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids: [fk], link: linking, unlink: linking ? undefined : 'ids' }, answer)
-    return await seen(scope, opened(outcome.found.get(String(fk)), undefined, (linking ? outcome.linked : outcome.unlinked).length > 0, outcome.record))
+    const result = opened(outcome.found.get(String(fk)), undefined, (linking ? outcome.linked : outcome.unlinked).length > 0, outcome.record)
+    return scope.policy === undefined ? result : await seen(scope, result)
   }
 }
 
