@@ -4,6 +4,7 @@ import t from 'tap'
 import { defineEntity, p, type MikroORM } from '@mikro-orm/core'
 import type { Change } from '../src/actions/changes.ts'
 import { build, DATABASES, get } from './helpers/app.ts'
+import { countStatements } from './helpers/db.ts'
 import { Person } from './fixtures/entities.ts'
 
 const Team = defineEntity({ name: 'Team', properties: { id: p.integer().primary(), name: p.string(), players: () => p.oneToMany(Player).mappedBy('team') } })
@@ -162,5 +163,21 @@ for (const db of DATABASES) {
       t.match(bad.json().message, /`fks`/)
     }
     t.equal((await app.inject('/user/1/tags/replace')).statusCode, 400, 'fks is required')
+  })
+
+  t.test(`${db}: replace is capped by limits.maxValues, as create's collections are, before any statement`, async t => {
+    const { app, orm } = await build(t, db, { plugin: { shortcuts: true } })
+    const statements = await countStatements(t, orm)
+    const many = Array.from({ length: 140_000 }, (_, i) => i + 1)
+    for (const [method, url, payload] of [['PUT', '/user/1/pets', { fks: many }], ['PUT', '/user/1/tags', many.slice(0, 20_000).map(String)], ['GET', `/user/1/friends/replace?fks=${JSON.stringify(many.slice(0, 10_001))}`, undefined]] as const) {
+      const res = await app.inject({ method, url, payload })
+      t.same([res.statusCode, res.json().code], [400, 'BP_ERR_LIMIT_EXCEEDED'], `${method} ${url.slice(0, 30)}`)
+      t.match(res.json().message, /`fks`.*more than 10000/)
+    }
+    t.equal(statements(), 0, 'no statement ran')
+    const small = await build(t, db, { plugin: { limits: { maxValues: 2 } } })
+    const refused = await small.app.inject({ method: 'PUT', url: '/user/1/pets', payload: { fks: [1, 2, 3] } })
+    t.match(refused.json().message, /3 keys, more than 2/, 'the option is the cap')
+    t.equal((await small.app.inject({ method: 'PUT', url: '/user/1/pets', payload: { fks: [1, 2] } })).statusCode, 200, 'up to it, replaced')
   })
 }

@@ -14,10 +14,10 @@ import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { parseId } from '../models/identity.ts'
 
 /**
- * What the app's policy lets the requester see of each of `models` (`undefined` without a policy);
- * see `policyOf` in routes/policy.ts.
+ * What the app's policy lets the requester see of each of `models` (given only when the app has
+ * one); see `policyOf` in routes/policy.ts.
  */
-export type PolicyOf = (read: ReadInput, request: FastifyRequest, models: Iterable<Model>) => Promise<Policy | undefined>
+export type PolicyOf = (read: ReadInput, request: FastifyRequest, models: Iterable<Model>) => Promise<Policy>
 
 /**
  * The read observer of the routes: subscribes the socket that asked (if any) to what a read
@@ -41,7 +41,7 @@ async function subscribe (hub: Hub, policyOf: PolicyOf | undefined, scope: Socke
     // walked).
     const models = new Set<Model>([read.model])
     for (const model of models) for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(hub.model(association.target))
-    const policy = await policyOf(read, request, models) as Policy
+    const policy = await policyOf(read, request, models)
     for (const model of models) scope.connection.views.set(model.identity, policy.view(model))
   }
   const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined

@@ -35,13 +35,12 @@ class RequestPolicy implements Policy {
 }
 
 /**
- * The views of `models` for `request` (the hook asked once per request and model), or
- * `undefined` when the app has no hook. `action` is the request's.
+ * The views of `models` for `request` (the hook asked once per request and model); the app has a
+ * hook. `action` is the request's.
  *
  * @throws the coded 400s of the criteria pipeline for what the hook returns.
  */
-export async function policyOf (input: RouteInput, request: FastifyRequest, action: BlueprintAction, models: Iterable<Model>): Promise<Policy | undefined> {
-  if (input.options.parseBlueprintOptions === undefined) return undefined
+export async function policyOf (input: RouteInput, request: FastifyRequest, action: BlueprintAction, models: Iterable<Model>): Promise<Policy> {
   const { ctx } = input
   const policy = ((request as Viewed)[kViews] ??= new RequestPolicy())
   for (const model of models) {
@@ -89,7 +88,7 @@ async function customise (input: RouteInput, request: FastifyRequest, query: Blu
 }
 
 /** `model` and the models its associations point at, each once. */
-export function neighbourhood (modelOf: (identity: string) => Model | undefined, model: Model): Set<Model> {
+function neighbourhood (modelOf: (identity: string) => Model | undefined, model: Model): Set<Model> {
   const models = new Set<Model>([model])
   for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(modelOf(association.target) as Model)
   return models
