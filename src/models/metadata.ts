@@ -182,19 +182,44 @@ const INT32 = { min: -2147483648, max: 2147483647 }
 const SAFE = { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }
 const FLOAT32 = { min: -3.4028234663852886e38, max: 3.4028234663852886e38 }
 
+// A fixed-point column type with its precision and scale: `numeric(6,2)`, `decimal(10, 0)`.
+const FIXED_POINT = /^(?:numeric|decimal)\((\d+)(?:,\s*(\d+))?\)$/i
+
 /**
  * What a numeric column stores, from the type the entity declares (so that both databases refuse
- * the same values: SQLite would store any 64-bit integer in an `integer` column), else from the
- * column type.
+ * the same values: SQLite would store any 64-bit integer in an `integer` column, or a number of
+ * any size in a `numeric(p, s)` one), else from the column type.
  */
 function rangeOf (prop: EntityProperty, type: AttributeType, integer: boolean): ValueRange | undefined {
   const declared = `${String(prop.type)} ${String(prop.columnTypes[0])}`.toLowerCase()
   if (type === 'bigint') return INT64
   if (type !== 'number') return undefined
-  if (!integer) return /\b(real|float4)\b/.test(declared) || String(prop.type).toLowerCase() === 'float' ? FLOAT32 : undefined
+  if (!integer) {
+    const fixed = FIXED_POINT.exec(String(prop.columnTypes[0]))
+    if (fixed !== null) return fixedPointRange(Number(fixed[1]), Number(fixed[2] ?? 0))
+    return /\b(real|float4)\b/.test(declared) || String(prop.type).toLowerCase() === 'float' ? FLOAT32 : undefined
+  }
   if (/\b(int8|bigserial)\b|bigint/.test(declared)) return SAFE
   if (/\b(smallint|tinyint|int2|smallserial)\b/.test(declared)) return INT16
   return INT32
+}
+
+// The largest number that PostgreSQL's reading of a number to 15 digits leaves finite:
+// Number.MAX_VALUE rounded down. (1.7976931348623157e308 is stored as 1.79769313486232e308,
+// which reads back as Infinity, and JSON writes Infinity as null.)
+const FIXED_POINT_LARGEST = 1.79769313486231e308
+
+/**
+ * The values of `numeric(precision, scale)`: `precision` nines, `scale` of them after the point
+ * (`numeric(6,2)`: ±9999.99). PostgreSQL reads a JSON number to 15 significant digits (a `float8`
+ * turned `numeric`), so past 15 digits the largest is 15 nines followed by zeros
+ * (`numeric(20,0)`: ±99999999999999900000): 99999999999999980000 would read as 10^20, which
+ * does not fit.
+ */
+function fixedPointRange (precision: number, scale: number): ValueRange {
+  const digits = Math.min(precision, 15)
+  const max = Math.min(Number(`${'9'.repeat(digits)}e${precision - scale - digits}`), FIXED_POINT_LARGEST)
+  return { min: -max, max }
 }
 
 /** The length of a text column: declared (`length`, `varchar(n)`), else 255 for MikroORM's `string`. */

@@ -28,7 +28,8 @@ export interface Attribute {
   readonly integer: boolean
   /**
    * The values the column can store, for numbers: `smallint` ±2^15, `integer` ±2^31, `bigint`
-   * ±2^63 (JSON-number bigints: ±2^53), `real` ±3.4e38. Writes outside it are refused.
+   * ±2^63 (JSON-number bigints: ±2^53), `real` ±3.4e38, `numeric(p, s)` p nines with s after the
+   * point. Writes outside it are refused.
    */
   readonly range: ValueRange | undefined
   /** The longest text the column stores, in characters (`varchar(n)`; `string` is 255). */

@@ -58,7 +58,8 @@ export function textProblem (text: string): string | undefined {
 /**
  * Reads a request value as a value of the given type.
  *
- * - number: finite numbers, decimal strings (`"30"`, `"-1.5"`, `"1e3"`), `true`/`false` → 1/0;
+ * - number: finite numbers, decimal strings (`"30"`, `"-1.5"`, `"1e3"`) within ±`Number.MAX_VALUE`,
+ *   `true`/`false` → 1/0;
  * - string: strings, numbers and booleans (written out);
  * - boolean: `true`/`false`, `"true"`/`"false"`, `1`/`0`, `"1"`/`"0"`;
  * - date: ISO 8601 strings (`2024-01-31`, `2024-01-31T10:00:00Z`) and epoch milliseconds;
@@ -69,11 +70,14 @@ export function textProblem (text: string): string | undefined {
  */
 export function coerce (type: AttributeType, value: unknown): unknown {
   switch (type) {
-    case 'number':
-      if (typeof value === 'number' && Number.isFinite(value)) return value
-      if (typeof value === 'string' && DECIMAL.test(value)) return Number(value)
+    case 'number': {
+      // A text beyond ±Number.MAX_VALUE ("1e999") reads as Infinity, which JSON writes as null and
+      // the databases store as a value of their own (or refuse): no number type holds it.
+      const number = typeof value === 'string' && DECIMAL.test(value) ? Number(value) : value
+      if (typeof number === 'number' && Number.isFinite(number)) return number
       if (typeof value === 'boolean') return value ? 1 : 0
       break
+    }
     case 'string':
       if (typeof value === 'string') return textProblem(value) === undefined ? value : INVALID
       if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') return String(value)
@@ -113,6 +117,8 @@ export function invalidReason (type: AttributeType, raw: unknown): string {
   if (text !== undefined) return text
   if (type === 'date') return 'is not a date (ISO 8601 or epoch milliseconds) from year 1 to 9999'
   if (type === 'bigint') return 'is not a whole number within ±2^63'
+  if (type === 'number' && typeof raw === 'number') return 'is not a finite number'
+  if (type === 'number' && typeof raw === 'string' && DECIMAL.test(raw)) return `is out of range (a number holds at most ±${Number.MAX_VALUE})`
   return `is not a valid ${type}`
 }
 
