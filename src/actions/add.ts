@@ -22,7 +22,7 @@ import { keyOf } from '../models/identity.ts'
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
-export async function add (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy?: Policy): Promise<JsonRecord> {
+export async function add (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy: Policy | undefined): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)

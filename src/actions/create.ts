@@ -34,7 +34,7 @@ import { keyOf } from '../models/identity.ts'
  * BP_ERR_CHILDREN_NOT_FOUND (member keys that match no child), BP_ERR_UNIQUE, BP_ERR_CONSTRAINT
  * and BP_ERR_OUTSIDE_POLICY.
  */
-export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, policy?: Policy): Promise<JsonRecord> {
+export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, policy: Policy | undefined): Promise<JsonRecord> {
   const assignments = readBody(model, ctx.registry, body, 'create', ctx.bounds.limits.maxJsonDepth)
   const links = readLinks(model, body, ctx.bounds.limits.maxValues).map(({ association, fks }) => {
     const collection = collectionOf(ctx, model, association)

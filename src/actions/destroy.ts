@@ -29,7 +29,7 @@ import { keyOf, parseId } from '../models/identity.ts'
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND, BP_ERR_CONSTRAINT.
  */
-export async function destroy (ctx: ActionContext, model: Model, rawId: string, policy?: Policy): Promise<JsonRecord> {
+export async function destroy (ctx: ActionContext, model: Model, rawId: string, policy: Policy | undefined): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
   return inTransaction(ctx, { action: 'destroy', model: model.identity }, policy, async scope => {
     // The records this one points at through an association with a via lose it from their

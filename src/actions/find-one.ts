@@ -20,7 +20,7 @@ import { parseId } from '../models/identity.ts'
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND and the coded 400s of the criteria pipeline.
  */
-export async function findOne (ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, policy?: Policy): Promise<JsonRecord> {
+export async function findOne (ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, policy: Policy | undefined): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
   const pk = model.primaryKey.name
   const narrowed = Object.keys(query.where).length > 0

@@ -21,7 +21,7 @@ import { parseId } from '../models/identity.ts'
  * `policy`, a parent it hides is a BP_ERR_RECORD_NOT_FOUND and a child it hides is not there, as
  * if missing.
  */
-export async function populate (ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy?: Policy): Promise<JsonRecord[] | JsonRecord> {
+export async function populate (ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined): Promise<JsonRecord[] | JsonRecord> {
   const id = parseId(model, rawId, 'id')
   const child = ctx.registry.get(association.target) as Model
   const fold = ctx.bounds.caseInsensitive

@@ -22,7 +22,7 @@ import { inTransaction, type ActionContext } from './context.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child), BP_ERR_LINK_REQUIRED
  * (a one-to-many child whose foreign key cannot be null).
  */
-export async function remove (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy?: Policy): Promise<JsonRecord> {
+export async function remove (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy: Policy | undefined): Promise<JsonRecord> {
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, false)

@@ -29,7 +29,7 @@ import { keyOf, parseId } from '../models/identity.ts'
  * BP_ERR_INVALID_ID (a bad id in `fks`), BP_ERR_RECORD_NOT_FOUND (parent),
  * BP_ERR_CHILDREN_NOT_FOUND (ids that match no child; nothing changes), BP_ERR_LINK_REQUIRED.
  */
-export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, policy?: Policy): Promise<JsonRecord> {
+export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, policy: Policy | undefined): Promise<JsonRecord> {
   const maxValues = ctx.bounds.limits.maxValues
   if (fks.length > maxValues) throw new BP_ERR_LIMIT_EXCEEDED('fks', `it lists ${fks.length} keys, more than ${maxValues}`)
   const collection = collectionOf(ctx, model, association)

@@ -34,7 +34,7 @@ import { keyOf, parseId } from '../models/identity.ts'
  * nowhere), the coded 400s of {@link readBody}, BP_ERR_UNIQUE, BP_ERR_CONSTRAINT and
  * BP_ERR_OUTSIDE_POLICY.
  */
-export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>, policy?: Policy): Promise<JsonRecord> {
+export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>, policy: Policy | undefined): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
   const assignments = readBody(model, ctx.registry, body, { id }, ctx.bounds.limits.maxJsonDepth)
   const fields = policy?.view(model).fields

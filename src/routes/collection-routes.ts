@@ -13,7 +13,6 @@ import type { CollectionAssociation, Model } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import { idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
-import { routePolicy } from './policy.ts'
 import { checkQueryEncoding } from './validation.ts'
 import { routePath } from '../models/identity.ts'
 
@@ -45,7 +44,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
     schema: input => ({ params: linkParams(input), response: answer(input) }),
-    handler: input => async request => add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await routePolicy(input, request, 'add'))
+    handler: input => async (request, _reply, policy) => add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, policy)
   },
   {
     action: 'replace',
@@ -53,9 +52,9 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => routePath(model, true, association),
     schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: REPLACE_BODY, response: answer(input) }),
-    handler: input => async request => {
+    handler: input => async (request, _reply, policy) => {
       const body = request.body as { fks: Array<string | number> } | Array<string | number>
-      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks, await routePolicy(input, request, 'replace'))
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks, policy)
     }
   },
   {
@@ -66,7 +65,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     enabled: options => options.shortcuts,
     url: (model, association) => routePath(model, true, association, '/replace'),
     schema: input => ({ params: idParams({ id: input.model.primaryKey }), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
-    handler: input => async request => {
+    handler: input => async (request, _reply, policy) => {
       checkQueryEncoding(request.url)
       const text = (request.query as { fks: string }).fks
       let fks: unknown
@@ -76,7 +75,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
         throw new BP_ERR_INVALID_JSON('fks', (err as Error).message)
       }
       if (!Array.isArray(fks)) throw new BP_ERR_INVALID_ID('fks', `must be a JSON array of primary keys, got ${describe(fks)}`)
-      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, fks, await routePolicy(input, request, 'replace'))
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, fks, policy)
     }
   },
   {
@@ -85,6 +84,6 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
     schema: input => ({ params: linkParams(input), response: answer(input) }),
-    handler: input => async request => remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, await routePolicy(input, request, 'remove'))
+    handler: input => async (request, _reply, policy) => remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, policy)
   }
 ]

@@ -56,29 +56,23 @@ export async function policyOf (input: RouteInput, request: FastifyRequest, acti
   return policy
 }
 
-/**
- * The views a route's action needs: of its model and of every model its associations point at.
- * Without a hook, `undefined` at once (no promise: the common case, on every write).
- */
-export function routePolicy (input: RouteInput, request: FastifyRequest, action: BlueprintAction): Promise<Policy | undefined> | undefined {
-  if (input.options.parseBlueprintOptions === undefined) return undefined
+/** The views a route's action needs (the app has a hook): of its model and of every model its associations point at. */
+export async function routePolicy (input: RouteInput, request: FastifyRequest, action: BlueprintAction): Promise<Policy> {
   const { registry } = input.ctx
-  return policyOf(input, request, action, neighbourhood(identity => registry.get(identity), input.model))
+  return await policyOf(input, request, action, neighbourhood(identity => registry.get(identity), input.model))
 }
 
 /**
- * A read's query under the policy: the client's query is checked against the view of the model
+ * A read's query under `policy`: the client's query is checked against the view of the model
  * whose records it asks for (`context.model`), then handed to the hook, whose answer is the query
- * to run; with the views the read needs. Without a hook, the query as it is.
+ * to run.
  *
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED for an attribute the view leaves out, and the coded 400s
  * of the criteria pipeline for what the hook returns.
  */
-export async function policed (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext): Promise<{ query: BlueprintQuery, policy: Policy | undefined }> {
-  const policy = await routePolicy(input, request, context.action)
-  if (policy === undefined) return { query, policy }
+export async function checked (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext, policy: Policy): Promise<BlueprintQuery> {
   checkVisible(query, context.model, policy.view(context.model), input.ctx.bounds.limits.maxDepth)
-  return { query: await customise(input, request, query, context), policy }
+  return await customise(input, request, query, context)
 }
 
 /** Runs the app's parseBlueprintOptions hook on a query (there is one). */

@@ -9,7 +9,6 @@ import { destroy } from '../actions/destroy.ts'
 import { update } from '../actions/update.ts'
 import { bodySchema, idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
-import { routePolicy } from './policy.ts'
 import { readByAction } from './validation.ts'
 import { routePath } from '../models/identity.ts'
 
@@ -23,7 +22,7 @@ const UPDATE: RouteSpec = {
   per: 'model',
   url: model => routePath(model, true),
   schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: readByAction(bodySchema(input.model, input.ctx.registry, 'update')), response: answer(input) }),
-  handler: input => async request => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, await routePolicy(input, request, 'update'))
+  handler: input => async (request, _reply, policy) => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, policy)
 }
 
 /** create, update (`PATCH`, and `PUT` as Sails binds it) and destroy. */
@@ -34,7 +33,7 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     per: 'model',
     url: model => routePath(model),
     schema: input => ({ body: readByAction(bodySchema(input.model, input.ctx.registry, 'create')), response: answer(input) }),
-    handler: input => async request => create(input.ctx, input.model, request.body as Record<string, unknown>, await routePolicy(input, request, 'create'))
+    handler: input => async (request, _reply, policy) => create(input.ctx, input.model, request.body as Record<string, unknown>, policy)
   },
   UPDATE,
   // Sails binds update to PUT too, and sails.io.js frontends call io.socket.put('/user/1', …).
@@ -45,6 +44,6 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     per: 'model',
     url: model => routePath(model, true),
     schema: input => ({ params: idParams({ id: input.model.primaryKey }), response: answer(input) }),
-    handler: input => async request => destroy(input.ctx, input.model, (request.params as { id: string }).id, await routePolicy(input, request, 'destroy'))
+    handler: input => async (request, _reply, policy) => destroy(input.ctx, input.model, (request.params as { id: string }).id, policy)
   }
 ]

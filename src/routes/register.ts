@@ -7,7 +7,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import type { ActionContext } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, ModelOptions, RouteHooks, RouteSettings } from './route-options.ts'
-import type { RouteInput, RouteSpec } from './route-spec.ts'
+import type { RouteHandler, RouteInput, RouteSpec } from './route-spec.ts'
+import { routePolicy } from './policy.ts'
 import { describeRoute } from './descriptions.ts'
 import { ROUTES } from './table.ts'
 import { compileValidator, parseJsonBodies } from './validation.ts'
@@ -56,7 +57,7 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
       for (const association of associations) {
         const input = { ctx, options, model, association }
         const config: BlueprintRouteConfig = { model: model.identity, action: spec.action, association: association?.name }
-        const handler = spec.handler(input)
+        const handler = withPolicy(spec.handler(input), input, spec.action)
         const read = { ...input, action: spec.action as 'find' | 'findOne' | 'populate' }
         app.route({
           method: spec.method,
@@ -79,6 +80,16 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
       }
     }
   }
+}
+
+/**
+ * The route's handler with the policy of its request: resolved here, for every route of the
+ * table alike, so that no route can leave it out (its action requires it). Without a hook, the
+ * handler as it is, with no step before it.
+ */
+function withPolicy (handler: RouteHandler, input: RouteInput, action: BlueprintAction): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+  if (input.options.parseBlueprintOptions === undefined) return handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+  return async (request, reply) => await handler(request, reply, await routePolicy(input, request, action))
 }
 
 /** Runs a read's handler, then hands its answer to `observer`. */

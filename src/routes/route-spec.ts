@@ -5,6 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify'
 import type { ActionContext } from '../actions/context.ts'
+import type { Policy } from '../criteria/types.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, RouteSettings } from './route-options.ts'
 
@@ -29,5 +30,13 @@ export interface RouteSpec {
   readonly enabled?: (options: RouteSettings) => boolean
   url (model: Model, association?: Association): string
   schema (input: RouteInput): FastifySchema
-  handler (input: RouteInput): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+  /**
+   * The request's handler. `policy` is what the app's `parseBlueprintOptions` lets the request see
+   * (`undefined` without a hook), resolved for every route of the table by the registration
+   * (register.ts) before the handler runs: the handler hands it to its action, which requires it.
+   */
+  handler (input: RouteInput): RouteHandler
 }
+
+/** A route's handler: see {@link RouteSpec.handler}. */
+export type RouteHandler = (request: FastifyRequest, reply: FastifyReply, policy: Policy | undefined) => Promise<unknown>

@@ -15,7 +15,7 @@ import { BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
 import { childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
 import type { QueryContext } from './route-options.ts'
-import { policed } from './policy.ts'
+import { checked } from './policy.ts'
 import { COLLECTION_ROUTES } from './collection-routes.ts'
 import { checkQueryEncoding } from './validation.ts'
 import { RECORD_ROUTES } from './record-routes.ts'
@@ -70,13 +70,13 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     }),
     handler: input => {
       const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))
-      return async (request, reply) => {
+      return async (request, reply, policy) => {
         checkQueryEncoding(request.url)
         const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
         const counted = parseCount(request.query as QueryString)
-        // Without a hook or a count there is nothing to wait for: no await, no promise.
-        if (input.options.parseBlueprintOptions === undefined && !counted) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed))
-        const { query, policy } = await policed(input, request, parsed, { action: 'find', model: input.model })
+        // Without a policy or a count there is nothing to wait for: no await, no promise.
+        if (policy === undefined && !counted) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined))
+        const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
         if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy))
         const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy))
         reply.header(TOTAL_COUNT, String(total))
@@ -96,7 +96,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     }),
     handler: input => {
       const flat = Type.Ref(childSchemaId(input.model.identity))
-      return async (request, reply) => {
+      return async (request, reply, policy) => {
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         const query: BlueprintQuery = {
@@ -109,8 +109,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           populateLimit: input.options.populateLimit
         }
         const id = (request.params as { id: string }).id
-        if (input.options.parseBlueprintOptions === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query))
-        const { query: customised, policy } = await policed(input, request, query, { action: 'findOne', model: input.model })
+        if (policy === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query, undefined))
+        const customised = await checked(input, request, query, { action: 'findOne', model: input.model }, policy)
         return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, policy))
       }
     }
@@ -132,7 +132,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const association = input.association as Association
       const child = input.ctx.registry.get(association.target) as Model
       const context: QueryContext = { action: 'populate', model: child, parent: { model: input.model, association: association.name } }
-      return async request => {
+      return async (request, _reply, policy) => {
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         let query: BlueprintQuery
@@ -146,8 +146,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           query = { where: {}, limit: 1, skip: 0, sort: [], ...parseFields(raw), populate: false, populateLimit: 0 }
         }
         const id = (request.params as { id: string }).id
-        const { query: customised, policy } = await policed(input, request, query, context)
-        return populate(input.ctx, input.model, association, id, customised, policy)
+        return populate(input.ctx, input.model, association, id, policy === undefined ? query : await checked(input, request, query, context, policy), policy)
       }
     }
   }
