@@ -148,6 +148,14 @@ export const BP_ERR_ORIGIN_NOT_ALLOWED = createError<'BP_ERR_ORIGIN_NOT_ALLOWED'
 export const BP_ERR_TOO_MANY_REQUESTS = createError<'BP_ERR_TOO_MANY_REQUESTS', 429, [string]>(
   'BP_ERR_TOO_MANY_REQUESTS', 'Too many requests in flight on this socket (at most %s); wait for answers before sending more', 429, undefined, NO_STACK)
 
+/**
+ * A socket request whose url and headers an HTTP request could not carry to this server: more
+ * bytes than its `maxHeaderSize`, or more headers than its `maxHeadersCount`. 431, as Node
+ * answers such an HTTP request.
+ */
+export const BP_ERR_HEADERS_TOO_LARGE = createError<'BP_ERR_HEADERS_TOO_LARGE', 431, [string]>(
+  'BP_ERR_HEADERS_TOO_LARGE', 'The request is larger than an HTTP request may be on this server: %s', 431, undefined, NO_STACK)
+
 /** A long-polling request to the socket.io endpoint, which takes websocket connections only. 400. */
 export const BP_ERR_WEBSOCKET_ONLY = createError<'BP_ERR_WEBSOCKET_ONLY', 400>(
   'BP_ERR_WEBSOCKET_ONLY', 'The socket.io endpoint takes websocket connections only (long-polling is not served): connect with transports: [\'websocket\'], as sails.io.js does', 400, undefined, NO_STACK)
@@ -219,6 +227,7 @@ export const errors = {
   BP_ERR_INVALID_FRAME,
   BP_ERR_ORIGIN_NOT_ALLOWED,
   BP_ERR_TOO_MANY_REQUESTS,
+  BP_ERR_HEADERS_TOO_LARGE,
   BP_ERR_WEBSOCKET_ONLY,
   BP_ERR_UNKNOWN_MODEL,
   BP_ERR_NOT_A_SOCKET,

@@ -24,20 +24,25 @@ export interface Answer {
 }
 
 /**
- * Stands for a socket's TCP connection in its requests: `request.ip` and `request.socket` read
- * from it. One per websocket; it never carries bytes. Destroying it (as a hook would drop an
- * abusive HTTP client) drops the websocket.
+ * Stands for a socket's TCP connection in its requests: `request.ip`, `request.protocol` and
+ * `request.socket` read from it. It is built from the upgrade request's own connection (its peer's
+ * address, whether it is TLS), so that Fastify, reading the same headers (see `fromConnection` in
+ * protocol.ts), makes of each request of the socket what it made of the upgrade request, proxy
+ * rules (`trustProxy`) included. One per websocket; it never carries bytes. Destroying it (as a
+ * hook would drop an abusive HTTP client) drops the websocket.
  */
 export class VirtualSocket extends EventEmitter {
   readonly remoteAddress: string | undefined
   readonly remotePort: number | undefined
-  readonly encrypted = false
+  readonly encrypted: boolean
   readonly #drop: () => void
 
-  constructor (remoteAddress: string | undefined, remotePort: number | undefined, drop: () => void) {
+  /** `upgrade`: the socket of the upgrade request (a TLS socket has `encrypted`). */
+  constructor (upgrade: { readonly remoteAddress?: string | undefined, readonly remotePort?: number | undefined }, drop: () => void) {
     super()
-    this.remoteAddress = remoteAddress
-    this.remotePort = remotePort
+    this.remoteAddress = upgrade.remoteAddress
+    this.remotePort = upgrade.remotePort
+    this.encrypted = (upgrade as { encrypted?: unknown }).encrypted === true
     this.#drop = drop
   }
 

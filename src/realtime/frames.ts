@@ -21,7 +21,9 @@ const HEADER_VALUE = '^[\\t\\x20-\\x7e\\x80-\\xff]*$'
 export const REQUEST_FRAME = Type.Object({
   id: Type.Union([Type.String(), Type.Number()]),
   method: Type.Union([...METHODS].map(method => Type.Literal(method))),
-  url: Type.String({ pattern: '^/(?!/)' }),
+  // No control character (CR, LF, NUL, the other C0 ones, DEL): an HTTP request line cannot hold
+  // them, and a url that held them could split what a log or an inner request makes of it.
+  url: Type.String({ pattern: '^/(?!/)[^\\x00-\\x1f\\x7f]*$' }),
   body: Type.Optional(Type.Unknown()),
   headers: Type.Optional(Type.Record(Type.String({ pattern: TOKEN }), Type.String({ pattern: HEADER_VALUE }), { additionalProperties: false }))
 })
@@ -32,7 +34,7 @@ const validator = Compile(REQUEST_FRAME)
 const FIELDS: Record<string, string> = {
   id: '`id` must be a string or a finite number',
   method: `\`method\` must be one of ${[...METHODS].join(', ')}`,
-  url: '`url` must be a path starting with a single /',
+  url: '`url` must be a path starting with a single / and without control characters (CR, LF, NUL …)',
   headers: '`headers` must be an object'
 }
 

@@ -18,7 +18,7 @@ export interface RequestFrame {
   readonly url: string
   /** JSON body, sent as `application/json`. */
   readonly body?: unknown
-  /** Headers of this request only; they override the upgrade request's. */
+  /** Headers of this request only; they override the upgrade request's (but those of {@link fromConnection}). */
   readonly headers?: Readonly<Record<string, string>>
 }
 
@@ -48,6 +48,17 @@ export const UPGRADE_ONLY: ReadonlySet<string> = new Set([
   'connection', 'upgrade', 'content-length', 'content-type', 'transfer-encoding', 'expect', 'accept-encoding',
   'sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol'
 ])
+
+/**
+ * Whether a request header (name in lower case) describes the socket's connection rather than one
+ * request: the page it was opened from (`origin`), the host it reached (`host`) and what a proxy
+ * said of it (`forwarded`, `x-forwarded-*`, `x-real-ip`). A socket request carries the upgrade
+ * request's values of these, or none: its own are dropped, so that it cannot choose the
+ * `request.ip`, `host` or `protocol` that a proxy set (Fastify's `trustProxy`).
+ */
+export function fromConnection (name: string): boolean {
+  return name === 'host' || name === 'origin' || name === 'forwarded' || name === 'x-real-ip' || name.startsWith('x-forwarded-')
+}
 
 /** The response header a read carries when the socket's subscription limit left records out. */
 export const SUBSCRIPTION_LIMIT = Object.freeze({ header: 'x-blueprints-subscriptions', value: 'limit-reached' })

@@ -5,11 +5,14 @@
  *
  * @module
  */
+import { STATUS_CODES } from 'node:http'
 import type { FastifyInstance } from 'fastify'
+import { BP_ERR_HEADERS_TOO_LARGE } from '../errors.ts'
 import type { Connection } from './connection.ts'
-import { dispatch } from './dispatch.ts'
+import { dispatch, type Answer } from './dispatch.ts'
 import type { Hub } from './hub.ts'
-import { NOT_FORWARDED } from './protocol.ts'
+import { fromConnection, NOT_FORWARDED } from './protocol.ts'
+import { headProblem } from './request-limits.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 
 /** A socket request's answer, ready for a frame. */
@@ -43,19 +46,36 @@ export async function answerSocketRequest (app: FastifyInstance, hub: Hub, conne
 
 /**
  * Runs `method url` for `connection`: `headers` are the request's own (names in any case), over
- * the connection's; a `body` is sent as JSON.
+ * the connection's, but for those that describe the connection (`fromConnection`); a `body` is
+ * sent as JSON. A request whose url and headers an HTTP request could not carry to the app's
+ * server is answered 431 `BP_ERR_HEADERS_TOO_LARGE` without entering the router.
  */
 export async function runSocketRequest (app: FastifyInstance, hub: Hub, connection: Connection, method: string, url: string, own: Readonly<Record<string, unknown>> | undefined, body: unknown): Promise<SocketAnswer> {
   const headers: Record<string, string | string[] | undefined> = { ...connection.headers }
-  if (own !== undefined) for (const name in own) headers[name.toLowerCase()] = own[name] as string
+  if (own !== undefined) {
+    for (const name in own) {
+      const lower = name.toLowerCase()
+      if (!fromConnection(lower)) headers[lower] = own[name] as string
+    }
+  }
   let bytes: Buffer | undefined
   if (body !== undefined) {
     bytes = Buffer.from(JSON.stringify(body))
     headers['content-type'] = 'application/json'
     headers['content-length'] = String(bytes.length)
   }
+  const tooLarge = headProblem(app.server, url, headers)
+  if (tooLarge !== undefined) return errorAnswer(new BP_ERR_HEADERS_TOO_LARGE(tooLarge))
   const scope: SocketRequest = { connection, since: hub.sequence }
   const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => { scope.raw = raw }))
+  return socketAnswer(answer, scope.serialized)
+}
+
+/**
+ * What a socket gets of a virtual request's `answer`. `serialized` is what the route's response
+ * schema made of the body, if it did: embedded as is when it is still the body.
+ */
+export function socketAnswer (answer: Answer, serialized?: string): SocketAnswer {
   const forwarded: Record<string, unknown> = {}
   for (const name in answer.headers) {
     if (!NOT_FORWARDED.has(name)) forwarded[name] = answer.headers[name]
@@ -66,8 +86,14 @@ export async function runSocketRequest (app: FastifyInstance, hub: Hub, connecti
   // A body that the route's schema serialised is JSON: embedded as is, no parse, no second
   // stringify — unless an onSend hook changed it since (compressed it, wrapped it in an anti-XSSI
   // prefix), or it is a HEAD request's, which has none: then it is parsed, or sent as text.
-  const json = text === scope.serialized && answer.headers['content-encoding'] === undefined
+  const json = text === serialized && answer.headers['content-encoding'] === undefined
   return { statusCode: answer.statusCode, headers: forwarded, bodyJson: json ? text : bodyOf(text, answer.headers['content-type']) }
+}
+
+/** The answer a socket gets for one of the plugin's own errors: the body HTTP errors have, no headers. */
+export function errorAnswer (err: Error & { readonly statusCode: number, readonly code: string }): SocketAnswer {
+  const body = { statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode], message: err.message }
+  return { statusCode: err.statusCode, headers: {}, bodyJson: JSON.stringify(body) }
 }
 
 /** The JSON text of a response body: JSON as is when it parses, anything else as a string. */

@@ -24,9 +24,10 @@ import type { Hub } from './hub.ts'
 import { closeAfterRequests } from './in-flight.ts'
 import { originHook } from './origins.ts'
 import { UPGRADE_ONLY } from './protocol.ts'
-import { answerSocketRequest } from './run-request.ts'
+import { answerSocketRequest, errorAnswer } from './run-request.ts'
 import { METHODS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
 import type { EndpointOptions } from './socket-route.ts'
+import { withoutAttachments, type PacketDecoder } from './sails-io-decoder.ts'
 import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './transports/socket-io.ts'
 
 /** Headers of a refused handshake's answer that are written here, not copied from the app's. */
@@ -48,9 +49,12 @@ interface EngineServer {
   handleUpgrade (request: IncomingMessage, socket: Duplex, head: Buffer): void
   close (): unknown
 }
+/** The modules of socket.io the endpoint runs on, as {@link loadSocketIo} finds them. */
 export interface IoModules {
   readonly Server: new (options: Record<string, unknown>) => IoServer
   readonly Engine: new (options: Record<string, unknown>) => EngineServer
+  /** socket.io-parser's, for the `parser` option: its encoder, and a decoder that drops attachments. */
+  readonly parser: { readonly Encoder: unknown, readonly Decoder: new () => PacketDecoder }
   /** The websocket frame of a text message, as Engine.IO's `ws` makes it. */
   readonly frame: FrameText
 }
@@ -76,10 +80,11 @@ export async function loadSocketIo (from: string = import.meta.url): Promise<IoM
   }
   const fromSocketIo = createRequire(entry)
   const engine = fromSocketIo('engine.io') as { Server: IoModules['Engine'] }
+  const parser = fromSocketIo('socket.io-parser') as { Encoder: unknown, Decoder: new () => PacketDecoder }
   const { Sender } = createRequire(fromSocketIo.resolve('engine.io'))('ws') as Ws
   // A final, unmasked text frame, as socket.io's broadcasts make them.
   const frame: FrameText = text => Sender.frame(text, { readOnly: false, mask: false, rsv1: false, opcode: 1, fin: true })
-  return { Server: io.Server, Engine: engine.Server, frame }
+  return { Server: io.Server, Engine: engine.Server, parser: { Encoder: parser.Encoder, Decoder: withoutAttachments(parser.Decoder) }, frame }
 }
 
 /** The endpoint's settings: the websocket endpoint's, with the socket.io path. */
@@ -107,7 +112,7 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
     cookie: false,
     maxHttpBufferSize: options.maxPayload
   })
-  const io = new modules.Server({ path, serveClient: false, transports: ['websocket'], allowEIO3: true, cookie: false })
+  const io = new modules.Server({ path, serveClient: false, transports: ['websocket'], allowEIO3: true, cookie: false, parser: modules.parser })
   io.bind(engine)
   io.on('connection', socket => { connect(app, hub, options, socket, modules.frame) })
 
@@ -155,7 +160,7 @@ function routeUpgrades (server: HttpServer, path: string, ours: (request: Incomi
 
 /** Runs the upgrade through the app as a virtual GET; hands it to Engine.IO when it answered 200. */
 async function admit (app: FastifyInstance, engine: EngineServer, request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-  const peer = new VirtualSocket(request.socket.remoteAddress, request.socket.remotePort, () => { socket.destroy() })
+  const peer = new VirtualSocket(request.socket, () => { socket.destroy() })
   let virtual: object | undefined
   const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => {
     virtual = raw
@@ -180,8 +185,7 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
     if (!UPGRADE_ONLY.has(name)) headers[name] = value
   }
   const transport = new SocketIoTransport(socket, frame)
-  const { remoteAddress, remotePort } = socket.request.socket
-  const connection = new Connection(transport, headers, new VirtualSocket(remoteAddress, remotePort, () => { socket.disconnect(true) }), { maxBufferedBytes: options.maxBufferedBytes })
+  const connection = new Connection(transport, headers, new VirtualSocket(socket.request.socket, () => { socket.disconnect(true) }), { maxBufferedBytes: options.maxBufferedBytes })
   connection.context = CONTEXTS.get(socket.request)
   hub.subscriptions.add(connection)
   socket.on('disconnect', () => { hub.release(connection) })
@@ -212,7 +216,8 @@ async function request (app: FastifyInstance, hub: Hub, options: SailsIoOptions,
   const problem = requestProblem(payload, method, options.maxJsonDepth + 1)
   const refusal = problem !== undefined ? new BP_ERR_INVALID_FRAME(problem) : connection.pending >= options.maxPending ? new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending)) : undefined
   if (refusal !== undefined) {
-    connection.reply(id, refusal.statusCode, {}, JSON.stringify({ statusCode: refusal.statusCode, code: refusal.code, error: STATUS_CODES[refusal.statusCode], message: refusal.message }))
+    const answer = errorAnswer(refusal)
+    connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
     return
   }
   await answerSocketRequest(app, hub, connection, id, { method, ...virtualRequest(method, payload, connection.headers) })

@@ -80,12 +80,16 @@ export function requestProblem (payload: VirtualRequestPayload, method: string, 
   if (DATA_IN_QUERY.has(method) && ![data, params].every(value => value === undefined || value === null || isObject(value))) {
     return `the \`data\` of a ${method.toLowerCase()} are its query parameters: an object`
   }
-  return shapeProblem([data, params], maxDepth)
+  return shapeProblem(payload, maxDepth)
 }
 
-/** Objects and arrays deeper than `maxDepth`, or values JSON does not have (binary attachments). */
-function shapeProblem (values: unknown[], maxDepth: number): string | undefined {
-  const stack: Array<[unknown, number]> = values.map(value => [value, 0])
+/**
+ * `data` or `params` nested deeper than `maxDepth`, or a value JSON does not have anywhere in the
+ * payload (a binary attachment, which the decoder dropped: see sails-io-decoder.ts).
+ */
+function shapeProblem (payload: VirtualRequestPayload, maxDepth: number): string | undefined {
+  // The other fields are not limited in depth: they are read no further (but for attachments).
+  const stack: Array<[unknown, number]> = Object.entries(payload).map(([key, value]) => [value, key === 'data' || key === 'params' ? 0 : -Infinity])
   while (stack.length > 0) {
     const [item, depth] = stack.pop() as [unknown, number]
     if (typeof item !== 'object' || item === null) continue
@@ -128,14 +132,14 @@ function isObject (value: unknown): value is Record<string, unknown> {
 
 /**
  * A request's own headers (names in lower case), as they apply over the connection's (`connection`):
- * `origin` always comes from the connection, and so does `cookie` when the handshake had one.
+ * `cookie` comes from the connection when the handshake had one, as in Sails (and, as on the
+ * websocket endpoint, `origin`, `host` and a proxy's headers always do: see run-request.ts).
  */
 function ownHeaders (given: unknown, connection: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
   if (!isObject(given)) return undefined
   // (Every value is a string: requestProblem refused anything else.)
   const own: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(given)) own[name.toLowerCase()] = value
-  delete own.origin
   if (connection.cookie !== undefined) delete own.cookie
   return own
 }

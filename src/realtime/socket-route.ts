@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { STATUS_CODES } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import '@fastify/websocket'
 import type { RawData, WebSocket } from 'ws'
@@ -16,7 +15,7 @@ import { originHook } from './origins.ts'
 import { Connection } from './connection.ts'
 import { VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
-import { answerSocketRequest } from './run-request.ts'
+import { answerSocketRequest, errorAnswer } from './run-request.ts'
 import { walkJson } from '../models/values.ts'
 import { frameProblem } from './frames.ts'
 import { CLOSE, frameId, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
@@ -47,7 +46,7 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
     for (const [name, value] of Object.entries(request.headers)) {
       if (!UPGRADE_ONLY.has(name)) headers[name] = value
     }
-    const connection = new Connection(new WsTransport(ws), headers, new VirtualSocket(request.ip, request.socket.remotePort, () => { ws.terminate() }), limits)
+    const connection = new Connection(new WsTransport(ws), headers, new VirtualSocket(request.socket, () => { ws.terminate() }), limits)
     hub.subscriptions.add(connection)
     // Handlers are attached before anything is awaited, so that no early frame is lost.
     ws.on('message', (data, isBinary) => {
@@ -126,6 +125,6 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
 
 /** Answers with the body HTTP errors have. */
 function replyError (connection: Connection, id: string | number | null, err: Error & { statusCode: number, code: string }): void {
-  const body = { statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode], message: err.message }
-  connection.reply(id, err.statusCode, {}, JSON.stringify(body))
+  const answer = errorAnswer(err)
+  connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
 }
