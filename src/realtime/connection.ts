@@ -55,6 +55,11 @@ export class Connection implements BlueprintSocket {
   alive = true
   /** Resolves once `context` is known (false: the socket was refused); requests wait for it. */
   ready: Promise<boolean> = ACCEPTED
+  /**
+   * The answer every request of the socket gets instead of running: on the socket.io endpoint,
+   * the app's own hooks answered the handshake before `realtime.hooks` and `context` could run.
+   */
+  refusal: { readonly statusCode: number, readonly headers: Readonly<Record<string, unknown>>, readonly bodyJson: string } | undefined = undefined
   readonly #transport: Transport
   readonly #limits: ConnectionLimits
 

@@ -36,7 +36,7 @@ export async function answerSocketRequest (app: FastifyInstance, hub: Hub, conne
   try {
     if (ready !== undefined && !await ready) return
     counted = hub.requests.begin(connection)
-    const answer = await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
+    const answer = connection.refusal ?? await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
     connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
   } finally {
     connection.pending--

@@ -16,15 +16,15 @@ import type { IncomingMessage, Server as HttpServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { BP_ERR_INVALID_FRAME, BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../errors.ts'
 import { Connection } from './connection.ts'
 import { dispatch, VirtualSocket } from './dispatch.ts'
 import type { Hub } from './hub.ts'
 import { closeAfterRequests } from './in-flight.ts'
-import { originHook } from './origins.ts'
+import { originAllowed, originHook, type OriginPolicy } from './origins.ts'
 import { UPGRADE_ONLY } from './protocol.ts'
-import { answerSocketRequest, errorAnswer } from './run-request.ts'
+import { answerSocketRequest, errorAnswer, socketAnswer, type SocketAnswer } from './run-request.ts'
 import { METHODS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
 import type { EndpointOptions } from './socket-route.ts'
 import { withoutAttachments, type PacketDecoder } from './sails-io-decoder.ts'
@@ -90,12 +90,29 @@ export async function loadSocketIo (from: string = import.meta.url): Promise<IoM
 /** The endpoint's settings: the websocket endpoint's, with the socket.io path. */
 export type SailsIoOptions = Omit<EndpointOptions, 'path'> & { readonly path: string }
 
-// The virtual handshake requests, told apart from a real HTTP request to the path (long-polling).
-const HANDSHAKES = new WeakSet<object>()
-// Handshakes the app let through, with the `context` computed for them, by virtual request.
-const ADMITTED = new WeakMap<object, { context: unknown }>()
-// The `context` of each admitted upgrade, by upgrade request (socket.io's `socket.request`).
-const CONTEXTS = new WeakMap<IncomingMessage, unknown>()
+/** What a socket is admitted with: its `context`, and the answer its requests get if the app refused them. */
+interface Admission {
+  readonly context: unknown
+  readonly refusal?: SocketAnswer | undefined
+}
+
+/**
+ * How a virtual handshake request went through the app, kept on it (a real HTTP request to the
+ * path, Engine.IO long-polling, has none).
+ */
+interface Handshake {
+  /** The app answered it through Fastify's reply (its hooks ran; not, say, Fastify's 503 while closing). */
+  answered: boolean
+  /** The plugin's own hooks were reached: the origin check, then `realtime.hooks`. */
+  reached: boolean
+  /** The handler ran: the socket may open, with this `context`. */
+  admitted: Admission | undefined
+}
+const HANDSHAKE = Symbol('fastify-blueprints.handshake')
+type Marked = object & { [HANDSHAKE]?: Handshake }
+
+// The admission of each admitted upgrade, by upgrade request (socket.io's `socket.request`).
+const ADMISSIONS = new WeakMap<IncomingMessage, Admission>()
 
 /**
  * Serves sails.io.js clients at `options.path` on `app`'s server, and `GET /__getcookie`. Call it
@@ -116,19 +133,24 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
   io.bind(engine)
   io.on('connection', socket => { connect(app, hub, options, socket, modules.frame) })
 
-  // The handshake as the app sees it: the hooks run first; then `context`. A real HTTP request
-  // here is Engine.IO long-polling, which is not served.
-  const onRequest = [...(options.origins === undefined ? [] : [originHook(options.origins)]), ...[options.hooks.onRequest ?? []].flat()]
-  app.get(`${path}/`, { ...options.hooks, onRequest }, async (request: FastifyRequest) => {
-    if (!HANDSHAKES.has(request.raw)) throw new BP_ERR_WEBSOCKET_ONLY()
-    const admitted = { context: options.context === undefined ? undefined : await options.context(request) }
-    ADMITTED.set(request.raw, admitted)
+  // The handshake as the app sees it: the app's own hooks, then the origin check and the
+  // `realtime.hooks`, then `context`. A real HTTP request here is Engine.IO long-polling, which is
+  // not served. What each step's answer means is for admit() to tell (see docs/sails-io.md).
+  const onRequest = [markReached, ...(options.origins === undefined ? [] : [originHook(options.origins)]), ...[options.hooks.onRequest ?? []].flat()]
+  const onSend = [markAnswered, ...[options.hooks.onSend ?? []].flat()]
+  app.get(`${path}/`, { ...options.hooks, onRequest, onSend }, async (request: FastifyRequest) => {
+    const handshake = (request.raw as Marked)[HANDSHAKE]
+    if (handshake === undefined) throw new BP_ERR_WEBSOCKET_ONLY()
+    handshake.admitted = { context: options.context === undefined ? undefined : await options.context(request) }
     return ''
   })
   app.get('/__getcookie', async (_request, reply) => await reply.type('application/javascript').send('_sailsIoJSConnect();'))
 
   const server = app.server as HttpServer
-  app.addHook('onReady', async () => { routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, request, socket, head) }) })
+  // With hooks or `context` to pass, a socket whose handshake the app's own hooks answered first
+  // cannot be let run requests: they could not run.
+  const checked = options.context !== undefined || Object.values(options.hooks).flat().some(hook => hook !== undefined)
+  app.addHook('onReady', async () => { routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, options.origins, checked, request, socket, head) }) })
   // Requests in flight are answered first (see closeAfterRequests in in-flight.ts).
   app.addHook('preClose', async () => {
     await closeAfterRequests(app, hub.requests)
@@ -158,23 +180,45 @@ function routeUpgrades (server: HttpServer, path: string, ours: (request: Incomi
   })
 }
 
-/** Runs the upgrade through the app as a virtual GET; hands it to Engine.IO when it answered 200. */
-async function admit (app: FastifyInstance, engine: EngineServer, request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+/** Marks a handshake whose request reached the plugin's own hooks. */
+function markReached (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  const handshake = (request.raw as Marked)[HANDSHAKE]
+  if (handshake !== undefined) handshake.reached = true
+  done()
+}
+
+/** Marks a handshake that the app answered through Fastify's reply. */
+function markAnswered (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
+  const handshake = (request.raw as Marked)[HANDSHAKE]
+  if (handshake !== undefined) handshake.answered = true
+  done(null, payload)
+}
+
+/**
+ * Runs the upgrade through the app as a virtual GET, and hands it to Engine.IO when the handler
+ * let it through (200) — or when the app's own hooks answered it before the plugin's checks: the
+ * socket then opens, and its requests meet the same hooks one by one (as in Sails, where the
+ * handshake's cookie applies to every request). Its page must still pass the origin check, and
+ * with `realtime.hooks` or `context` (which could not run) each request gets the app's answer
+ * instead of running. Any other answer (the origin check's 403, a `realtime.hooks` 401, an error
+ * of `context`, Fastify's 503 while closing) refuses the socket over HTTP.
+ */
+async function admit (app: FastifyInstance, engine: EngineServer, origins: OriginPolicy | undefined, checked: boolean, request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
   const peer = new VirtualSocket(request.socket, () => { socket.destroy() })
-  let virtual: object | undefined
-  const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => {
-    virtual = raw
-    HANDSHAKES.add(raw)
-  })
-  const admitted = ADMITTED.get(virtual as object)
-  if (answer.statusCode !== 200 || admitted === undefined) {
-    // The app's answer (a hook's 401, the origin check's 403, an error of `context`), over HTTP.
+  const handshake: Handshake = { answered: false, reached: false, admitted: undefined }
+  const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => { (raw as Marked)[HANDSHAKE] = handshake })
+  let admission = answer.statusCode === 200 ? handshake.admitted : undefined
+  if (admission === undefined && handshake.answered && !handshake.reached && (origins === undefined || originAllowed(origins, request.headers.origin))) {
+    admission = { context: undefined, refusal: checked ? socketAnswer(answer) : undefined }
+  }
+  if (admission === undefined) {
+    // The answer (a hook's 401, the origin check's 403, an error of `context`), over HTTP.
     const body = Buffer.concat(answer.chunks.map(chunk => Buffer.from(chunk)))
     const head = Object.entries(answer.headers).filter(([name]) => !HEAD_SET_HERE.has(name)).map(([name, value]) => `${name}: ${String(value)}\r\n`).join('')
     socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${answer.statusCode} ${STATUS_CODES[answer.statusCode] as string}\r\n${head}connection: close\r\ncontent-length: ${body.length}\r\n\r\n`), body]))
     return
   }
-  CONTEXTS.set(request, admitted.context)
+  ADMISSIONS.set(request, admission)
   engine.handleUpgrade(request, socket, head)
 }
 
@@ -186,7 +230,10 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
   }
   const transport = new SocketIoTransport(socket, frame)
   const connection = new Connection(transport, headers, new VirtualSocket(socket.request.socket, () => { socket.disconnect(true) }), { maxBufferedBytes: options.maxBufferedBytes })
-  connection.context = CONTEXTS.get(socket.request)
+  // (Engine.IO takes only the upgrades admit() handed it.)
+  const admission = ADMISSIONS.get(socket.request) as Admission
+  connection.context = admission.context
+  connection.refusal = admission.refusal
   hub.subscriptions.add(connection)
   socket.on('disconnect', () => { hub.release(connection) })
   const sdk = sdkProblem(socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version)

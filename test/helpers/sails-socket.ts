@@ -91,11 +91,32 @@ export function baseUrl (app: FastifyInstance): string {
   return `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
 }
 
+/** How a test connects a sails.io.js socket. */
+export interface SailsSocketOptions {
+  /** The model events to record. */
+  identities?: readonly string[]
+  /** Headers of the handshake (`initialConnectionHeaders`: Node only). */
+  headers?: Record<string, string>
+  query?: string
+  path?: string
+}
+
 /**
  * Connects a sails.io.js socket to `app` (listening) and waits until it is connected; closed at
- * teardown. `identities`: the model events to record.
+ * teardown.
  */
-export async function sailsSocket (t: Teardown, app: FastifyInstance, options: { identities?: readonly string[], headers?: Record<string, string>, query?: string, path?: string } = {}): Promise<SailsTestSocket> {
+export async function sailsSocket (t: Teardown, app: FastifyInstance, options: SailsSocketOptions = {}): Promise<SailsTestSocket> {
+  const { socket, connected } = sailsConnecting(t, app, options)
+  await connected
+  return socket
+}
+
+/**
+ * Starts connecting a sails.io.js socket to `app` (listening): the socket at once (requests made
+ * before it is connected are queued by sails.io.js, as a page's are), and its connection, which
+ * rejects with the `connect_error`; closed at teardown.
+ */
+export function sailsConnecting (t: Teardown, app: FastifyInstance, options: SailsSocketOptions = {}): { socket: SailsTestSocket, connected: Promise<void> } {
   const raw = io.sails.connect(baseUrl(app), {
     multiplex: false,
     reconnection: false,
@@ -105,10 +126,12 @@ export async function sailsSocket (t: Teardown, app: FastifyInstance, options: {
   })
   const socket = new SailsTestSocket(raw, options.identities ?? ['user', 'pet', 'tag'])
   t.teardown(() => { if (raw.isConnected()) raw.disconnect() })
-  await new Promise<void>((resolve, reject) => {
+  const connected = new Promise<void>((resolve, reject) => {
     raw._raw.on('connect', () => { resolve() })
     raw._raw.on('connect_error', (err: Error) => { reject(err) })
     raw._raw.on('error', (err: unknown) => { reject(err instanceof Error ? err : new Error(String(err))) })
   })
-  return socket
+  // A refusal that the test does not wait for is no unhandled rejection.
+  connected.catch(() => {})
+  return { socket, connected }
 }
