@@ -150,7 +150,9 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
   // With hooks or `context` to pass, a socket whose handshake the app's own hooks answered first
   // cannot be let run requests: they could not run.
   const checked = options.context !== undefined || Object.values(options.hooks).flat().some(hook => hook !== undefined)
-  app.addHook('onReady', async () => { routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, options.origins, checked, request, socket, head) }) })
+  app.addHook('onReady', async () => {
+    routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, options.origins, checked, request, socket, head) })
+  })
   // Requests in flight are answered first (see closeAfterRequests in in-flight.ts).
   app.addHook('preClose', async () => {
     await closeAfterRequests(app, hub.requests)
@@ -203,7 +205,9 @@ function markAnswered (request: FastifyRequest, _reply: FastifyReply, payload: u
  * instead of running. Any other answer (the origin check's 403, a `realtime.hooks` 401, an error
  * of `context`, Fastify's 503 while closing) refuses the socket over HTTP.
  */
-async function admit (app: FastifyInstance, engine: EngineServer, origins: OriginPolicy | undefined, checked: boolean, request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+async function admit (
+  app: FastifyInstance, engine: EngineServer, origins: OriginPolicy | undefined, checked: boolean, request: IncomingMessage, socket: Duplex, head: Buffer
+): Promise<void> {
   const peer = new VirtualSocket(request.socket, () => { socket.destroy() })
   const handshake: Handshake = { answered: false, reached: false, admitted: undefined }
   const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => { (raw as Marked)[HANDSHAKE] = handshake })
@@ -229,7 +233,8 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
     if (!UPGRADE_ONLY.has(name)) headers[name] = value
   }
   const transport = new SocketIoTransport(socket, frame)
-  const connection = new Connection(transport, headers, new VirtualSocket(socket.request.socket, () => { socket.disconnect(true) }), { maxBufferedBytes: options.maxBufferedBytes })
+  const peer = new VirtualSocket(socket.request.socket, () => { socket.disconnect(true) })
+  const connection = new Connection(transport, headers, peer, { maxBufferedBytes: options.maxBufferedBytes })
   // (Engine.IO takes only the upgrades admit() handed it.)
   const admission = ADMISSIONS.get(socket.request) as Admission
   connection.context = admission.context

@@ -58,7 +58,9 @@ function overHttp (app: FastifyInstance, url: string, headers: Record<string, un
 }
 
 /** How Node counts a head: the url's bytes, and each header's name and value. */
-const headBytes = (url: string, headers: Record<string, unknown>): number => Buffer.byteLength(url) + Object.entries(headers).reduce((sum, [name, value]) => sum + name.length + String(value).length, 0)
+function headBytes (url: string, headers: Record<string, unknown>): number {
+  return Buffer.byteLength(url) + Object.entries(headers).reduce((sum, [name, value]) => sum + name.length + String(value).length, 0)
+}
 
 const tooLarge = (answer: { statusCode: number, body: any }, mentions: RegExp, what: string, t: Test): void => {
   t.same([answer.statusCode, answer.body.code, answer.body.error], [431, 'BP_ERR_HEADERS_TOO_LARGE', 'Request Header Fields Too Large'], what)
@@ -73,9 +75,11 @@ t.test('websocket endpoint: the url and headers of a frame meet the server\'s ma
   // A url that brings the head to the limit: one byte less is what Node lets through.
   const own = { 'x-extra': 'yes', connection: 'close' }
   const at = (bytes: number): string => `/echo?${'a'.repeat(bytes - headBytes('/echo?', { ...seen, ...own }))}`
-  tooLarge(await socket.request('GET', at(16384), undefined, own), /url and headers take 16384 bytes; this server's maxHeaderSize lets an HTTP request have at most 16383/, 'at maxHeaderSize', t)
+  const limit = /url and headers take 16384 bytes; this server's maxHeaderSize lets an HTTP request have at most 16383/
+  tooLarge(await socket.request('GET', at(16384), undefined, own), limit, 'at maxHeaderSize', t)
   t.equal((await socket.request('GET', at(16383), undefined, own)).statusCode, 200, 'one byte below it')
-  t.same([await overHttp(server, at(16384), { ...seen, ...own }), await overHttp(server, at(16383), { ...seen, ...own })], [431, 200], 'Node answers the same heads over HTTP alike')
+  const http = [await overHttp(server, at(16384), { ...seen, ...own }), await overHttp(server, at(16383), { ...seen, ...own })]
+  t.same(http, [431, 200], 'Node answers the same heads over HTTP alike')
   tooLarge(await socket.request('GET', `/echo?${'a'.repeat(900_000)}`), /url and headers take 9000\d\d bytes/, 'a 900 KB url', t)
   const many = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`x-h${i}`, '1']))
   tooLarge(await socket.request('GET', '/echo', undefined, many), /url and headers take \d+ bytes/, '5,000 headers', t)
@@ -90,12 +94,18 @@ t.test('websocket endpoint: the server\'s maxHeadersCount (1000 when unset), and
   const socket = await ws(t, server)
   const seen = (await socket.request('GET', '/echo')).body.headers as Record<string, unknown>
   const room = 1000 - Object.keys(seen).length - 1
-  const headers = (count: number): Record<string, string> => ({ connection: 'close', ...Object.fromEntries(Array.from({ length: count }, (_, i) => [`h${i}`, '1'])) })
-  tooLarge(await socket.request('GET', '/echo', undefined, headers(room + 1)), /it has 1001 headers; this server's maxHeadersCount lets an HTTP request have at most 1000/, 'the 1001st header', t)
+  const headers = (count: number): Record<string, string> => ({
+    connection: 'close',
+    ...Object.fromEntries(Array.from({ length: count }, (_, i) => [`h${i}`, '1']))
+  })
+  const limit = /it has 1001 headers; this server's maxHeadersCount lets an HTTP request have at most 1000/
+  tooLarge(await socket.request('GET', '/echo', undefined, headers(room + 1)), limit, 'the 1001st header', t)
   t.equal((await socket.request('GET', '/echo', undefined, headers(room))).statusCode, 200, '1000 headers')
-  t.same([await overHttp(server, '/echo', { ...seen, ...headers(room + 1) }), await overHttp(server, '/echo', { ...seen, ...headers(room) })], [431, 200], 'as Node counts over HTTP')
+  const http = [await overHttp(server, '/echo', { ...seen, ...headers(room + 1) }), await overHttp(server, '/echo', { ...seen, ...headers(room) })]
+  t.same(http, [431, 200], 'as Node counts over HTTP')
   server.server.maxHeadersCount = 50
-  tooLarge(await socket.request('GET', '/echo', undefined, headers(50 - Object.keys(seen).length)), /it has 51 headers; .* at most 50/, 'a server with maxHeadersCount 50', t)
+  const fifty = await socket.request('GET', '/echo', undefined, headers(50 - Object.keys(seen).length))
+  tooLarge(fifty, /it has 51 headers; .* at most 50/, 'a server with maxHeadersCount 50', t)
   server.server.maxHeadersCount = 0
   t.equal((await socket.request('GET', '/echo', undefined, headers(1500))).statusCode, 200, 'maxHeadersCount 0: no count limit')
   t.equal(echoed(), 4, 'the refused requests did not reach the route (the one over HTTP did)')
@@ -150,7 +160,8 @@ t.test('socket.io endpoint: a request with binary attachments is refused before 
   t.same([read.statusCode, read.body.name], [200, 'alice'], 'the attachment was dropped; the next request is served')
   io.packet('52-2["post",{"url":"/user","extra":[{"_placeholder":true,"num":0},{"_placeholder":true,"num":1}]}]')
   const [anywhere] = await io.ack(2) as [{ statusCode: number, body: { message: string } }]
-  t.same([anywhere.statusCode, anywhere.body.message], [400, 'Invalid frame: binary attachments are not accepted; send JSON'], 'an attachment in a field that is not read: refused all the same')
+  const refusal = [400, 'Invalid frame: binary attachments are not accepted; send JSON']
+  t.same([anywhere.statusCode, anywhere.body.message], refusal, 'an attachment in a field that is not read: refused all the same')
   t.equal((await server.inject('/user?where={"name":"binary"}')).json().length, 0, 'nothing was created')
 })
 

@@ -7,7 +7,7 @@
 // `realtime.hooks` and `context` refuse sockets. And what the websocket endpoint does instead.
 // SQLite only: nothing here depends on the database.
 import t, { type Test } from 'tap'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, onRequestHookHandler } from 'fastify'
 import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
 import { bareApp } from '../helpers/app.ts'
 import { sailsConnecting, sailsSocket } from '../helpers/sails-socket.ts'
@@ -45,7 +45,8 @@ t.test('a handshake the app\'s own hook refuses on its cookie: the socket connec
   for (const jwr of await Promise.all(queued)) {
     t.same([jwr.statusCode, jwr.body, jwr.headers['x-why']], [403, { code: 'DENIED' }, 'cookie'], 'the app\'s own answer, through the request\'s callback')
   }
-  t.equal((await socket.request('get', '/user/1', undefined, { cookie: 'denied=0' })).statusCode, 403, 'the handshake\'s cookie applies to every request, as in Sails')
+  const cookie = await socket.request('get', '/user/1', undefined, { cookie: 'denied=0' })
+  t.equal(cookie.statusCode, 403, 'the handshake\'s cookie applies to every request, as in Sails')
   t.equal((await app.inject('/user?where={"name":"intruder"}')).json().length, 0, 'nothing was created')
   t.equal((await app.inject({ url: '/user/1', headers: { cookie: 'denied=1' } })).statusCode, 403, 'as over HTTP')
   const welcome = await sailsSocket(t, app, { headers: { cookie: 'denied=0' } })
@@ -56,7 +57,8 @@ t.test('the app\'s hook decides per request: a token it refuses on the handshake
   const app = await guarded(t)
   const socket = await sailsSocket(t, app, { headers: { authorization: 'Bearer bad' } })
   t.same((await socket.request('get', '/user/1')).body, { code: 'BAD_TOKEN' }, 'the handshake\'s token, refused per request')
-  t.same((await socket.request('get', '/user/1', { populate: false }, { authorization: 'Bearer good' })).body.name, 'alice', 'a request with its own token: served')
+  const own = await socket.request('get', '/user/1', { populate: false }, { authorization: 'Bearer good' })
+  t.same(own.body.name, 'alice', 'a request with its own token: served')
 })
 
 t.test('with realtime.context or realtime.hooks, which could not run, every request gets the app\'s answer without running', async t => {
@@ -64,22 +66,26 @@ t.test('with realtime.context or realtime.hooks, which could not run, every requ
   const app = await guarded(t, { context: (request: { headers: Record<string, unknown> }) => { contexts.push(request.headers.cookie); return { user: 1 } } })
   const socket = await sailsSocket(t, app, { headers: { cookie: 'denied=1' } })
   const answers = await Promise.all([socket.request('get', '/user/1'), socket.request('post', '/user', { name: 'intruder' }, { authorization: 'Bearer good' })])
-  t.same(answers.map(jwr => [jwr.statusCode, jwr.body, jwr.headers['x-why']]), [[403, { code: 'DENIED' }, 'cookie'], [403, { code: 'DENIED' }, 'cookie']], 'the handshake\'s answer, whatever the request sends')
+  const denied = [403, { code: 'DENIED' }, 'cookie']
+  t.same(answers.map(jwr => [jwr.statusCode, jwr.body, jwr.headers['x-why']]), [denied, denied], 'the handshake\'s answer, whatever the request sends')
   t.same(contexts, [], 'context never ran')
   t.equal((await app.inject('/user?where={"name":"intruder"}')).json().length, 0, 'nothing was created')
   const admitted = await sailsSocket(t, app, { headers: { cookie: 'denied=0' } })
   t.equal((await admitted.request('get', '/user/1')).statusCode, 200, 'a handshake the app lets through reaches context, and is served')
   t.same(contexts, ['denied=0'])
 
-  const hooked = await guarded(t, { hooks: { onRequest: async (request: { headers: Record<string, unknown> }, reply: { code (n: number): { send (body: unknown): unknown } }) => { if (request.headers['x-key'] !== 'k') await reply.code(401).send({ code: 'NO_KEY' }) } } })
+  const keyed: onRequestHookHandler = async (request, reply) => { if (request.headers['x-key'] !== 'k') await reply.code(401).send({ code: 'NO_KEY' }) }
+  const hooked = await guarded(t, { hooks: { onRequest: keyed } })
   const refusedByApp = await sailsSocket(t, hooked, { headers: { cookie: 'denied=1' } })
   t.same((await refusedByApp.request('get', '/user/1', undefined, { 'x-key': 'k' })).body, { code: 'DENIED' }, 'realtime.hooks: the same')
-  t.match(await refusedWith(sailsSocket(t, hooked, { headers: { cookie: 'denied=0' } })), /Unexpected server response: 401/, 'a handshake that reaches realtime.hooks is still refused by them')
+  const reaching = await refusedWith(sailsSocket(t, hooked, { headers: { cookie: 'denied=0' } }))
+  t.match(reaching, /Unexpected server response: 401/, 'a handshake that reaches realtime.hooks is still refused by them')
 })
 
 t.test('the origin check still refuses the socket when the app\'s own hook answered first', async t => {
   const app = await guarded(t, { onlyAllowOrigins: [APP] })
-  t.match(await refusedWith(sailsSocket(t, app, { headers: { cookie: 'denied=1', origin: 'https://evil.example' } })), /Unexpected server response: 403/, 'a foreign page: refused')
+  const foreign = await refusedWith(sailsSocket(t, app, { headers: { cookie: 'denied=1', origin: 'https://evil.example' } }))
+  t.match(foreign, /Unexpected server response: 403/, 'a foreign page: refused')
   const own = await sailsSocket(t, app, { headers: { cookie: 'denied=1', origin: APP } })
   t.same((await own.request('get', '/user/1')).body, { code: 'DENIED' }, 'the app\'s page: connected, its requests refused by the app')
   t.equal(app.blueprints.stats().sockets, 1, 'the refused page has no socket')
