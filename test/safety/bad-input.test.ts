@@ -134,6 +134,10 @@ for (const db of DATABASES) {
 
   t.test(`${db}: the same inputs over the socket`, async t => {
     const app = await listening(t, db)
+    // Some urls of the table are longer than Node's 16 KiB head: over HTTP the server would answer
+    // them 431 before the app (inject() skips that parser), and so would a socket, which meets the
+    // server's own maxHeaderSize (socket-limits.test.ts). A larger one lets them reach the routes.
+    Object.assign(app.server, { maxHeaderSize: 4 * 1024 * 1024 })
     const socket = await open(t, app)
     const before = await snapshot(app)
     for (const c of CASES) {
