@@ -11,7 +11,7 @@ import type { FastifyInstance, onRequestHookHandler } from 'fastify'
 import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
 import { bareApp } from '../helpers/app.ts'
 import { sailsConnecting, sailsSocket } from '../helpers/sails-socket.ts'
-import { socketUrl } from '../helpers/socket.ts'
+import { connect, socketUrl } from '../helpers/socket.ts'
 import { refusal } from '../helpers/upgrade.ts'
 
 const APP = 'https://app.example.com'
@@ -95,4 +95,17 @@ t.test('the websocket endpoint: an app hook that answers the upgrade refuses the
   const app = await guarded(t)
   const refused = await refusal(socketUrl(app), { headers: { cookie: 'denied=1' } })
   t.same([refused.status, JSON.parse(refused.body)], [403, { code: 'DENIED' }], 'the upgrade is an HTTP request of the app\'s')
+
+  // docs/protocol.md: a hook that lets the endpoint's route through refuses requests instead.
+  const { app: lenient, orm } = await bareApp(t, 'sqlite')
+  lenient.addHook('onRequest', async (request, reply) => {
+    if (request.routeOptions.url === '/socket') return
+    if (/(?:^|;\s*)denied=1(?:;|$)/.test(request.headers.cookie ?? '')) await reply.code(403).send({ code: 'DENIED' })
+  })
+  await lenient.register(blueprints, { orm })
+  await lenient.listen({ port: 0, host: '127.0.0.1' })
+  const socket = await connect(socketUrl(lenient), { headers: { cookie: 'denied=1' } })
+  t.teardown(() => socket.close())
+  t.same((await socket.request('GET', '/user/1')).body, { code: 'DENIED' }, 'the socket opens; its requests meet the hook')
+  t.equal((await lenient.inject({ url: '/socket', headers: { cookie: 'denied=1' } })).statusCode, 404, 'a plain GET of the path is still a 404')
 })
