@@ -107,6 +107,11 @@ declare module 'fastify' {
 interface Shared {
   readonly notifier: Notifier
   readonly broker: MemoryBroker
+  /**
+   * Some registration has realtime and a policy: every registration's writes then carry the
+   * records their changes name (`Change.records`), which its sockets' views are checked against.
+   */
+  policed: boolean
 }
 
 const SHARED = new WeakMap<MikroORM, Shared>()
@@ -125,7 +130,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     app.log.debug({ entity: skipped.entity, property: skipped.property }, `fastify-blueprints: not exposed: ${skipped.reason}`)
   }
   let shared = SHARED.get(options.orm)
-  if (shared === undefined) SHARED.set(options.orm, shared = { notifier: new Notifier(app.log), broker: new MemoryBroker() })
+  if (shared === undefined) SHARED.set(options.orm, shared = { notifier: new Notifier(app.log), broker: new MemoryBroker(), policed: false })
   addSchemas(app, [ERROR_SCHEMA, ...registry.all().flatMap(model => modelSchemas(model, registry))])
   if (options.openapi !== false) await registerOpenApi(app, options.openapi)
   const realtimeOptions = options.realtime
@@ -134,7 +139,9 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   }
   const realtime = realtimeOptions === false
     ? undefined
-    : await startRealtime(app, realtimeOptions, { registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive })
+    : await startRealtime(app, realtimeOptions, { registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive, populateLimit: options.populateLimit })
+  const registrations = shared
+  if (realtime !== undefined && options.parseBlueprintOptions !== undefined) registrations.policed = true
   const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
   const database = new Database(kysely, registry, await connectionsFor(dialect, kysely, options.orm as unknown as OrmConnection))
   const ctx: ActionContext = {
@@ -148,13 +155,15 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     bounds: { maxLimit: options.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.populateLimit, limits: options.limits },
     notifier: shared.notifier,
     publisher: realtime?.publisher,
-    withRecords: realtime !== undefined && options.parseBlueprintOptions !== undefined
+    // Read at each write: a registration made later with a policy counts too.
+    get withRecords () { return registrations.policed }
   }
   // A second registration (another prefix, other options) leaves `app.blueprints` to the first.
   if (!app.hasDecorator('blueprints')) app.decorate('blueprints', decoration(registry, shared.notifier, realtime))
   const observe: ReadObserver | undefined = realtime === undefined
     ? undefined
-    : readObserver(realtime.hub, options.parseBlueprintOptions === undefined ? undefined : async (read, request, models) => await policyOf(read, request, read.action, models))
+    // A socket is notified of what a find would show it, whatever the read that subscribed it.
+    : readObserver(realtime.hub, options.parseBlueprintOptions === undefined ? undefined : async (read, request, models) => await policyOf(read, request, 'find', models))
   await app.register(async routes => { registerRoutes(routes, ctx, options, observe) }, { prefix: options.prefix })
 }
 

@@ -4,6 +4,7 @@
  * @module
  */
 import type { CollectionAssociation, Model } from '../models/model.ts'
+import { checkAssociation } from '../criteria/policy.ts'
 import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { collectionOf, oneChild, parentRecord } from './collection.ts'
@@ -18,11 +19,13 @@ import { keyOf } from '../models/identity.ts'
  * Changes: `addedTo` on the parent; on the child `updated` (one-to-many: its foreign key) or
  * `addedTo` (many-to-many with a via); `removedFrom` on a former parent.
  *
- * Under a `policy`, a parent or a child it hides is missing.
+ * Under a `policy`, a parent or a child it hides is missing, and a collection whose link it hides
+ * is refused (BP_ERR_ATTRIBUTE_NOT_ALLOWED).
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
 export async function add (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy: Policy | undefined): Promise<JsonRecord> {
+  if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)

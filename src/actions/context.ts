@@ -42,7 +42,7 @@ export interface ActionContext {
   readonly publisher: (() => (changes: readonly Change[]) => void) | undefined
   /**
    * Whether changes carry the records they name (see `Change.records`): when realtime delivers
-   * them to sockets under a policy.
+   * them to sockets under a policy (some registration on the ORM has both), read at each write.
    */
   readonly withRecords: boolean
 }

@@ -5,6 +5,7 @@
  */
 import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LIMIT_EXCEEDED, BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
+import { checkAssociation } from '../criteria/policy.ts'
 import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
@@ -23,7 +24,8 @@ import { keyOf, parseId } from '../models/identity.ts'
  * with a via); one `removedFrom` per former parent that lost children.
  *
  * Under a `policy`, a parent or a child in `fks` it hides is missing, and the members it hides are
- * neither unlinked nor shown: the requester replaces the members it sees.
+ * neither unlinked nor shown: the requester replaces the members it sees. A collection whose link
+ * the policy hides is refused (BP_ERR_ATTRIBUTE_NOT_ALLOWED).
  *
  * @throws BP_ERR_LIMIT_EXCEEDED (more keys than `limits.maxValues`, as create's collections),
  * BP_ERR_INVALID_ID (a bad id in `fks`), BP_ERR_RECORD_NOT_FOUND (parent),
@@ -32,6 +34,7 @@ import { keyOf, parseId } from '../models/identity.ts'
 export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, policy: Policy | undefined): Promise<JsonRecord> {
   const maxValues = ctx.bounds.limits.maxValues
   if (fks.length > maxValues) throw new BP_ERR_LIMIT_EXCEEDED('fks', `it lists ${fks.length} keys, more than ${maxValues}`)
+  if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
   const collection = collectionOf(ctx, model, association)
   const id = parseId(model, rawId, 'id')
   const wanted = wantedMembers(collection.child, fks, 'fks')

@@ -7,25 +7,46 @@
  * @module
  */
 import { BP_ERR_ATTRIBUTE_NOT_ALLOWED } from '../errors.ts'
-import type { Model } from '../models/model.ts'
-import type { BlueprintQuery, ModelView, WhereNode } from './types.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import type { BlueprintQuery, ModelView, Policy, WhereNode } from './types.ts'
 import { FROM_PARAMETERS } from './where.ts'
 
 const HIDDEN = 'the policy does not let this request see it'
 
 /**
- * Refuses a client's query that names an attribute `view` leaves out: in `where` (at any depth
- * of `and` / `or`; for attribute-named parameters, the parameter is named), `sort`, `select` and
- * `populate`. `omit` may name one (it asks for less). Checked before the app's hook adds its own
- * conditions, which may use hidden attributes.
+ * Whether a one-to-many collection is hidden by the view of its child model (`childView`): the
+ * child's key that makes the link (the collection's `via`) is left out of it, and the same link
+ * seen from the parent's side is hidden with it. A many-to-many collection is never hidden so.
+ */
+export function hidesLink (association: CollectionAssociation, childView: ModelView | undefined): boolean {
+  const fields = childView?.fields
+  return association.relation === '1:m' && fields !== undefined && !fields.has(association.via as string)
+}
+
+/**
+ * The names of `model` that `policy` hides: attributes and singular associations its view leaves
+ * out, and collections whose link it hides (see {@link hidesLink}); `undefined` when none is.
+ */
+export function hiddenNames (policy: Policy, model: Model, registry: ModelRegistry): ((name: string) => boolean) | undefined {
+  const fields = policy.view(model).fields
+  const links = [...model.collections.values()].filter(association => hidesLink(association, policy.view(registry.get(association.target) as Model)))
+  if (fields === undefined && links.length === 0) return undefined
+  return name => (fields !== undefined && !fields.has(name) && (model.attributes.has(name) || model.singulars.has(name))) || links.some(link => link.name === name)
+}
+
+/**
+ * Refuses a client's query that names an attribute `policy` leaves out of `model`'s view: in
+ * `where` (at any depth of `and` / `or`; for attribute-named parameters, the parameter is named),
+ * `sort`, `select` and `populate` (a hidden collection too). `omit` may name one (it asks for
+ * less). Checked before the app's hook adds its own conditions, which may use hidden attributes.
  *
  * @param maxDepth - `and` / `or` nesting past which the walk stops (the where is refused later).
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED naming the parameter and the attribute.
  */
-export function checkVisible (query: Pick<BlueprintQuery, 'where' | 'sort' | 'select' | 'populate'>, model: Model, view: ModelView, maxDepth: number): void {
-  const fields = view.fields
-  if (fields === undefined) return
-  const hidden = (name: string): boolean => !fields.has(name) && (model.attributes.has(name) || model.singulars.has(name))
+export function checkVisible (query: Pick<BlueprintQuery, 'where' | 'sort' | 'select' | 'populate'>, model: Model, policy: Policy, registry: ModelRegistry, maxDepth: number): void {
+  const hidden = hiddenNames(policy, model, registry)
+  if (hidden === undefined) return
   walk(query.where, hidden, FROM_PARAMETERS.has(query.where) ? undefined : 'where', 0, maxDepth)
   for (const { attribute } of query.sort) if (hidden(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', attribute, HIDDEN)
   for (const name of query.select ?? []) if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('select', name, HIDDEN)
@@ -42,6 +63,16 @@ function walk (where: unknown, hidden: (name: string) => boolean, param: string 
       if (Array.isArray(value)) for (const item of value) walk(item, hidden, param, depth + 1, maxDepth)
     } else if (hidden(key)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param ?? key, key, HIDDEN)
   }
+}
+
+/**
+ * Refuses a request on an association of `model` that `policy` hides (a populate route, a
+ * collection route): the association is an attribute the request may not see.
+ *
+ * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED naming the association.
+ */
+export function checkAssociation (policy: Policy, model: Model, association: string, registry: ModelRegistry): void {
+  if (hiddenNames(policy, model, registry)?.(association) === true) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('association', association, HIDDEN)
 }
 
 /** `where` narrowed to the records a view lets exist (`by`). */

@@ -12,6 +12,8 @@ import type { BlueprintSocket, Connection } from './connection.ts'
 import type { SubscriptionRegistry } from './registry.ts'
 import type { SharedFrames } from './transport.ts'
 import { NOTHING_VISIBLE, visibleMessage } from './visibility.ts'
+import { recordKey } from '../models/identity.ts'
+import type { Id } from '../messages.ts'
 
 /** A notification on its way to one socket, as the `authorize` option sees it. */
 export type Notification = EnvelopeItem
@@ -31,7 +33,17 @@ export interface DeliveryOptions {
   readonly authorize: Authorize | undefined
   /** Matching in policies ignores ASCII case (the `caseInsensitive` option). */
   readonly fold: boolean
+  /** Children per collection populated by default (`populateLimit`). */
+  readonly cap: number
   readonly log: FastifyBaseLogger
+}
+
+/** What the delivery of one envelope keeps from item to item. */
+export interface EnvelopePass {
+  /** Subscriptions to end once the whole envelope is delivered. */
+  readonly after: Array<() => void>
+  /** Records (socket id, then record key) that an item hid from a socket: not followed for the rest of the envelope. */
+  readonly hidden: Set<string>
 }
 
 /** The verb of a change item (`undefined` for data an app published). */
@@ -49,10 +61,10 @@ export class Delivery {
   /**
    * One notification to one socket. A watcher told about a new record follows it from now on, the
    * one that created it included (the requester is only spared the notification: it has the
-   * response). Subscriptions that end are pushed to `after`: the caller ends them once the whole
-   * envelope is delivered.
+   * response). Subscriptions that end are pushed to `pass.after`: the caller ends them once the
+   * whole envelope is delivered.
    */
-  notify (connection: Connection, origin: string | undefined, item: EnvelopeItem, frame: SharedFrames, after: Array<() => void>): void {
+  notify (connection: Connection, origin: string | undefined, item: EnvelopeItem, frame: SharedFrames, pass: EnvelopePass): void {
     if (!this.#allowed(connection, item)) return
     const verb = verbOf(item)
     const subscriptions = this.#options.subscriptions
@@ -60,13 +72,17 @@ export class Delivery {
       ? item.message
       : visibleMessage(item, {
         views: connection.views,
-        follows: (identity, id) => connection.holdings.records.get(identity)?.has(id) === true,
+        follows: (identity, id) => connection.holdings.records.get(identity)?.has(id) === true && !pass.hidden.has(hiddenKey(connection, identity, id)),
         registry: this.#options.registry,
-        fold: this.#options.fold
+        fold: this.#options.fold,
+        cap: this.#options.cap
       })
     if (message === undefined) {
       // A record the socket followed that its policy hides now: it follows it no more.
-      if (verb === 'updated') after.push(() => { subscriptions.unsubscribe(connection, item.model, item.id) })
+      if (verb === 'updated') {
+        pass.hidden.add(hiddenKey(connection, item.model, item.id))
+        pass.after.push(() => { subscriptions.unsubscribe(connection, item.model, item.id) })
+      }
       return
     }
     if (message === NOTHING_VISIBLE) return
@@ -95,4 +111,9 @@ export class Delivery {
     }
     return false
   }
+}
+
+/** A record of `identity` hidden from one socket, as {@link EnvelopePass.hidden} keeps it. */
+function hiddenKey (connection: Connection, identity: string, id: Id): string {
+  return `${connection.id}\u0000${recordKey(identity, id)}`
 }

@@ -19,7 +19,7 @@ import { RecentEnvelopes } from './recent.ts'
 import { Outbox } from './outbox.ts'
 import { CLOSE } from './protocol.ts'
 import { SubscriptionRegistry } from './registry.ts'
-import { Delivery, verbOf, type Authorize } from './delivery.ts'
+import { Delivery, type EnvelopePass, verbOf, type Authorize } from './delivery.ts'
 import type { SharedFrames } from './transport.ts'
 
 export type { Authorize, Notification } from './delivery.ts'
@@ -52,6 +52,8 @@ export interface HubOptions {
   readonly maxSubscriptions: number
   /** Matching in policies ignores ASCII case (the `caseInsensitive` option). */
   readonly fold: boolean
+  /** Children per collection populated by default (`populateLimit`): a change's records are capped so. */
+  readonly cap: number
   readonly log: FastifyBaseLogger
 }
 
@@ -126,17 +128,18 @@ export class Hub {
       return
     }
     this.#recent.add(envelope)
-    // Subscriptions end after the whole envelope: its later items (the `removedFrom` of a child
-    // that an `updated` just hid, say) are checked against what the socket followed before it.
-    const after: Array<() => void> = []
+    // Subscriptions end after the whole envelope (the registry is not changed while it is walked);
+    // a record that an item hid from a socket is not followed by it for the envelope's later items
+    // (the `removedFrom` of a child that an `updated` just hid says nothing of it).
+    const pass: EnvelopePass = { after: [], hidden: new Set() }
     for (const item of envelope.items) {
       const verb = verbOf(item)
       const recipients = verb === 'created' ? this.subscriptions.watchers(item.model) : this.subscriptions.subscribers(item.model, item.id)
       const frame: SharedFrames = {}
-      for (const connection of Array.from(recipients ?? [])) this.#delivery.notify(connection, envelope.origin, item, frame, after)
-      if (verb === 'destroyed') after.push(() => { this.subscriptions.drop(item.model, item.id) })
+      for (const connection of Array.from(recipients ?? [])) this.#delivery.notify(connection, envelope.origin, item, frame, pass)
+      if (verb === 'destroyed') pass.after.push(() => { this.subscriptions.drop(item.model, item.id) })
     }
-    for (const end of after) end()
+    for (const end of pass.after) end()
   }
 
   /**
@@ -198,16 +201,16 @@ export class Hub {
   /** Replays to a socket the envelopes after `since` about records (or a model) it just began to follow. */
   #replay (connection: Connection, since: number, added: Set<string>, watched: string | undefined): void {
     for (const envelope of this.#recent.after(since)) {
-      const after: Array<() => void> = []
+      const pass: EnvelopePass = { after: [], hidden: new Set() }
       for (const item of envelope.items) {
         const key = recordKey(item.model, item.id)
         const verb = verbOf(item)
         if (verb === 'created' ? item.model !== watched : !added.has(key)) continue
-        this.#delivery.notify(connection, envelope.origin, item, {}, after)
+        this.#delivery.notify(connection, envelope.origin, item, {}, pass)
         if (verb === 'created') added.add(key)
-        if (verb === 'destroyed') after.push(() => { this.subscriptions.unsubscribe(connection, item.model, item.id) })
+        if (verb === 'destroyed') pass.after.push(() => { this.subscriptions.unsubscribe(connection, item.model, item.id) })
       }
-      for (const end of after) end()
+      for (const end of pass.after) end()
     }
   }
 

@@ -38,6 +38,8 @@ export interface RealtimeSetup {
   readonly maxJsonDepth: number
   /** Matching ignores ASCII case (the `caseInsensitive` option). */
   readonly fold: boolean
+  /** Children per collection populated by default (`populateLimit`). */
+  readonly populateLimit: number
 }
 
 /** Starts the hub (and the endpoint); stopped when the app closes. */
@@ -48,6 +50,7 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     authorize: options.authorize,
     maxSubscriptions: options.maxSubscriptions,
     fold: setup.fold,
+    cap: setup.populateLimit,
     log: app.log
   })
   // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:

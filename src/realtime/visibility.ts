@@ -7,16 +7,21 @@
  * - `created`: sent (and followed) only when the new record is one the socket may see;
  * - `updated`: not sent when the record, as the write left it, is one the socket may no longer
  *   see (the socket stops following it), nor when none of the changed fields is one it may see
- *   (it still follows the record);
- * - `addedTo`: only the added records the socket may see; `removedFrom`: only those it followed
- *   (those it was shown); nothing when none remains;
+ *   (it still follows the record), nor when the change carries no record to check while the
+ *   socket's view of the model hides records (a write through a registration without the hook:
+ *   refused rather than guessed);
+ * - `addedTo`: only the added records the socket may see; `removedFrom`: only those it follows
+ *   (those it was shown, and not hidden by an earlier item of the same envelope); nothing when
+ *   none remains, and nothing on a collection whose link the socket's view hides;
  * - records inside a message (`created.data`, `destroyed.previous`, their populated associations):
- *   hidden records left out (a hidden singular association is `null`), and only the fields the
- *   policy selects.
+ *   hidden records left out (a hidden singular association is `null`), hidden collections left
+ *   out, and only the fields the policy selects. A collection that reached the populate cap while
+ *   the policy hides some of its children is left out too: what the cap cut cannot be filtered.
  *
  * @module
  */
 import { matches } from '../criteria/matches.ts'
+import { hidesLink } from '../criteria/policy.ts'
 import type { ModelView } from '../criteria/types.ts'
 import type { ChangeMessage, Id } from '../messages.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
@@ -33,6 +38,8 @@ export interface Viewer {
   readonly registry: ModelRegistry
   /** Matching ignores ASCII case (the `caseInsensitive` option). */
   readonly fold: boolean
+  /** The children of a collection populated by default (`populateLimit`): a message's collections are capped so. */
+  readonly cap: number
 }
 
 /** What {@link visibleMessage} answers for a change whose record the socket sees, but none of what changed. */
@@ -54,6 +61,7 @@ export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
       return { ...message, previous: shown(viewer, model, message.previous) }
     case 'updated': {
       const record = item.records?.[0]
+      if (record === undefined && view !== undefined && view.where.kind !== 'all') return NOTHING_VISIBLE
       if (record !== undefined && !visible(viewer, view, record)) return undefined
       // Without a selection the message is the shared one (serialised once for every socket).
       if (view?.fields === undefined) return message
@@ -63,8 +71,9 @@ export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
       return { ...message, data, previous: pick(model, message.previous as JsonRecord, view) }
     }
     case 'addedTo': {
-      const child = childOf(viewer, model, message.attribute)
+      const { association, child } = collectionOf(viewer, model, message.attribute)
       const childView = viewer.views.get(child.identity)
+      if (hidesLink(association, childView)) return undefined
       // Records come with changes made under a policy; a change made through a registration without
       // one carries none, and then no added record is shown to a socket its policy filters.
       const records = item.records ?? []
@@ -72,8 +81,10 @@ export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
       return addedIds.length === 0 ? undefined : { ...message, addedIds }
     }
     case 'removedFrom': {
-      const child = childOf(viewer, model, message.attribute)
-      if (!viewer.views.has(child.identity)) return message
+      const { association, child } = collectionOf(viewer, model, message.attribute)
+      const childView = viewer.views.get(child.identity)
+      if (childView === undefined) return message
+      if (hidesLink(association, childView)) return undefined
       const removedIds = message.removedIds.filter(id => viewer.follows(child.identity, id))
       return removedIds.length === 0 ? undefined : { ...message, removedIds }
     }
@@ -84,8 +95,9 @@ function visible (viewer: Viewer, view: ModelView | undefined, record: JsonRecor
   return view === undefined || matches(view.where, record, viewer.fold)
 }
 
-function childOf (viewer: Viewer, model: Model, attribute: string): Model {
-  return viewer.registry.get((model.collections.get(attribute) as CollectionAssociation).target) as Model
+function collectionOf (viewer: Viewer, model: Model, attribute: string): { association: CollectionAssociation, child: Model } {
+  const association = model.collections.get(attribute) as CollectionAssociation
+  return { association, child: viewer.registry.get(association.target) as Model }
 }
 
 /** A record as the socket may see it: its fields, and its populated associations filtered. */
@@ -96,8 +108,13 @@ function shown (viewer: Viewer, model: Model, record: JsonRecord): JsonRecord {
     if (value === null || typeof value !== 'object') continue
     const target = viewer.registry.get(association.target) as Model
     const view = viewer.views.get(target.identity)
-    if (Array.isArray(value)) out[association.name] = (value as JsonRecord[]).filter(child => visible(viewer, view, child)).map(child => pick(target, child, view))
-    else out[association.name] = visible(viewer, view, value as JsonRecord) ? pick(target, value as JsonRecord, view) : null
+    if (!Array.isArray(value)) {
+      out[association.name] = visible(viewer, view, value as JsonRecord) ? pick(target, value as JsonRecord, view) : null
+    } else if (hidesLink(association as CollectionAssociation, view) || ((value as unknown[]).length >= viewer.cap && view !== undefined && view.where.kind !== 'all')) {
+      delete out[association.name]
+    } else {
+      out[association.name] = (value as JsonRecord[]).filter(child => visible(viewer, view, child)).map(child => pick(target, child, view))
+    }
   }
   return out
 }

@@ -9,7 +9,7 @@
  * @module
  */
 import type { FastifyRequest } from 'fastify'
-import { checkVisible } from '../criteria/policy.ts'
+import { checkAssociation, checkVisible } from '../criteria/policy.ts'
 import type { BlueprintQuery, ModelView, Policy } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import { buildWhere } from '../criteria/where.ts'
@@ -20,7 +20,7 @@ import type { RouteInput } from './route-spec.ts'
 /** Where a request keeps its views (resolved once per request and model). */
 const kViews = Symbol('fastify-blueprints.views')
 
-type Viewed = FastifyRequest & { [kViews]?: RequestPolicy }
+type Viewed = FastifyRequest & { [kViews]?: Map<BlueprintAction, RequestPolicy> }
 
 /** The views of one request, by model. */
 class RequestPolicy implements Policy {
@@ -28,21 +28,24 @@ class RequestPolicy implements Policy {
 
   view (model: Model): ModelView {
     const view = this.views.get(model)
-    /* c8 ignore next 2 -- unreachable: every route resolves its model's view and its associations' targets' before its action runs */
+    /* c8 ignore next 2 -- unreachable: every route resolves, before its handler runs, the views of its model, of the targets of its associations and (for a route of an association) of its target's; realtime those of every model reachable from the read */
     if (view === undefined) throw new Error(`fastify-blueprints: the view of ${model.identity} was not resolved`)
     return view
   }
 }
 
 /**
- * The views of `models` for `request` (the hook asked once per request and model); the app has a
- * hook. `action` is the request's.
+ * The views of `models` for `request` (the hook asked once per request, action and model); the
+ * app has a hook. `action` is the one the hook is told: the request's, or `find` for the views a
+ * socket keeps for its notifications.
  *
  * @throws the coded 400s of the criteria pipeline for what the hook returns.
  */
 export async function policyOf (input: RouteInput, request: FastifyRequest, action: BlueprintAction, models: Iterable<Model>): Promise<Policy> {
   const { ctx } = input
-  const policy = ((request as Viewed)[kViews] ??= new RequestPolicy())
+  const byAction = ((request as Viewed)[kViews] ??= new Map())
+  let policy = byAction.get(action)
+  if (policy === undefined) byAction.set(action, policy = new RequestPolicy())
   for (const model of models) {
     if (policy.views.has(model)) continue
     const query = await customise(input, request, baseQuery(input), { action, model, view: true })
@@ -56,22 +59,31 @@ export async function policyOf (input: RouteInput, request: FastifyRequest, acti
   return policy
 }
 
-/** The views a route's action needs (the app has a hook): of its model and of every model its associations point at. */
+/**
+ * The views a route's action needs (the app has a hook): of its model and of every model its
+ * associations point at; for a route of an association, of its target's too.
+ */
 export async function routePolicy (input: RouteInput, request: FastifyRequest, action: BlueprintAction): Promise<Policy> {
   const { registry } = input.ctx
-  return await policyOf(input, request, action, neighbourhood(identity => registry.get(identity), input.model))
+  const modelOf = (identity: string): Model => registry.get(identity) as Model
+  const models = neighbourhood(modelOf, input.model)
+  if (input.association !== undefined) for (const model of neighbourhood(modelOf, modelOf(input.association.target))) models.add(model)
+  return await policyOf(input, request, action, models)
 }
 
 /**
  * A read's query under `policy`: the client's query is checked against the view of the model
- * whose records it asks for (`context.model`), then handed to the hook, whose answer is the query
- * to run.
+ * whose records it asks for (`context.model`) — and a populate route's association against its
+ * parent's —, then handed to the hook, whose answer is the query to run.
  *
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED for an attribute the view leaves out, and the coded 400s
  * of the criteria pipeline for what the hook returns.
  */
 export async function checked (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext, policy: Policy): Promise<BlueprintQuery> {
-  checkVisible(query, context.model, policy.view(context.model), input.ctx.bounds.limits.maxDepth)
+  const { registry, bounds } = input.ctx
+  // A populate route of an association the view hides is a read of a hidden attribute.
+  if (context.parent !== undefined) checkAssociation(policy, context.parent.model, context.parent.association, registry)
+  checkVisible(query, context.model, policy, registry, bounds.limits.maxDepth)
   return await customise(input, request, query, context)
 }
 
@@ -82,9 +94,9 @@ async function customise (input: RouteInput, request: FastifyRequest, query: Blu
 }
 
 /** `model` and the models its associations point at, each once. */
-function neighbourhood (modelOf: (identity: string) => Model | undefined, model: Model): Set<Model> {
+function neighbourhood (modelOf: (identity: string) => Model, model: Model): Set<Model> {
   const models = new Set<Model>([model])
-  for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(modelOf(association.target) as Model)
+  for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(modelOf(association.target))
   return models
 }
 

@@ -6,13 +6,15 @@
  */
 import { sql } from 'kysely'
 import type { Criteria, ModelView, Projection } from '../criteria/types.ts'
-import type { Model } from '../models/model.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { toJson } from '../models/database-values.ts'
 import { NOTHING, type Dialect } from './dialect.ts'
 import type { Field } from './rows.ts'
 import type { Sql } from './statement.ts'
 import { column } from './where.ts'
+
+const NONE_HIDDEN = (): boolean => false
 
 /** The separator of SQL lists. */
 export const COMMA = sql`, `
@@ -72,21 +74,23 @@ export class Projections {
 
   /**
    * What `view` lets appear of `projection`: the attributes and singular associations it sees
-   * (the primary key always). Kept per projection and set of fields, so that what is derived from
-   * a projection (fields, statements) is kept for the requests of every viewer alike.
+   * (the primary key always), and the collections but those `hidden` (whose links a policy hides).
+   * Kept per projection and what is left out, so that what is derived from a projection (fields,
+   * statements) is kept for the requests of every viewer alike.
    */
-  viewed (projection: Projection, view: ModelView | undefined): Projection {
+  viewed (projection: Projection, view: ModelView | undefined, hidden: (association: CollectionAssociation) => boolean = NONE_HIDDEN): Projection {
     const fields = view?.fields
-    if (fields === undefined) return projection
+    const dropped = projection.collections.filter(({ association }) => hidden(association))
+    if (fields === undefined && dropped.length === 0) return projection
     let byFields = this.#viewed.get(projection)
     if (byFields === undefined) this.#viewed.set(projection, byFields = new Map())
-    const key = [...fields].sort().join(',')
+    const key = `${fields === undefined ? '*' : [...fields].sort().join(',')}|${dropped.map(({ association }) => association.name).join(',')}`
     let viewed = byFields.get(key)
     if (viewed === undefined) {
       viewed = {
-        attributes: projection.attributes.filter(attribute => attribute.primary || fields.has(attribute.name)),
-        singulars: projection.singulars.filter(({ association }) => fields.has(association.name)),
-        collections: projection.collections
+        attributes: fields === undefined ? projection.attributes : projection.attributes.filter(attribute => attribute.primary || fields.has(attribute.name)),
+        singulars: fields === undefined ? projection.singulars : projection.singulars.filter(({ association }) => fields.has(association.name)),
+        collections: dropped.length === 0 ? projection.collections : projection.collections.filter(entry => !dropped.includes(entry))
       }
       byFields.set(key, viewed)
     }

@@ -5,7 +5,7 @@
  * @module
  */
 import { sql } from 'kysely'
-import { narrowed } from '../criteria/policy.ts'
+import { hidesLink, narrowed } from '../criteria/policy.ts'
 import type { Criteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
@@ -131,10 +131,14 @@ export class RecordLoader {
     return new Set((await run(this.#dialect.statement(query))).map(row => String(row.id)))
   }
 
-  /** The criteria as `policy` lets the requester see them: its records only, with its fields. */
+  /**
+   * The criteria as `policy` lets the requester see them: its records only, with its fields, and
+   * without the collections whose links it hides.
+   */
   #viewed<C extends ChildCriteria> (model: Model, criteria: C, policy: Policy): C {
     const view = policy.view(model)
-    return { ...criteria, where: narrowed(criteria.where, view.where), projection: this.#projections.viewed(criteria.projection, view) }
+    const hidden = (association: CollectionAssociation): boolean => hidesLink(association, policy.view(this.#registry.get(association.target) as Model))
+    return { ...criteria, where: narrowed(criteria.where, view.where), projection: this.#projections.viewed(criteria.projection, view, hidden) }
   }
 }
 

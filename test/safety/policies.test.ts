@@ -172,10 +172,14 @@ for (const db of DATABASES) {
     const two = await heard(() => asAdmin('DELETE', '/user/2'))
     t.same(two.find(n => n.event === 'user' && n.data.verb === 'destroyed')?.data.previous.bestPet, null, 'a hidden best pet is not')
 
-    // A write through a registration without the policy carries no records: a guest under the
-    // policy is told of the new record (checked against the record itself), not of its links.
+    // A write through a registration without the policy carries the records its changes name
+    // (another registration on the ORM has one): a guest under the policy is told of the new
+    // record and of its link, both checked against its view.
     const raw = await heard(async () => { t.equal((await app.inject({ method: 'POST', url: '/raw/pet', payload: { name: 'Rex II', species: 'dog', owner: 5 } })).statusCode, 200) })
-    t.same(raw.map(n => [n.event, n.data.verb]), [['pet', 'created']], 'created is told; the addedTo without records is not')
+    t.same(raw.map(n => [n.event, n.data.verb]), [['pet', 'created'], ['user', 'addedTo']], 'created and addedTo are told')
+    const hiddenRaw = await heard(async () => { t.equal((await app.inject({ method: 'PATCH', url: '/raw/pet/2', payload: { species: 'fish' } })).statusCode, 200) })
+    t.same(hiddenRaw, [], 'a record hidden through it: not told')
+    t.same(await heard(async () => { await app.inject({ method: 'PATCH', url: '/raw/pet/2', payload: { name: 'Secret Tom' } }) }), [], 'nor its later changes')
 
     // A socket that read only pets has the view of every model its notifications can name: the
     // links of a hidden tag to a user it follows (as a pet's owner) are not told to it either.
