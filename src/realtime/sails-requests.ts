@@ -115,7 +115,9 @@ export function virtualRequest (method: string, payload: VirtualRequestPayload, 
     // (requestProblem let only objects through as query data.)
     url: inQuery && data !== undefined ? withQuery(payload.url, data as Record<string, unknown>) : payload.url,
     headers: ownHeaders(payload.headers, connection),
-    body: inQuery ? undefined : data
+    // An empty object sent as the body is one (`io.socket.patch('/user/1', {})` is an update
+    // that changes nothing, as in Sails), not the absence of a body.
+    body: inQuery ? undefined : data ?? (isObject(payload.data) || isObject(payload.params) ? {} : undefined)
   }
 }
 

@@ -76,6 +76,9 @@ t.test('requests: params like data, the event is the method, headers, cookies an
   t.same([cookie.headers['set-cookie'], cookie.headers['x-kept']], [undefined, 'yes'], 'set-cookie is not passed on')
   const created = await ask(socket, 'post', { url: '/user', method: 'get', data: { name: 'posted' } })
   t.same([created.statusCode, created.body.name], [200, 'posted'], 'post creates whatever payload.method says')
+  const unchanged = await ask(socket, 'patch', { url: `/user/${String(created.body.id)}`, data: {} })
+  t.same([unchanged.statusCode, unchanged.body], [200, created.body], 'an empty object is an empty body (an update that changes nothing), not none')
+  t.equal((await ask(socket, 'patch', { url: '/user/1' })).statusCode, 400, 'no data at all is no body')
 
   const bare = await rawSocket(t, app, SDK)
   t.same((await ask(bare, 'get', { url: '/echo', headers: { cookie: 'sid=mine' } })).body.cookie, 'sid=mine', 'without a cookie on the handshake, the request\'s applies')
