@@ -61,7 +61,8 @@ export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
       return { ...message, previous: shown(viewer, model, message.previous) }
     case 'updated': {
       const record = item.records?.[0]
-      if (record === undefined && view !== undefined && view.where.kind !== 'all') return NOTHING_VISIBLE
+      // Without the record (a write through an instance without the policy), refused, not guessed.
+      if (record === undefined && !showsAll(view)) return NOTHING_VISIBLE
       if (record !== undefined && !visible(viewer, view, record)) return undefined
       // Without a selection the message is the shared one (serialised once for every socket).
       if (view?.fields === undefined) return message
@@ -74,17 +75,16 @@ export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
       const { association, child } = collectionOf(viewer, model, message.attribute)
       const childView = viewer.views.get(child.identity)
       if (hidesLink(association, childView)) return undefined
-      // Records come with changes made under a policy; a change made through a registration without
-      // one carries none, and then no added record is shown to a socket its policy filters.
-      const records = item.records ?? []
-      const addedIds = childView === undefined ? message.addedIds : message.addedIds.filter((_id, i) => records[i] !== undefined && visible(viewer, childView, records[i]))
+      // Records come with changes made where some registration has a policy; a change made through
+      // an instance without one carries none, and then no added record is shown to a socket whose
+      // view hides records of the child's model.
+      const records = item.records
+      const addedIds = message.addedIds.filter((_id, i) => records === undefined ? showsAll(childView) : visible(viewer, childView, records[i]))
       return addedIds.length === 0 ? undefined : { ...message, addedIds }
     }
     case 'removedFrom': {
       const { association, child } = collectionOf(viewer, model, message.attribute)
-      const childView = viewer.views.get(child.identity)
-      if (childView === undefined) return message
-      if (hidesLink(association, childView)) return undefined
+      if (hidesLink(association, viewer.views.get(child.identity))) return undefined
       const removedIds = message.removedIds.filter(id => viewer.follows(child.identity, id))
       return removedIds.length === 0 ? undefined : { ...message, removedIds }
     }
@@ -93,6 +93,11 @@ export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
 
 function visible (viewer: Viewer, view: ModelView | undefined, record: JsonRecord): boolean {
   return view === undefined || matches(view.where, record, viewer.fold)
+}
+
+/** Whether a view shows every record of its model (no view: every record). */
+function showsAll (view: ModelView | undefined): boolean {
+  return view === undefined || view.where.kind === 'all'
 }
 
 function collectionOf (viewer: Viewer, model: Model, attribute: string): { association: CollectionAssociation, child: Model } {
@@ -110,7 +115,7 @@ function shown (viewer: Viewer, model: Model, record: JsonRecord): JsonRecord {
     const view = viewer.views.get(target.identity)
     if (!Array.isArray(value)) {
       out[association.name] = visible(viewer, view, value as JsonRecord) ? pick(target, value as JsonRecord, view) : null
-    } else if (hidesLink(association as CollectionAssociation, view) || ((value as unknown[]).length >= viewer.cap && view !== undefined && view.where.kind !== 'all')) {
+    } else if (hidesLink(association as CollectionAssociation, view) || ((value as unknown[]).length >= viewer.cap && !showsAll(view))) {
       delete out[association.name]
     } else {
       out[association.name] = (value as JsonRecord[]).filter(child => visible(viewer, view, child)).map(child => pick(target, child, view))

@@ -14,7 +14,7 @@ import type { Field } from './rows.ts'
 import type { Sql } from './statement.ts'
 import { column } from './where.ts'
 
-const NONE_HIDDEN = (): boolean => false
+const NO_COLLECTIONS: Projection['collections'] = []
 
 /** The separator of SQL lists. */
 export const COMMA = sql`, `
@@ -78,9 +78,9 @@ export class Projections {
    * Kept per projection and what is left out, so that what is derived from a projection (fields,
    * statements) is kept for the requests of every viewer alike.
    */
-  viewed (projection: Projection, view: ModelView | undefined, hidden: (association: CollectionAssociation) => boolean = NONE_HIDDEN): Projection {
+  viewed (projection: Projection, view: ModelView | undefined, hidden?: (association: CollectionAssociation) => boolean): Projection {
     const fields = view?.fields
-    const dropped = projection.collections.filter(({ association }) => hidden(association))
+    const dropped = hidden === undefined ? NO_COLLECTIONS : projection.collections.filter(({ association }) => hidden(association))
     if (fields === undefined && dropped.length === 0) return projection
     let byFields = this.#viewed.get(projection)
     if (byFields === undefined) this.#viewed.set(projection, byFields = new Map())

@@ -683,7 +683,7 @@ export function frame (seq: () => number): fc.Arbitrary<FrameCase> {
       // docs/protocol.md: header names are HTTP tokens, values what HTTP can carry.
       const badHeader = Object.entries(h ?? {}).some(([name, value]) => !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name) || /[^\t\x20-\x7e\x80-\xff]/.test(String(value)))
       // docs/protocol.md: a url holds no control character (an HTTP request line cannot).
-      const badUrl = /[\x00-\x1f\x7f]/.test(url)
+      const badUrl = [...url].some(char => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f)
       return { data: JSON.stringify(frame), binary: false, invalid: depthOf(b) > 33 || badHeader || badUrl, id, describe: 'request' }
     })
   // A well-formed request whose body nests `depth` levels (more than 33 refuses the frame).

@@ -3,14 +3,14 @@
 // as well as naming a hidden attribute.
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import type { ParseBlueprintOptions } from '../../src/index.ts'
+import { MemoryBroker, type ParseBlueprintOptions } from '../../src/index.ts'
 import { build, DATABASES } from '../helpers/app.ts'
 import { before, listening, open, sentinel } from '../helpers/realtime.ts'
 
 /**
  * `x-view: none` hides every pet; `x-view: keys` hides a pet's `owner` (the link between users and
  * pets); `x-view: fish` hides fish, `x-view: unlisted` from every action but findOne; any request
- * hides users' `age` and `bestPet`.
+ * but `keys` hides users' `age` and `bestPet`.
  */
 const policy: ParseBlueprintOptions = (request, query, { model, action }) => {
   // Unlisted fish: found by key, never in a list.
@@ -18,7 +18,7 @@ const policy: ParseBlueprintOptions = (request, query, { model, action }) => {
   if (model.identity === 'pet' && request.headers['x-view'] === 'none') return { ...query, where: { id: { in: [] } } }
   if (model.identity === 'pet' && request.headers['x-view'] === 'keys') return { ...query, omit: ['owner'] }
   if (model.identity === 'pet' && request.headers['x-view'] === 'fish') return { ...query, where: { and: [query.where, { species: { '!=': 'fish' } }] } }
-  if (model.identity === 'user') return query.select === undefined ? { ...query, omit: ['age', 'bestPet'] } : query
+  if (model.identity === 'user' && request.headers['x-view'] !== 'keys') return query.select === undefined ? { ...query, omit: ['age', 'bestPet'] } : query
   return query
 }
 
@@ -72,7 +72,7 @@ for (const db of DATABASES) {
     }
     const refusals: Array<[string, string, unknown?]> = [
       ['GET', '/pet/1/owner'], ['GET', '/user/1/pets'], ['GET', '/user/1?populate=pets'], ['GET', '/user?populate=name,pets'],
-      ['GET', '/user/1/bestPet'], ['PUT', '/user/1/pets/3'], ['DELETE', '/user/1/pets/1'], ['PUT', '/user/1/pets', { fks: [1] }]
+      ['PUT', '/user/1/pets/3'], ['DELETE', '/user/1/pets/1'], ['PUT', '/user/1/pets', { fks: [1] }]
     ]
     for (const [method, url, body] of refusals) {
       const { status, body: answer } = await ask(method, url, body)
@@ -81,7 +81,7 @@ for (const db of DATABASES) {
     t.same((await ask('GET', '/user/1/pets')).body, (await ask('GET', '/user/99/pets')).body, 'whatever the record')
     const user = (await ask('GET', '/user/1')).body
     t.notOk('pets' in user, 'not populated by default')
-    t.same(user.tags.map((tag: { slug: string }) => tag.slug), ['admin', 'beta'], 'the other collections are')
+    t.same([user.tags.map((tag: { slug: string }) => tag.slug), user.age, user.bestPet.id], [['admin', 'beta'], 30, 2], 'the other collections are, and every attribute')
     t.notOk((await ask('GET', '/pet/1')).body.owner !== undefined, 'nor shown from the pet')
     t.same((await app.inject({ url: '/user/1/pets' })).json().map((pet: { id: number }) => pet.id), [1, 2], 'another view sees the link')
 
@@ -136,6 +136,31 @@ for (const db of DATABASES) {
     })
     t.same(heard, [], 'a new fish is not told, nor a change of the fish it read by key')
     t.same((await app.inject({ url: '/pet?where={"species":"fish"}', headers: unlisted })).json(), [], 'as a find would not list them')
+  })
+
+  t.test(`${db}: a change from an instance without the policy (no records to check) is not guessed at`, async t => {
+    // What another instance whose registration has no policy publishes: changes without records.
+    const broker = new MemoryBroker()
+    const app = await listening(t, db, { plugin: { parseBlueprintOptions: policy, realtime: { broker } } })
+    const fish = await open(t, app, { 'x-view': 'fish' })
+    const keys = await open(t, app, { 'x-view': 'keys' })
+    t.equal((await fish.request('GET', '/user?limit=Infinity&populate=pets,tags')).statusCode, 200)
+    for (const url of ['/user?limit=Infinity', '/pet?limit=Infinity']) t.equal((await keys.request('GET', url)).statusCode, 200)
+    const peer = async (): Promise<void> => {
+      await broker.publish({
+        origin: undefined,
+        items: [
+          { kind: 'change', model: 'pet', id: 1, message: { verb: 'updated', id: 1, data: { name: 'Rex II', owner: 2 }, previous: { name: 'Rex', owner: 1 } } },
+          { kind: 'change', model: 'user', id: 2, message: { verb: 'addedTo', id: 2, attribute: 'tags', addedIds: ['vip'] } },
+          { kind: 'change', model: 'user', id: 1, message: { verb: 'removedFrom', id: 1, attribute: 'pets', removedIds: [1] } }
+        ]
+      })
+    }
+    t.same((await before(fish, sentinel(app, 'user', 1), peer)).map(notice => notice.data.verb), ['addedTo', 'removedFrom'],
+      'a view that hides pets: no `updated` of a pet it cannot check; tags, which it does not filter, are told')
+    const told = await before(keys, sentinel(app, 'user', 1), undefined, 0)
+    t.same(told.filter(notice => notice.data.verb !== undefined).map(notice => [notice.event, notice.data.verb, notice.data.data]), [['pet', 'updated', { name: 'Rex II' }], ['user', 'addedTo', undefined]],
+      'a view that hides no pet: the `updated` without the hidden key; the link it hides, not at all')
   })
 
   t.test(`${db}: a malformed query is refused as it would be without the policy`, async t => {
