@@ -7,7 +7,8 @@
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { inOrder, type JsonRecord } from '../sql/rows.ts'
-import { answer, mustSee } from './in-view.ts'
+import { mustSee, viewedRecord } from './in-view.ts'
+import { defaultRecord } from './record.ts'
 import type { Id } from './changes.ts'
 import { type ActionContext, type WriteScope } from './context.ts'
 import { inLockOrder } from './locks.ts'
@@ -202,6 +203,7 @@ export async function lockMovedParents (scope: WriteScope, parent: Model, locked
  *
  * @throws BP_ERR_RECORD_NOT_FOUND when the policy hides the parent.
  */
-export async function parentRecord (ctx: ActionContext, scope: WriteScope, { parent, association }: Collection, id: unknown, rawId: string): Promise<JsonRecord> {
-  return await answer(ctx, scope, parent, id, { complete: association, hidden: () => new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId) })
+export function parentRecord (ctx: ActionContext, scope: WriteScope, { parent, association }: Collection, id: unknown, rawId: string): Promise<JsonRecord> {
+  if (scope.policy === undefined) return defaultRecord(ctx, scope.run, parent, id, association)
+  return viewedRecord(ctx, scope, scope.policy, parent, id, association, () => new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId))
 }

@@ -60,6 +60,6 @@ export async function create (ctx: ActionContext, model: Model, body: Record<str
     }
     // The change carries the whole record (each socket's policy filters it on delivery); the
     // answer shows what the requester's policy lets appear.
-    return await answer(ctx, scope, model, id, { record })
+    return await answer(ctx, scope, model, id, record)
   })
 }

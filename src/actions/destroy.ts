@@ -51,7 +51,7 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
     await lockRecord(scope, model, id, rawId)
     await mustSee(ctx, scope, model, id, rawId)
     const previous = await defaultRecord(ctx, scope.run, model, id)
-    const answered = await answer(ctx, scope, model, id, { record: previous })
+    const answered = await answer(ctx, scope, model, id, previous)
     const key = keyOf(model, id)
     const pointedAt = (association: SingularAssociation): JsonRecord | null => previous[association.name] as JsonRecord | null
     for (const association of model.singulars.values()) {

@@ -9,11 +9,12 @@
  * @module
  */
 import { BP_ERR_OUTSIDE_POLICY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
+import type { Policy } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { keyOf } from '../models/identity.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { ActionContext, WriteScope } from './context.ts'
-import { defaultRecord, readRecord } from './record.ts'
+import { readRecord } from './record.ts'
 
 /** The keys among `ids` (raw) of records of `model` that the requester may not see, in their order. */
 export async function hiddenAmong (ctx: ActionContext, scope: WriteScope, model: Model, ids: readonly unknown[]): Promise<unknown[]> {
@@ -36,15 +37,23 @@ export function mustSee (ctx: ActionContext, scope: WriteScope, model: Model, id
 }
 
 /**
- * A write's answer: the record `id` populated by default (`complete` in full), as the requester
- * may see it. `record` is the same read without a policy, when the write has it already.
+ * A write's answer: `record` (the record `id` populated by default, as the write read it), or, under
+ * a policy, the same read through the requester's view.
  *
- * @throws `hidden()` when the policy hides the record (default: BP_ERR_OUTSIDE_POLICY); the
- * transaction then rolls back.
+ * @throws BP_ERR_OUTSIDE_POLICY when the policy hides the record; the transaction then rolls back.
  */
-export async function answer (ctx: ActionContext, scope: WriteScope, model: Model, id: unknown, options: { complete?: CollectionAssociation, record?: JsonRecord, hidden?: () => Error } = {}): Promise<JsonRecord> {
-  if (scope.policy === undefined) return options.record ?? await defaultRecord(ctx, scope.run, model, id, options.complete)
-  const record = await readRecord(ctx, scope.run, model, id, scope.policy, options.complete)
-  if (record === undefined) throw options.hidden?.() ?? new BP_ERR_OUTSIDE_POLICY(model.identity, String(keyOf(model, id)))
+export function answer (ctx: ActionContext, scope: WriteScope, model: Model, id: unknown, record: JsonRecord): Promise<JsonRecord> | JsonRecord {
+  if (scope.policy === undefined) return record
+  return viewedRecord(ctx, scope, scope.policy, model, id, undefined, () => new BP_ERR_OUTSIDE_POLICY(model.identity, String(keyOf(model, id))))
+}
+
+/**
+ * The record `id` populated by default (`complete` in full), read through `policy`.
+ *
+ * @throws `hidden()` when the policy hides the record.
+ */
+export async function viewedRecord (ctx: ActionContext, scope: WriteScope, policy: Policy, model: Model, id: unknown, complete: CollectionAssociation | undefined, hidden: () => Error): Promise<JsonRecord> {
+  const record = await readRecord(ctx, scope.run, model, id, policy, complete)
+  if (record === undefined) throw hidden()
   return record
 }

@@ -18,8 +18,9 @@ import { linksLockedByAnswers } from './locks.ts'
  * are read (see locks.ts). The collections' statements are issued with the record's (see
  * `Criteria.together`).
  */
-export async function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, complete?: CollectionAssociation): Promise<JsonRecord> {
-  return await readRecord(ctx, run, model, id, undefined, complete) as JsonRecord
+export function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, complete?: CollectionAssociation): Promise<JsonRecord> {
+  // The promise itself, not awaited again: a write's answer is on every write's path.
+  return readRecord(ctx, run, model, id, undefined, complete) as Promise<JsonRecord>
 }
 
 /** {@link defaultRecord} as `policy` lets the requester see it: `undefined` when it hides the record. */

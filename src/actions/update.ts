@@ -51,7 +51,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
       await lockMovedParents(scope, target, held.get(target) as ReadonlySet<string>, [stored(ctx, field, before)])
     }
     const changed = assignments.filter(a => fields?.has(a.field.name) === false || JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before)))
-    if (changed.length === 0) return await answer(ctx, scope, model, id, { record: before })
+    if (changed.length === 0) return await answer(ctx, scope, model, id, before)
     const entity: Record<string, unknown> = Object.fromEntries(changed.map(a => [a.field.name, a.value]))
     for (const attribute of model.attributes.values()) {
       if (attribute.onUpdate === undefined || attribute.name in entity) continue
@@ -74,7 +74,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
       if (previous[field.name] !== null) scope.changes.removedFrom(target.identity, previous[field.name] as Id, field.via, [key])
       if (data[field.name] !== null) scope.changes.addedTo(target.identity, data[field.name] as Id, field.via, [key])
     }
-    return await answer(ctx, scope, model, id, { record: after })
+    return await answer(ctx, scope, model, id, after)
   })
 }
 

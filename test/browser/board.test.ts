@@ -4,8 +4,8 @@
 // of both go to test/browser/screenshots/ (not committed). Outside CI the test is skipped when
 // chromium is not installed, and says so; in CI (.ci/run installs it) it never is.
 import { existsSync, mkdirSync } from 'node:fs'
-import t from 'tap'
-import { chromium, type Page } from 'playwright-core'
+import t, { type Test } from 'tap'
+import { chromium, type Browser, type Page } from 'playwright-core'
 import { buildBoard } from '../../examples/board/app.ts'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -18,13 +18,18 @@ if (missing && process.env.CI === 'true') throw new Error(`chromium is not at ${
 
 const skip = missing ? `chromium is not installed at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)` : false
 
-t.test('two pages of the board: a change in one shows in the other', { skip }, async t => {
+/** The board, listening on a free port, and a browser; both closed at teardown. */
+async function boardAndBrowser (t: Test): Promise<{ base: string, browser: Browser }> {
   const app = await buildBoard({ logger: false, origins: '*' })
   t.teardown(async () => { await app.close() })
   await app.listen({ port: 0, host: '127.0.0.1' })
-  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS })
   t.teardown(async () => { await browser.close() })
+  return { base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`, browser }
+}
+
+t.test('two pages of the board: a change in one shows in the other', { skip }, async t => {
+  const { base, browser } = await boardAndBrowser(t)
   const context = await browser.newContext()
   await context.addCookies([{ name: 'board_user', value: '1', url: base }])
   const errors: string[] = []
@@ -69,12 +74,7 @@ t.test('two pages of the board: a change in one shows in the other', { skip }, a
 })
 
 t.test('a label colour that is no plain #rrggbb never reaches a style, whatever the socket says', { skip }, async t => {
-  const app = await buildBoard({ logger: false, origins: '*' })
-  t.teardown(async () => { await app.close() })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS })
-  t.teardown(async () => { await browser.close() })
+  const { base, browser } = await boardAndBrowser(t)
   const page = await browser.newPage()
   // The server refuses such a colour (test/example-board.test.ts): play a server that sends one,
   // by rewriting the colour of the label "design" in the frames that reach the page.
