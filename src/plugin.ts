@@ -163,7 +163,9 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   const observe: ReadObserver | undefined = realtime === undefined
     ? undefined
     // A socket is notified of what a find would show it, whatever the read that subscribed it.
-    : readObserver(realtime.hub, options.parseBlueprintOptions === undefined ? undefined : async (read, request, models) => await policyOf(read, request, 'find', models))
+    : readObserver(realtime.hub, options.parseBlueprintOptions === undefined
+      ? undefined
+      : async (read, request, models) => await policyOf(read, request, 'find', models))
   await app.register(async routes => { registerRoutes(routes, ctx, options, observe) }, { prefix: options.prefix })
 }
 

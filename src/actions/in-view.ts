@@ -52,7 +52,9 @@ export function answer (ctx: ActionContext, scope: WriteScope, model: Model, id:
  *
  * @throws `hidden()` when the policy hides the record.
  */
-export async function viewedRecord (ctx: ActionContext, scope: WriteScope, policy: Policy, model: Model, id: unknown, complete: CollectionAssociation | undefined, hidden: () => Error): Promise<JsonRecord> {
+export async function viewedRecord (
+  ctx: ActionContext, scope: WriteScope, policy: Policy, model: Model, id: unknown, complete: CollectionAssociation | undefined, hidden: () => Error
+): Promise<JsonRecord> {
   const record = await readRecord(ctx, scope.run, model, id, policy, complete)
   if (record === undefined) throw hidden()
   return record

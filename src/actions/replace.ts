@@ -100,7 +100,8 @@ export async function setMembers (ctx: ActionContext, scope: WriteScope, collect
   }
   // Children the requester may not see are missing, as children that do not exist.
   if (scope.policy !== undefined) {
-    for (const hidden of await hiddenAmong(ctx, scope, child, [...found].filter(([key]) => wanted.has(key)).map(([, row]) => row.id))) found.delete(String(hidden))
+    const named = [...found].filter(([key]) => wanted.has(key)).map(([, row]) => row.id)
+    for (const hidden of await hiddenAmong(ctx, scope, child, named)) found.delete(String(hidden))
   }
   const missing = [...wanted.keys()].filter(key => !found.has(key))
   // The message names ten of them at most: a request with thousands would otherwise echo them all.

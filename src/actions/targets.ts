@@ -43,7 +43,9 @@ export async function lockTargets (ctx: ActionContext, scope: WriteScope, model:
       : await scope.links.read(target, ids, target.primaryKey.column)
     // The first one missing or hidden, in the body's order: the same answer either way.
     const hidden = scope.policy === undefined ? undefined : new Set((await hiddenAmong(ctx, scope, target, ids)).map(String))
-    for (const value of ids) if (!rows.has(String(value)) || hidden?.has(String(value)) === true) throw new BP_ERR_RECORD_NOT_FOUND(target.identity, String(value))
+    for (const value of ids) {
+      if (!rows.has(String(value)) || hidden?.has(String(value)) === true) throw new BP_ERR_RECORD_NOT_FOUND(target.identity, String(value))
+    }
     held.set(target, new Set(rows.keys()))
   }
   return held

@@ -50,7 +50,8 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
       const target = ctx.registry.get(field.target) as Model
       await lockMovedParents(scope, target, held.get(target) as ReadonlySet<string>, [stored(ctx, field, before)])
     }
-    const changed = assignments.filter(a => fields?.has(a.field.name) === false || JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before)))
+    const differs = (a: Assignment): boolean => JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before))
+    const changed = assignments.filter(a => fields?.has(a.field.name) === false || differs(a))
     if (changed.length === 0) return await answer(ctx, scope, model, id, before)
     const entity: Record<string, unknown> = Object.fromEntries(changed.map(a => [a.field.name, a.value]))
     for (const attribute of model.attributes.values()) {

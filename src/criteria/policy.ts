@@ -32,7 +32,8 @@ export function hiddenNames (policy: Policy, model: Model, registry: ModelRegist
   const fields = policy.view(model).fields
   const links = [...model.collections.values()].filter(association => hidesLink(association, policy.view(registry.get(association.target) as Model)))
   if (fields === undefined && links.length === 0) return undefined
-  return name => (fields !== undefined && !fields.has(name) && (model.attributes.has(name) || model.singulars.has(name))) || links.some(link => link.name === name)
+  const field = (name: string): boolean => model.attributes.has(name) || model.singulars.has(name)
+  return name => (fields !== undefined && !fields.has(name) && field(name)) || links.some(link => link.name === name)
 }
 
 /**
@@ -44,7 +45,9 @@ export function hiddenNames (policy: Policy, model: Model, registry: ModelRegist
  * @param maxDepth - `and` / `or` nesting past which the walk stops (the where is refused later).
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED naming the parameter and the attribute.
  */
-export function checkVisible (query: Pick<BlueprintQuery, 'where' | 'sort' | 'select' | 'populate'>, model: Model, policy: Policy, registry: ModelRegistry, maxDepth: number): void {
+export function checkVisible (
+  query: Pick<BlueprintQuery, 'where' | 'sort' | 'select' | 'populate'>, model: Model, policy: Policy, registry: ModelRegistry, maxDepth: number
+): void {
   const hidden = hiddenNames(policy, model, registry)
   if (hidden === undefined) return
   walk(query.where, hidden, FROM_PARAMETERS.has(query.where) ? undefined : 'where', 0, maxDepth)

@@ -40,7 +40,9 @@ async function subscribe (hub: Hub, policyOf: PolicyOf | undefined, scope: Socke
     // it reads, of the records they point at, and so on (a Set visits what is added while it is
     // walked).
     const models = new Set<Model>([read.model])
-    for (const model of models) for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(hub.model(association.target))
+    for (const model of models) {
+      for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(hub.model(association.target))
+    }
     const policy = await policyOf(read, request, models)
     for (const model of models) scope.connection.views.set(model.identity, policy.view(model))
   }

@@ -28,7 +28,10 @@ class RequestPolicy implements Policy {
 
   view (model: Model): ModelView {
     const view = this.views.get(model)
-    /* c8 ignore next 2 -- unreachable: every route resolves, before its handler runs, the views of its model, of the targets of its associations and (for a route of an association) of its target's; realtime those of every model reachable from the read */
+    // Every route resolves the views of its model and its associations' targets (and, for a route
+    // of an association, its target's) before its handler runs; realtime those of every model
+    // reachable from a read.
+    /* c8 ignore next 2 -- unreachable, as said above */
     if (view === undefined) throw new Error(`fastify-blueprints: the view of ${model.identity} was not resolved`)
     return view
   }
@@ -50,7 +53,9 @@ export async function policyOf (input: RouteInput, request: FastifyRequest, acti
     if (policy.views.has(model)) continue
     const query = await customise(input, request, baseQuery(input), { action, model, view: true })
     const narrowed = query.select !== undefined || query.omit !== undefined
-    const projection = narrowed ? validateProjection({ select: query.select, omit: query.omit, populate: false, populateLimit: 0 }, model, ctx.bounds) : undefined
+    const projection = narrowed
+      ? validateProjection({ select: query.select, omit: query.omit, populate: false, populateLimit: 0 }, model, ctx.bounds)
+      : undefined
     policy.views.set(model, {
       where: buildWhere(model, ctx.registry, query.where, ctx.bounds.limits),
       fields: projection === undefined ? undefined : new Set([...projection.attributes.map(a => a.name), ...projection.singulars.map(s => s.association.name)])
@@ -79,7 +84,9 @@ export async function routePolicy (input: RouteInput, request: FastifyRequest, a
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED for an attribute the view leaves out, and the coded 400s
  * of the criteria pipeline for what the hook returns.
  */
-export async function checked (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext, policy: Policy): Promise<BlueprintQuery> {
+export async function checked (
+  input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext, policy: Policy
+): Promise<BlueprintQuery> {
   const { registry, bounds } = input.ctx
   // A populate route of an association the view hides is a read of a hidden attribute.
   if (context.parent !== undefined) checkAssociation(policy, context.parent.model, context.parent.association, registry)

@@ -127,7 +127,8 @@ export class RecordLoader {
    */
   async matching (run: Executor, model: Model, ids: readonly unknown[], where: WhereNode, fold: boolean): Promise<Set<string>> {
     const keys = { kind: 'in', target: model.primaryKey, negate: false, values: ids } as const
-    const query = sql`SELECT ${sql.id('t', model.primaryKey.column)} AS id FROM ${table(model)} AS t WHERE ${condition(narrowed(keys, where), 't', this.#dialect, fold)}`
+    const filter = condition(narrowed(keys, where), 't', this.#dialect, fold)
+    const query = sql`SELECT ${sql.id('t', model.primaryKey.column)} AS id FROM ${table(model)} AS t WHERE ${filter}`
     return new Set((await run(this.#dialect.statement(query))).map(row => String(row.id)))
   }
 
