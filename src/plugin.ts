@@ -116,6 +116,13 @@ interface Shared {
 
 const SHARED = new WeakMap<MikroORM, Shared>()
 
+/** What the registrations on `orm` share (made by the first). */
+function sharedBy (orm: MikroORM, app: FastifyInstance): Shared {
+  let shared = SHARED.get(orm)
+  if (shared === undefined) SHARED.set(orm, shared = { notifier: new Notifier(app.log), broker: new MemoryBroker(), policed: false })
+  return shared
+}
+
 async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions): Promise<void> {
   const options = resolveOptions(opts)
   const identities: Record<string, string> = {}
@@ -129,8 +136,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   for (const skipped of registry.skipped) {
     app.log.debug({ entity: skipped.entity, property: skipped.property }, `fastify-blueprints: not exposed: ${skipped.reason}`)
   }
-  let shared = SHARED.get(options.orm)
-  if (shared === undefined) SHARED.set(options.orm, shared = { notifier: new Notifier(app.log), broker: new MemoryBroker(), policed: false })
+  const shared = sharedBy(options.orm, app)
   addSchemas(app, [ERROR_SCHEMA, ...registry.all().flatMap(model => modelSchemas(model, registry))])
   if (options.openapi !== false) await registerOpenApi(app, options.openapi)
   const realtimeOptions = options.realtime
@@ -140,8 +146,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   const realtime = realtimeOptions === false
     ? undefined
     : await startRealtime(app, realtimeOptions, { registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive, populateLimit: options.populateLimit })
-  const registrations = shared
-  if (realtime !== undefined && options.parseBlueprintOptions !== undefined) registrations.policed = true
+  if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
   const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
   const database = new Database(kysely, registry, await connectionsFor(dialect, kysely, options.orm as unknown as OrmConnection))
   const ctx: ActionContext = {
@@ -156,7 +161,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     notifier: shared.notifier,
     publisher: realtime?.publisher,
     // Read at each write: a registration made later with a policy counts too.
-    get withRecords () { return registrations.policed }
+    get withRecords () { return shared.policed }
   }
   // A second registration (another prefix, other options) leaves `app.blueprints` to the first.
   if (!app.hasDecorator('blueprints')) app.decorate('blueprints', decoration(registry, shared.notifier, realtime))

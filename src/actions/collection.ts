@@ -163,7 +163,6 @@ async function changeLinksStepByStep (ctx: ActionContext, scope: WriteScope, col
   const { parent, child, association } = collection
   const membersOf = change.unlink === 'others' ? { association, parent, id } : undefined
   const found = await lockEnds(ctx, scope, collection, id, rawId, { ids: change.ids, membersOf }, change.link)
-  await mustSee(ctx, scope, parent, id, rawId)
   const existing = change.ids.filter(fk => found.has(String(fk)))
   if (existing.length < change.ids.length && change.unlink !== undefined) return { parentFound: true, found, linked: [], unlinked: [] }
   const unlinked = change.unlink === 'others'

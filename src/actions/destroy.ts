@@ -5,12 +5,13 @@
  */
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 import type { Policy } from '../criteria/types.ts'
+import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
 import { lockMovedParents, lockRecord } from './collection.ts'
 import { inTransaction, type ActionContext } from './context.ts'
 import type { RowsToLock } from '../sql/links.ts'
-import { answer, mustSee } from './in-view.ts'
+import { viewedRecord } from './in-view.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
 import { keyOf, parseId } from '../models/identity.ts'
@@ -49,9 +50,10 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
     })
     for (const { child, rows, early } of collections) if (early) await scope.links.lock(child, rows)
     await lockRecord(scope, model, id, rawId)
-    await mustSee(ctx, scope, model, id, rawId)
+    // Under a policy, the answer read through the view first: a record it hides is missing.
+    const viewed = scope.policy === undefined ? undefined : await viewedRecord(ctx, scope, scope.policy, model, id, undefined, () => new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId))
     const previous = await defaultRecord(ctx, scope.run, model, id)
-    const answered = await answer(ctx, scope, model, id, previous)
+    const answered = viewed ?? previous
     const key = keyOf(model, id)
     const pointedAt = (association: SingularAssociation): JsonRecord | null => previous[association.name] as JsonRecord | null
     for (const association of model.singulars.values()) {

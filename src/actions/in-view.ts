@@ -3,8 +3,10 @@
  * at, the parent and the children of a collection route — must be ones the requester may see, or
  * they are missing (the same 404 as a record that does not exist); and the record it answers is
  * read through the requester's view, which must still show it. Checked inside the transaction,
- * after the rows are locked, so that what is checked is what is written. Without a policy, or for
- * a model whose view shows every record, no statement runs.
+ * after the write's locks are taken: a target the write changes is locked, so what is checked is
+ * what is written; one it only reads (a key without a via) was visible when the write read it,
+ * and a change that hides it afterwards is ordered after the write. Without a policy, or for a
+ * model whose view shows every record, no statement runs.
  *
  * @module
  */
@@ -20,6 +22,7 @@ import { readRecord } from './record.ts'
 export async function hiddenAmong (ctx: ActionContext, scope: WriteScope, model: Model, ids: readonly unknown[]): Promise<unknown[]> {
   const where = scope.policy?.view(model).where
   if (where === undefined || where.kind === 'all' || ids.length === 0) return []
+  if (where.kind === 'none') return [...ids]
   const seen = await ctx.loader.matching(scope.run, model, ids, where, ctx.bounds.caseInsensitive)
   return ids.filter(id => !seen.has(String(id)))
 }

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { checkAssociation } from '../criteria/policy.ts'
 import type { BlueprintQuery, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_ASSOCIATION_EMPTY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
@@ -19,9 +20,11 @@ import { parseId } from '../models/identity.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (no parent), BP_ERR_ASSOCIATION_EMPTY
  * (singular association empty or dangling) and the coded 400s of the criteria pipeline. Under a
  * `policy`, a parent it hides is a BP_ERR_RECORD_NOT_FOUND and a child it hides is not there, as
- * if missing.
+ * if missing; an association it hides is refused (BP_ERR_ATTRIBUTE_NOT_ALLOWED).
  */
 export async function populate (ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined): Promise<JsonRecord[] | JsonRecord> {
+  // An association the requester's view hides is an attribute it may not read.
+  if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
   const id = parseId(model, rawId, 'id')
   const child = ctx.registry.get(association.target) as Model
   const fold = ctx.bounds.caseInsensitive

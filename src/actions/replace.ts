@@ -75,6 +75,8 @@ export async function setMembers (ctx: ActionContext, scope: WriteScope, collect
   let current = new Map<string, unknown>()
   const added: unknown[] = []
   const removed: unknown[] = []
+  // Under a policy, the children (wanted, or members) the requester may not see.
+  let hidden: Set<string> | undefined
   let record: JsonRecord | undefined
   if (oneToMany) {
     // The parent and the wanted children's current parents (which lose them), then the wanted
@@ -86,9 +88,12 @@ export async function setMembers (ctx: ActionContext, scope: WriteScope, collect
     const rows = await scope.links.lock(child, { ids, pointingAt: { column, parent: model, id }, read: column })
     found = new Map([...rows].filter(([key]) => wanted.has(key)))
     current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
-    // Members the requester may not see are not its to unlink: they stay, as if not members.
+    // Members the requester may not see are not its to unlink (they stay, as if not members), and
+    // wanted children it may not see are missing: one statement for both.
     if (scope.policy !== undefined) {
-      for (const hidden of await hiddenAmong(ctx, scope, child, [...current.values()].filter(raw => !wanted.has(String(raw))))) current.delete(String(hidden))
+      const named = [...found.values()].map(row => row.id).concat([...current.values()].filter(raw => !wanted.has(String(raw))))
+      hidden = new Set((await hiddenAmong(ctx, scope, child, named)).map(String))
+      for (const key of hidden) current.delete(key)
     }
     await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
   } else {
@@ -99,10 +104,10 @@ export async function setMembers (ctx: ActionContext, scope: WriteScope, collect
     removed.push(...outcome.unlinked)
   }
   // Children the requester may not see are missing, as children that do not exist.
-  if (scope.policy !== undefined) {
-    const named = [...found].filter(([key]) => wanted.has(key)).map(([, row]) => row.id)
-    for (const hidden of await hiddenAmong(ctx, scope, child, named)) found.delete(String(hidden))
+  if (scope.policy !== undefined && hidden === undefined) {
+    hidden = new Set((await hiddenAmong(ctx, scope, child, [...found].filter(([key]) => wanted.has(key)).map(([, row]) => row.id))).map(String))
   }
+  for (const key of hidden ?? []) found.delete(key)
   const missing = [...wanted.keys()].filter(key => !found.has(key))
   // The message names ten of them at most: a request with thousands would otherwise echo them all.
   // (Many-to-many links written meanwhile are rolled back with the transaction.)

@@ -9,7 +9,7 @@
 import { BP_ERR_ATTRIBUTE_NOT_ALLOWED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import type { BlueprintQuery, ModelView, Policy, WhereNode } from './types.ts'
+import type { BlueprintQuery, ModelView, Policy } from './types.ts'
 import { FROM_PARAMETERS } from './where.ts'
 
 const HIDDEN = 'the policy does not let this request see it'
@@ -28,7 +28,7 @@ export function hidesLink (association: CollectionAssociation, childView: ModelV
  * The names of `model` that `policy` hides: attributes and singular associations its view leaves
  * out, and collections whose link it hides (see {@link hidesLink}); `undefined` when none is.
  */
-export function hiddenNames (policy: Policy, model: Model, registry: ModelRegistry): ((name: string) => boolean) | undefined {
+function hiddenNames (policy: Policy, model: Model, registry: ModelRegistry): ((name: string) => boolean) | undefined {
   const fields = policy.view(model).fields
   const links = [...model.collections.values()].filter(association => hidesLink(association, policy.view(registry.get(association.target) as Model)))
   if (fields === undefined && links.length === 0) return undefined
@@ -76,11 +76,4 @@ function walk (where: unknown, hidden: (name: string) => boolean, param: string 
  */
 export function checkAssociation (policy: Policy, model: Model, association: string, registry: ModelRegistry): void {
   if (hiddenNames(policy, model, registry)?.(association) === true) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('association', association, HIDDEN)
-}
-
-/** `where` narrowed to the records a view lets exist (`by`). */
-export function narrowed (where: WhereNode, by: WhereNode): WhereNode {
-  if (by.kind === 'all' || where.kind === 'none') return where
-  if (where.kind === 'all' || by.kind === 'none') return by
-  return { kind: 'and', items: [by, where] }
 }

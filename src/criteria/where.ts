@@ -105,7 +105,7 @@ function predicate (scope: Scope, kind: 'and' | 'or', value: unknown, depth: num
 }
 
 /** Joins nodes, folding away branches that match everything or nothing. */
-function combine (kind: 'and' | 'or', nodes: WhereNode[]): WhereNode {
+export function combine (kind: 'and' | 'or', nodes: WhereNode[]): WhereNode {
   const absorbing = kind === 'and' ? 'none' : 'all'
   const neutral = kind === 'and' ? 'all' : 'none'
   const kept: WhereNode[] = []

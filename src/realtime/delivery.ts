@@ -42,8 +42,11 @@ export interface DeliveryOptions {
 export interface EnvelopePass {
   /** Subscriptions to end once the whole envelope is delivered. */
   readonly after: Array<() => void>
-  /** Records (socket id, then record key) that an item hid from a socket: not followed for the rest of the envelope. */
-  readonly hidden: Set<string>
+  /**
+   * Records (socket id, then record key) that an item hid from a socket: not followed for the rest
+   * of the envelope. Made when the first is.
+   */
+  hidden: Set<string> | undefined
 }
 
 /** The verb of a change item (`undefined` for data an app published). */
@@ -72,7 +75,7 @@ export class Delivery {
       ? item.message
       : visibleMessage(item, {
         views: connection.views,
-        follows: (identity, id) => connection.holdings.records.get(identity)?.has(id) === true && !pass.hidden.has(hiddenKey(connection, identity, id)),
+        follows: (identity, id) => connection.holdings.records.get(identity)?.has(id) === true && pass.hidden?.has(hiddenKey(connection, identity, id)) !== true,
         registry: this.#options.registry,
         fold: this.#options.fold,
         cap: this.#options.cap
@@ -80,7 +83,7 @@ export class Delivery {
     if (message === undefined) {
       // A record the socket followed that its policy hides now: it follows it no more.
       if (verb === 'updated') {
-        pass.hidden.add(hiddenKey(connection, item.model, item.id))
+        (pass.hidden ??= new Set()).add(hiddenKey(connection, item.model, item.id))
         pass.after.push(() => { subscriptions.unsubscribe(connection, item.model, item.id) })
       }
       return

@@ -131,7 +131,7 @@ export class Hub {
     // Subscriptions end after the whole envelope (the registry is not changed while it is walked);
     // a record that an item hid from a socket is not followed by it for the envelope's later items
     // (the `removedFrom` of a child that an `updated` just hid says nothing of it).
-    const pass: EnvelopePass = { after: [], hidden: new Set() }
+    const pass: EnvelopePass = { after: [], hidden: undefined }
     for (const item of envelope.items) {
       const verb = verbOf(item)
       const recipients = verb === 'created' ? this.subscriptions.watchers(item.model) : this.subscriptions.subscribers(item.model, item.id)
@@ -201,7 +201,7 @@ export class Hub {
   /** Replays to a socket the envelopes after `since` about records (or a model) it just began to follow. */
   #replay (connection: Connection, since: number, added: Set<string>, watched: string | undefined): void {
     for (const envelope of this.#recent.after(since)) {
-      const pass: EnvelopePass = { after: [], hidden: new Set() }
+      const pass: EnvelopePass = { after: [], hidden: undefined }
       for (const item of envelope.items) {
         const key = recordKey(item.model, item.id)
         const verb = verbOf(item)

@@ -26,24 +26,39 @@ export type PolicyOf = (read: ReadInput, request: FastifyRequest, models: Iterab
  * associations), so that the notifications it is sent from now on are filtered the same way.
  */
 export function readObserver (hub: Hub, policyOf?: PolicyOf): ReadObserver {
+  const views = policyOf === undefined ? undefined : { policyOf, reachable: new Map<Model, ReadonlySet<Model>>() }
   return {
     // An HTTP request (no socket asked) is not followed: its handler runs alone.
     follows: () => socketRequests.getStore() !== undefined,
-    observe: async (read, request, reply, result) => { await subscribe(hub, policyOf, socketRequests.getStore() as SocketRequest, read, request, reply, result) }
+    observe: async (read, request, reply, result) => { await subscribe(hub, views, socketRequests.getStore() as SocketRequest, read, request, reply, result) }
   }
 }
 
+/** What the observer needs for a policy: the views, and per model those reachable from it (kept). */
+interface SocketViews {
+  readonly policyOf: PolicyOf
+  readonly reachable: Map<Model, ReadonlySet<Model>>
+}
+
+/**
+ * Every model whose records can reach a socket from what it follows after reading `model`'s:
+ * those of the records it reads, of the records they point at, and so on (a Set visits what is
+ * added while it is walked).
+ */
+function reachableFrom (hub: Hub, model: Model): Set<Model> {
+  const models = new Set<Model>([model])
+  for (const next of models) {
+    for (const association of [...next.singulars.values(), ...next.collections.values()]) models.add(hub.model(association.target))
+  }
+  return models
+}
+
 /** Subscribes the socket of `scope` to what a read answered (see {@link readObserver}). */
-async function subscribe (hub: Hub, policyOf: PolicyOf | undefined, scope: SocketRequest, ...[read, request, reply, result]: Parameters<ReadObserver['observe']>): Promise<void> {
-  if (policyOf !== undefined) {
-    // Every model whose records can reach the socket from what it follows: those of the records
-    // it reads, of the records they point at, and so on (a Set visits what is added while it is
-    // walked).
-    const models = new Set<Model>([read.model])
-    for (const model of models) {
-      for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(hub.model(association.target))
-    }
-    const policy = await policyOf(read, request, models)
+async function subscribe (hub: Hub, views: SocketViews | undefined, scope: SocketRequest, ...[read, request, reply, result]: Parameters<ReadObserver['observe']>): Promise<void> {
+  if (views !== undefined) {
+    let models = views.reachable.get(read.model)
+    if (models === undefined) views.reachable.set(read.model, models = reachableFrom(hub, read.model))
+    const policy = await views.policyOf(read, request, models)
     for (const model of models) scope.connection.views.set(model.identity, policy.view(model))
   }
   const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined

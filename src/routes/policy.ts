@@ -9,7 +9,7 @@
  * @module
  */
 import type { FastifyRequest } from 'fastify'
-import { checkAssociation, checkVisible } from '../criteria/policy.ts'
+import { checkVisible } from '../criteria/policy.ts'
 import type { BlueprintQuery, ModelView, Policy } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import { buildWhere } from '../criteria/where.ts'
@@ -65,21 +65,21 @@ export async function policyOf (input: RouteInput, request: FastifyRequest, acti
 }
 
 /**
- * The views a route's action needs (the app has a hook): of its model and of every model its
- * associations point at; for a route of an association, of its target's too.
+ * The models whose views a route's action needs: its model and every model its associations point
+ * at; for a route of an association, its target's too. The same for every request of the route.
  */
-export async function routePolicy (input: RouteInput, request: FastifyRequest, action: BlueprintAction): Promise<Policy> {
+export function routeModels (input: RouteInput): ReadonlySet<Model> {
   const { registry } = input.ctx
   const modelOf = (identity: string): Model => registry.get(identity) as Model
   const models = neighbourhood(modelOf, input.model)
   if (input.association !== undefined) for (const model of neighbourhood(modelOf, modelOf(input.association.target))) models.add(model)
-  return await policyOf(input, request, action, models)
+  return models
 }
 
 /**
  * A read's query under `policy`: the client's query is checked against the view of the model
- * whose records it asks for (`context.model`) — and a populate route's association against its
- * parent's —, then handed to the hook, whose answer is the query to run.
+ * whose records it asks for (`context.model`), then handed to the hook, whose answer is the query
+ * to run.
  *
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED for an attribute the view leaves out, and the coded 400s
  * of the criteria pipeline for what the hook returns.
@@ -88,8 +88,6 @@ export async function checked (
   input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext, policy: Policy
 ): Promise<BlueprintQuery> {
   const { registry, bounds } = input.ctx
-  // A populate route of an association the view hides is a read of a hidden attribute.
-  if (context.parent !== undefined) checkAssociation(policy, context.parent.model, context.parent.association, registry)
   checkVisible(query, context.model, policy, registry, bounds.limits.maxDepth)
   return await customise(input, request, query, context)
 }

@@ -8,7 +8,7 @@ import type { ActionContext } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, ModelOptions, RouteHooks, RouteSettings } from './route-options.ts'
 import type { RouteHandler, RouteInput, RouteSpec } from './route-spec.ts'
-import { routePolicy } from './policy.ts'
+import { policyOf, routeModels } from './policy.ts'
 import { describeRoute } from './descriptions.ts'
 import { ROUTES } from './table.ts'
 import { compileValidator, parseJsonBodies } from './validation.ts'
@@ -89,7 +89,8 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
  */
 function withPolicy (handler: RouteHandler, input: RouteInput, action: BlueprintAction): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   if (input.options.parseBlueprintOptions === undefined) return handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
-  return async (request, reply) => await handler(request, reply, await routePolicy(input, request, action))
+  const models = routeModels(input)
+  return async (request, reply) => await handler(request, reply, await policyOf(input, request, action, models))
 }
 
 /** Runs a read's handler, then hands its answer to `observer`. */

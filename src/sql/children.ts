@@ -60,7 +60,7 @@ export class ChildLoader {
         sort: [{ target: child.primaryKey, direction: 'ASC' }],
         limit,
         skip: 0,
-        projection: view === undefined ? this.#projections.plain(child) : this.#projections.viewed(this.#projections.plain(child), view),
+        projection: this.#projections.viewed(this.#projections.plain(child), view),
         caseInsensitive,
         lockPivotRows: lockLinks?.has(association.name) === true
       }, true)

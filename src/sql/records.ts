@@ -5,7 +5,7 @@
  * @module
  */
 import { sql } from 'kysely'
-import { hidesLink, narrowed } from '../criteria/policy.ts'
+import { hidesLink } from '../criteria/policy.ts'
 import type { Criteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
@@ -15,6 +15,7 @@ import { keyIndex, Projections } from './fields.ts'
 import { FindStatements, isKey } from './find-statement.ts'
 import { inOrder, reader, table, type ArrayRow, type Executor, type JsonRecord } from './rows.ts'
 import { where as condition } from './where.ts'
+import { combine } from '../criteria/where.ts'
 
 export type { ChildCriteria } from './children.ts'
 
@@ -102,7 +103,7 @@ export class RecordLoader {
    * the request (it runs only when a request asks for it).
    */
   async count (run: Executor, model: Model, criteria: Criteria): Promise<number> {
-    if (criteria.policy !== undefined) criteria = { ...criteria, where: narrowed(criteria.where, criteria.policy.view(model).where) }
+    if (criteria.policy !== undefined) criteria = { ...criteria, where: within(criteria.where, criteria.policy.view(model).where) }
     if (criteria.where.kind === 'none') return 0
     const filter = criteria.where.kind === 'all' ? NOTHING : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive)}`
     const [row] = await run(this.#dialect.statement(sql`SELECT count(*) AS n FROM ${table(model)} AS t${filter}`))
@@ -114,7 +115,7 @@ export class RecordLoader {
    * (or, under `policy`, none the requester may see).
    */
   async column (run: Executor, model: Model, id: unknown, name: string, policy: Policy | undefined, fold: boolean): Promise<{ value: unknown } | undefined> {
-    const where = policy === undefined ? byPrimaryKey(model, id) : narrowed(byPrimaryKey(model, id), policy.view(model).where)
+    const where = policy === undefined ? byPrimaryKey(model, id) : within(byPrimaryKey(model, id), policy.view(model).where)
     if (where.kind === 'none') return undefined
     const query = sql`SELECT ${sql.id('t', name)} FROM ${table(model)} AS t WHERE ${condition(where, 't', this.#dialect, fold)}`
     const [row] = await run(this.#dialect.statement(query))
@@ -127,7 +128,7 @@ export class RecordLoader {
    */
   async matching (run: Executor, model: Model, ids: readonly unknown[], where: WhereNode, fold: boolean): Promise<Set<string>> {
     const keys = { kind: 'in', target: model.primaryKey, negate: false, values: ids } as const
-    const filter = condition(narrowed(keys, where), 't', this.#dialect, fold)
+    const filter = condition(within(keys, where), 't', this.#dialect, fold)
     const query = sql`SELECT ${sql.id('t', model.primaryKey.column)} AS id FROM ${table(model)} AS t WHERE ${filter}`
     return new Set((await run(this.#dialect.statement(query))).map(row => String(row.id)))
   }
@@ -139,11 +140,16 @@ export class RecordLoader {
   #viewed<C extends ChildCriteria> (model: Model, criteria: C, policy: Policy): C {
     const view = policy.view(model)
     const hidden = (association: CollectionAssociation): boolean => hidesLink(association, policy.view(this.#registry.get(association.target) as Model))
-    return { ...criteria, where: narrowed(criteria.where, view.where), projection: this.#projections.viewed(criteria.projection, view, hidden) }
+    return { ...criteria, where: within(criteria.where, view.where), projection: this.#projections.viewed(criteria.projection, view, hidden) }
   }
 }
 
 /** A where node that matches one primary key. */
 export function byPrimaryKey (model: Model, id: unknown): WhereNode {
   return { kind: 'compare', target: model.primaryKey as Target, op: '=', value: id }
+}
+
+/** `where` narrowed to the records a view lets exist (`by`). */
+function within (where: WhereNode, by: WhereNode): WhereNode {
+  return combine('and', [by, where])
 }

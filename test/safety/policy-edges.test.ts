@@ -9,8 +9,9 @@ import { before, listening, open, sentinel } from '../helpers/realtime.ts'
 
 /**
  * `x-view: none` hides every pet; `x-view: keys` hides a pet's `owner` (the link between users and
- * pets); `x-view: fish` hides fish, `x-view: unlisted` from every action but findOne; any request
- * but `keys` hides users' `age` and `bestPet`.
+ * pets); `x-view: fish` hides fish, `x-view: unlisted` from every action but findOne; `x-view:
+ * inactive` hides inactive users; any request but `keys` hides users' `age`, and but `none` their
+ * `bestPet`.
  */
 const policy: ParseBlueprintOptions = (request, query, { model, action }) => {
   // Unlisted fish: found by key, never in a list.
@@ -18,7 +19,11 @@ const policy: ParseBlueprintOptions = (request, query, { model, action }) => {
   if (model.identity === 'pet' && request.headers['x-view'] === 'none') return { ...query, where: { id: { in: [] } } }
   if (model.identity === 'pet' && request.headers['x-view'] === 'keys') return { ...query, omit: ['owner'] }
   if (model.identity === 'pet' && request.headers['x-view'] === 'fish') return { ...query, where: { and: [query.where, { species: { '!=': 'fish' } }] } }
-  if (model.identity === 'user' && request.headers['x-view'] !== 'keys') return query.select === undefined ? { ...query, omit: ['age', 'bestPet'] } : query
+  if (model.identity === 'user' && request.headers['x-view'] === 'inactive') return { ...query, where: { and: [query.where, { active: true }] } }
+  if (model.identity === 'user' && request.headers['x-view'] !== 'keys') {
+    const omit = request.headers['x-view'] === 'none' ? ['age'] : ['age', 'bestPet']
+    return query.select === undefined ? { ...query, omit } : query
+  }
   return query
 }
 
@@ -36,7 +41,7 @@ for (const db of DATABASES) {
     t.same((await answer(app, 'GET', '/user/1/pets')).body, [], 'a populate route: no children')
     t.same((await answer(app, 'GET', '/pet/1/owner')).code, 'BP_ERR_RECORD_NOT_FOUND', 'a hidden parent: missing')
     const user = (await answer(app, 'GET', '/user/1')).body
-    t.same([user.pets, 'bestPet' in user], [[], false], 'populated: no children (and `bestPet` hidden as a field)')
+    t.same([user.pets, user.bestPet], [[], null], 'populated: no children, and a best pet that is hidden is null')
     t.same((await answer(app, 'GET', '/user?limit=Infinity')).body.flatMap((u: { pets: unknown[] }) => u.pets), [], 'in a find too')
     const writes = [
       ['PATCH', '/pet/1', {}, 'BP_ERR_RECORD_NOT_FOUND'], ['DELETE', '/pet/1', undefined, 'BP_ERR_RECORD_NOT_FOUND'],
@@ -161,6 +166,17 @@ for (const db of DATABASES) {
     const told = await before(keys, sentinel(app, 'user', 1), undefined, 0)
     t.same(told.filter(notice => notice.data.verb !== undefined).map(notice => [notice.event, notice.data.verb, notice.data.data]), [['pet', 'updated', { name: 'Rex II' }], ['user', 'addedTo', undefined]],
       'a view that hides no pet: the `updated` without the hidden key; the link it hides, not at all')
+  })
+
+  t.test(`${db}: a create whose record the view would hide is refused, whatever it links`, async t => {
+    const { app } = await build(t, db, { plugin: { parseBlueprintOptions: policy } })
+    const inactive = { 'x-view': 'inactive' }
+    for (const links of [{}, { tags: ['beta'] }, { friends: [1], tags: ['vip', 'beta'] }, { pets: [4] }]) {
+      const res = await app.inject({ method: 'POST', url: '/user', payload: { name: 'ghost', active: false, ...links }, headers: inactive })
+      t.same([res.statusCode, res.json().code], [403, 'BP_ERR_OUTSIDE_POLICY'], `with ${JSON.stringify(links)}`)
+    }
+    t.same((await app.inject({ url: '/user?where={"name":"ghost"}' })).json(), [], 'nothing written')
+    t.equal((await app.inject({ url: '/pet/4' })).json().owner, null, 'nothing linked')
   })
 
   t.test(`${db}: a malformed query is refused as it would be without the policy`, async t => {
