@@ -158,7 +158,8 @@ export const BP_ERR_HEADERS_TOO_LARGE = createError<'BP_ERR_HEADERS_TOO_LARGE', 
 
 /** A long-polling request to the socket.io endpoint, which takes websocket connections only. 400. */
 export const BP_ERR_WEBSOCKET_ONLY = createError<'BP_ERR_WEBSOCKET_ONLY', 400>(
-  'BP_ERR_WEBSOCKET_ONLY', 'The socket.io endpoint takes websocket connections only (long-polling is not served): connect with transports: [\'websocket\'], as sails.io.js does', 400, undefined, NO_STACK)
+  'BP_ERR_WEBSOCKET_ONLY', 'The socket.io endpoint takes websocket connections only (long-polling is not served): connect with transports: ' +
+    '[\'websocket\'], as sails.io.js does', 400, undefined, NO_STACK)
 
 /** An option needs a package that the app has not installed. Thrown at start-up. */
 export const BP_ERR_MISSING_PACKAGE = createError<'BP_ERR_MISSING_PACKAGE', 500, [string, string, string]>(

@@ -62,7 +62,8 @@ export async function loadSwagger (from: string = import.meta.url): Promise<Fast
  */
 export async function registerOpenApi (app: FastifyInstance, options: OpenApiOptions): Promise<void> {
   if (app.hasDecorator('swagger')) {
-    throw new BP_ERR_INVALID_OPTION('`openapi`: @fastify/swagger is registered already; leave `openapi` out and give that registration `refResolver: openapiRefResolver` (from fastify-blueprints) for the same component names')
+    throw new BP_ERR_INVALID_OPTION('`openapi`: @fastify/swagger is registered already; leave `openapi` out and give that registration `refResolver: ' +
+      'openapiRefResolver` (from fastify-blueprints) for the same component names')
   }
   const swagger = await loadSwagger()
   await app.register(swagger, {

@@ -28,7 +28,8 @@ function count (min: number, infinite = false): TSchema {
 }
 
 const HOOKS = Type.Object(
-  Object.fromEntries(HOOK_NAMES.map(name => [name, Type.Optional(Type.Union([FUNCTION, Type.Array(FUNCTION)], { description: 'must be a function or an array of functions' }))])),
+  Object.fromEntries(HOOK_NAMES.map(name => [name, Type.Optional(Type.Union([FUNCTION, Type.Array(FUNCTION)], { description: 'must be a function or an ' +
+    'array of functions' }))])),
   { additionalProperties: false, description: 'must be an object of Fastify hooks' }
 )
 
@@ -51,7 +52,8 @@ const REALTIME = Type.Union([
     context: Type.Optional(FUNCTION),
     // It runs for every recipient of every notification: a promise would never be a yes.
     authorize: Type.Optional(refined(value => isFunction(value) && Object.prototype.toString.call(value) !== '[object AsyncFunction]', value => isFunction(value)
-      ? 'must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed once by the `realtime.context` option)'
+      ? 'must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed ' +
+        'once by the `realtime.context` option)'
       : 'must be a function')),
     hooks: Type.Optional(HOOKS),
     // Checked as origins by realtime/origins.ts.

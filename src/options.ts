@@ -136,7 +136,8 @@ function resolveRealtime (value: boolean | RealtimeOptions, prefix: string): Res
   const origins = resolveOrigins(given.onlyAllowOrigins)
   const sailsIo = given.sailsIo === undefined || given.sailsIo === false ? false : Object.freeze({ path: (given.sailsIo === true ? undefined : given.sailsIo.path) ?? '/socket.io' })
   if ((path !== false || sailsIo !== false) && origins === undefined && process.env.NODE_ENV === 'production') {
-    throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example [\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
+    throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example ' +
+      '[\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
   }
   return Object.freeze({
     path,

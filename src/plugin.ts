@@ -145,7 +145,9 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   }
   const realtime = realtimeOptions === false
     ? undefined
-    : await startRealtime(app, realtimeOptions, { registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive, populateLimit: options.populateLimit })
+    : await startRealtime(app, realtimeOptions, {
+      registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive, populateLimit: options.populateLimit
+    })
   if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
   const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
   const database = new Database(kysely, registry, await connectionsFor(dialect, kysely, options.orm as unknown as OrmConnection))
@@ -188,7 +190,8 @@ function addSchemas (app: FastifyInstance, schemas: readonly TSchema[]): void {
     const existing: unknown = app.getSchema(id)
     if (existing === undefined) app.addSchema(schema)
     else if (!isDeepStrictEqual(existing, schema)) {
-      throw new BP_ERR_INVALID_OPTION(`the schema ${id} of an earlier registration differs from this one's: give the model another identity (\`models.<Entity>.identity\`)`)
+      throw new BP_ERR_INVALID_OPTION(`the schema ${id} of an earlier registration differs from this one's: give the model another identity ` +
+        `(\`models.<Entity>.identity\`)`)
     }
   }
 }

@@ -57,7 +57,9 @@ export type AnswerReader = (id: unknown) => Promise<JsonRecord>
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
-export function oneChild (ctx: ActionContext, collection: Collection, rawId: string, rawFk: string, linking: boolean): (scope: WriteScope, answer: AnswerReader) => Promise<OneChild> {
+export function oneChild (
+  ctx: ActionContext, collection: Collection, rawId: string, rawFk: string, linking: boolean
+): (scope: WriteScope, answer: AnswerReader) => Promise<OneChild> {
   const { parent, child, association } = collection
   const id = parseId(parent, rawId, 'id')
   const fk = parseId(child, rawFk, 'fk')
@@ -99,7 +101,10 @@ export function oneChild (ctx: ActionContext, collection: Collection, rawId: str
  *
  * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
  */
-export async function lockEnds (ctx: ActionContext, scope: WriteScope, { parent, child, association }: Collection, id: unknown, rawId: string, children: RowsToLock & { readonly ids: readonly unknown[] }, linking: boolean): Promise<Map<string, { id: unknown, value: unknown }>> {
+export async function lockEnds (
+  ctx: ActionContext, scope: WriteScope, { parent, child, association }: Collection, id: unknown, rawId: string,
+  children: RowsToLock & { readonly ids: readonly unknown[] }, linking: boolean
+): Promise<Map<string, { id: unknown, value: unknown }>> {
   if (association.via === undefined) {
     await lockRecord(scope, parent, id, rawId)
     return scope.links.read(child, children.ids, child.primaryKey.column)
@@ -136,7 +141,9 @@ export async function lockEnds (ctx: ActionContext, scope: WriteScope, { parent,
  *
  * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
  */
-export async function changeLinks (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, answer: AnswerReader): Promise<LinkOutcome & { record: JsonRecord }> {
+export async function changeLinks (
+  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, answer: AnswerReader
+): Promise<LinkOutcome & { record: JsonRecord }> {
   const { parent, child, association } = collection
   const via = association.via
   // Under a policy that hides some children, a replace unlinks only members the requester sees:
@@ -159,14 +166,17 @@ export async function changeLinks (ctx: ActionContext, scope: WriteScope, collec
  * {@link changeLinks} one statement per step: SQLite, a self-referencing collection with a via,
  * and a replace under a policy that hides children (`within`: the children it may unlink).
  */
-async function changeLinksStepByStep (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, within: WhereNode | undefined): Promise<LinkOutcome> {
+async function changeLinksStepByStep (
+  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, within: WhereNode | undefined
+): Promise<LinkOutcome> {
   const { parent, child, association } = collection
   const membersOf = change.unlink === 'others' ? { association, parent, id } : undefined
   const found = await lockEnds(ctx, scope, collection, id, rawId, { ids: change.ids, membersOf }, change.link)
   const existing = change.ids.filter(fk => found.has(String(fk)))
   if (existing.length < change.ids.length && change.unlink !== undefined) return { parentFound: true, found, linked: [], unlinked: [] }
   const unlinked = change.unlink === 'others'
-    ? await scope.links.unlinkOthers(association, parent, child, id, change.ids, within === undefined ? undefined : { where: within, fold: ctx.bounds.caseInsensitive })
+    ? await scope.links.unlinkOthers(association, parent, child, id, change.ids,
+      within === undefined ? undefined : { where: within, fold: ctx.bounds.caseInsensitive })
     : change.unlink === 'ids' ? await scope.links.unlink(association, parent, child, id, existing) : []
   const linked = change.link ? await scope.links.link(association, parent, child, id, existing) : []
   return { parentFound: true, found, linked, unlinked }

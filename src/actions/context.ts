@@ -75,7 +75,9 @@ export interface WriteScope {
  * `em.transactional()`: the statements are the plugin's own SQL, so the ORM's unit of work has
  * nothing to flush, and skipping it saves a fork, a flush and its events on every write.
  */
-export async function inTransaction<T> (ctx: ActionContext, context: ChangeContext, policy: Policy | undefined, work: (scope: WriteScope) => Promise<T>): Promise<T> {
+export async function inTransaction<T> (
+  ctx: ActionContext, context: ChangeContext, policy: Policy | undefined, work: (scope: WriteScope) => Promise<T>
+): Promise<T> {
   const publish = ctx.publisher?.()
   let changes = new ChangeSet()
   const { result, ticket } = await ctx.database.transaction(async (run, context) => {

@@ -51,7 +51,9 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
     for (const { child, rows, early } of collections) if (early) await scope.links.lock(child, rows)
     await lockRecord(scope, model, id, rawId)
     // Under a policy, the answer read through the view first: a record it hides is missing.
-    const viewed = scope.policy === undefined ? undefined : await viewedRecord(ctx, scope, scope.policy, model, id, undefined, () => new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId))
+    const viewed = scope.policy === undefined
+      ? undefined
+      : await viewedRecord(ctx, scope, scope.policy, model, id, undefined, () => new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId))
     const previous = await defaultRecord(ctx, scope.run, model, id)
     const answered = viewed ?? previous
     const key = keyOf(model, id)

@@ -34,7 +34,8 @@ export async function findOne (ctx: ActionContext, model: Model, rawId: string, 
   }, model, ctx.registry, ctx.bounds)
   // The collections' statements leave with the record's, on the key (see `Criteria.together`): a
   // hand-written server would send them in parallel too.
-  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, where: narrowed ? criteria.where : byPrimaryKey(model, id), policy, together: { key: id } })
+  const where = narrowed ? criteria.where : byPrimaryKey(model, id)
+  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, where, policy, together: { key: id } })
   if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   return record
 }

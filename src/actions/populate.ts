@@ -22,7 +22,9 @@ import { parseId } from '../models/identity.ts'
  * `policy`, a parent it hides is a BP_ERR_RECORD_NOT_FOUND and a child it hides is not there, as
  * if missing; an association it hides is refused (BP_ERR_ATTRIBUTE_NOT_ALLOWED).
  */
-export async function populate (ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined): Promise<JsonRecord[] | JsonRecord> {
+export async function populate (
+  ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined
+): Promise<JsonRecord[] | JsonRecord> {
   // An association the requester's view hides is an attribute it may not read.
   if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
   const id = parseId(model, rawId, 'id')
@@ -38,7 +40,10 @@ export async function populate (ctx: ActionContext, model: Model, association: A
   if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   const record = parent.value === null
     ? undefined
-    : (await ctx.loader.find(ctx.run, child, { ...validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.registry, ctx.bounds), policy }))[0]
+    : (await ctx.loader.find(ctx.run, child, {
+        ...validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.registry, ctx.bounds),
+        policy
+      }))[0]
   // Empty, dangling, or hidden by the policy: the same answer.
   if (record === undefined) throw new BP_ERR_ASSOCIATION_EMPTY(model.identity, rawId, association.name)
   return record

@@ -24,7 +24,9 @@ export function defaultRecord (ctx: ActionContext, run: Executor, model: Model, 
 }
 
 /** {@link defaultRecord} as `policy` lets the requester see it: `undefined` when it hides the record. */
-export async function readRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, policy: Policy | undefined, complete?: CollectionAssociation): Promise<JsonRecord | undefined> {
+export async function readRecord (
+  ctx: ActionContext, run: Executor, model: Model, id: unknown, policy: Policy | undefined, complete?: CollectionAssociation
+): Promise<JsonRecord | undefined> {
   const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, model, { maxLimit: Infinity })
   const [record] = await ctx.loader.find(run, model, {
     where: { kind: 'compare', target: model.primaryKey, op: '=', value: id },

@@ -24,7 +24,9 @@ import { inTransaction, type ActionContext } from './context.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child), BP_ERR_LINK_REQUIRED
  * (a one-to-many child whose foreign key cannot be null).
  */
-export async function remove (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy: Policy | undefined): Promise<JsonRecord> {
+export async function remove (
+  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy: Policy | undefined
+): Promise<JsonRecord> {
   if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
   const collection = collectionOf(ctx, model, association)
   const { child } = collection

@@ -31,7 +31,9 @@ import { keyOf, parseId } from '../models/identity.ts'
  * BP_ERR_INVALID_ID (a bad id in `fks`), BP_ERR_RECORD_NOT_FOUND (parent),
  * BP_ERR_CHILDREN_NOT_FOUND (ids that match no child; nothing changes), BP_ERR_LINK_REQUIRED.
  */
-export async function replace (ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, policy: Policy | undefined): Promise<JsonRecord> {
+export async function replace (
+  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, policy: Policy | undefined
+): Promise<JsonRecord> {
   const maxValues = ctx.bounds.limits.maxValues
   if (fks.length > maxValues) throw new BP_ERR_LIMIT_EXCEEDED('fks', `it lists ${fks.length} keys, more than ${maxValues}`)
   if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
@@ -64,7 +66,10 @@ export function wantedMembers (child: Model, fks: readonly unknown[], param: str
  * recorded on the parent itself (its `created` message lists its members) and nothing is read.
  * Under the requester's policy, a wanted child it hides is missing, and the members it hides stay.
  */
-export async function setMembers (ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, wanted: ReadonlyMap<string, unknown>, how: { readonly created: boolean }): Promise<JsonRecord> {
+export async function setMembers (
+  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, wanted: ReadonlyMap<string, unknown>,
+  how: { readonly created: boolean }
+): Promise<JsonRecord> {
   const { parent: model, child, association } = collection
   const parentOwn = !how.created
   const answer = async (key: unknown): Promise<JsonRecord> => parentOwn ? await parentRecord(ctx, scope, collection, key, rawId) : {}
@@ -111,7 +116,9 @@ export async function setMembers (ctx: ActionContext, scope: WriteScope, collect
   const missing = [...wanted.keys()].filter(key => !found.has(key))
   // The message names ten of them at most: a request with thousands would otherwise echo them all.
   // (Many-to-many links written meanwhile are rolled back with the transaction.)
-  if (missing.length > 0) throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.slice(0, 10).join(', ') + (missing.length > 10 ? ` and ${missing.length - 10} more` : ''))
+  if (missing.length > 0) {
+    throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.slice(0, 10).join(', ') + (missing.length > 10 ? ` and ${missing.length - 10} more` : ''))
+  }
   if (oneToMany) {
     const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
     const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)

@@ -25,7 +25,9 @@ export type { Assignment } from '../sql/writes.ts'
  * @throws BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE,
  * BP_ERR_MISSING_VALUE, BP_ERR_LIMIT_EXCEEDED.
  */
-export function readBody (model: Model, registry: ModelRegistry, body: Record<string, unknown>, mode: 'create' | { readonly id: unknown }, maxJsonDepth: number): Assignment[] {
+export function readBody (
+  model: Model, registry: ModelRegistry, body: Record<string, unknown>, mode: 'create' | { readonly id: unknown }, maxJsonDepth: number
+): Assignment[] {
   const assignments: Assignment[] = []
   for (const [name, raw] of Object.entries(body)) {
     const field = model.attributes.get(name) ?? model.singulars.get(name)
@@ -33,7 +35,8 @@ export function readBody (model: Model, registry: ModelRegistry, body: Record<st
       if (model.collections.has(name)) {
         // On create, read by readLinks.
         if (mode === 'create') continue
-        throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, `a collection is not changed by update; use PUT /${model.identity}/:id/${name} with { "fks": [...] }`)
+        throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, `a collection is not changed by update; use PUT /${model.identity}/:id/${name} with { "fks": ` +
+          `[...] }`)
       }
       throw new BP_ERR_UNKNOWN_ATTRIBUTE('body', name, model.identity, didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
     }
@@ -93,7 +96,8 @@ export function readLinks (model: Model, body: Record<string, unknown>, maxValue
     const raw = body[name]
     if (!Array.isArray(raw)) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} is not an array of keys of ${association.target}`)
     if (raw.some(fk => typeof fk === 'object' && fk !== null)) {
-      throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, `records cannot be created inside a collection; create them first, then give their keys (or link them later with PUT /${model.identity}/:id/${name})`)
+      throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, `records cannot be created inside a collection; create them first, then give their keys (or ` +
+        `link them later with PUT /${model.identity}/:id/${name})`)
     }
     if (raw.length > maxValues) throw new BP_ERR_LIMIT_EXCEEDED('body', `\`${name}\` lists ${raw.length} keys, more than ${maxValues}`)
     links.push({ association, fks: raw })

@@ -64,7 +64,9 @@ export function validateFind (query: BlueprintQuery, model: Model, registry: Mod
  * `select` / `omit` name scalar attributes and singular associations; a singular association left
  * out is neither returned nor populated. Collections are governed by `populate` alone.
  */
-export function validateProjection (query: Pick<BlueprintQuery, 'select' | 'omit' | 'populate' | 'populateLimit'>, model: Model, bounds: Pick<Bounds, 'maxLimit'>): Projection {
+export function validateProjection (
+  query: Pick<BlueprintQuery, 'select' | 'omit' | 'populate' | 'populateLimit'>, model: Model, bounds: Pick<Bounds, 'maxLimit'>
+): Projection {
   // Every attribute, every association populated or none: the same projection for every request
   // (kept per model, so that what the SQL layer derives from it is kept too).
   if (query.select === undefined && query.omit === undefined && typeof query.populate === 'boolean') {

@@ -176,7 +176,8 @@ function membership (scope: Scope, target: Target, values: unknown[], negate: bo
   // The limit holds for the whole `where` (every list in it), so that work per request is bounded.
   scope.counts.values += values.length
   if (scope.counts.values > scope.limits.maxValues) {
-    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `\`${name}\` on \`${target.name}\` brings its lists to ${scope.counts.values} values, more than ${scope.limits.maxValues}`)
+    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `\`${name}\` on \`${target.name}\` brings its lists to ${scope.counts.values} values, more than ` +
+      `${scope.limits.maxValues}`)
   }
   const coerced = values.map(item => {
     if (item === null) invalid(scope, target, `\`${name}\` cannot hold null (use \`${negate ? '!=' : '='}\` null)`)
@@ -198,7 +199,8 @@ function pattern (scope: Scope, target: Target, kind: string, name: string, valu
   // The work of matching grows with the patterns' length: bounded for the whole `where`.
   scope.counts.patternLength += value.length
   if (scope.counts.patternLength > scope.limits.maxPatternLength) {
-    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `\`${name}\` on \`${target.name}\` brings its pattern texts to ${scope.counts.patternLength} characters, more than ${scope.limits.maxPatternLength}`)
+    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `\`${name}\` on \`${target.name}\` brings its pattern texts to ${scope.counts.patternLength} characters, ` +
+      `more than ${scope.limits.maxPatternLength}`)
   }
   const any = { wildcard: 'any' } as const
   let tokens: PatternToken[]

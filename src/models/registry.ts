@@ -57,7 +57,8 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
   const list: Model[] = []
   for (const model of models) {
     if (excluded.has(model.entityName)) continue
-    if (!isIdentity(model.identity)) throw new BP_ERR_INVALID_OPTION(`identity "${model.identity}" of ${model.entityName} may only hold letters, digits, _ and -`)
+    if (!isIdentity(model.identity)) throw new BP_ERR_INVALID_OPTION(`identity "${model.identity}" of ${model.entityName} may only hold letters, digits, _ ` +
+      `and -`)
     const other = byIdentity.get(model.identity)
     if (other !== undefined) throw new BP_ERR_INVALID_OPTION(`${other.entityName} and ${model.entityName} would both have the identity "${model.identity}"`)
     byIdentity.set(model.identity, model)

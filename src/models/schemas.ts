@@ -102,19 +102,23 @@ export function findQuery (model: Model, registry: ModelRegistry, populate: 'use
   for (const association of model.singulars.values()) filters.push([association.name, (registry.get(association.target) as Model).primaryKey])
   for (const [name, attribute] of filters) {
     const value = input(attribute, false)
-    properties[name] = Type.Optional(Type.Union([value, Type.Array(value)], { description: `equality filter on ${name}; repeated, an in (ignored when where is given)` }))
+    properties[name] = Type.Optional(Type.Union([value, Type.Array(value)], { description: `equality filter on ${name}; repeated, an in (ignored when ` +
+      `where is given)` }))
   }
   Object.assign(properties, {
     where: Type.Optional(Type.String({ description: 'Waterline criteria as JSON, e.g. {"age":{">":30}}' })),
-    limit: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Literal('Infinity')], { description: 'maximum number of records (default 30; Infinity for all)' })),
+    limit: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Literal('Infinity')], { description: 'maximum number of records (default 30; ' +
+      'Infinity for all)' })),
     skip: Type.Optional(Type.Integer({ minimum: 0, description: 'number of records to skip' })),
     sort: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'e.g. "name DESC" or [{"name":"DESC"}]' })),
     select: Type.Optional(SELECT),
     omit: Type.Optional(OMIT)
   })
-  properties.populate = Type.Optional(populate === 'used' ? POPULATE : Type.String({ description: 'accepted and ignored: populated children never carry collections' }))
+  properties.populate = Type.Optional(populate === 'used' ? POPULATE : Type.String({ description: 'accepted and ignored: populated children never carry ' +
+    'collections' }))
   // A find's only: what a populate's children number is not counted.
-  if (populate === 'used') properties.count = Type.Optional(Type.Boolean({ description: 'true: the total number of records matching `where` (whatever limit and skip) in the X-Total-Count response header; one more statement' }))
+  if (populate === 'used') properties.count = Type.Optional(Type.Boolean({ description: 'true: the total number of records matching `where` (whatever ' +
+    'limit and skip) in the X-Total-Count response header; one more statement' }))
   return Type.Object(properties)
 }
 
@@ -144,7 +148,8 @@ export function bodySchema (model: Model, registry: ModelRegistry, mode: 'create
     if (mode === 'create' && attribute.required) required.push(attribute.name)
   }
   for (const association of model.singulars.values()) {
-    properties[association.name] = input((registry.get(association.target) as Model).primaryKey, association.nullable, `primary key of a ${association.target} record`)
+    properties[association.name] = input((registry.get(association.target) as Model).primaryKey, association.nullable, `primary key of a ` +
+      `${association.target} record`)
     if (mode === 'create' && association.required) required.push(association.name)
   }
   if (mode === 'create') {

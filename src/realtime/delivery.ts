@@ -75,7 +75,8 @@ export class Delivery {
       ? item.message
       : visibleMessage(item, {
         views: connection.views,
-        follows: (identity, id) => connection.holdings.records.get(identity)?.has(id) === true && pass.hidden?.has(hiddenKey(connection, identity, id)) !== true,
+        follows: (identity, id) => connection.holdings.records.get(identity)?.has(id) === true &&
+          pass.hidden?.has(hiddenKey(connection, identity, id)) !== true,
         registry: this.#options.registry,
         fold: this.#options.fold,
         cap: this.#options.cap
@@ -102,7 +103,8 @@ export class Delivery {
     try {
       answer = authorize(connection, item)
     } catch (err) {
-      this.#options.log.error({ err, socket: connection.id, model: item.model, id: item.id }, 'fastify-blueprints: authorize threw; the notification was not sent')
+      this.#options.log.error({ err, socket: connection.id, model: item.model, id: item.id }, 'fastify-blueprints: authorize threw; the notification was ' +
+        'not sent')
       return false
     }
     if (answer === true) return true
@@ -110,7 +112,8 @@ export class Delivery {
       // An async function is refused at registration; a function that returns a promise is
       // told here, once: every notification it was asked about was dropped.
       this.#toldAsync = true
-      this.#options.log.error({ socket: connection.id, model: item.model }, 'fastify-blueprints: authorize returned a promise; it must answer true or false at once, so notifications are not sent')
+      this.#options.log.error({ socket: connection.id, model: item.model }, 'fastify-blueprints: authorize returned a promise; it must answer true or ' +
+        'false at once, so notifications are not sent')
     }
     return false
   }

@@ -151,7 +151,10 @@ function later (args: unknown[]): void {
  * async context the request should run in (the router is entered synchronously). `made` sees
  * the request object (`request.raw` in the route) before the router does.
  */
-export function dispatch (app: FastifyInstance, socket: VirtualSocket, method: string, url: string, headers: Record<string, string | string[] | undefined>, body: Buffer | undefined, made?: (raw: object) => void): Promise<Answer> {
+export function dispatch (
+  app: FastifyInstance, socket: VirtualSocket, method: string, url: string, headers: Record<string, string | string[] | undefined>,
+  body: Buffer | undefined, made?: (raw: object) => void
+): Promise<Answer> {
   return new Promise(resolve => {
     const request = new VirtualRequest(method, url, headers, body, socket)
     made?.(request)

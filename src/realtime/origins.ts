@@ -21,12 +21,14 @@ export type OriginPolicy = '*' | ReadonlySet<string>
  */
 export function resolveOrigins (value: unknown): OriginPolicy | undefined {
   if (value === undefined || value === '*') return value
-  if (!Array.isArray(value) || value.length === 0) throw new BP_ERR_INVALID_OPTION('`realtime.onlyAllowOrigins` must be \'*\' or a non-empty array of origins such as \'https://app.example.com\'')
+  if (!Array.isArray(value) || value.length === 0) throw new BP_ERR_INVALID_OPTION('`realtime.onlyAllowOrigins` must be \'*\' or a non-empty array of ' +
+    'origins such as \'https://app.example.com\'')
   const origins = new Set<string>()
   for (const entry of value as unknown[]) {
     const origin = typeof entry === 'string' ? normal(entry) : undefined
     if (origin === undefined) {
-      throw new BP_ERR_INVALID_OPTION(`\`realtime.onlyAllowOrigins\` holds ${JSON.stringify(entry)}, which is not an origin: scheme, host and optional port, such as 'https://app.example.com'`)
+      throw new BP_ERR_INVALID_OPTION(`\`realtime.onlyAllowOrigins\` holds ${JSON.stringify(entry)}, which is not an origin: scheme, host and optional ` +
+        `port, such as 'https://app.example.com'`)
     }
     origins.add(origin)
   }

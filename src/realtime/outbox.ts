@@ -67,7 +67,8 @@ export class Outbox {
     })
     if (this.#held.length > OUTBOX_CAPACITY) {
       this.#dropped++
-      ;(this.#held.shift() as Held).settle(new Error(`fastify-blueprints: more than ${OUTBOX_CAPACITY} envelopes waited for the broker; the oldest was dropped`))
+      const dropped = new Error(`fastify-blueprints: more than ${OUTBOX_CAPACITY} envelopes waited for the broker; the oldest was dropped`)
+      ;(this.#held.shift() as Held).settle(dropped)
     }
     if (this.#timer === undefined) this.#schedule()
     return held
@@ -83,7 +84,8 @@ export class Outbox {
     try {
       if (this.#dropped > 0) {
         await this.#broker.publish({ items: [], missed: true })
-        this.#log.error({ dropped: this.#dropped }, 'fastify-blueprints: envelopes were dropped while the broker was away; every instance was told to have its sockets read again')
+        this.#log.error({ dropped: this.#dropped }, 'fastify-blueprints: envelopes were dropped while the broker was away; every instance was told to have ' +
+          'its sockets read again')
         this.#dropped = 0
       }
       while (this.#held.length > 0) {

@@ -54,7 +54,9 @@ function reachableFrom (hub: Hub, model: Model): Set<Model> {
 }
 
 /** Subscribes the socket of `scope` to what a read answered (see {@link readObserver}). */
-async function subscribe (hub: Hub, views: SocketViews | undefined, scope: SocketRequest, ...[read, request, reply, result]: Parameters<ReadObserver['observe']>): Promise<void> {
+async function subscribe (
+  hub: Hub, views: SocketViews | undefined, scope: SocketRequest, ...[read, request, reply, result]: Parameters<ReadObserver['observe']>
+): Promise<void> {
   if (views !== undefined) {
     let models = views.reachable.get(read.model)
     if (models === undefined) views.reachable.set(read.model, models = reachableFrom(hub, read.model))

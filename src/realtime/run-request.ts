@@ -30,7 +30,11 @@ export interface SocketAnswer {
  * decided; a refused connection's requests are dropped), and in the hub's requests in flight
  * (see in-flight.ts) once it runs, until the answer has been handed to the transport.
  */
-export async function answerSocketRequest (app: FastifyInstance, hub: Hub, connection: Connection, id: string | number | null, request: { readonly method: string, readonly url: string, readonly headers?: Readonly<Record<string, unknown>> | undefined, readonly body?: unknown }, ready?: Promise<boolean>): Promise<void> {
+export async function answerSocketRequest (
+  app: FastifyInstance, hub: Hub, connection: Connection, id: string | number | null,
+  request: { readonly method: string, readonly url: string, readonly headers?: Readonly<Record<string, unknown>> | undefined, readonly body?: unknown },
+  ready?: Promise<boolean>
+): Promise<void> {
   connection.pending++
   let counted = false
   try {
@@ -50,7 +54,9 @@ export async function answerSocketRequest (app: FastifyInstance, hub: Hub, conne
  * sent as JSON. A request whose url and headers an HTTP request could not carry to the app's
  * server is answered 431 `BP_ERR_HEADERS_TOO_LARGE` without entering the router.
  */
-export async function runSocketRequest (app: FastifyInstance, hub: Hub, connection: Connection, method: string, url: string, own: Readonly<Record<string, unknown>> | undefined, body: unknown): Promise<SocketAnswer> {
+export async function runSocketRequest (
+  app: FastifyInstance, hub: Hub, connection: Connection, method: string, url: string, own: Readonly<Record<string, unknown>> | undefined, body: unknown
+): Promise<SocketAnswer> {
   const headers: Record<string, string | string[] | undefined> = { ...connection.headers }
   if (own !== undefined) {
     for (const name in own) {

@@ -219,7 +219,8 @@ async function admit (
     // The answer (a hook's 401, the origin check's 403, an error of `context`), over HTTP.
     const body = Buffer.concat(answer.chunks.map(chunk => Buffer.from(chunk)))
     const head = Object.entries(answer.headers).filter(([name]) => !HEAD_SET_HERE.has(name)).map(([name, value]) => `${name}: ${String(value)}\r\n`).join('')
-    socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${answer.statusCode} ${STATUS_CODES[answer.statusCode] as string}\r\n${head}connection: close\r\ncontent-length: ${body.length}\r\n\r\n`), body]))
+    socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${answer.statusCode} ${STATUS_CODES[answer.statusCode] as string}\r\n${head}connection: ` +
+      `close\r\ncontent-length: ${body.length}\r\n\r\n`), body]))
     return
   }
   ADMISSIONS.set(request, admission)
@@ -263,7 +264,10 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
 }
 
 /** One request, read as Sails reads it, run through the router, answered through the ack. */
-async function request (app: FastifyInstance, hub: Hub, options: SailsIoOptions, connection: Connection, transport: SocketIoTransport, method: string, payload: VirtualRequestPayload, reply: Ack | undefined): Promise<void> {
+async function request (
+  app: FastifyInstance, hub: Hub, options: SailsIoOptions, connection: Connection, transport: SocketIoTransport, method: string,
+  payload: VirtualRequestPayload, reply: Ack | undefined
+): Promise<void> {
   const id = reply === undefined ? null : transport.expect(reply)
   const problem = requestProblem(payload, method, options.maxJsonDepth + 1)
   const refusal = problem !== undefined ? new BP_ERR_INVALID_FRAME(problem) : connection.pending >= options.maxPending ? new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending)) : undefined

@@ -58,7 +58,8 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
   const publisher = (): ((changes: readonly Change[]) => void) => {
     const origin = socketRequests.getStore()?.connection.id
     return changes => {
-      hub.publishChanges(changes, origin).catch((err: unknown) => { app.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it') })
+      hub.publishChanges(changes, origin).catch((err: unknown) => { app.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker ' +
+        'took it') })
     }
   }
   // socket.io is loaded first: registration fails before anything starts when it is missing.
@@ -96,7 +97,8 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
         // WS_ERR_* codes) is the client's fault: a warning, not an error in the app's log.
         errorHandler (error, socket, request) {
           const code = (error as { code?: unknown }).code
-          if (typeof code === 'string' && code.startsWith('WS_ERR_')) request.log.warn({ err: error }, 'fastify-blueprints: a socket broke the websocket protocol and was dropped')
+          if (typeof code === 'string' && code.startsWith('WS_ERR_')) request.log.warn({ err: error }, 'fastify-blueprints: a socket broke the websocket ' +
+            'protocol and was dropped')
           /* c8 ignore next -- errors of the endpoint's own handler: it catches every error of its requests */
           else request.log.error({ err: error }, 'fastify-blueprints: a socket failed')
           socket.terminate()

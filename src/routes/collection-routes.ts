@@ -44,7 +44,8 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
     schema: input => ({ params: linkParams(input), response: answer(input) }),
-    handler: input => async (request, _reply, policy) => add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, policy)
+    handler: input => async (request, _reply, policy) =>
+      add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, policy)
   },
   {
     action: 'replace',
@@ -84,6 +85,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
     schema: input => ({ params: linkParams(input), response: answer(input) }),
-    handler: input => async (request, _reply, policy) => remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, policy)
+    handler: input => async (request, _reply, policy) =>
+      remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, policy)
   }
 ]

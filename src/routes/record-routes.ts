@@ -22,7 +22,8 @@ const UPDATE: RouteSpec = {
   per: 'model',
   url: model => routePath(model, true),
   schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: readByAction(bodySchema(input.model, input.ctx.registry, 'update')), response: answer(input) }),
-  handler: input => async (request, _reply, policy) => update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, policy)
+  handler: input => async (request, _reply, policy) =>
+    update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, policy)
 }
 
 /** create, update (`PATCH`, and `PUT` as Sails binds it) and destroy. */

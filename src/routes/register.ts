@@ -94,7 +94,10 @@ function withPolicy (handler: RouteHandler, input: RouteInput, action: Blueprint
 }
 
 /** Runs a read's handler, then hands its answer to `observer`. */
-async function observed (observer: ReadObserver, read: ReadInput, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+async function observed (
+  observer: ReadObserver, read: ReadInput, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>, request: FastifyRequest,
+  reply: FastifyReply
+): Promise<unknown> {
   const result = await handler(request, reply)
   await observer.observe(read, request, reply, result)
   return result

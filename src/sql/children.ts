@@ -49,7 +49,9 @@ export class ChildLoader {
   }
 
   /** The children of each of `collections` of the parents `ids`, grouped by parent key. */
-  async collections (run: Executor, ids: unknown[], { policy, caseInsensitive, lockLinks }: Criteria, collections: Projection['collections']): Promise<Array<Map<unknown, JsonRecord[]>>> {
+  async collections (
+    run: Executor, ids: unknown[], { policy, caseInsensitive, lockLinks }: Criteria, collections: Projection['collections']
+  ): Promise<Array<Map<unknown, JsonRecord[]>>> {
     return await inOrder(collections.map(({ association, limit }) => {
       const child = this.#registry.get(association.target) as Model
       // The children a policy hides are not there.
@@ -77,7 +79,9 @@ export class ChildLoader {
    *   second statement pages each parent with ROW_NUMBER(). Either way at most two statements
    *   run, and no more than `parents × cap + 1` rows are sent, however many children there are.
    */
-  async children (run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false): Promise<Map<unknown, JsonRecord[]>> {
+  async children (
+    run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false
+  ): Promise<Map<unknown, JsonRecord[]>> {
     const fields = this.#projections.fields(criteria.projection)
     const parentAt = parentIndex(association, fields)
     const single = parentIds.length === 1

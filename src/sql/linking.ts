@@ -64,7 +64,9 @@ export interface LinkOutcome {
  * When the parent or a child of `ids` is missing, what the second did is not reported: the caller
  * refuses the write, and its transaction rolls back.
  */
-export function changeLinksOnPostgres (run: Executor, dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks): Promise<LinkOutcome> {
+export function changeLinksOnPostgres (
+  run: Executor, dialect: Dialect, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks
+): Promise<LinkOutcome> {
   const { first: firstTemplate, second: secondTemplate } = templatesOf(dialect, association, parent, child, change, locks)
   const key = child.primaryKey.type
   const ids = change.ids

@@ -128,12 +128,15 @@ export class LinkWriter {
    * empty) and, with `within`, except those of children its `where` does not match (the members a
    * policy hides stay); returns the child keys (raw) that were linked, ascending.
    */
-  async unlinkOthers (association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, keep: readonly unknown[], within?: { readonly where: WhereNode, readonly fold: boolean }): Promise<unknown[]> {
+  async unlinkOthers (
+    association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, keep: readonly unknown[],
+    within?: { readonly where: WhereNode, readonly fold: boolean }
+  ): Promise<unknown[]> {
     const childColumn = sql.id(association.childColumn as string)
     const others = keep.length === 0 ? NOTHING : sql` AND NOT (${this.#oneOf(childColumn, child, keep)})`
     const seen = within === undefined
       ? NOTHING
-      : sql` AND ${childColumn} IN (SELECT ${sql.id('c', child.primaryKey.column)} FROM ${table(child)} AS c WHERE ${condition(within.where, 'c', this.#dialect, within.fold)})`
+      : sql` AND ${childColumn} IN (SELECT ${sql.id('c', child.primaryKey.column)} FROM ${table(child)} AS c WHERE ${visible(within, this.#dialect)})`
     return await this.#unlinked(association, parent, parentId, sql`${others}${seen}`)
   }
 
@@ -162,4 +165,9 @@ export function ascending (a: unknown, b: unknown): number {
   const x = String(a)
   const y = String(b)
   return Number(x > y) - Number(x < y)
+}
+
+/** The condition of `within` on the children aliased `c`. */
+function visible (within: { readonly where: WhereNode, readonly fold: boolean }, dialect: Dialect): Sql {
+  return condition(within.where, 'c', dialect, within.fold)
 }

@@ -44,7 +44,9 @@ export class RecordLoader {
    * Children of one parent (by raw primary key) in a collection, chosen by child criteria; under
    * a policy, only the children it lets the requester see, with the fields it lets appear.
    */
-  async children (run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria & { readonly policy?: Policy }): Promise<JsonRecord[]> {
+  async children (
+    run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria & { readonly policy?: Policy }
+  ): Promise<JsonRecord[]> {
     const viewed = criteria.policy === undefined ? criteria : this.#viewed(this.#registry.get(association.target) as Model, criteria, criteria.policy)
     if (viewed.where.kind === 'none') return []
     const byParent = await this.#children.children(run, association, [parentId], viewed)
@@ -65,7 +67,9 @@ export class RecordLoader {
     const byKey = criteria.policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
     const joined = byKey ? this.#statements.joinedCollection(criteria) : undefined
     const { statement, joins } = byKey ? this.#statements.byKey(model, fields, criteria, joined) : this.#statements.find(model, fields, criteria)
-    const collections = joined === undefined ? criteria.projection.collections : criteria.projection.collections.filter(({ association }) => association !== joined.association)
+    const collections = joined === undefined
+      ? criteria.projection.collections
+      : criteria.projection.collections.filter(({ association }) => association !== joined.association)
     // `together`: the collections' statements are issued with the record's, on the key the
     // criteria name, and come to nothing when there is no such record.
     let rows: ArrayRow[]
@@ -74,7 +78,10 @@ export class RecordLoader {
     if (criteria.together === undefined) {
       rows = await run(statement) as unknown as ArrayRow[]
       children = rows.length === 0 || collections.length === 0 ? [] : await this.#children.collections(run, rows.map(row => row[key]), criteria, collections)
-    } else [rows, children] = await inOrder([run(statement) as unknown as Promise<ArrayRow[]>, this.#children.collections(run, [this.#dialect.bind(model.primaryKey.type, criteria.together.key)], criteria, collections)])
+    } else {
+      const key = [this.#dialect.bind(model.primaryKey.type, criteria.together.key)]
+      ;[rows, children] = await inOrder([run(statement) as unknown as Promise<ArrayRow[]>, this.#children.collections(run, key, criteria, collections)])
+    }
     let members: JsonRecord[] | undefined
     if (joined !== undefined) {
       // One row per member (or one row of nulls): the record is the first row's.

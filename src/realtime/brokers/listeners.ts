@@ -45,7 +45,8 @@ export class Listeners {
     try {
       envelope = parseEnvelope(message)
     } catch (err) {
-      this.report('warn', { err, channel, length: message.length }, `fastify-blueprints: skipped a message of the ${broker} broker's channel that is not an envelope`)
+      this.report('warn', { err, channel, length: message.length }, `fastify-blueprints: skipped a message of the ${broker} broker's channel that is not ` +
+        `an envelope`)
       return
     }
     for (const { handler, log } of this.#all) {

@@ -85,7 +85,8 @@ export class PostgresBroker implements Broker {
     const channel = options.channel ?? 'fastify_blueprints'
     // Checked rather than quoted only: a longer name would be cut by LISTEN but refused by pg_notify.
     if (!IDENTIFIER.test(channel)) {
-      throw new BP_ERR_INVALID_OPTION(`PostgresBroker channel ${JSON.stringify(channel)} must be letters, digits and _, not start with a digit, and be at most 63 characters`)
+      throw new BP_ERR_INVALID_OPTION(`PostgresBroker channel ${JSON.stringify(channel)} must be letters, digits and _, not start with a digit, and be at ` +
+        `most 63 characters`)
     }
     const connection = options.connection
     this.#config = typeof connection === 'string' ? { connectionString: connection, keepAlive: true } : { keepAlive: true, ...connection }
@@ -201,7 +202,8 @@ export class PostgresBroker implements Broker {
     this.#client = client
     this.#down = false
     this.#delay = FIRST_DELAY
-    this.#listeners.report('info', {}, 'fastify-blueprints: the PostgreSQL broker reconnected; notifications sent while it was away were lost, so sockets read again')
+    this.#listeners.report('info', {}, 'fastify-blueprints: the PostgreSQL broker reconnected; notifications sent while it was away were lost, so sockets ' +
+      'read again')
     this.#listeners.missed()
   }
 

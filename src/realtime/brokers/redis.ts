@@ -128,7 +128,8 @@ export class RedisBroker implements Broker {
     const connection = this.#client.duplicate({ autoResubscribe: false })
     connection.on('message', (_channel, message) => { this.#listeners.deliver(message, 'Redis', this.#channel) })
     // Without a listener, ioredis would print its connection errors to the console.
-    connection.on('error', err => { this.#listeners.report('error', { err }, 'fastify-blueprints: the Redis broker\'s subscriber connection failed; ioredis reconnects') })
+    connection.on('error', err => { this.#listeners.report('error', { err }, 'fastify-blueprints: the Redis broker\'s subscriber connection failed; ' +
+      'ioredis reconnects') })
     try {
       await ready(connection)
       await connection.subscribe(this.#channel)
@@ -143,7 +144,8 @@ export class RedisBroker implements Broker {
     // (the connection is lost again) is tried again at the next reconnection.
     connection.on('ready', () => {
       connection.subscribe(this.#channel).then(() => {
-        this.#listeners.report('info', {}, 'fastify-blueprints: the Redis broker\'s subscriber connection is back; notifications sent while it was away were lost, so sockets read again')
+        this.#listeners.report('info', {}, 'fastify-blueprints: the Redis broker\'s subscriber connection is back; notifications sent while it was away ' +
+          'were lost, so sockets read again')
         this.#listeners.missed()
       }, (err: unknown) => {
         this.#listeners.report('warn', { err }, 'fastify-blueprints: the Redis broker could not subscribe again; it tries at the next reconnection')
