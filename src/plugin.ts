@@ -9,7 +9,8 @@ import type { MikroORM } from '@mikro-orm/core'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TSchema } from 'typebox'
-import { Notifier, type ChangeListener, type Id } from './actions/changes.ts'
+import type { ChangeListener, Id } from './actions/changes.ts'
+import { CommitFeed, Notifier } from './actions/commit-feed.ts'
 import type { ActionContext } from './actions/context.ts'
 import { lockRanks } from './actions/locks.ts'
 import { buildRegistry, type ModelRegistry } from './models/registry.ts'
@@ -19,13 +20,12 @@ import { resolveOptions, type BlueprintsOptions } from './options.ts'
 import { MemoryBroker } from './realtime/brokers/memory.ts'
 import type { BlueprintSocket } from './realtime/connection.ts'
 import type { Hub } from './realtime/hub.ts'
-import { readObserver } from './realtime/read-observer.ts'
 import { socketRequests } from './realtime/socket-requests.ts'
 import type { RealtimeStats } from './realtime/registry.ts'
 import { startRealtime, type Realtime } from './realtime/start.ts'
 import { BP_ERR_INVALID_OPTION, BP_ERR_REALTIME_DISABLED } from './errors.ts'
 import { policyOf } from './routes/policy.ts'
-import { registerRoutes, type BlueprintRouteConfig, type ReadObserver } from './routes/register.ts'
+import { registerRoutes, type BlueprintRouteConfig } from './routes/register.ts'
 import { ERROR_SCHEMA } from './routes/table.ts'
 import { Database } from './sql/database.ts'
 import type { TransactionalKysely } from './sql/transactions.ts'
@@ -143,12 +143,6 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   if (realtimeOptions !== false && registry.all().some(model => realtimeOptions.path === `${options.prefix}/${model.identity}`)) {
     throw new BP_ERR_INVALID_OPTION(`\`realtime.path\` ${String(realtimeOptions.path)} is the path of a model's find route; choose another path`)
   }
-  const realtime = realtimeOptions === false
-    ? undefined
-    : await startRealtime(app, realtimeOptions, {
-      registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive, populateLimit: options.populateLimit
-    })
-  if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
   const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
   const database = new Database(kysely, registry, await connectionsFor(dialect, kysely, options.orm as unknown as OrmConnection))
   const ctx: ActionContext = {
@@ -160,20 +154,34 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     run: database.run,
     ranks: lockRanks(registry),
     bounds: { maxLimit: options.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.populateLimit, limits: options.limits },
-    notifier: shared.notifier,
-    publisher: realtime?.publisher,
-    // Read at each write: a registration made later with a policy counts too.
-    get withRecords () { return shared.policed }
+    feed: new CommitFeed()
   }
+  // Realtime subscribes to the feed first: it is told of a commit before the listeners are waited for.
+  const realtime = realtimeOptions === false
+    ? undefined
+    : await startRealtime(app, realtimeOptions, {
+      registry,
+      feed: ctx.feed,
+      defaultBroker: shared.broker,
+      maxJsonDepth: options.limits.maxJsonDepth,
+      fold: options.caseInsensitive,
+      populateLimit: options.populateLimit,
+      loader: ctx.loader,
+      // Read at each write: a registration made later with a policy counts too.
+      policed: () => shared.policed,
+      // A socket is notified of what a find would show it, whatever the read that subscribed it.
+      policyOf: options.parseBlueprintOptions === undefined
+        ? undefined
+        : async (read, request, models) => await policyOf({ ctx, options, ...read }, request, 'find', models)
+    })
+  if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
+  ctx.feed.subscribe(shared.notifier)
   // A second registration (another prefix, other options) leaves `app.blueprints` to the first.
   if (!app.hasDecorator('blueprints')) app.decorate('blueprints', decoration(registry, shared.notifier, realtime))
-  const observe: ReadObserver | undefined = realtime === undefined
-    ? undefined
-    // A socket is notified of what a find would show it, whatever the read that subscribed it.
-    : readObserver(realtime.hub, options.parseBlueprintOptions === undefined
-      ? undefined
-      : async (read, request, models) => await policyOf(read, request, 'find', models))
-  await app.register(async routes => { registerRoutes(routes, ctx, options, observe) }, { prefix: options.prefix })
+  await app.register(async routes => {
+    realtime?.tap(routes)
+    registerRoutes(routes, ctx, options)
+  }, { prefix: options.prefix })
 }
 
 /**

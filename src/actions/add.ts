@@ -5,10 +5,9 @@
  */
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { checkAssociation } from '../criteria/policy.ts'
-import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { collectionOf, oneChild, parentRecord } from './collection.ts'
-import { inTransaction, type ActionContext } from './context.ts'
+import { inTransaction, type ActionContext, type Requester } from './context.ts'
 import { keyOf } from '../models/identity.ts'
 
 /**
@@ -25,13 +24,14 @@ import { keyOf } from '../models/identity.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
 export async function add (
-  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy: Policy | undefined
+  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, by: Requester
 ): Promise<JsonRecord> {
+  const { policy } = by
   if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)
-  return inTransaction(ctx, { action: 'add', model: model.identity }, policy, async scope => {
+  return inTransaction(ctx, { action: 'add', model: model.identity, origin: by.origin }, policy, async scope => {
     const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
     if (association.relation === '1:m') {
       if (current === null || String(current) !== String(id)) {

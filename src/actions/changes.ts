@@ -4,8 +4,6 @@
  *
  * @module
  */
-import type { FastifyBaseLogger } from 'fastify'
-
 import type { ChangeMessage, Id } from '../messages.ts'
 
 export type { AddedTo, ChangeMessage, Created, Destroyed, Id, RemovedFrom, Updated } from '../messages.ts'
@@ -15,13 +13,6 @@ export interface Change {
   /** Identity of the model of the record concerned (`user`). */
   readonly model: string
   readonly message: ChangeMessage
-  /**
-   * With a `parseBlueprintOptions` policy and realtime on: the records the message names, as the
-   * write committed them (every attribute, singular associations as keys) — for `updated` the
-   * record, for `addedTo` the records added. Each socket's policy is checked against them on
-   * delivery; they are never sent.
-   */
-  readonly records?: ReadonlyArray<Record<string, unknown>>
 }
 
 /** What a listener is told besides the changes. */
@@ -30,6 +21,12 @@ export interface ChangeContext {
   readonly action: string
   /** The model of the route that was called. */
   readonly model: string
+  /**
+   * Where the request that made the write came from: the id of the socket it came through
+   * (`socket.id`), `undefined` for a plain HTTP request or a write made by app code. Realtime
+   * leaves that socket out of the notifications.
+   */
+  readonly origin?: string | undefined
 }
 
 /**
@@ -65,45 +62,5 @@ export class ChangeSet {
   /** `updated` on record `id` of `model`, with the new and the former values. */
   updated (model: string, id: Id, data: Record<string, unknown>, previous: Record<string, unknown>): void {
     this.changes.push({ model, message: { verb: 'updated', id, data, previous } })
-  }
-}
-
-/** The listeners of one plugin registration. */
-export class Notifier {
-  readonly #listeners = new Set<ChangeListener>()
-  readonly #log: FastifyBaseLogger
-
-  constructor (log: FastifyBaseLogger) {
-    this.#log = log
-  }
-
-  /** Whether anyone listens: a write's changes then go to them in the write's async context. */
-  get listening (): boolean {
-    return this.#listeners.size > 0
-  }
-
-  /** Adds a listener; returns the function that removes it. */
-  listen (listener: ChangeListener): () => void {
-    this.#listeners.add(listener)
-    return () => { this.#listeners.delete(listener) }
-  }
-
-  /**
-   * Hands committed changes to every listener; the promise settles once they are done (their
-   * failures are logged). `undefined` when there is nobody to wait for.
-   */
-  emit (changes: readonly Change[], context: ChangeContext): Promise<void> | undefined {
-    if (changes.length === 0 || this.#listeners.size === 0) return undefined
-    return this.#all(changes, context)
-  }
-
-  async #all (changes: readonly Change[], context: ChangeContext): Promise<void> {
-    await Promise.all([...this.#listeners].map(async listener => {
-      try {
-        await listener(changes, context)
-      } catch (err) {
-        this.#log.error({ err, action: context.action, model: context.model }, 'fastify-blueprints: a change listener failed')
-      }
-    }))
   }
 }

@@ -9,15 +9,14 @@ import type { Database } from '../sql/database.ts'
 import type { Dialect } from '../sql/dialect.ts'
 import { LinkWriter } from '../sql/links.ts'
 import { RecordWriter } from '../sql/writes.ts'
-import { ChangeSet, type Change, type ChangeContext, type Id, type Notifier } from './changes.ts'
+import { ChangeSet, type ChangeContext } from './changes.ts'
+import type { BeforeCommit, CommitFeed } from './commit-feed.ts'
 import type { LockRanks } from './locks.ts'
 import type { Policy } from '../criteria/types.ts'
 import type { Bounds } from '../criteria/validate.ts'
-import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { coerce } from '../models/values.ts'
 import type { RecordLoader } from '../sql/records.ts'
-import type { Executor, JsonRecord } from '../sql/rows.ts'
+import type { Executor } from '../sql/rows.ts'
 
 /** Everything an action reads. */
 export interface ActionContext {
@@ -32,19 +31,22 @@ export interface ActionContext {
   readonly bounds: Bounds
   /** The order in which writes lock rows (see locks.ts). */
   readonly ranks: LockRanks
-  /** Receives the changes of committed writes (`onChange` listeners). */
-  readonly notifier: Notifier
+  /** Where committed writes hand their changes (`onChange` listeners, realtime). */
+  readonly feed: CommitFeed
+}
+
+/**
+ * Who a request acts for, as the routes resolve it for every route of the table: what the app's
+ * policy lets it see, and where it came from.
+ */
+export interface Requester {
+  /** What the app's `parseBlueprintOptions` lets the request see (`undefined`: no policy). */
+  readonly policy: Policy | undefined
   /**
-   * Hands the changes of committed writes to realtime, when it is on: called when a write starts,
-   * in its async context, it returns what publishes that write's changes (whatever context it
-   * then runs in).
+   * Where the request came from, as whatever carried it put it on the request (realtime: the
+   * socket's id); a write hands it to the commit feed with its changes (`ChangeContext.origin`).
    */
-  readonly publisher: (() => (changes: readonly Change[]) => void) | undefined
-  /**
-   * Whether changes carry the records they name (see `Change.records`): when realtime delivers
-   * them to sockets under a policy (some registration on the ORM has both), read at each write.
-   */
-  readonly withRecords: boolean
+  readonly origin: string | undefined
 }
 
 /** What a write runs with inside its transaction. */
@@ -78,8 +80,8 @@ export interface WriteScope {
 export async function inTransaction<T> (
   ctx: ActionContext, context: ChangeContext, policy: Policy | undefined, work: (scope: WriteScope) => Promise<T>
 ): Promise<T> {
-  const publish = ctx.publisher?.()
   let changes = new ChangeSet()
+  let read: BeforeCommit
   const { result, ticket } = await ctx.database.transaction(async (run, context) => {
     // A new change set per attempt: a retried transaction starts from nothing.
     changes = new ChangeSet()
@@ -101,60 +103,21 @@ export async function inTransaction<T> (
       changes,
       policy
     })
-    if (ctx.withRecords) await attachRecords(ctx, run, changes)
+    const reading = ctx.feed.beforeCommit(changes.changes, run)
+    read = reading === undefined ? undefined : await reading
     return answer
   })
-  // Handed on in commit order (see sql/commit-order.ts), to realtime and to the listeners (in the
-  // write's own async context: they may read it); the write answers once its listeners are done.
+  // Handed on in commit order (see sql/commit-order.ts), to the feed's subscribers (in the write's
+  // own async context: listeners may read it); the write answers once its listeners are done.
   // Listeners are those there were at the commit: one added while the write waits for its turn
   // gets later writes only (the write's context, not bound without listeners, is not at hand).
-  const listening = ctx.notifier.listening
+  const awaited = ctx.feed.awaited
   await new Promise<void>(resolve => {
     ctx.database.order.done(ticket, () => {
-      if (changes.changes.length > 0) publish?.(changes.changes)
-      const listened = listening ? ctx.notifier.emit(changes.changes, context) : undefined
-      if (listened === undefined) resolve()
-      else void listened.then(resolve)
-    }, listening)
+      const told = ctx.feed.committed(changes.changes, context, read, awaited)
+      if (told === undefined) resolve()
+      else void told.then(resolve)
+    }, awaited)
   })
   return result
-}
-
-/**
- * Reads, still inside the transaction, the records that `updated` and `addedTo` messages name
- * (one statement per model), and attaches them to their changes.
- */
-async function attachRecords (ctx: ActionContext, run: Executor, changes: ChangeSet): Promise<void> {
-  const wanted = new Map<Model, Set<Id>>()
-  const want = (model: Model, ids: readonly Id[]): void => {
-    const set = wanted.get(model) ?? new Set<Id>()
-    for (const id of ids) set.add(id)
-    wanted.set(model, set)
-  }
-  const named = changes.changes.map(({ model, message }) => {
-    const owner = ctx.registry.get(model) as Model
-    if (message.verb === 'updated') return { model: owner, ids: [message.id] }
-    if (message.verb === 'addedTo') return { model: ctx.registry.get((owner.collections.get(message.attribute) as CollectionAssociation).target) as Model, ids: message.addedIds }
-    return undefined
-  })
-  for (const entry of named) if (entry !== undefined) want(entry.model, entry.ids)
-  const found = new Map<Model, Map<string, JsonRecord>>()
-  for (const [model, ids] of wanted) {
-    const records = await ctx.loader.find(run, model, {
-      where: { kind: 'in', target: model.primaryKey, negate: false, values: [...ids].map(id => coerce(model.primaryKey.type, id)) },
-      limit: Infinity,
-      skip: 0,
-      sort: [],
-      projection: ctx.loader.plainProjection(model),
-      caseInsensitive: false
-    })
-    found.set(model, new Map(records.map(record => [String(record[model.primaryKey.name]), record])))
-  }
-  changes.changes.forEach((change, i) => {
-    const entry = named[i]
-    if (entry === undefined) return
-    const records = found.get(entry.model) as Map<string, JsonRecord>
-    // Every record named exists: the write has just updated or linked it.
-    changes.changes[i] = { ...change, records: entry.ids.map(id => records.get(String(id)) as JsonRecord) }
-  })
 }

@@ -4,9 +4,8 @@
  * @module
  */
 import type { Model } from '../models/model.ts'
-import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
-import { inTransaction, type ActionContext } from './context.ts'
+import { inTransaction, type ActionContext, type Requester } from './context.ts'
 import { answer } from './in-view.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
@@ -34,13 +33,14 @@ import { keyOf } from '../models/identity.ts'
  * BP_ERR_CHILDREN_NOT_FOUND (member keys that match no child), BP_ERR_UNIQUE, BP_ERR_CONSTRAINT
  * and BP_ERR_OUTSIDE_POLICY.
  */
-export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, policy: Policy | undefined): Promise<JsonRecord> {
+export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, by: Requester): Promise<JsonRecord> {
+  const { policy } = by
   const assignments = readBody(model, ctx.registry, body, 'create', ctx.bounds.limits.maxJsonDepth)
   const links = readLinks(model, body, ctx.bounds.limits.maxValues).map(({ association, fks }) => {
     const collection = collectionOf(ctx, model, association)
     return { collection, wanted: wantedMembers(collection.child, fks, association.name) }
   })
-  return inTransaction(ctx, { action: 'create', model: model.identity }, policy, async scope => {
+  return inTransaction(ctx, { action: 'create', model: model.identity, origin: by.origin }, policy, async scope => {
     await lockTargets(ctx, scope, model, assignments)
     const entity: Record<string, unknown> = Object.fromEntries(assignments.map(a => [a.field.name, a.value]))
     for (const attribute of model.attributes.values()) {

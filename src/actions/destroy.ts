@@ -4,12 +4,11 @@
  * @module
  */
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
-import type { Policy } from '../criteria/types.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
 import { lockMovedParents, lockRecord } from './collection.ts'
-import { inTransaction, type ActionContext } from './context.ts'
+import { inTransaction, type ActionContext, type Requester } from './context.ts'
 import type { RowsToLock } from '../sql/links.ts'
 import { viewedRecord } from './in-view.ts'
 import { defaultRecord } from './record.ts'
@@ -30,9 +29,10 @@ import { keyOf, parseId } from '../models/identity.ts'
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND, BP_ERR_CONSTRAINT.
  */
-export async function destroy (ctx: ActionContext, model: Model, rawId: string, policy: Policy | undefined): Promise<JsonRecord> {
+export async function destroy (ctx: ActionContext, model: Model, rawId: string, by: Requester): Promise<JsonRecord> {
+  const { policy } = by
   const id = parseId(model, rawId, 'id')
-  return inTransaction(ctx, { action: 'destroy', model: model.identity }, policy, async scope => {
+  return inTransaction(ctx, { action: 'destroy', model: model.identity, origin: by.origin }, policy, async scope => {
     // The records this one points at through an association with a via lose it from their
     // collection: locked first (parents before children), then the record itself.
     const pointing = [...model.singulars.values()].filter(association => association.via !== undefined)

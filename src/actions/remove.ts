@@ -6,10 +6,9 @@
 import { BP_ERR_LINK_REQUIRED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { checkAssociation } from '../criteria/policy.ts'
-import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { collectionOf, oneChild, parentRecord } from './collection.ts'
-import { inTransaction, type ActionContext } from './context.ts'
+import { inTransaction, type ActionContext, type Requester } from './context.ts'
 
 /**
  * Removes the child `rawFk` from the collection of the parent `rawId`, in one transaction. The
@@ -25,13 +24,14 @@ import { inTransaction, type ActionContext } from './context.ts'
  * (a one-to-many child whose foreign key cannot be null).
  */
 export async function remove (
-  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy: Policy | undefined
+  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, by: Requester
 ): Promise<JsonRecord> {
+  const { policy } = by
   if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, false)
-  return inTransaction(ctx, { action: 'remove', model: model.identity }, policy, async scope => {
+  return inTransaction(ctx, { action: 'remove', model: model.identity, origin: by.origin }, policy, async scope => {
     const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
     if (association.relation === '1:m') {
       if (current !== null && String(current) === String(id)) {

@@ -6,11 +6,10 @@
 import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LIMIT_EXCEEDED, BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { checkAssociation } from '../criteria/policy.ts'
-import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
 import { changeLinks, collectionOf, lockMovedParents, parentRecord, type Collection } from './collection.ts'
-import { inTransaction, type ActionContext, type WriteScope } from './context.ts'
+import { inTransaction, type ActionContext, type Requester, type WriteScope } from './context.ts'
 import { hiddenAmong, mustSee } from './in-view.ts'
 import { keyOf, parseId } from '../models/identity.ts'
 
@@ -32,15 +31,16 @@ import { keyOf, parseId } from '../models/identity.ts'
  * BP_ERR_CHILDREN_NOT_FOUND (ids that match no child; nothing changes), BP_ERR_LINK_REQUIRED.
  */
 export async function replace (
-  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, policy: Policy | undefined
+  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, by: Requester
 ): Promise<JsonRecord> {
+  const { policy } = by
   const maxValues = ctx.bounds.limits.maxValues
   if (fks.length > maxValues) throw new BP_ERR_LIMIT_EXCEEDED('fks', `it lists ${fks.length} keys, more than ${maxValues}`)
   if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
   const collection = collectionOf(ctx, model, association)
   const id = parseId(model, rawId, 'id')
   const wanted = wantedMembers(collection.child, fks, 'fks')
-  return inTransaction(ctx, { action: 'replace', model: model.identity }, policy, async scope => {
+  return inTransaction(ctx, { action: 'replace', model: model.identity, origin: by.origin }, policy, async scope => {
     return await setMembers(ctx, scope, collection, id, rawId, wanted, { created: false })
   })
 }

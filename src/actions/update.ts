@@ -4,11 +4,10 @@
  * @module
  */
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
-import type { Policy } from '../criteria/types.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
 import { lockMovedParents, lockRecord } from './collection.ts'
-import { inTransaction, type ActionContext } from './context.ts'
+import { inTransaction, type ActionContext, type Requester } from './context.ts'
 import { answer, mustSee } from './in-view.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'
@@ -34,11 +33,12 @@ import { keyOf, parseId } from '../models/identity.ts'
  * nowhere), the coded 400s of {@link readBody}, BP_ERR_UNIQUE, BP_ERR_CONSTRAINT and
  * BP_ERR_OUTSIDE_POLICY.
  */
-export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>, policy: Policy | undefined): Promise<JsonRecord> {
+export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>, by: Requester): Promise<JsonRecord> {
+  const { policy } = by
   const id = parseId(model, rawId, 'id')
   const assignments = readBody(model, ctx.registry, body, { id }, ctx.bounds.limits.maxJsonDepth)
   const fields = policy?.view(model).fields
-  return inTransaction(ctx, { action: 'update', model: model.identity }, policy, async scope => {
+  return inTransaction(ctx, { action: 'update', model: model.identity, origin: by.origin }, policy, async scope => {
     // The records the body's keys point at, and those they point at now (their collections change),
     // then the record itself.
     const held = await lockTargets(ctx, scope, model, assignments, id)

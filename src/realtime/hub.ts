@@ -35,6 +35,12 @@ interface Link {
 /** A record's key in a set of keys (the replay's). */
 
 
+/**
+ * Per change of a change set, the records its message names as committed (`undefined`: none are
+ * checked); see commit-records.ts.
+ */
+export type NamedRecords = ReadonlyArray<readonly Record<string, unknown>[] | undefined>
+
 /** A read whose records a socket is subscribed to. */
 export interface Read {
   readonly action: 'find' | 'findOne' | 'populate'
@@ -100,11 +106,15 @@ export class Hub {
     this.requests.forget(connection)
   }
 
-  /** Publishes the changes of a committed write; `origin`: the socket that made it, if any. */
-  async publishChanges (changes: readonly Change[], origin: string | undefined): Promise<void> {
-    const items: EnvelopeItem[] = changes.map(({ model, message, records }) => records === undefined
-      ? { kind: 'change', model, id: message.id, message }
-      : { kind: 'change', model, id: message.id, message, records })
+  /**
+   * Publishes the changes of a committed write; `origin`: the socket that made it, if any;
+   * `records`: under a policy, per change the records its message names (see commit-records.ts).
+   */
+  async publishChanges (changes: readonly Change[], origin: string | undefined, records?: NamedRecords): Promise<void> {
+    const items: EnvelopeItem[] = changes.map(({ model, message }, i) => {
+      const named = records?.[i]
+      return named === undefined ? { kind: 'change', model, id: message.id, message } : { kind: 'change', model, id: message.id, message, records: named }
+    })
     await this.#outbox.publish({ origin, items })
   }
 

@@ -13,6 +13,7 @@ import { dispatch, type Answer } from './dispatch.ts'
 import type { Hub } from './hub.ts'
 import { fromConnection, NOT_FORWARDED } from './protocol.ts'
 import { headProblem } from './request-limits.ts'
+import { ORIGIN, type WithOrigin } from '../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 
 /** A socket request's answer, ready for a frame. */
@@ -73,7 +74,11 @@ export async function runSocketRequest (
   const tooLarge = headProblem(app.server, url, headers)
   if (tooLarge !== undefined) return errorAnswer(new BP_ERR_HEADERS_TOO_LARGE(tooLarge))
   const scope: SocketRequest = { connection, since: hub.sequence }
-  const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => { scope.raw = raw }))
+  const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => {
+    scope.raw = raw
+    // The origin of the writes it makes (see routes/origin.ts): the socket is not told of them.
+    ;(raw as WithOrigin)[ORIGIN] = connection.id
+  }))
   return socketAnswer(answer, scope.serialized)
 }
 

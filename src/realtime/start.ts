@@ -7,26 +7,25 @@
  */
 import type { FastifyInstance } from 'fastify'
 import websocket from '@fastify/websocket'
-import type { Change } from '../actions/changes.ts'
+import type { CommitFeed } from '../actions/commit-feed.ts'
 import type { ModelRegistry } from '../models/registry.ts'
+import type { RecordLoader } from '../sql/records.ts'
 import type { Broker } from './brokers/broker.ts'
+import { commitSubscriber } from './commit-records.ts'
 import { Hub } from './hub.ts'
 import { closeAfterRequests } from './in-flight.ts'
 import type { ResolvedRealtime } from './options.ts'
 import { CLOSE } from './protocol.ts'
-import { socketRequests } from './socket-requests.ts'
 import { loadSocketIo, registerSailsIo, type IoModules } from './sails-io.ts'
+import { tapRoutes, type ReadPolicy } from './route-tap.ts'
 import { registerEndpoint } from './socket-route.ts'
 import { closeAnsweredUpgrades } from './upgrades.ts'
 
 /** What realtime gives the rest of the plugin. */
 export interface Realtime {
   readonly hub: Hub
-  /**
-   * Called as a write starts: what hands its changes, once committed, to the broker (not awaited
-   * by the write), with the socket that made the write (if any) as their origin.
-   */
-  readonly publisher: () => (changes: readonly Change[]) => void
+  /** Taps the blueprint routes registered in `routes` from now on (see route-tap.ts). */
+  readonly tap: (routes: FastifyInstance) => void
 }
 
 /** What {@link startRealtime} needs besides the options. */
@@ -40,6 +39,14 @@ export interface RealtimeSetup {
   readonly fold: boolean
   /** Children per collection populated by default (`populateLimit`). */
   readonly populateLimit: number
+  /** The registration's commit feed: realtime subscribes to it (see commit-records.ts). */
+  readonly feed: CommitFeed
+  /** Reads the records a change names (under a policy, see commit-records.ts). */
+  readonly loader: RecordLoader
+  /** Whether writes read the records their changes name (see `CommitRecordsSetup.policed`). */
+  readonly policed: () => boolean
+  /** The socket's view under the app's policy (`undefined` without one; see route-tap.ts). */
+  readonly policyOf: ReadPolicy | undefined
 }
 
 /** Starts the hub (and the endpoint); stopped when the app closes. */
@@ -53,37 +60,21 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     cap: setup.populateLimit,
     log: app.log
   })
-  // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
-  // ioredis may hold a command for seconds). Publications still leave in commit order.
-  const publisher = (): ((changes: readonly Change[]) => void) => {
-    const origin = socketRequests.getStore()?.connection.id
-    return changes => {
-      hub.publishChanges(changes, origin).catch((err: unknown) => { app.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker ' +
-        'took it') })
-    }
+  const realtime: Realtime = {
+    hub,
+    tap: routes => { tapRoutes(routes, hub, setup.registry, setup.policyOf) }
   }
   // socket.io is loaded first: registration fails before anything starts when it is missing.
   const io = options.sailsIo === false ? undefined : await loadSocketIo()
   await hub.start()
+  setup.feed.subscribe(commitSubscriber(hub, { registry: setup.registry, loader: setup.loader, policed: setup.policed, log: app.log }))
   app.addHook('onClose', async () => { await hub.stop() })
-  if (options.path === false && options.sailsIo === false) return { hub, publisher }
-  // A socket request's answer, serialised by its route's response schema, is kept: the frame embeds
-  // it as is when no later hook changed it (run-request.ts). Without such a schema (an app's route,
-  // a serializer of the app's), nothing is replaced.
-  app.addHook('preSerialization', (request, reply, payload, done) => {
-    const scope = socketRequests.getStore()
-    if (scope !== undefined && scope.raw === request.raw) {
-      const code = reply.statusCode
-      const serialize = (reply.getSerializationFunction(String(code)) ?? reply.getSerializationFunction(`${String(code)[0]}xx`)) as ((value: unknown) => string) | undefined
-      if (serialize !== undefined) reply.serializer((value: unknown) => (scope.serialized = serialize(value)))
-    }
-    done(null, payload)
-  })
+  if (options.path === false && options.sailsIo === false) return realtime
   if (options.sailsIo !== false) {
     const sailsIo = { ...options, path: options.sailsIo.path, maxJsonDepth: setup.maxJsonDepth }
     await app.register(async endpoint => { registerSailsIo(endpoint, hub, sailsIo, io as IoModules) })
   }
-  if (options.path === false) return { hub, publisher }
+  if (options.path === false) return realtime
   closeAnsweredUpgrades(app.server)
   // The endpoint lives in a context of its own: @fastify/websocket's hooks (it adds some to every
   // route of the context it is registered in) stay off the app's other routes. An app that
@@ -117,5 +108,5 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     }
     registerEndpoint(endpoint, hub, { ...options, path, maxJsonDepth: setup.maxJsonDepth })
   })
-  return { hub, publisher }
+  return realtime
 }

@@ -44,8 +44,8 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
     schema: input => ({ params: linkParams(input), response: answer(input) }),
-    handler: input => async (request, _reply, policy) =>
-      add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, policy)
+    handler: input => async (request, _reply, by) =>
+      add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, by)
   },
   {
     action: 'replace',
@@ -53,9 +53,9 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => routePath(model, true, association),
     schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: REPLACE_BODY, response: answer(input) }),
-    handler: input => async (request, _reply, policy) => {
+    handler: input => async (request, _reply, by) => {
       const body = request.body as { fks: Array<string | number> } | Array<string | number>
-      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks, policy)
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks, by)
     }
   },
   {
@@ -66,7 +66,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     enabled: options => options.shortcuts,
     url: (model, association) => routePath(model, true, association, '/replace'),
     schema: input => ({ params: idParams({ id: input.model.primaryKey }), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
-    handler: input => async (request, _reply, policy) => {
+    handler: input => async (request, _reply, by) => {
       checkQueryEncoding(request.url)
       const text = (request.query as { fks: string }).fks
       let fks: unknown
@@ -76,7 +76,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
         throw new BP_ERR_INVALID_JSON('fks', (err as Error).message)
       }
       if (!Array.isArray(fks)) throw new BP_ERR_INVALID_ID('fks', `must be a JSON array of primary keys, got ${describe(fks)}`)
-      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, fks, policy)
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, fks, by)
     }
   },
   {
@@ -85,7 +85,7 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     url: (model, association) => routePath(model, true, association, '/:fk'),
     schema: input => ({ params: linkParams(input), response: answer(input) }),
-    handler: input => async (request, _reply, policy) =>
-      remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, policy)
+    handler: input => async (request, _reply, by) =>
+      remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, by)
   }
 ]

@@ -22,8 +22,8 @@ const UPDATE: RouteSpec = {
   per: 'model',
   url: model => routePath(model, true),
   schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: readByAction(bodySchema(input.model, input.ctx.registry, 'update')), response: answer(input) }),
-  handler: input => async (request, _reply, policy) =>
-    update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, policy)
+  handler: input => async (request, _reply, by) =>
+    update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, by)
 }
 
 /** create, update (`PATCH`, and `PUT` as Sails binds it) and destroy. */
@@ -34,7 +34,7 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     per: 'model',
     url: model => routePath(model),
     schema: input => ({ body: readByAction(bodySchema(input.model, input.ctx.registry, 'create')), response: answer(input) }),
-    handler: input => async (request, _reply, policy) => create(input.ctx, input.model, request.body as Record<string, unknown>, policy)
+    handler: input => async (request, _reply, by) => create(input.ctx, input.model, request.body as Record<string, unknown>, by)
   },
   UPDATE,
   // Sails binds update to PUT too, and sails.io.js frontends call io.socket.put('/user/1', …).
@@ -45,6 +45,6 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     per: 'model',
     url: model => routePath(model, true),
     schema: input => ({ params: idParams({ id: input.model.primaryKey }), response: answer(input) }),
-    handler: input => async (request, _reply, policy) => destroy(input.ctx, input.model, (request.params as { id: string }).id, policy)
+    handler: input => async (request, _reply, by) => destroy(input.ctx, input.model, (request.params as { id: string }).id, by)
   }
 ]

@@ -4,30 +4,15 @@
  * @module
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import type { ActionContext } from '../actions/context.ts'
+import type { ActionContext, Requester } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, ModelOptions, RouteHooks, RouteSettings } from './route-options.ts'
 import type { RouteHandler, RouteInput, RouteSpec } from './route-spec.ts'
+import { originOf } from './origin.ts'
 import { policyOf, routeModels } from './policy.ts'
 import { describeRoute } from './descriptions.ts'
 import { ROUTES } from './table.ts'
 import { compileValidator, parseJsonBodies } from './validation.ts'
-
-/** A read route's input, as a {@link ReadObserver} is given it. */
-export type ReadInput = RouteInput & { readonly action: 'find' | 'findOne' | 'populate' }
-
-/** What is told what a read route (find, findOne, populate) answers, before it is serialised. */
-export interface ReadObserver {
-  /**
-   * Whether it follows the request being handled (a socket's): asked before the handler runs, so
-   * that a request it does not follow runs the handler alone, with no step after it.
-   */
-  readonly follows: () => boolean
-  /** Called with the answer of a request it follows; the answer waits for it. */
-  readonly observe: (input: ReadInput, request: FastifyRequest, reply: FastifyReply, result: unknown) => Promise<void>
-}
-
-const READS = new Set<BlueprintAction>(['find', 'findOne', 'populate'])
 
 /**
  * What every blueprint route carries in `config.blueprint`, readable in hooks as
@@ -41,10 +26,11 @@ export interface BlueprintRouteConfig {
 }
 
 /**
- * Adds the blueprint routes of every model to `app` (an encapsulated, prefixed context). With an
- * `observe` function, read routes hand it their results (realtime subscribes sockets with it).
+ * Adds the blueprint routes of every model to `app` (an encapsulated, prefixed context). Each
+ * carries what it serves in `config.blueprint` (what realtime's route tap reads, as the app's own
+ * hooks may).
  */
-export function registerRoutes (app: FastifyInstance, ctx: ActionContext, options: RouteSettings, observe?: ReadObserver): void {
+export function registerRoutes (app: FastifyInstance, ctx: ActionContext, options: RouteSettings): void {
   parseJsonBodies(app)
   for (const model of ctx.registry.all()) {
     const modelOptions = options.models[model.entityName] ?? {}
@@ -57,8 +43,7 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
       for (const association of associations) {
         const input = { ctx, options, model, association }
         const config: BlueprintRouteConfig = { model: model.identity, action: spec.action, association: association?.name }
-        const handler = withPolicy(spec.handler(input), input, spec.action)
-        const read = { ...input, action: spec.action as 'find' | 'findOne' | 'populate' }
+        const handler = withRequester(spec.handler(input), input, spec.action)
         app.route({
           method: spec.method,
           url: spec.url(model, association),
@@ -71,10 +56,7 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
           },
           validatorCompiler: compileValidator,
           config: { blueprint: config },
-          handler: observe === undefined || !READS.has(spec.action)
-            ? handler
-            // Not async itself: a request the observer does not follow gets the handler's own promise.
-            : (request: FastifyRequest, reply: FastifyReply) => observe.follows() ? observed(observe, read, handler, request, reply) : handler(request, reply),
+          handler,
           ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks, { preSerialization: keepErrorBody })
         } as RouteOptions)
       }
@@ -83,25 +65,25 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
 }
 
 /**
- * The route's handler with the policy of its request: resolved here, for every route of the
- * table alike, so that no route can leave it out (its action requires it). Without a hook, the
- * handler as it is, with no step before it.
+ * The route's handler with who its request acts for (see `Requester`): the policy, resolved here
+ * for every route of the table alike so that no route can leave it out (its action requires it),
+ * and the request's origin (see origin.ts). Without a hook, no step before the handler but
+ * reading the origin.
  */
-function withPolicy (handler: RouteHandler, input: RouteInput, action: BlueprintAction): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
-  if (input.options.parseBlueprintOptions === undefined) return handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+function withRequester (handler: RouteHandler, input: RouteInput, action: BlueprintAction): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+  if (input.options.parseBlueprintOptions === undefined) {
+    // Not async itself: the handler's own promise is the answer.
+    return (request, reply) => {
+      const origin = originOf(request)
+      return handler(request, reply, origin === undefined ? ANYONE : { policy: undefined, origin })
+    }
+  }
   const models = routeModels(input)
-  return async (request, reply) => await handler(request, reply, await policyOf(input, request, action, models))
+  return async (request, reply) => await handler(request, reply, { policy: await policyOf(input, request, action, models), origin: originOf(request) })
 }
 
-/** Runs a read's handler, then hands its answer to `observer`. */
-async function observed (
-  observer: ReadObserver, read: ReadInput, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>, request: FastifyRequest,
-  reply: FastifyReply
-): Promise<unknown> {
-  const result = await handler(request, reply)
-  await observer.observe(read, request, reply, result)
-  return result
-}
+/** An HTTP request without a policy (most of them): one object for all. */
+const ANYONE: Requester = Object.freeze({ policy: undefined, origin: undefined })
 
 function routeName (spec: RouteSpec): BlueprintAction | 'replaceShortcut' {
   return spec.method === 'GET' && spec.action === 'replace' ? 'replaceShortcut' : spec.action

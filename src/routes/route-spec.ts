@@ -4,8 +4,7 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify'
-import type { ActionContext } from '../actions/context.ts'
-import type { Policy } from '../criteria/types.ts'
+import type { ActionContext, Requester } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, RouteSettings } from './route-options.ts'
 
@@ -31,12 +30,13 @@ export interface RouteSpec {
   url (model: Model, association?: Association): string
   schema (input: RouteInput): FastifySchema
   /**
-   * The request's handler. `policy` is what the app's `parseBlueprintOptions` lets the request see
-   * (`undefined` without a hook), resolved for every route of the table by the registration
-   * (register.ts) before the handler runs: the handler hands it to its action, which requires it.
+   * The request's handler. `by` is who the request acts for: the policy the app's
+   * `parseBlueprintOptions` gives it (`undefined` without a hook) and its origin, resolved for every
+   * route of the table by the registration (register.ts) before the handler runs: the handler hands
+   * it to its action, which requires it.
    */
   handler (input: RouteInput): RouteHandler
 }
 
 /** A route's handler: see {@link RouteSpec.handler}. */
-export type RouteHandler = (request: FastifyRequest, reply: FastifyReply, policy: Policy | undefined) => Promise<unknown>
+export type RouteHandler = (request: FastifyRequest, reply: FastifyReply, by: Requester) => Promise<unknown>

@@ -70,7 +70,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     }),
     handler: input => {
       const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))
-      return async (request, reply, policy) => {
+      return async (request, reply, { policy }) => {
         checkQueryEncoding(request.url)
         const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
         const counted = parseCount(request.query as QueryString)
@@ -96,7 +96,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     }),
     handler: input => {
       const flat = Type.Ref(childSchemaId(input.model.identity))
-      return async (request, reply, policy) => {
+      return async (request, reply, { policy }) => {
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         const query: BlueprintQuery = {
@@ -132,7 +132,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const association = input.association as Association
       const child = input.ctx.registry.get(association.target) as Model
       const context: QueryContext = { action: 'populate', model: child, parent: { model: input.model, association: association.name } }
-      return async (request, _reply, policy) => {
+      return async (request, _reply, { policy }) => {
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         let query: BlueprintQuery

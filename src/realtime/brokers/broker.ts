@@ -23,8 +23,9 @@ export interface EnvelopeItem {
   /** The `data` of the notification frame. */
   readonly message: unknown
   /**
-   * `change` under a policy: the records the message names, as committed (see `Change.records`),
-   * to check each recipient's policy against. Never sent to sockets.
+   * `change` under a policy: the records the message names, as committed (read in the write's
+   * transaction by realtime's commit subscriber, commit-records.ts), to check each recipient's
+   * policy against. Never sent to sockets.
    */
   readonly records?: ReadonlyArray<Record<string, unknown>>
 }

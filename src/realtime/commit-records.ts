@@ -1,0 +1,84 @@
+/**
+ * Realtime's subscriber of the commit feed (actions/commit-feed.ts): it hands each committed
+ * change set to the hub, which publishes it to the broker. Under a policy it first reads, in the
+ * write's own transaction, the records that `updated` and `addedTo` messages name — the committed
+ * state each socket's view is checked against on delivery (see visibility.ts); they travel in the
+ * envelope and are never sent to a socket.
+ *
+ * @module
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import type { Change, Id } from '../actions/changes.ts'
+import type { CommitSubscriber } from '../actions/commit-feed.ts'
+import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { ModelRegistry } from '../models/registry.ts'
+import { coerce } from '../models/values.ts'
+import type { RecordLoader } from '../sql/records.ts'
+import type { Executor, JsonRecord } from '../sql/rows.ts'
+import type { Hub, NamedRecords } from './hub.ts'
+
+/** What the subscriber needs besides the hub. */
+export interface CommitRecordsSetup {
+  readonly registry: ModelRegistry
+  readonly loader: RecordLoader
+  /**
+   * Whether writes read the records their changes name: when some registration of the plugin on
+   * the same ORM delivers to sockets under a policy (asked at each write: one registered later
+   * counts too).
+   */
+  readonly policed: () => boolean
+  readonly log: FastifyBaseLogger
+}
+
+/** Realtime's subscriber of the commit feed: publishes each committed change set (not awaited). */
+export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSubscriber<NamedRecords> {
+  const read = async (changes: readonly Change[], run: Executor): Promise<NamedRecords> => await namedRecords(setup, run, changes)
+  return {
+    // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
+    // ioredis may hold a command for seconds). Publications still leave in commit order.
+    awaited: false,
+    get beforeCommit () { return setup.policed() ? read : undefined },
+    committed (changes, context, records) {
+      hub.publishChanges(changes, context.origin, records).catch((err: unknown) => {
+        setup.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it')
+      })
+    }
+  }
+}
+
+/**
+ * Reads, inside the write's transaction, the records that `updated` and `addedTo` messages name
+ * (one statement per model), in the order of the changes.
+ */
+async function namedRecords (setup: CommitRecordsSetup, run: Executor, changes: readonly Change[]): Promise<NamedRecords> {
+  const { registry, loader } = setup
+  const wanted = new Map<Model, Set<Id>>()
+  const named = changes.map(({ model, message }) => {
+    const owner = registry.get(model) as Model
+    if (message.verb === 'updated') return { model: owner, ids: [message.id] }
+    if (message.verb === 'addedTo') return { model: registry.get((owner.collections.get(message.attribute) as CollectionAssociation).target) as Model, ids: message.addedIds }
+    return undefined
+  })
+  for (const entry of named) {
+    if (entry === undefined) continue
+    const set = wanted.get(entry.model) ?? new Set<Id>()
+    for (const id of entry.ids) set.add(id)
+    wanted.set(entry.model, set)
+  }
+  const found = new Map<Model, Map<string, JsonRecord>>()
+  for (const [model, ids] of wanted) {
+    const records = await loader.find(run, model, {
+      where: { kind: 'in', target: model.primaryKey, negate: false, values: [...ids].map(id => coerce(model.primaryKey.type, id)) },
+      limit: Infinity,
+      skip: 0,
+      sort: [],
+      projection: loader.plainProjection(model),
+      caseInsensitive: false
+    })
+    found.set(model, new Map(records.map(record => [String(record[model.primaryKey.name]), record])))
+  }
+  // Every record named exists: the write has just updated or linked it.
+  return named.map(entry => entry === undefined
+    ? undefined
+    : entry.ids.map(id => (found.get(entry.model) as Map<string, JsonRecord>).get(String(id)) as JsonRecord))
+}
