@@ -12,7 +12,6 @@ import {
 import type { Model } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import { FIND_PARAMETERS } from './operators.ts'
-import { FROM_PARAMETERS } from './where.ts'
 import type { BlueprintQuery, SortDirection } from './types.ts'
 
 /** A parsed query string: every value a string, or an array of strings for a repeated key. */
@@ -31,15 +30,23 @@ const NATURAL = /^\d+$/
  * the children).
  */
 export function parseFind (query: QueryString, model: Model, defaults: QueryDefaults): BlueprintQuery {
+  const where = parseWhere(query, model)
   return {
-    where: parseWhere(query, model),
+    where,
     limit: query.limit === undefined ? defaults.limit : parseLimit(single(query, 'limit')),
     skip: query.skip === undefined ? 0 : parseSkip(single(query, 'skip')),
     sort: query.sort === undefined ? [] : parseSort(query.sort),
     ...parseFields(query),
     populate: parsePopulate(query),
-    populateLimit: defaults.populateLimit
+    populateLimit: defaults.populateLimit,
+    // Attribute-named parameters (only when there is one: most finds have none).
+    ...(query.where === undefined && !isEmpty(where) ? FROM_PARAMETERS : undefined)
   }
+}
+
+function isEmpty (where: Record<string, unknown>): boolean {
+  for (const _ in where) return false
+  return true
 }
 
 /**
@@ -70,19 +77,18 @@ export function parsePopulate (query: QueryString): boolean | string[] {
   return list(query, 'populate')
 }
 
+/** What {@link BlueprintQuery.whereFrom} says of a where made of attribute-named parameters. */
+const FROM_PARAMETERS = { whereFrom: 'parameters' } as const
+
 function parseWhere (query: QueryString, model: Model): Record<string, unknown> {
   if (query.where === undefined) {
-    // Attribute-named parameters, each an equality (a repeated key is an `in`). Marked only when
-    // there is one: most finds have none, and a mark costs the garbage collector work.
+    // Attribute-named parameters, each an equality (a repeated key is an `in`).
     const where: Record<string, unknown> = {}
-    let named = false
     for (const key of Object.keys(query)) {
       if (FIND_PARAMETERS.has(key)) continue
       // Defined, not assigned: a parameter named `__proto__` must stay a (refused) attribute name.
       Object.defineProperty(where, key, { value: query[key], enumerable: true, writable: true, configurable: true })
-      named = true
     }
-    if (named) FROM_PARAMETERS.add(where)
     return where
   }
   const text = single(query, 'where')

@@ -10,7 +10,6 @@ import { BP_ERR_ATTRIBUTE_NOT_ALLOWED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { BlueprintQuery, ModelView, Policy } from './types.ts'
-import { FROM_PARAMETERS } from './where.ts'
 
 const HIDDEN = 'the policy does not let this request see it'
 
@@ -46,11 +45,11 @@ function hiddenNames (policy: Policy, model: Model, registry: ModelRegistry): ((
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED naming the parameter and the attribute.
  */
 export function checkVisible (
-  query: Pick<BlueprintQuery, 'where' | 'sort' | 'select' | 'populate'>, model: Model, policy: Policy, registry: ModelRegistry, maxDepth: number
+  query: Pick<BlueprintQuery, 'where' | 'whereFrom' | 'sort' | 'select' | 'populate'>, model: Model, policy: Policy, registry: ModelRegistry, maxDepth: number
 ): void {
   const hidden = hiddenNames(policy, model, registry)
   if (hidden === undefined) return
-  walk(query.where, hidden, FROM_PARAMETERS.has(query.where) ? undefined : 'where', 0, maxDepth)
+  walk(query.where, hidden, query.whereFrom === 'parameters' ? undefined : 'where', 0, maxDepth)
   for (const { attribute } of query.sort) if (hidden(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', attribute, HIDDEN)
   for (const name of query.select ?? []) if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('select', name, HIDDEN)
   if (Array.isArray(query.populate)) for (const name of query.populate) if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('populate', name, HIDDEN)

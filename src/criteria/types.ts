@@ -36,6 +36,12 @@ export interface BlueprintQuery {
   populate: boolean | string[]
   /** Cap on the children of each collection populated by default. Default 30. */
   populateLimit: number
+  /**
+   * `'parameters'` when `where` was made of attribute-named query parameters (`?age=30&name=bob`):
+   * an error about one of its constraints names that parameter rather than `where`. Absent when
+   * the request sent `where` (or none).
+   */
+  whereFrom?: 'parameters'
 }
 
 /** A validated filter, ready to be written as SQL. */

@@ -49,7 +49,7 @@ export function validateFind (query: BlueprintQuery, model: Model, registry: Mod
   // The primary key breaks ties, so that pages never overlap and both databases agree.
   if (!seen.has(model.primaryKey.name)) sort.push({ target: model.primaryKey, direction: 'ASC' })
   return {
-    where: buildWhere(model, registry, query.where, bounds.limits),
+    where: buildWhere(model, registry, query.where, bounds.limits, 'where', query.whereFrom === 'parameters'),
     limit: query.limit,
     skip: query.skip,
     sort,

@@ -42,21 +42,19 @@ interface Scope {
 }
 
 /**
- * The `where` dictionaries made of attribute-named query parameters (`?age=30&name=bob`): their
- * errors name those parameters rather than `where`.
- */
-export const FROM_PARAMETERS = new WeakSet<object>()
-
-/**
  * Validates a where dictionary against a model.
  *
  * @param param - the request parameter that carried it, named in error messages.
+ * @param fromParameters - each top-level key came as a query parameter of its own
+ * (`BlueprintQuery.whereFrom`): its errors name that parameter.
  * @throws BP_ERR_INVALID_WHERE, BP_ERR_UNKNOWN_ATTRIBUTE, BP_ERR_ATTRIBUTE_NOT_ALLOWED,
  * BP_ERR_UNKNOWN_MODIFIER, BP_ERR_RETIRED_MODIFIER, BP_ERR_INVALID_VALUE, and
  * BP_ERR_LIMIT_EXCEEDED beyond `limits` (constraints, `and`/`or` depth, values of `in`).
  */
-export function buildWhere (model: Model, registry: ModelRegistry, where: unknown, limits: ResolvedLimits, param = 'where'): WhereNode {
-  return dictionary({ model, registry, param, limits, counts: { constraints: 0, values: 0, patternLength: 0 } }, where, 0)
+export function buildWhere (
+  model: Model, registry: ModelRegistry, where: unknown, limits: ResolvedLimits, param = 'where', fromParameters = false
+): WhereNode {
+  return dictionary({ model, registry, param, limits, counts: { constraints: 0, values: 0, patternLength: 0 } }, where, 0, fromParameters)
 }
 
 /** Counts one more constraint against the limit. */
@@ -83,13 +81,13 @@ export function targetOf (model: Model, registry: ModelRegistry, name: string, p
     didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
 }
 
-function dictionary (scope: Scope, where: unknown, depth: number): WhereNode {
+/** `named`: each key of this dictionary is a query parameter of its own (errors name it). */
+function dictionary (scope: Scope, where: unknown, depth: number, named = false): WhereNode {
   if (typeof where !== 'object' || where === null || Array.isArray(where)) {
     throw new BP_ERR_INVALID_WHERE(`expected a dictionary of constraints, got ${describe(where)}`)
   }
   if (depth > scope.limits.maxDepth) throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `and/or are nested deeper than ${scope.limits.maxDepth} levels`)
   const items: WhereNode[] = []
-  const named = FROM_PARAMETERS.has(where)
   for (const key of Object.keys(where)) {
     const value = (where as Record<string, unknown>)[key]
     if (key === 'and' || key === 'or') items.push(predicate(scope, key, value, depth))

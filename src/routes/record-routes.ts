@@ -9,7 +9,6 @@ import { destroy } from '../actions/destroy.ts'
 import { update } from '../actions/update.ts'
 import { bodySchema, idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
-import { readByAction } from './validation.ts'
 import { routePath } from '../models/identity.ts'
 
 function answer (input: RouteInput): Record<string, unknown> {
@@ -20,8 +19,9 @@ const UPDATE: RouteSpec = {
   action: 'update',
   method: 'PATCH',
   per: 'model',
+  body: 'read-by-action',
   url: model => routePath(model, true),
-  schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: readByAction(bodySchema(input.model, input.ctx.registry, 'update')), response: answer(input) }),
+  schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: bodySchema(input.model, input.ctx.registry, 'update'), response: answer(input) }),
   handler: input => async (request, _reply, by) =>
     update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, by)
 }
@@ -32,8 +32,9 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     action: 'create',
     method: 'POST',
     per: 'model',
+    body: 'read-by-action',
     url: model => routePath(model),
-    schema: input => ({ body: readByAction(bodySchema(input.model, input.ctx.registry, 'create')), response: answer(input) }),
+    schema: input => ({ body: bodySchema(input.model, input.ctx.registry, 'create'), response: answer(input) }),
     handler: input => async (request, _reply, by) => create(input.ctx, input.model, request.body as Record<string, unknown>, by)
   },
   UPDATE,

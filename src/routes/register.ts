@@ -12,7 +12,7 @@ import { originOf } from './origin.ts'
 import { policyOf, routeModels } from './policy.ts'
 import { describeRoute } from './descriptions.ts'
 import { ROUTES } from './table.ts'
-import { compileValidator, parseJsonBodies } from './validation.ts'
+import { compileValidator, compileValidatorBodyReadByAction, parseJsonBodies } from './validation.ts'
 
 /**
  * What every blueprint route carries in `config.blueprint`, readable in hooks as
@@ -54,7 +54,7 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
             operationId: operationId(spec, model, association),
             ...(spec.alias === true ? { hide: true } : {})
           },
-          validatorCompiler: compileValidator,
+          validatorCompiler: spec.body === 'read-by-action' ? compileValidatorBodyReadByAction : compileValidator,
           config: { blueprint: config },
           handler,
           ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks, { preSerialization: keepErrorBody })

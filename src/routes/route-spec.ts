@@ -25,6 +25,12 @@ export interface RouteSpec {
   readonly per: 'model' | 'association' | 'collection'
   /** A second method for an action already in the table: served, left out of the OpenAPI document. */
   readonly alias?: true
+  /**
+   * `'read-by-action'`: the action checks and coerces the body's values itself, with coded errors
+   * that name the attribute; the route only checks that the body is a JSON object (its schema
+   * still documents it). Default: the body is validated against its schema.
+   */
+  readonly body?: 'read-by-action'
   /** Whether the options ask for this route (default: always). */
   readonly enabled?: (options: RouteSettings) => boolean
   url (model: Model, association?: Association): string

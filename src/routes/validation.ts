@@ -18,19 +18,6 @@ interface Validate {
   errors?: FastifySchemaValidationError[]
 }
 
-// Body schemas whose values the action reads itself (create, update).
-const READ_BY_ACTION = new WeakSet<object>()
-
-/**
- * Marks a body schema whose values the action checks and coerces itself, with coded errors that
- * name the attribute: the route only checks that the body is a JSON object. The schema still
- * documents the body.
- */
-export function readByAction<T extends TSchema> (schema: T): T {
-  READ_BY_ACTION.add(schema)
-  return schema
-}
-
 const NOT_AN_OBJECT: FastifySchemaValidationError[] = [{ keyword: 'type', instancePath: '', schemaPath: '#/type', params: { type: 'object' }, message: 'must be object' }]
 
 const anObject: Validate = Object.assign((data: unknown): boolean => typeof data === 'object' && data !== null && !Array.isArray(data), { errors: NOT_AN_OBJECT })
@@ -51,7 +38,6 @@ function onTheWire (schema: unknown): unknown {
 
 /** The validator compiler of every blueprint route (Fastify's `validatorCompiler` route option). */
 export const compileValidator: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
-  if (READ_BY_ACTION.has(schema)) return anObject
   const validator = Compile((httpPart === 'querystring' || httpPart === 'params' ? onTheWire(schema) : schema) as TSchema)
   const validate: Validate = data => {
     if (validator.Check(data)) return true
@@ -115,3 +101,11 @@ export function parseJsonBodies (routes: FastifyInstance): void {
     parse(request, (body as Buffer).toString('utf8'), done)
   })
 }
+
+/**
+ * The validator compiler of a route whose action checks and coerces the body's values itself
+ * (`RouteSpec.body: 'read-by-action'`: create, update), with coded errors that name the
+ * attribute: the body is only checked to be a JSON object; its schema still documents it.
+ */
+export const compileValidatorBodyReadByAction: FastifySchemaCompiler<TSchema> = route =>
+  route.httpPart === 'body' ? anObject : compileValidator(route)
