@@ -13,7 +13,7 @@ import type { Id } from './changes.ts'
 import { type ActionContext, type WriteScope } from './context.ts'
 import { inLockOrder } from './locks.ts'
 import type { RowsToLock } from '../sql/links.ts'
-import { changeLinksOnPostgres, type LinkChange, type LinkOutcome } from '../sql/linking.ts'
+import type { LinkChange, LinkOutcome } from '../sql/link-change.ts'
 import type { WhereNode } from '../criteria/types.ts'
 import { keyOf, parseId } from '../models/identity.ts'
 
@@ -134,10 +134,11 @@ export async function lockEnds (
 
 /**
  * Many-to-many: locks what the write needs (see {@link lockEnds}), changes the links of the
- * parent `id`, and reads the answer with `answer`. On PostgreSQL in two statements at most
- * (sql/linking.ts; an add in one), issued together with the answer's (one round trip in a
- * pipelined transaction), except for a self-referencing collection with a via, whose two ends lock
- * in one statement in key order; otherwise one statement per step, then the answer.
+ * parent `id`, and reads the answer with `answer`. Where the dialect has the statements for it
+ * (`Dialect.changeLinks`; PostgreSQL: two at most, an add one), issued together with the answer's
+ * (one round trip in a pipelined transaction), except for a self-referencing collection with a
+ * via, whose two ends lock in one statement in key order; otherwise one statement per step, then
+ * the answer.
  *
  * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
  */
@@ -149,12 +150,13 @@ export async function changeLinks (
   // Under a policy that hides some children, a replace unlinks only members the requester sees:
   // one statement per step, the unlinking one limited to them.
   const within = change.unlink === 'others' ? scope.policy?.view(child).where : undefined
-  if (ctx.dialect.name === 'postgres' && (via === undefined || parent !== child) && (within === undefined || within.kind === 'all')) {
+  const inFew = ctx.dialect.changeLinks
+  if (inFew !== undefined && (via === undefined || parent !== child) && (within === undefined || within.kind === 'all')) {
     // The children are the far end: locked, shared, when the write links them or when they lock
     // first (as lockEnds does); without a via, only read.
     const childFirst = via !== undefined && (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(parent.identity) as number)
     const locks = { childFirst, share: via !== undefined && (childFirst || change.link), members: childFirst && change.unlink === 'others' }
-    const [outcome, record] = await inOrder([changeLinksOnPostgres(scope.run, ctx.dialect, association, parent, child, id, change, locks), answer(id)])
+    const [outcome, record] = await inOrder([inFew(scope.run, association, parent, child, id, change, locks), answer(id)])
     if (!outcome.parentFound) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
     return { ...outcome, record }
   }
@@ -163,8 +165,9 @@ export async function changeLinks (
 }
 
 /**
- * {@link changeLinks} one statement per step: SQLite, a self-referencing collection with a via,
- * and a replace under a policy that hides children (`within`: the children it may unlink).
+ * {@link changeLinks} one statement per step: a dialect without `changeLinks` (SQLite), a
+ * self-referencing collection with a via, and a replace under a policy that hides children
+ * (`within`: the children it may unlink).
  */
 async function changeLinksStepByStep (
   ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, within: WhereNode | undefined

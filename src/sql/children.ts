@@ -8,9 +8,10 @@ import { sql } from 'kysely'
 import type { Criteria, Projection } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { NOTHING, type Dialect } from './dialect.ts'
+import type { Dialect } from './dialect.ts'
+import { NOTHING } from './fragments.ts'
 import { orderBy, type Projections } from './fields.ts'
-import { columns, group, inOrder, PARENT, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
+import { group, inOrder, PARENT, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
 import { Slot, Template, type Sql } from './statement.ts'
 import { where as condition } from './where.ts'
 
@@ -83,6 +84,7 @@ export class ChildLoader {
     run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false
   ): Promise<Map<unknown, JsonRecord[]>> {
     const fields = this.#projections.fields(criteria.projection)
+    const read = this.#dialect.cache.reader(fields, 0)
     const parentAt = parentIndex(association, fields)
     const single = parentIds.length === 1
     const parents = single ? parentIds[0] : this.#dialect.list(parentIds)
@@ -92,12 +94,12 @@ export class ChildLoader {
     if (single || criteria.limit === Infinity) {
       const variant = (single ? ONE : 0) | (criteria.limit === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0)
       const statement = this.#statement(association, criteria, keep, variant)
-      return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])) as unknown as ArrayRow[], fields, parentAt, Infinity)
+      return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])) as unknown as ArrayRow[], read, parentAt, Infinity)
     }
     const probe = parentIds.length * criteria.limit + 1
     const rows = await run(this.#statement(association, criteria, keep, PROBE).fill([parents, probe])) as unknown as ArrayRow[]
-    if (rows.length < probe) return group(rows, fields, parentAt, criteria.limit)
-    return group(await run(this.#statement(association, criteria, keep, WINDOW).fill([parents, criteria.limit])) as unknown as ArrayRow[], fields, parentAt, criteria.limit)
+    if (rows.length < probe) return group(rows, read, parentAt, criteria.limit)
+    return group(await run(this.#statement(association, criteria, keep, WINDOW).fill([parents, criteria.limit])) as unknown as ArrayRow[], read, parentAt, criteria.limit)
   }
 
   /**
@@ -145,7 +147,7 @@ export class ChildLoader {
       : sql`${sql.id(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON ${sql.id('c', child.primaryKey.column)} = ${sql.id('j', association.childColumn as string)}`
     const fields = this.#projections.fields(criteria.projection)
     // One-to-many: the parent's key is the child's foreign key, read already when it is a field.
-    const selected = parentIndex(association, fields) === fields.length ? sql`${columns('c', fields)}, ${parent} AS ${sql.id(PARENT)}` : columns('c', fields)
+    const selected = parentIndex(association, fields) === fields.length ? sql`${this.#dialect.cache.columns('c', fields)}, ${parent} AS ${sql.id(PARENT)}` : this.#dialect.cache.columns('c', fields)
     const head = windowed
       ? sql`SELECT * FROM (SELECT ${selected}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}) AS ${ROW}`
       : sql`SELECT ${selected}`

@@ -8,14 +8,23 @@
 import type { ModelRegistry } from '../models/registry.ts'
 import { CommitOrder } from './commit-order.ts'
 import { classify, type Naming } from './failures.ts'
-import type { QueryRunner, RunPrepared } from './prepared.ts'
+import type { QueryRunner } from './driver.ts'
 import type { Executor } from './rows.ts'
+import type { RunPrepared } from './runners.ts'
 import type { Open } from './transactions.ts'
 
 /** How many times a transaction runs at most when deadlocks or serialisation failures end it. */
 export const ATTEMPTS = 5
 
-const RETRYABLE = new WeakSet<object>()
+/**
+ * The mark of an error whose transaction may run again (a deadlock, a serialisation failure): a
+ * property of the error itself, set where the driver's error is classified, so that nothing
+ * outside the error has to remember it.
+ */
+const RETRYABLE = Symbol('fastify-blueprints.retryable')
+
+/** An error that may carry the {@link RETRYABLE} mark. */
+type Marked = Partial<Record<typeof RETRYABLE, true>>
 
 /** What a committed transaction gives back. */
 export interface Committed<T> {
@@ -63,7 +72,8 @@ export class Database {
     try {
       return await this.#once(work)
     } catch (err) {
-      if (!RETRYABLE.has(err as object) || attempt === ATTEMPTS) throw err
+      // Object(): whatever was thrown (a primitive has no mark).
+      if ((Object(err) as Marked)[RETRYABLE] !== true || attempt === ATTEMPTS) throw err
     }
     await pause(attempt)
     return await this.transaction(work, attempt + 1)
@@ -117,7 +127,8 @@ export class Database {
   /** The coded error for a driver error. */
   #failure (err: unknown): unknown {
     const failure = classify(err, this.#naming)
-    if (failure.kind === 'retry') RETRYABLE.add(failure.error)
+    // Not enumerable: the mark stays out of what serialises or logs the error.
+    if (failure.kind === 'retry') Object.defineProperty(failure.error, RETRYABLE, { value: true })
     return failure.error
   }
 }

@@ -8,11 +8,10 @@ import { sql } from 'kysely'
 import type { Criteria, ModelView, Projection } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { toJson } from '../models/database-values.ts'
-import { NOTHING, type Dialect } from './dialect.ts'
+import type { Dialect } from './dialect.ts'
+import { NOTHING } from './fragments.ts'
 import type { Field } from './rows.ts'
 import type { Sql } from './statement.ts'
-import { column } from './where.ts'
 
 const NO_COLLECTIONS: Projection['collections'] = []
 
@@ -29,7 +28,7 @@ export function orderBy (dialect: Dialect, alias: string, sort: Criteria['sort']
     const collate = target.type === 'string' ? dialect.byCodePoint : NOTHING
     // Nulls sort as the smallest value on both databases (SQLite's rule; PostgreSQL's is the opposite).
     const nulls = target.nullable ? (direction === 'ASC' ? NULLS_FIRST : NULLS_LAST) : NOTHING
-    return sql`${column(alias, target)}${collate} ${direction === 'ASC' ? ASC : DESC}${nulls}`
+    return sql`${dialect.cache.column(alias, target)}${collate} ${direction === 'ASC' ? ASC : DESC}${nulls}`
   }), COMMA)
 }
 
@@ -106,10 +105,10 @@ export class Projections {
 
   #project (projection: Projection): Field[] {
     const fields: Field[] = []
-    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, convert: toJson(a.type, this.#dialect.name) })
+    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, convert: this.#dialect.toJson(a.type) })
     for (const { association } of projection.singulars) {
       const pk = (this.#registry.get(association.target) as Model).primaryKey
-      fields.push({ name: association.name, column: association.column, convert: toJson(pk.type, this.#dialect.name) })
+      fields.push({ name: association.name, column: association.column, convert: this.#dialect.toJson(pk.type) })
     }
     return fields
   }

@@ -1,8 +1,8 @@
 /**
  * The statements of finds: the head (the record's columns, populated singular associations
- * joined, on SQLite a write answer's collection joined), kept per projection, then the WHERE,
- * ORDER BY and page, compiled once per shape; a find by primary key is one statement per
- * projection.
+ * joined, and a write answer's collection where the dialect joins it), kept per projection, then
+ * the WHERE, ORDER BY and page, compiled once per shape; a find by primary key is one statement
+ * per projection.
  *
  * @module
  */
@@ -10,11 +10,12 @@ import { sql } from 'kysely'
 import type { Criteria, Projection, WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { NOTHING, type Dialect } from './dialect.ts'
+import type { Dialect } from './dialect.ts'
+import { NOTHING } from './fragments.ts'
 import { COMMA, keyIndex, orderBy, type Projections } from './fields.ts'
-import { columns, table, type Field } from './rows.ts'
+import { table, type Field } from './rows.ts'
 import { Slot, Template, type Sql, type Statement } from './statement.ts'
-import { column, shapeOf, where as condition, type Shape } from './where.ts'
+import { shapeOf, where as condition, type Shape } from './where.ts'
 
 /** A populated singular association joined in a find. */
 export interface Join {
@@ -71,8 +72,8 @@ export interface JoinedCollection {
 }
 
 /** The columns of a joined record's `fields`, read from `alias`, each named `prefix` and its index. */
-function prefixed (alias: string, fields: Field[], prefix: string): Sql {
-  return sql.join(fields.map((field, i) => sql`${column(alias, field)} AS ${sql.id(prefix + String(i))}`))
+function prefixed (dialect: Dialect, alias: string, fields: Field[], prefix: string): Sql {
+  return sql.join(fields.map((field, i) => sql`${dialect.cache.column(alias, field)} AS ${sql.id(prefix + String(i))}`))
 }
 
 /** The statements of finds on the registry's models. One instance per plugin registration. */
@@ -93,15 +94,15 @@ export class FindStatements {
   }
 
   /**
-   * SQLite: the collection joined in the record's own statement, when `together` reads one record
-   * by key with a complete collection and no view (a write's answer): the first one populated
-   * without a cap, unless its links are to be locked (a row lock cannot apply to the nullable side
-   * of an outer join). Its members come as one row each, ordered by key. On SQLite a statement costs
-   * more than the repeated columns of the parent; on PostgreSQL, which sends every value as text
-   * to decode, the other way round (a write with ten members: 8 % slower joined).
+   * The collection joined in the record's own statement, where the dialect answers so
+   * (`Dialect.answerJoinsCollection`: SQLite, where a statement costs more than the parent's
+   * columns repeated), when `together` reads one record by key with a complete collection and no
+   * view (a write's answer): the first one populated without a cap, unless its links are to be
+   * locked (a row lock cannot apply to the nullable side of an outer join). Its members come as one
+   * row each, ordered by key.
    */
   joinedCollection ({ together, projection, lockLinks }: Criteria): JoinedCollection | undefined {
-    if (together === undefined || this.#dialect.name !== 'sqlite') return undefined
+    if (together === undefined || !this.#dialect.answerJoinsCollection) return undefined
     const entry = projection.collections.find(({ association, limit }) => limit === Infinity && lockLinks?.has(association.name) !== true)
     if (entry === undefined) return undefined
     let joined = this.#joinedCollections.get(entry.association)
@@ -124,7 +125,7 @@ export class FindStatements {
   byKey (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { statement: Statement, joins: Join[] } {
     const pk = model.primaryKey
     const head = this.#keptHead(model, fields, criteria, joined)
-    head.byKey ??= new Template(this.#dialect.statement(sql`${head.sql} WHERE ${column('t', pk)} = ${this.#dialect.value(pk, KEY)}${joined?.order ?? NOTHING}`, true))
+    head.byKey ??= new Template(this.#dialect.statement(sql`${head.sql} WHERE ${this.#dialect.cache.column('t', pk)} = ${this.#dialect.value(pk, KEY)}${joined?.order ?? NOTHING}`, true))
     return { statement: head.byKey.fill([this.#dialect.bind(pk.type, (criteria.where as { value: unknown }).value)]), joins: head.joins }
   }
 
@@ -188,20 +189,21 @@ export class FindStatements {
    */
   #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { sql: Sql, joins: Join[] } {
     const joins = this.#joins(criteria, fields.length)
-    const selected = [columns('t', fields)]
-    for (const join of joins) selected.push(prefixed(join.alias, join.fields, join.prefix))
-    if (joined !== undefined) selected.push(prefixed('c', joined.fields, MEMBER))
+    const cache = this.#dialect.cache
+    const selected = [cache.columns('t', fields)]
+    for (const join of joins) selected.push(prefixed(this.#dialect, join.alias, join.fields, join.prefix))
+    if (joined !== undefined) selected.push(prefixed(this.#dialect, 'c', joined.fields, MEMBER))
     const from = [sql`${table(model)} AS t`]
     for (const join of joins) {
       // A record the policy hides joins as nothing, like a dangling or null key: null.
-      const on = sql`${column(join.alias, join.target.primaryKey)} = ${column('t', join.association)}`
+      const on = sql`${cache.column(join.alias, join.target.primaryKey)} = ${cache.column('t', join.association)}`
       from.push(join.where === undefined
         ? sql` LEFT JOIN ${table(join.target)} AS ${sql.id(join.alias)} ON ${on}`
         : sql` LEFT JOIN ${table(join.target)} AS ${sql.id(join.alias)} ON ${on} AND ${condition(join.where, join.alias, this.#dialect, criteria.caseInsensitive)}`)
     }
     if (joined !== undefined) {
       const { association, child } = joined
-      const key = column('t', model.primaryKey)
+      const key = cache.column('t', model.primaryKey)
       from.push(association.relation === '1:m'
         ? sql` LEFT JOIN ${table(child)} AS c ON ${sql.id('c', association.parentColumn)} = ${key}`
         // Two outer joins rather than a nested inner one, which SQLite cannot drive by the pivot

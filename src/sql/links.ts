@@ -1,13 +1,17 @@
 /**
- * The statements of the collection routes (add, replace, remove): row locks, foreign keys of
- * one-to-many children and rows of pivot tables. All run inside the caller's transaction.
+ * The statements of the collection routes (add, replace, remove), one per step, on every dialect:
+ * row locks, foreign keys of one-to-many children and rows of pivot tables (a dialect may change
+ * many-to-many links in fewer statements: `Dialect.changeLinks`). All run inside the caller's
+ * transaction.
  *
  * @module
  */
 import { sql } from 'kysely'
 import type { WhereNode } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import { NOTHING, type Dialect } from './dialect.ts'
+import type { Dialect } from './dialect.ts'
+import { NOTHING } from './fragments.ts'
+import { ascending } from './link-change.ts'
 import { table, type Executor } from './rows.ts'
 import type { Sql } from './statement.ts'
 import { where as condition } from './where.ts'
@@ -157,14 +161,6 @@ export class LinkWriter {
     const type = model.primaryKey.type
     return this.#dialect.oneOf(expr, ids.map(id => this.#dialect.bind(type, id)), model.primaryKey)
   }
-}
-
-/** Order of distinct keys: numbers by value, anything else by its text (code points). */
-export function ascending (a: unknown, b: unknown): number {
-  if (typeof a === 'number' && typeof b === 'number') return a - b
-  const x = String(a)
-  const y = String(b)
-  return Number(x > y) - Number(x < y)
 }
 
 /** The condition of `within` on the children aliased `c`. */

@@ -10,10 +10,11 @@ import type { Criteria, Policy, Projection, Target, WhereNode } from '../criteri
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { ChildLoader, type ChildCriteria } from './children.ts'
-import { NOTHING, type Dialect } from './dialect.ts'
+import type { Dialect } from './dialect.ts'
+import { NOTHING } from './fragments.ts'
 import { keyIndex, Projections } from './fields.ts'
 import { FindStatements, isKey } from './find-statement.ts'
-import { inOrder, reader, table, type ArrayRow, type Executor, type JsonRecord } from './rows.ts'
+import { inOrder, table, type ArrayRow, type Executor, type JsonRecord } from './rows.ts'
 import { where as condition } from './where.ts'
 import { combine } from '../criteria/where.ts'
 
@@ -87,13 +88,13 @@ export class RecordLoader {
       // One row per member (or one row of nulls): the record is the first row's.
       // The members' columns come last, after the record's and its joins'.
       const offset = joins.reduce((end, join) => end + join.fields.length, fields.length)
-      const read = reader(joined.fields, offset)
+      const read = this.#dialect.cache.reader(joined.fields, offset)
       members = rows.filter(row => row[offset + joined.key] !== null).map(read)
       rows = rows.slice(0, 1)
     }
-    const records = rows.map(reader(fields, 0))
+    const records = rows.map(this.#dialect.cache.reader(fields, 0))
     for (const join of joins) {
-      const read = reader(join.fields, join.offset)
+      const read = this.#dialect.cache.reader(join.fields, join.offset)
       rows.forEach((row, i) => { records[i][join.association.name] = row[join.key] === null ? null : read(row) })
     }
     if (rows.length > 0) {

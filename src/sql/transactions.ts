@@ -1,13 +1,12 @@
 /**
- * How a write's transaction is opened on the ORM's connections: on PostgreSQL straight on a client
- * of the ORM's `pg` pool (BEGIN, the statements, COMMIT, with no layer between), through Kysely
- * elsewhere (SQLite, whose one connection Kysely guards, and an ORM with connection hooks, which
- * only Kysely runs).
+ * How a write's transaction is opened on the ORM's connections: what an open transaction is, and
+ * the opening through Kysely, which every dialect can use (SQLite, whose one connection Kysely
+ * guards, and an ORM with connection hooks, which only Kysely runs). PostgreSQL opens its own
+ * straight on the ORM's `pg` pool where it can (postgres/postgres-transactions.ts).
  *
  * @module
  */
-import { Kysely, PostgresDialect } from 'kysely'
-import type { ConnectionLender, NativeClient, NativePool, QueryRunner } from './driver.ts'
+import type { ConnectionLender, QueryRunner } from './driver.ts'
 
 /** An open transaction, as the database module uses it. */
 export interface OpenTransaction {
@@ -47,83 +46,4 @@ export function openWithKysely (kysely: TransactionalKysely): Open {
       context: () => transaction
     })
   })
-}
-
-/**
- * Transactions on a client of the ORM's `pg` pool, pipelined: while the transaction runs, the
- * client sends each statement as soon as it is issued instead of waiting for the answer to the
- * one before (`pg`'s pipeline mode; a `pg` without it queues them, which is only slower). BEGIN is
- * sent with the first statement, and statements that do not need each other's results (a write
- * and the read of its answer) reach the server in one round trip; the server still runs them one
- * after the other, in the order they were issued. A statement that fails aborts the transaction:
- * those behind it fail too, and the caller rolls back.
- *
- * The client goes back to the pool whatever happens, in the mode it came in; one whose connection
- * broke, or that could not be rolled back, is destroyed rather than lent again.
- */
-export function openOnPool (pool: NativePool): Open {
-  return async body => {
-    const client = await pool.connect() as PooledClient
-    const mode = client.pipeline
-    client.pipeline = true
-    let broken: Error | undefined
-    try {
-      // What `body` issues before it first waits goes out with BEGIN in one write to the socket.
-      const stream = client.connection?.stream
-      stream?.cork()
-      let done
-      try {
-        const begun = client.query('BEGIN')
-        // Its failure (a broken connection) fails the statements behind it as well; it is read
-        // again before COMMIT and ROLLBACK.
-        begun.catch(() => {})
-        let context: Kysely<never> | undefined
-        done = body({
-          runner: client as unknown as QueryRunner,
-          commit: async () => {
-            await begun
-            const committed = await client.query('COMMIT') as { command?: string }
-            // COMMIT in a transaction a statement aborted rolls back instead (and says so).
-            if (committed.command === 'ROLLBACK') throw new Error('the transaction was aborted before COMMIT')
-            return committed
-          },
-          rollback: async () => {
-            try {
-              await begun
-              return await client.query('ROLLBACK')
-            } catch (err) {
-              broken = err as Error
-              throw err
-            }
-          },
-          context: () => (context ??= onClient(client))
-        })
-      } finally {
-        stream?.uncork()
-      }
-      return await done
-    } finally {
-      client.pipeline = mode
-      client.release(broken)
-    }
-  }
-}
-
-/**
- * A client of the pool, as this module uses it: `pipeline`, which `pg` reads on every query, and
- * the socket it writes to (both `pg`'s own; without them the statements are only not pipelined).
- */
-type PooledClient = NativeClient & {
-  release (destroy?: Error): void
-  pipeline?: boolean
-  connection?: { stream?: { cork (): void, uncork (): void } }
-}
-
-/**
- * A Kysely instance whose one connection is `client`: it never gives the client back to the pool
- * (the transaction does), and is never destroyed (it owns nothing).
- */
-function onClient (client: NativeClient): Kysely<never> {
-  const lent = { query: async (...args: unknown[]) => await (client.query as (...a: unknown[]) => Promise<unknown>)(...args), release () {} }
-  return new Kysely<never>({ dialect: new PostgresDialect({ pool: { connect: async () => lent } as never }) })
 }

@@ -7,7 +7,8 @@
  */
 import { sql } from 'kysely'
 import type { Target, WhereNode } from '../criteria/types.ts'
-import { NOTHING, type Dialect } from './dialect.ts'
+import type { Dialect } from './dialect.ts'
+import { NOTHING } from './fragments.ts'
 import { Slot, type Sql } from './statement.ts'
 
 const TRUE = sql`1=1`
@@ -80,11 +81,11 @@ export function where (node: WhereNode, alias: string, dialect: Dialect, fold: b
     case 'or':
       return sql(separated(node.kind, node.items.length), ...node.items.map(item => where(item, alias, dialect, fold, slots)))
     case 'null': {
-      const col = column(alias, node.target)
+      const col = dialect.cache.column(alias, node.target)
       return node.negate ? sql`${col} IS NOT NULL` : sql`${col} IS NULL`
     }
     case 'compare': {
-      const col = column(alias, node.target)
+      const col = dialect.cache.column(alias, node.target)
       const value = slots === undefined ? dialect.bind(node.target.type, node.value) : new Slot(slots.next++)
       const cast = dialect.cast(node.target)
       if (node.op === '<>') return node.target.nullable ? sql`(${col} <> ${value}${cast} OR ${col} IS NULL)` : sql`${col} <> ${value}${cast}`
@@ -92,7 +93,7 @@ export function where (node: WhereNode, alias: string, dialect: Dialect, fold: b
       return sql`${col}${collate} ${OPERATORS[node.op]} ${value}${cast}`
     }
     case 'in': {
-      const col = column(alias, node.target)
+      const col = dialect.cache.column(alias, node.target)
       let values: readonly unknown[]
       if (slots === undefined) values = node.values.map(value => dialect.bind(node.target.type, value))
       else {
@@ -104,23 +105,14 @@ export function where (node: WhereNode, alias: string, dialect: Dialect, fold: b
       return node.target.nullable ? sql`(NOT (${condition}) OR ${col} IS NULL)` : sql`NOT (${condition})`
     }
     case 'match':
-      return dialect.match(column(alias, node.target), slots === undefined ? dialect.pattern(node.tokens, fold) : new Slot(slots.next++), fold)
+      return dialect.match(dialect.cache.column(alias, node.target), slots === undefined ? dialect.pattern(node.tokens, fold) : new Slot(slots.next++), fold)
   }
 }
 
-/** Per alias, per column: `alias.column` (columns come from the ORM's metadata, so this is bounded). */
-const COLUMNS = new Map<string, Map<string, Sql>>()
-
-/** `alias.column`, both quoted as identifiers. */
-export function column (alias: string, target: Pick<Target, 'column'>): Sql {
-  let byColumn = COLUMNS.get(alias)
-  if (byColumn === undefined) COLUMNS.set(alias, byColumn = new Map())
-  let ref = byColumn.get(target.column)
-  if (ref === undefined) byColumn.set(target.column, ref = sql.id(alias, target.column))
-  return ref
-}
-
-/** Per kind, per number of items: the text around the items of an `and` or an `or`. */
+/**
+ * Per kind, per number of items: the text around the items of an `and` or an `or`. Shared by every
+ * registration, unlike what the dialect's cache keeps: a memo of constant texts, the same for all.
+ */
 const SEPARATED = { and: [] as string[][], or: [] as string[][] }
 
 /**

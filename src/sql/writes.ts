@@ -36,15 +36,10 @@ export class RecordWriter {
       ? sql`DEFAULT VALUES`
       : sql`(${sql.join(assignments.map(a => sql.id(a.field.column)))}) VALUES (${sql.join(assignments.map(a => this.#value(a)))})`
     const [row] = await this.#run(this.#dialect.statement(sql`INSERT INTO ${table(model)} ${values} RETURNING ${pk} AS id`))
-    if (this.#dialect.name === 'postgres' && !key.required && assignments.some(a => a.field === key)) {
-      // A key given by the client does not move PostgreSQL's sequence: move it past the largest
-      // key, or the next generated one would collide; never back (a key once given out is not
-      // given out again, as SQLite's AUTOINCREMENT does), and to 1 when no key is positive.
-      // The table's name as pg_get_serial_sequence() reads it: quoted as in a statement.
-      const name = this.#dialect.statement(table(model)).sql
-      const largest = sql`GREATEST((SELECT max(${pk}) FROM ${table(model)}), COALESCE(pg_sequence_last_value(s), 0))`
-      await this.#run(this.#dialect.statement(sql`SELECT setval(s, GREATEST(m, 1), m >= 1) FROM (SELECT s, ${largest} AS m FROM (SELECT pg_get_serial_sequence(${name}, ${key.column})::regclass AS s) AS q) AS x`))
-    }
+    // A generated key the client gave: the database's sequence may need to follow (see
+    // `Dialect.moveSequence`; none where the database does it itself).
+    const moveSequence = this.#dialect.moveSequence
+    if (moveSequence !== undefined && !key.required && assignments.some(a => a.field === key)) await moveSequence(this.#run, model)
     return row.id
   }
 

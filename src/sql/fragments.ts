@@ -1,0 +1,50 @@
+/**
+ * What the dialects' SQL fragments share (see `Dialect` in dialect.ts): the empty fragment, the
+ * compilation of a statement, LIKE patterns and pages. Stateless: every registration uses them.
+ *
+ * @module
+ */
+import { createQueryId, sql, type QueryCompiler } from 'kysely'
+import { foldAscii, type PatternToken } from '../criteria/like.ts'
+import type { AttributeType } from '../models/model.ts'
+import type { Sql, Statement } from './statement.ts'
+
+/** What a placeholder's type is chosen from. */
+export interface Typed {
+  readonly integer: boolean
+  readonly type: AttributeType
+}
+
+/** No SQL: the page of every row from the first, a clause a dialect does not have. */
+export const NOTHING: Sql = sql``
+
+/** The query id compiled statements carry (Kysely's plugins read it; none runs on these). */
+const QUERY_ID = createQueryId()
+
+/**
+ * `Dialect.statement` for a Kysely compiler (a compiler is synchronous and keeps no state between
+ * two queries, so one serves every registration).
+ */
+export function compiling (compiler: QueryCompiler): (query: Sql, arrays?: boolean) => Statement {
+  return (query, arrays = false) => {
+    const compiled = compiler.compileQuery(query.toOperationNode(), QUERY_ID)
+    return { sql: compiled.sql, params: compiled.parameters, arrays }
+  }
+}
+
+/** LIKE's pattern of `tokens`, with `\` as its escape character. */
+export function likePattern (tokens: readonly PatternToken[], fold: boolean): string {
+  let pattern = ''
+  for (const token of tokens) {
+    if (typeof token === 'string') pattern += (fold ? foldAscii(token) : token).replace(/[\\%_]/g, c => '\\' + c)
+    else pattern += token.wildcard === 'any' ? '%' : '_'
+  }
+  return pattern
+}
+
+/** LIMIT/OFFSET where `unlimited` (SQLite: `-1`) or no LIMIT (PostgreSQL: `undefined`) stands for no limit. */
+export function page (limit: number, skip: number, unlimited: number | undefined): Sql {
+  if (skip === 0) return limit === Infinity ? NOTHING : sql` LIMIT ${limit}`
+  if (limit === Infinity) return unlimited === undefined ? sql` OFFSET ${skip}` : sql` LIMIT ${unlimited} OFFSET ${skip}`
+  return sql` LIMIT ${limit} OFFSET ${skip}`
+}

@@ -1,0 +1,66 @@
+/**
+ * PostgreSQL's SQL fragments (see `Dialect` in ../dialect.ts for what each one is): numbers typed
+ * as int8 or float8, the "C" collation, `translate()` for ASCII folding, lists as arrays.
+ * Stateless: one object serves every registration (postgres-dialect.ts copies it into each).
+ *
+ * @module
+ */
+import { PostgresQueryCompiler, sql } from 'kysely'
+import type { AttributeType } from '../../models/model.ts'
+import { compiling, likePattern, NOTHING, page, type Typed } from '../fragments.ts'
+import { Slot } from '../slot.ts'
+import type { Sql } from '../statement.ts'
+
+const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
+const INT8 = sql.raw('::int8')
+const FLOAT8 = sql.raw('::float8')
+
+/** PostgreSQL's cast of a number parameter: to the widest integer or float type. */
+function numberCast (target: Typed | undefined): 'int8' | 'float8' | undefined {
+  if (target?.integer === true) return 'int8'
+  return target?.type === 'number' ? 'float8' : undefined
+}
+
+/** The fragments of `Dialect` as PostgreSQL writes them. */
+export const POSTGRES = {
+  statement: compiling(new PostgresQueryCompiler()),
+  // An int8 parameter compares with int2/int4/int8 columns through the index (cross-type btree
+  // operators), and accepts any safe JavaScript integer without overflowing an int4.
+  value: (target: Typed | undefined, value: unknown): Sql => sql`${value}${POSTGRES.cast(target)}`,
+  cast: (target: Typed | undefined): Sql => {
+    const cast = numberCast(target)
+    return cast === undefined ? NOTHING : cast === 'int8' ? INT8 : FLOAT8
+  },
+  bind: (type: AttributeType, value: unknown): unknown => type === 'bigint' ? String(value) : value,
+  rowLock: (share: boolean, noWait: boolean, of?: string): Sql => sql.join([
+    share ? sql` FOR KEY SHARE` : sql` FOR UPDATE`,
+    of === undefined ? NOTHING : sql` OF ${sql.id(of)}`,
+    noWait ? sql` NOWAIT` : NOTHING
+  ], NOTHING),
+  // The "C" collation orders by byte, which for UTF-8 is code-point order: the order SQLite's
+  // default BINARY collation gives. The database's own locale would sort 'cody' before 'Scott'.
+  byCodePoint: sql` COLLATE ${sql.id('C')}` as Sql,
+  pattern: likePattern,
+  match (expr: Sql, pattern: unknown, fold: boolean): Sql {
+    // translate() folds exactly A–Z, like SQLite's lower(); PostgreSQL's lower()/ILIKE would also
+    // fold non-ASCII letters and so match rows that SQLite does not.
+    const target = fold ? sql`translate(${expr}, ${sql.lit(UPPER)}, ${sql.lit(UPPER.toLowerCase())})` : expr
+    return sql`${target} LIKE ${pattern} ESCAPE '\\'`
+  },
+  oneOf: (expr: Sql, values: readonly unknown[], target?: Typed): Sql => {
+    const cast = numberCast(target)
+    // One value: a plain `=`, which PostgreSQL plans faster than `= ANY` of an array.
+    if (values.length === 1) return sql`${expr} = ${POSTGRES.value(target, values[0])}`
+    const list = values[0] instanceof Slot ? values : POSTGRES.list(values)
+    return cast === undefined ? sql`${expr} = ANY(${list})` : sql`${expr} = ANY(${list}::${sql.raw(cast)}[])`
+  },
+  // Whole numbers as PostgreSQL's array text, written at once: `pg` would build the same text
+  // element by element (escaping each), with several times the garbage.
+  list: (values: readonly unknown[]): unknown => {
+    for (const value of values) if (typeof value !== 'number' || !Number.isSafeInteger(value)) return values
+    return `{${values.join(',')}}`
+  },
+  // No OFFSET for the first page (a plan node less, as a hand-written statement would have).
+  page: (limit: number, skip: number): Sql => page(limit, skip, undefined)
+}
+

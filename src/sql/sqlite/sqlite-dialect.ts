@@ -1,0 +1,33 @@
+/**
+ * The SQLite dialect (better-sqlite3 and libSQL): its fragments (sqlite-fragments.ts) and whole
+ * operations, assembled into one object per registration. It implements `Dialect` (../dialect.ts),
+ * which `dialectFor` checks: naming the interface here would make an import cycle.
+ *
+ * @module
+ */
+import { toJson } from '../../models/database-values.ts'
+import type { AttributeType } from '../../models/model.ts'
+import { SqlCache } from '../cache.ts'
+import { SQLITE } from './sqlite-fragments.ts'
+import { sqliteConnections } from './sqlite-statements.ts'
+
+/**
+ * An SQLite dialect for one registration: the fragments are copied in (a property read per call,
+ * as on a plain object), the caches are its own.
+ */
+export function sqliteDialect () {
+  return {
+    name: 'sqlite' as const,
+    ...SQLITE,
+    cache: new SqlCache(),
+    connections: sqliteConnections,
+    toJson: (type: AttributeType) => toJson(type, 'sqlite'),
+    // One statement per step (links.ts): SQLite has no writes inside WITH, which PostgreSQL's
+    // statements are made of (and its write transactions run one at a time anyway).
+    changeLinks: undefined,
+    // AUTOINCREMENT (and the rowid) follow an explicit key by themselves.
+    moveSequence: undefined,
+    // A statement costs more than the parent's columns repeated on each member's row.
+    answerJoinsCollection: true
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * How statements run, and transactions open, on SQLite (`Dialect.connections`): with
+ * better-sqlite3, the prepared `Statement` objects are kept, the {@link MAX_PREPARED} most recently
+ * used, and run on the ORM's own database handle; transactions open through Kysely, which guards
+ * SQLite's one connection.
+ *
+ * @module
+ */
+import type { ConnectionLender, NativeSqlite, NativeStatement } from '../driver.ts'
+import { MAX_PREPARED, plain, type Connections, type RunPrepared } from '../runners.ts'
+import { openWithKysely, type TransactionalKysely } from '../transactions.ts'
+
+/** Statements prepared once on the ORM's database handle, run while the connection is held. */
+function cachedStatements (database: NativeSqlite): RunPrepared {
+  // The handle's statements, for the registration that made this runner (a second registration
+  // on the same ORM prepares its own: a statement is cheap to prepare once more).
+  const cache = new Map<string, NativeStatement>()
+  const execute = (sql: string, params: readonly unknown[], arrays: boolean): unknown[] => {
+    let statement = cache.get(sql)
+    if (statement === undefined) {
+      statement = database.prepare(sql)
+      if (cache.size === MAX_PREPARED) cache.delete(cache.keys().next().value as string)
+    } else cache.delete(sql)
+    // Most recently used last: the first key is the one to drop.
+    cache.set(sql, statement)
+    if (statement.reader) return statement.raw(arrays).all(params)
+    statement.run(params)
+    return []
+  }
+  return async (runner, sql, params, held, arrays) => held
+    ? execute(sql, params, arrays)
+    // Outside a transaction: the connection is lent first, so that the statement never runs in
+    // the middle of another write's transaction on the same (single) SQLite connection.
+    : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params, arrays))
+}
+
+/**
+ * SQLite's statements and transactions on the ORM's Kysely instance and native client (the
+ * better-sqlite3 handle). Where the native client has no `prepare` (an ORM given its own Kysely
+ * instance or dialect), statements go through Kysely unprepared.
+ */
+export function sqliteConnections (kysely: TransactionalKysely, native: unknown): Connections {
+  const handle = native as Partial<NativeSqlite> | undefined
+  return { prepared: typeof handle?.prepare === 'function' ? cachedStatements(handle as NativeSqlite) : plain, open: openWithKysely(kysely) }
+}
