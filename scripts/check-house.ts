@@ -21,8 +21,6 @@ const declared = (line: string, kind: string): string | undefined =>
   new RegExp(`^(?:export\\s+)?(?:const|let|var)\\s+(\\w+)[^=]*=\\s*new ${kind}\\b`).exec(line)?.[1]
 /** Module-level WeakSets that are tolerated, as `path#NAME`: being removed (issue 23), none to add. */
 const WEAKSETS_BEING_REMOVED = new Set([
-  'src/criteria/where.ts#FROM_PARAMETERS', // being removed
-  'src/routes/validation.ts#READ_BY_ACTION', // being removed
   'src/realtime/upgrades.ts#WATCHED' // being removed
 ])
 
