@@ -32,10 +32,10 @@ export async function findOne (ctx: ActionContext, model: Model, rawId: string, 
     skip: 0,
     sort: []
   }, model, ctx.registry, ctx.bounds)
-  // The collections' statements leave with the record's, on the key (see `Criteria.together`): a
+  // The collections' statements leave with the record's, on the key (see `ReadOptions.together`): a
   // hand-written server would send them in parallel too.
   const where = narrowed ? criteria.where : byPrimaryKey(model, id)
-  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, where, policy, together: { key: id } })
+  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, where }, { policy, together: { key: id } })
   if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   return record
 }

@@ -12,13 +12,13 @@ import type { ActionContext } from './context.ts'
 /**
  * Runs a find. Associations are populated as the query says, with one statement per populated
  * association whatever the number of records. Under a `policy`, only what it lets the requester
- * see (see `Criteria.policy`).
+ * see (see `ReadOptions.policy`).
  *
  * @throws the coded 400 errors of the criteria pipeline.
  */
 export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined): Promise<JsonRecord[]> {
   const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
-  return ctx.loader.find(ctx.run, model, policy === undefined ? criteria : { ...criteria, policy })
+  return ctx.loader.find(ctx.run, model, criteria, policy === undefined ? undefined : { policy })
 }
 
 /**
@@ -29,6 +29,6 @@ export async function find (ctx: ActionContext, model: Model, query: BlueprintQu
  * @throws the coded 400 errors of the criteria pipeline.
  */
 export async function findCounted (ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined): Promise<[JsonRecord[], number]> {
-  const criteria = { ...validateFind(query, model, ctx.registry, ctx.bounds), policy }
-  return await Promise.all([ctx.loader.find(ctx.run, model, criteria), ctx.loader.count(ctx.run, model, criteria)])
+  const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
+  return await Promise.all([ctx.loader.find(ctx.run, model, criteria, { policy }), ctx.loader.count(ctx.run, model, criteria, policy)])
 }

@@ -34,16 +34,15 @@ export async function populate (
     const criteria = validateFind({ ...query, populate: false }, child, ctx.registry, ctx.bounds)
     const parent = await ctx.loader.column(ctx.run, model, id, model.primaryKey.column, policy, fold)
     if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
-    return ctx.loader.children(ctx.run, association, parent.value, { ...criteria, policy })
+    return ctx.loader.children(ctx.run, association, parent.value, criteria, policy)
   }
   const parent = await ctx.loader.column(ctx.run, model, id, association.column, policy, fold)
   if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   const record = parent.value === null
     ? undefined
-    : (await ctx.loader.find(ctx.run, child, {
-        ...validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.registry, ctx.bounds),
-        policy
-      }))[0]
+    : (await ctx.loader.find(
+        ctx.run, child, validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.registry, ctx.bounds), { policy }
+      ))[0]
   // Empty, dangling, or hidden by the policy: the same answer.
   if (record === undefined) throw new BP_ERR_ASSOCIATION_EMPTY(model.identity, rawId, association.name)
   return record

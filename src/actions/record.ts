@@ -16,7 +16,7 @@ import { linksLockedByAnswers } from './locks.ts'
  * whatever a policy says (what a change set carries). The record must exist. Read inside a write:
  * the links of its many-to-many collections whose members' model locks first are locked as they
  * are read (see locks.ts). The collections' statements are issued with the record's (see
- * `Criteria.together`).
+ * `ReadOptions.together`).
  */
 export function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, complete?: CollectionAssociation): Promise<JsonRecord> {
   // The promise itself, not awaited again: a write's answer is on every write's path.
@@ -34,11 +34,8 @@ export async function readRecord (
     skip: 0,
     sort: [],
     projection: answerProjection(projection, complete),
-    caseInsensitive: ctx.bounds.caseInsensitive,
-    policy,
-    lockLinks: linksLockedByAnswers(ctx.ranks, model),
-    together: { key: id }
-  })
+    caseInsensitive: ctx.bounds.caseInsensitive
+  }, { policy, lockLinks: linksLockedByAnswers(ctx.ranks, model), together: { key: id } })
   return record
 }
 

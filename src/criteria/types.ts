@@ -106,22 +106,4 @@ export interface Criteria {
   readonly projection: Projection
   /** Fold ASCII case in `contains`, `startsWith`, `endsWith` and `like`. */
   readonly caseInsensitive: boolean
-  /**
-   * What the requester may see: applied by the reader to the records found, to the records
-   * populated into them, and to the fields of both. `undefined`: no policy, everything.
-   */
-  readonly policy?: Policy
-  /**
-   * Many-to-many collections whose links (pivot rows) are locked, shared, as they are read: in
-   * the answer of a write, those whose members' model locks first (see actions/locks.ts).
-   */
-  readonly lockLinks?: ReadonlySet<string>
-  /**
-   * The one primary key `where` names (`key = value`, alone or with other conditions), for the
-   * collections' statements to be issued with the record's instead of after it: in a write's
-   * pipelined transaction they all reach the database in one round trip, and outside one they
-   * run in parallel on the pool (find-one). For a key that matches nothing they are wasted, so a
-   * find of several records waits for them instead.
-   */
-  readonly together?: { readonly key: unknown }
 }

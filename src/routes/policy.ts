@@ -3,7 +3,7 @@
  * model with a query that matches every record (`context.view`), the hook's answer is that
  * model's view for the request: its `where` says which records exist, its `select` / `omit` which
  * fields. The reader and the writers apply the views wherever records are read, filtered,
- * counted or targeted (see `Criteria.policy`), realtime wherever it notifies; a client's query
+ * counted or targeted (see `ReadOptions.policy`), realtime wherever it notifies; a client's query
  * may not name what a view leaves out. Without the hook, nothing here runs.
  *
  * @module

@@ -6,6 +6,7 @@
  */
 import { sql } from 'kysely'
 import type { Criteria, Projection } from '../criteria/types.ts'
+import type { ReadOptions } from './read-options.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { Dialect } from './dialect.ts'
@@ -17,7 +18,7 @@ import { where as condition } from './where.ts'
 
 /** The criteria that choose the children of a collection. */
 export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive'> & {
-  /** Lock the pivot rows read (a many-to-many collection of one parent; see `Criteria.lockLinks`). */
+  /** Lock the pivot rows read (a many-to-many collection of one parent; see `ReadOptions.lockLinks`). */
   readonly lockPivotRows?: boolean
 }
 
@@ -51,7 +52,7 @@ export class ChildLoader {
 
   /** The children of each of `collections` of the parents `ids`, grouped by parent key. */
   async collections (
-    run: Executor, ids: unknown[], { policy, caseInsensitive, lockLinks }: Criteria, collections: Projection['collections']
+    run: Executor, ids: unknown[], { caseInsensitive }: Criteria, { policy, lockLinks }: ReadOptions, collections: Projection['collections']
   ): Promise<Array<Map<unknown, JsonRecord[]>>> {
     return await inOrder(collections.map(({ association, limit }) => {
       const child = this.#registry.get(association.target) as Model

@@ -7,7 +7,8 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { Criteria, Projection, WhereNode } from '../criteria/types.ts'
+import type { Criteria, Policy, Projection, WhereNode } from '../criteria/types.ts'
+import type { ReadOptions } from './read-options.ts'
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { Dialect } from './dialect.ts'
@@ -101,7 +102,7 @@ export class FindStatements {
    * locked (a row lock cannot apply to the nullable side of an outer join). Its members come as one
    * row each, ordered by key.
    */
-  joinedCollection ({ together, projection, lockLinks }: Criteria): JoinedCollection | undefined {
+  joinedCollection ({ projection }: Criteria, { together, lockLinks }: ReadOptions): JoinedCollection | undefined {
     if (together === undefined || !this.#dialect.answerJoinsCollection) return undefined
     const entry = projection.collections.find(({ association, limit }) => limit === Infinity && lockLinks?.has(association.name) !== true)
     if (entry === undefined) return undefined
@@ -133,13 +134,13 @@ export class FindStatements {
    * A find's statement, and its joins. Without a policy, its text is compiled once per shape of
    * `where`, sort and page (see where.ts), and a request fills in its values.
    */
-  find (model: Model, fields: Field[], criteria: Criteria): { statement: Statement, joins: Join[] } {
+  find (model: Model, fields: Field[], criteria: Criteria, policy: Policy | undefined): { statement: Statement, joins: Join[] } {
     const { where, limit, skip } = criteria
     // One primary key matches one record at most: no order and no page to ask for (which also
     // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
     const paged = skip > 0 || !byOneKey(model, where)
-    if (criteria.policy !== undefined) {
-      const { sql: head, joins } = this.#head(model, fields, criteria, undefined)
+    if (policy !== undefined) {
+      const { sql: head, joins } = this.#head(model, fields, criteria, undefined, policy)
       return { statement: this.#dialect.statement(this.#query(head, criteria, paged, limit, skip), true), joins }
     }
     const head = this.#keptHead(model, fields, criteria, undefined)
@@ -176,7 +177,7 @@ export class FindStatements {
     const heads = joined === undefined ? this.#heads : this.#joinedHeads
     let kept = heads.get(criteria.projection)
     if (kept === undefined) {
-      const { sql: head, joins } = this.#head(model, fields, criteria, joined)
+      const { sql: head, joins } = this.#head(model, fields, criteria, joined, undefined)
       // Compiled once: a request only appends to its text.
       heads.set(criteria.projection, kept = { sql: sql.raw(this.#dialect.statement(head).sql), joins, finds: new Map() })
     }
@@ -187,8 +188,8 @@ export class FindStatements {
    * `SELECT … FROM … [LEFT JOIN …]` of a find, and its joins (the `joined` collection's last), as
    * built for its criteria (a view's conditions are parameters of it).
    */
-  #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { sql: Sql, joins: Join[] } {
-    const joins = this.#joins(criteria, fields.length)
+  #head (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined, policy: Policy | undefined): { sql: Sql, joins: Join[] } {
+    const joins = this.#joins(criteria.projection, policy, fields.length)
     const cache = this.#dialect.cache
     const selected = [cache.columns('t', fields)]
     for (const join of joins) selected.push(prefixed(this.#dialect, join.alias, join.fields, join.prefix))
@@ -218,7 +219,7 @@ export class FindStatements {
    * The populated singular associations of a find, each joined under an alias of its own, their
    * columns after the record's `width` ones.
    */
-  #joins ({ projection, policy }: Criteria, width: number): Join[] {
+  #joins (projection: Projection, policy: Policy | undefined, width: number): Join[] {
     const joins: Join[] = []
     let offset = width
     for (const { association, populate } of projection.singulars) {

@@ -7,6 +7,7 @@
 import { sql } from 'kysely'
 import { hidesLink } from '../criteria/policy.ts'
 import type { Criteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
+import { PLAIN_READ, type ReadOptions } from './read-options.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { ChildLoader, type ChildCriteria } from './children.ts'
@@ -19,6 +20,7 @@ import { where as condition } from './where.ts'
 import { combine } from '../criteria/where.ts'
 
 export type { ChildCriteria } from './children.ts'
+export type { ReadOptions } from './read-options.ts'
 
 /** Reads records of the registry's models. One instance per plugin registration. */
 export class RecordLoader {
@@ -46,9 +48,9 @@ export class RecordLoader {
    * a policy, only the children it lets the requester see, with the fields it lets appear.
    */
   async children (
-    run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria & { readonly policy?: Policy }
+    run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria, policy: Policy | undefined
   ): Promise<JsonRecord[]> {
-    const viewed = criteria.policy === undefined ? criteria : this.#viewed(this.#registry.get(association.target) as Model, criteria, criteria.policy)
+    const viewed = policy === undefined ? criteria : this.#viewed(this.#registry.get(association.target) as Model, criteria, policy)
     if (viewed.where.kind === 'none') return []
     const byParent = await this.#children.children(run, association, [parentId], viewed)
     return byParent.get(parentId) ?? []
@@ -57,17 +59,18 @@ export class RecordLoader {
   /**
    * Runs a find and populates what the projection asks for: populated singular associations are
    * joined in the find's own statement, each collection is one batched statement for all records.
-   * Under a policy (`criteria.policy`), only the records it lets the requester see, populated with
+   * Under a policy (`options.policy`), only the records it lets the requester see, populated with
    * the records it lets the requester see, each with the fields it lets appear.
    */
-  async find (run: Executor, model: Model, criteria: Criteria): Promise<JsonRecord[]> {
-    if (criteria.policy !== undefined) criteria = this.#viewed(model, criteria, criteria.policy)
+  async find (run: Executor, model: Model, criteria: Criteria, options: ReadOptions = PLAIN_READ): Promise<JsonRecord[]> {
+    const { policy, together } = options
+    if (policy !== undefined) criteria = this.#viewed(model, criteria, policy)
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#projections.fields(criteria.projection)
     // By primary key (find-one, a write's answer): one statement per projection, built once.
-    const byKey = criteria.policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
-    const joined = byKey ? this.#statements.joinedCollection(criteria) : undefined
-    const { statement, joins } = byKey ? this.#statements.byKey(model, fields, criteria, joined) : this.#statements.find(model, fields, criteria)
+    const byKey = policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
+    const joined = byKey ? this.#statements.joinedCollection(criteria, options) : undefined
+    const { statement, joins } = byKey ? this.#statements.byKey(model, fields, criteria, joined) : this.#statements.find(model, fields, criteria, policy)
     const collections = joined === undefined
       ? criteria.projection.collections
       : criteria.projection.collections.filter(({ association }) => association !== joined.association)
@@ -76,12 +79,14 @@ export class RecordLoader {
     let rows: ArrayRow[]
     let children: Array<Map<unknown, JsonRecord[]>>
     const key = keyIndex(model, fields)
-    if (criteria.together === undefined) {
+    if (together === undefined) {
       rows = await run(statement) as unknown as ArrayRow[]
-      children = rows.length === 0 || collections.length === 0 ? [] : await this.#children.collections(run, rows.map(row => row[key]), criteria, collections)
+      children = rows.length === 0 || collections.length === 0
+        ? []
+        : await this.#children.collections(run, rows.map(row => row[key]), criteria, options, collections)
     } else {
-      const key = [this.#dialect.bind(model.primaryKey.type, criteria.together.key)]
-      ;[rows, children] = await inOrder([run(statement) as unknown as Promise<ArrayRow[]>, this.#children.collections(run, key, criteria, collections)])
+      const key = [this.#dialect.bind(model.primaryKey.type, together.key)]
+      ;[rows, children] = await inOrder([run(statement) as unknown as Promise<ArrayRow[]>, this.#children.collections(run, key, criteria, options, collections)])
     }
     let members: JsonRecord[] | undefined
     if (joined !== undefined) {
@@ -110,8 +115,8 @@ export class RecordLoader {
    * The number of records a find's `where` matches, whatever its page: one statement, built for
    * the request (it runs only when a request asks for it).
    */
-  async count (run: Executor, model: Model, criteria: Criteria): Promise<number> {
-    if (criteria.policy !== undefined) criteria = { ...criteria, where: within(criteria.where, criteria.policy.view(model).where) }
+  async count (run: Executor, model: Model, criteria: Criteria, policy: Policy | undefined): Promise<number> {
+    if (policy !== undefined) criteria = { ...criteria, where: within(criteria.where, policy.view(model).where) }
     if (criteria.where.kind === 'none') return 0
     const filter = criteria.where.kind === 'all' ? NOTHING : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive)}`
     const [row] = await run(this.#dialect.statement(sql`SELECT count(*) AS n FROM ${table(model)} AS t${filter}`))
