@@ -3,7 +3,7 @@
 import t from 'tap'
 import { defineEntity, p, type MikroORM } from '@mikro-orm/core'
 import type { Change } from '../src/actions/changes.ts'
-import { build, DATABASES, get } from './helpers/app.ts'
+import { build, change, DATABASES, get } from './helpers/app.ts'
 import { countStatements } from './helpers/db.ts'
 import { Person } from './fixtures/entities.ts'
 
@@ -20,8 +20,6 @@ async function seedEdges (orm: MikroORM): Promise<void> {
   em.create(Player, { id: 2, name: 'ben', team: 1 } as never)
   await em.flush()
 }
-
-const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)
 
 for (const db of DATABASES) {
   t.test(`${db}: required foreign keys and self-referencing many-to-many`, async t => {

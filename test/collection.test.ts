@@ -1,12 +1,8 @@
 // The collection routes: add, replace and remove — what they write, what they answer, and the
 // change sets they hand to listeners after commit — on every database.
 import t from 'tap'
-import type { Change } from '../src/actions/changes.ts'
-import { build, changeClient as client, DATABASES, get } from './helpers/app.ts'
+import { build, change, changeClient as client, DATABASES, get, ids } from './helpers/app.ts'
 import { CHANGE_TABLE } from './helpers/change-table.ts'
-
-const ids = (list: Array<Record<string, unknown>>, pk = 'id'): unknown[] => list.map(x => x[pk])
-const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)
 
 for (const db of DATABASES) {
   t.test(`${db}: add`, async t => {

@@ -9,10 +9,9 @@ import type { FastifyInstance } from 'fastify'
 import { buildBoard } from '../examples/board/app.ts'
 import { entities } from '../examples/board/entities.ts'
 import { connect } from '../src/client/index.ts'
-import { createOrm, destroyOrm, PG } from './helpers/db.ts'
-import { deadline } from './helpers/sails-socket.ts'
+import { createOrm, destroyOrm, PG, REDIS } from './helpers/db.ts'
+import { deadline } from './helpers/wait.ts'
 
-const REDIS = { host: process.env.REDIS_HOST ?? '127.0.0.1', port: Number(process.env.REDIS_PORT ?? 6379) }
 const write = (url: string, payload: unknown, user?: number) =>
   ({ method: 'PATCH' as const, url, payload: payload as string, headers: user === undefined ? {} : { cookie: `theme=dark; board_user=${user}` } })
 

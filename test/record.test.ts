@@ -1,10 +1,6 @@
 // create, update and destroy: values, answers and change sets, on every database.
 import t from 'tap'
-import type { Change } from '../src/actions/changes.ts'
-import { build, changeClient as client, DATABASES, get } from './helpers/app.ts'
-
-const ids = (list: Array<Record<string, unknown>>, pk = 'id'): unknown[] => list.map(x => x[pk])
-const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)
+import { build, change, changeClient as client, DATABASES, get, ids } from './helpers/app.ts'
 
 for (const db of DATABASES) {
   t.test(`${db}: create`, async t => {

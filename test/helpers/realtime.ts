@@ -4,8 +4,8 @@ import { isDeepStrictEqual } from 'node:util'
 import type { FastifyInstance } from 'fastify'
 import { build, type BuildOptions, type Database } from './app.ts'
 import { connect, socketUrl, type Notice, type TestSocket } from './socket.ts'
+import type { Teardown } from './wait.ts'
 
-interface Teardown { teardown (fn: () => unknown): void }
 
 /** `build()`, then listen on a free loopback port. */
 export async function listening (t: Teardown, db: Database, options: BuildOptions = {}): Promise<FastifyInstance> {

@@ -7,51 +7,25 @@
 // running: a test that cannot reach them fails, it is never skipped.
 import net from 'node:net'
 import t, { type Test } from 'tap'
-import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { Client, type Notification } from 'pg'
 import { MemoryBroker, type Broker, type BrokerLog, type Envelope } from '../../src/index.ts'
 import { RedisBroker, type RedisClient } from '../../src/realtime/brokers/redis.ts'
 import { PostgresBroker } from '../../src/realtime/brokers/postgres.ts'
-import { DATABASES, PG } from '../helpers/db.ts'
+import { DATABASES, PG, REDIS } from '../helpers/db.ts'
 import { pair, type Instance, type LogLine } from '../helpers/pair.ts'
-import { before, sentinel } from '../helpers/realtime.ts'
-import { connect, socketUrl, type Notice, type TestSocket } from '../helpers/socket.ts'
+import { before, open, sentinel } from '../helpers/realtime.ts'
+import type { Notice, TestSocket } from '../helpers/socket.ts'
+import { deadline, eventually } from '../helpers/wait.ts'
 
 type Tap = Test
 
-const REDIS = { host: process.env.REDIS_HOST ?? '127.0.0.1', port: Number(process.env.REDIS_PORT ?? 6379) }
 /** Channels, client names and application names of this run: parallel test files cannot cross-talk. */
 const RUN = `bp_brokers_${process.pid}`
 let serial = 0
 const unique = (): string => `${RUN}_${++serial}`
 
 const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
-
-/** Rejects with `message` when `promise` has not settled after `ms`. */
-function deadline<T> (promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(message)), ms) })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
-}
-
-/** Polls `check` until it returns something other than undefined or false; fails after `ms`. */
-async function eventually<T> (what: string, check: () => T | undefined | false | Promise<T | undefined | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const value = await check()
-    if (value !== undefined && value !== false) return value
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(20)
-  }
-}
-
-/** A socket to an app, closed at the end of the test. */
-async function open (t: Tap, app: FastifyInstance): Promise<TestSocket> {
-  const socket = await connect(socketUrl(app))
-  t.teardown(() => socket.close())
-  return socket
-}
 
 /** Reads a record through a socket, which subscribes the socket to it. */
 async function read (t: Tap, socket: TestSocket, url: string): Promise<void> {
@@ -91,7 +65,7 @@ async function redisClient (t: Tap, name: string): Promise<Redis> {
     if (client.status === 'ready') await client.quit()
     else client.disconnect()
   })
-  await deadline(client.ping(), 5000, `Redis at ${REDIS.host}:${REDIS.port} cannot be reached: start it (these tests need it)`)
+  await deadline(client.ping(), 5000, `Redis at ${REDIS.host}:${REDIS.port} (start it: these tests need it)`)
   return client
 }
 
@@ -106,7 +80,7 @@ async function pgClient (t: Tap): Promise<Client> {
   client.on('error', () => {})
   t.teardown(() => client.end())
   const unreachable = `PostgreSQL at ${PG.host}:${PG.port} cannot be reached: start it (these tests need it)`
-  await deadline(client.connect(), 5000, 'no answer within 5 s').catch((err: Error) => { throw new Error(`${unreachable}: ${err.message}`) })
+  await deadline(client.connect(), 5000, 'an answer').catch((err: Error) => { throw new Error(`${unreachable}: ${err.message}`) })
   return client
 }
 

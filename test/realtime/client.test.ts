@@ -13,25 +13,13 @@ import {
   type BlueprintsResponse, type ChangeMessage, type ClientOptions, type Status, type WebSocketConstructor
 } from '../../src/client/index.ts'
 import { build, DATABASES } from '../helpers/app.ts'
+import { deadline } from '../helpers/wait.ts'
 
 type Tap = Test
 interface User { id: number, name: string, age: number | null }
 interface Pet { id: number, name: string, species: string }
 
 const HOST = '127.0.0.1'
-
-/** `promise`, or a rejection naming what was awaited after `ms`, so that a missing event fails the test instead of hanging it. */
-async function within<T> (promise: Promise<T>, what: () => string, ms = 5000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => { reject(new Error(`timed out waiting for ${what()}`)) }, ms)
-  })
-  try {
-    return await Promise.race([promise, late])
-  } finally {
-    clearTimeout(timer)
-  }
-}
 
 /** A fixed pause: only to show that nothing more arrives meanwhile. */
 async function pause (ms: number): Promise<void> {
@@ -40,7 +28,7 @@ async function pause (ms: number): Promise<void> {
 
 /** The error a promise rejects with (fails after a deadline, or when it resolves). */
 async function rejection (promise: Promise<unknown>, what: string): Promise<BlueprintsClientError> {
-  const outcome = await within(promise.then(value => ({ value }), (error: unknown) => ({ error })), () => what)
+  const outcome = await deadline(promise.then(value => ({ value }), (error: unknown) => ({ error })), 5000, what)
   if (!('error' in outcome)) throw new Error(`${what} resolved: ${JSON.stringify(outcome.value)}`)
   return outcome.error as BlueprintsClientError
 }
@@ -55,7 +43,7 @@ class Recorder<T> {
     for (const waiter of this.#waiters) waiter()
   }
 
-  async until (count: number, what: string, ms?: number): Promise<T[]> {
+  async until (count: number, what: string, ms = 5000): Promise<T[]> {
     let check = (): void => {}
     const reached = new Promise<void>(resolve => {
       check = () => { if (this.items.length >= count) resolve() }
@@ -63,7 +51,7 @@ class Recorder<T> {
     this.#waiters.add(check)
     check()
     try {
-      await within(reached, () => `${count} ${what} (got ${JSON.stringify(this.items)})`, ms)
+      await deadline(reached, ms, () => `${count} ${what} (got ${JSON.stringify(this.items)})`)
     } finally {
       this.#waiters.delete(check)
     }
@@ -231,7 +219,7 @@ for (const db of DATABASES) {
     }
     const ids = Array.from({ length: 60 }, (_, i) => (i % 10) + 1)
     const burst = async (client: BlueprintsClient): Promise<Array<BlueprintsResponse<{ id: number }>>> =>
-      await within(Promise.all(ids.map(async id => await client.get<{ id: number }>(`/user/${id}?populate=false`))), () => 'the answers of the burst')
+      await deadline(Promise.all(ids.map(async id => await client.get<{ id: number }>(`/user/${id}?populate=false`))), 5000, 'the answers of the burst')
 
     const { client } = open(t, url, { WebSocket: Metered, maxInFlight: 4 })
     const answers = await burst(client)
@@ -350,7 +338,7 @@ for (const db of DATABASES) {
     t.same([user?.statusCode, user?.body.name], [200, 'offline'], 'its fresh answer shows the change made while offline')
     t.equal(fresh.get('/pet/5')?.statusCode, 404, 'the record destroyed meanwhile: its 404 is handed over')
     t.same(fresh.get(dogs)?.body.map((pet: Pet) => pet.name), ['Rex', 'Fido', 'Rover'], 'the find shows the record created meanwhile')
-    t.same((await within(queued, () => 'the queued request')).body.id, 2, 'the request queued offline was sent after reconnecting')
+    t.same((await deadline(queued, 5000, 'the queued request')).body.id, 2, 'the request queued offline was sent after reconnecting')
     t.same(client.subscriptions, ['/user/1?populate=false', dogs, '/user/2?populate=false'],
       'the read answered 404 is forgotten; the re-issued ones keep their place; the new one comes last')
     t.same(views.items, ['/user/1?populate=false profile'], 'the re-issued read carried its headers')
@@ -390,7 +378,7 @@ for (const db of DATABASES) {
     const error = await rejection(write, 'the write in flight')
     t.ok(error instanceof BlueprintsClientError)
     t.equal(error.code, 'BP_CLIENT_DISCONNECTED', 'the write in flight rejects: it may or may not have happened')
-    t.equal((await within(read, () => 'the read in flight')).body.id, 3, 'the read in flight is answered after the reconnect')
+    t.equal((await deadline(read, 5000, 'the read in flight')).body.id, 3, 'the read in flight is answered after the reconnect')
     t.equal(user3, 2, 'it was sent again')
     t.same(statuses.items, ['open', 'reconnecting', 'open'])
   })
@@ -587,7 +575,7 @@ t.test('close() stops the reconnecting, whether waiting or connecting', async t 
   t.equal(attempts.items.length, 1, 'the retry due after 200 ms never came')
 
   const { client: connecting } = open(t, endpoint(port), { WebSocket })
-  await within(connecting.close(), () => 'close() of a socket still connecting')
+  await deadline(connecting.close(), 5000, 'close() of a socket still connecting')
   t.equal(connecting.status, 'closed')
   t.equal(attempts.items.length, 2)
 })
@@ -621,7 +609,7 @@ t.test('without onError, what a handler throws surfaces as an uncaught error', a
   const client = connect(endpoint(await deadPort()), { reconnect: { initialDelay: 10_000 } })
   t.teardown(async () => { await client.close() })
   const off = client.onStatus(() => { throw bug })
-  t.equal(await within(caught, () => 'the uncaught error'), bug)
+  t.equal(await deadline(caught, 5000, 'the uncaught error'), bug)
   off()
   t.equal(client.status, 'reconnecting', 'the status changed all the same')
 })

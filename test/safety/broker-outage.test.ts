@@ -15,13 +15,13 @@ import type { Broker } from '../../src/index.ts'
 import { RedisBroker } from '../../src/realtime/brokers/redis.ts'
 import { PostgresBroker } from '../../src/realtime/brokers/postgres.ts'
 import { DATABASES } from '../helpers/app.ts'
-import { PG } from '../helpers/db.ts'
+import { PG, REDIS } from '../helpers/db.ts'
 import { pair, type Instance } from '../helpers/pair.ts'
 import { open } from '../helpers/realtime.ts'
 import type { TestSocket } from '../helpers/socket.ts'
 import { tcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts'
+import { eventually } from '../helpers/wait.ts'
 
-const REDIS = { host: '127.0.0.1', port: 6379 }
 const db = DATABASES[0]
 
 interface Brokers {
@@ -39,19 +39,14 @@ type Kind = 'redis' | 'postgres'
 let names = 0
 const unique = (): string => `bp_outage_${process.pid}_${++names}`
 
-async function until (what: string, check: () => boolean, ms = 8000): Promise<void> {
-  const end = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 10))
-  }
-}
+/** How long a change of the proxied connection may take to be noticed. */
+const NOTICED = 8000
 
 async function brokers (kind: Kind, proxy: TcpProxy): Promise<Brokers> {
   const channel = unique()
   if (kind === 'redis') {
     // The setting docs/realtime.md recommends: fail at once while Redis is away (held by the plugin).
-    const client = new Redis({ ...REDIS, port: proxy.port, enableOfflineQueue: false, retryStrategy: () => 100 })
+    const client = new Redis({ ...REDIS, host: '127.0.0.1', port: proxy.port, enableOfflineQueue: false, retryStrategy: () => 100 })
     const direct = new Redis(REDIS)
     // Connection errors while the proxy refuses are expected (the broker reports its own).
     client.on('error', () => {})
@@ -60,14 +55,14 @@ async function brokers (kind: Kind, proxy: TcpProxy): Promise<Brokers> {
       a: new RedisBroker({ client, channel }),
       b: new RedisBroker({ client: direct, channel }),
       close: () => { client.disconnect(); direct.disconnect() },
-      lost: async () => { await until('A\'s Redis client to notice', () => client.status !== 'ready') }
+      lost: async () => { await eventually('A\'s Redis client to notice', () => client.status !== 'ready', NOTICED) }
     }
   }
   return {
     a: new PostgresBroker({ connection: { ...PG, port: proxy.port, database: 'postgres' }, channel }),
     b: new PostgresBroker({ connection: { ...PG, database: 'postgres' }, channel }),
     close: () => {},
-    lost: async a => { await until('A\'s broker to notice', () => a.logs.some(line => line.msg.includes('lost its connection'))) }
+    lost: async a => { await eventually('A\'s broker to notice', () => a.logs.some(line => line.msg.includes('lost its connection')), NOTICED) }
   }
 }
 
@@ -112,7 +107,7 @@ for (const kind of ['redis', 'postgres'] as const) {
     t.equal((await b.app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 6 } })).statusCode, 200)
     // The socket opened after the reconnection may also hear the held changes (it read after they
     // committed: at least once); the new one comes last.
-    await until('A to hear the new change', () => again.notices.some(n => n.data.data.age === 6))
+    await eventually('A to hear the new change', () => again.notices.some(n => n.data.data.age === 6), NOTICED)
     t.same(again.notices.at(-1)?.data.data.age, 6, 'A receives again')
   })
 }
@@ -137,7 +132,7 @@ t.test('redis: closing an instance while envelopes wait for the broker drops the
   await lost()
   await t.rejects(a.app.blueprints.publish('user', 1, { by: 'app' }), 'app code\'s publish() rejects while the broker is away (nothing is held for it)')
   t.equal((await a.app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 9 } })).statusCode, 200)
-  await until('the change set to be held', () => a.logs.some(line => line.msg.includes('held until the broker is back')))
+  await eventually('the change set to be held', () => a.logs.some(line => line.msg.includes('held until the broker is back')), NOTICED)
   await a.app.close()
   t.ok(a.logs.some(line => line.level === 50 && line.msg.includes('dropped before the broker took it')), 'the dropped change set is logged as an error')
 })
@@ -145,7 +140,7 @@ t.test('redis: closing an instance while envelopes wait for the broker drops the
 t.test('redis: a broker stopped while it subscribes again after a reconnection leaves nothing unhandled', async t => {
   const proxy = await tcpProxy(REDIS)
   t.teardown(() => proxy.close())
-  const client = new Redis({ ...REDIS, port: proxy.port, retryStrategy: () => 50 })
+  const client = new Redis({ ...REDIS, host: '127.0.0.1', port: proxy.port, retryStrategy: () => 50 })
   client.on('error', () => {})
   t.teardown(() => { client.disconnect() })
   const unhandled: unknown[] = []
@@ -166,10 +161,10 @@ t.test('redis: a broker stopped while it subscribes again after a reconnection l
   const broker = new RedisBroker({ client: { publish: (channel, message) => client.publish(channel, message), duplicate }, channel: unique() })
   stop = await broker.subscribe(() => {}, { info: () => {}, warn: () => {}, error: () => {} })
   proxy.kill({ reset: true })
-  await until('the subscriber connection to end', () => subscriber?.status === 'end', 10_000)
+  await eventually('the subscriber connection to end', () => subscriber?.status === 'end', 10_000)
   // A rejection left unhandled on purpose, now: reported after any that came before it.
   const sentinel = new Error('sentinel')
   void Promise.reject(sentinel)
-  await until('the sentinel to be reported', () => unhandled.includes(sentinel))
+  await eventually('the sentinel to be reported', () => unhandled.includes(sentinel), NOTICED)
   t.same(unhandled, [sentinel], 'no other unhandled rejection')
 })

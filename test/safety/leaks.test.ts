@@ -17,6 +17,7 @@ import WebSocket from 'ws'
 import { DATABASES, type Database } from '../helpers/app.ts'
 import { listening } from '../helpers/realtime.ts'
 import { socketUrl } from '../helpers/socket.ts'
+import { eventually, type Teardown } from '../helpers/wait.ts'
 
 /** The long variant (`scripts/long-safety.sh`) opens five times as many sockets. */
 const LONG = process.env.BLUEPRINTS_LONG === '1'
@@ -35,16 +36,6 @@ v8.setFlagsFromString('--expose-gc')
 const gc = vm.runInNewContext('gc') as () => void
 
 const tick = (): Promise<void> => new Promise(resolve => setImmediate(resolve))
-const pause = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
-
-/** Polls `ok` until it holds; throws (failing the test) after `ms`. */
-async function until (what: () => string, ok: () => boolean, ms = DEADLINE): Promise<void> {
-  const end = Date.now() + ms
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what()}`)
-    await pause(5)
-  }
-}
 
 /** `promise`'s value, or `undefined` after `ms` (the timer is cleared either way). */
 async function within<T> (promise: Promise<T>, ms: number): Promise<T | undefined> {
@@ -88,8 +79,6 @@ const PLANS: readonly Plan[] = [
 
 /** The reads of socket `i`: a find (subscribes its users and what they populate, watches `user`) and a populate. */
 const readsOf = (i: number): string[] => [`/user?limit=5&skip=${i % 6}`, `/user/${1 + (i % 4)}/pets`]
-
-interface Teardown { teardown (fn: () => unknown): void }
 
 /** Counts kept by the app's hooks and by the sockets. */
 interface Tally {
@@ -209,7 +198,7 @@ async function batch (server: { app: FastifyInstance, tally: Tally, hold: () => 
     if (frames === undefined || !frames.every(right)) tally.wrong++
   })
   await Promise.all(lives)
-  await until(() => `${2 * heldSockets} held reads (${tally.held - heldBefore} waiting)`, () => tally.held - heldBefore === 2 * heldSockets)
+  await eventually(() => `${2 * heldSockets} held reads (${tally.held - heldBefore} waiting)`, () => tally.held - heldBefore === 2 * heldSockets, DEADLINE, 5)
   // Every answered find holds 5 users and watches `user`; the held reads have subscribed nothing yet.
   const during = app.blueprints.stats()
   if (during.subscriptions < 5 * reads || during.watches < reads) tally.thin++
@@ -219,9 +208,9 @@ async function batch (server: { app: FastifyInstance, tally: Tally, hold: () => 
     return ws === undefined ? undefined : end(ws, (PLANS[i % PLANS.length] as Plan).end)
   }))
   sockets = []
-  await until(() => `the server to process every close (${app.blueprints.stats().sockets} sockets open)`, () => app.blueprints.stats().sockets === 0)
+  await eventually(() => `the server to process every close (${app.blueprints.stats().sockets} sockets open)`, () => app.blueprints.stats().sockets === 0, DEADLINE, 5)
   open()
-  await until(() => `every read to finish (${tally.finished} of ${tally.started})`, () => tally.finished === tally.started)
+  await eventually(() => `every read to finish (${tally.finished} of ${tally.started})`, () => tally.finished === tally.started, DEADLINE, 5)
 }
 
 /** `count` sockets in batches; returns the milliseconds taken. */

@@ -32,6 +32,7 @@ import { entities } from '../fixtures/entities.ts'
 import { PETS, TAGS, USERS, seed } from '../fixtures/seed.ts'
 import { createOrm, destroyOrm, PG } from '../helpers/db.ts'
 import { tcpProxy, type Refusal } from '../helpers/tcp-proxy.ts'
+import { deadline } from '../helpers/wait.ts'
 
 const LONG = process.env.BLUEPRINTS_LONG === '1'
 /** Rounds of (kills, stop/start, restart); each round terminates the app's backends KILLS times. */
@@ -89,10 +90,10 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
   t.teardown(async () => {
     // Bounded: when a connection leaked, closing the pool would wait for it for ever. The rest
     // is closed all the same, and the failure reported afterwards.
-    const closing = await Promise.allSettled([bounded('closing the app', (async () => {
+    const closing = await Promise.allSettled([deadline((async () => {
       await app?.close()
       await orm?.close(true)
-    })())])
+    })(), DEADLINE, 'closing the app')])
     await proxy.close()
     await admin.end()
     await destroyOrm('postgres', seedOrm)
@@ -273,7 +274,7 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
   // The load goes on for a moment after the last recovery, then stops.
   await sleep(1000)
   running = false
-  await bounded('the workers', Promise.all(workers), 2 * DEADLINE)
+  await deadline(Promise.all(workers), 2 * DEADLINE, 'the workers')
 
   // 3. No hang, no 500, no driver words: each bad answer is listed (the first ten of each kind).
   const bad = new Map<string, string[]>()
@@ -327,10 +328,10 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
   t.equal(pool.waitingCount, 0, 'nobody waits for a connection')
   t.equal(leaked, 0, 'every connection is back in the pool (none leaked)')
   const sleepStart = performance.now()
-  const sleepers = await bounded('four concurrent queries', Promise.all(Array.from({ length: POOL_MAX }, async () => {
+  const sleepers = await deadline(Promise.all(Array.from({ length: POOL_MAX }, async () => {
     const rows = await appOrm.em.getConnection().execute<Array<{ pid: number }>>('select pg_backend_pid() as pid, pg_sleep(0.2)')
     return rows[0].pid
-  })))
+  })), DEADLINE, 'four concurrent queries')
   const sleepMs = Math.round(performance.now() - sleepStart)
   t.equal(new Set(sleepers).size, POOL_MAX, `${POOL_MAX} slow queries ran at once on ${POOL_MAX} connections (${sleepMs} ms for 4 × 200 ms)`)
   t.ok(proxy.open <= POOL_MAX, `${proxy.open} TCP connections open through the proxy`)
@@ -371,15 +372,3 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
   t.comment(`run time: ${((performance.now() - began) / 1000).toFixed(1)} s`)
 })
 
-/** `promise`, or a rejection naming `what` after DEADLINE: a hang fails the test instead of stalling it. */
-async function bounded<T> (what: string, promise: Promise<T>, ms = DEADLINE): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => { reject(new Error(`${what} did not finish within ${ms} ms`)) }, ms)
-  })
-  try {
-    return await Promise.race([promise, deadline])
-  } finally {
-    clearTimeout(timer)
-  }
-}

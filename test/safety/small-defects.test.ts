@@ -12,22 +12,16 @@ import { Redis } from 'ioredis'
 import blueprints, { type Authorize, type BlueprintsOptions } from '../../src/index.ts'
 import { RedisBroker } from '../../src/realtime/brokers/redis.ts'
 import { build, DATABASES } from '../helpers/app.ts'
+import { REDIS } from '../helpers/db.ts'
+import { deadline } from '../helpers/wait.ts'
 import { pair, type LogLine } from '../helpers/pair.ts'
 import { listening, open, settled } from '../helpers/realtime.ts'
 import { connect, socketUrl, type Notice } from '../helpers/socket.ts'
 
 const ZERO = { sockets: 0, subscriptions: 0, records: 0, watches: 0 }
-const REDIS = { host: process.env.REDIS_HOST ?? '127.0.0.1', port: Number(process.env.REDIS_PORT ?? 6379) }
 let serial = 0
 
 const updated = (model: string, id: number, data: Record<string, unknown>, previous: Record<string, unknown>): Notice => ({ event: model, data: { verb: 'updated', id, data, previous } })
-
-/** Rejects with `message` when `promise` has not settled after `ms`. */
-function deadline<T> (promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(message)), ms) })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
-}
 
 /** An ioredis client made as docs/realtime.md recommends (`enableOfflineQueue: false`); closed at teardown. Not awaited: it may still be connecting. */
 function failFastClient (t: Test): Redis {
@@ -43,7 +37,7 @@ function failFastClient (t: Test): Redis {
 /** Resolves once the client is ready (fails after 5 s: Redis must be running). */
 async function ready (client: Redis): Promise<void> {
   if (client.status === 'ready') return
-  await deadline(new Promise(resolve => client.once('ready', resolve)), 5000, `Redis at ${REDIS.host}:${REDIS.port} cannot be reached: start it (this test needs it)`)
+  await deadline(new Promise(resolve => client.once('ready', resolve)), 5000, `Redis at ${REDIS.host}:${REDIS.port} (start it: this test needs it)`)
 }
 
 for (const db of DATABASES) {

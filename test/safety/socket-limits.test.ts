@@ -17,7 +17,7 @@ import blueprints from '../../src/index.ts'
 import { createOrm, destroyOrm, DATABASES } from '../helpers/db.ts'
 import { entities } from '../fixtures/entities.ts'
 import { seed } from '../fixtures/seed.ts'
-import { connect, socketUrl, type TestSocket } from '../helpers/socket.ts'
+import { open } from '../helpers/realtime.ts'
 import { sailsSocket, type SailsTestSocket } from '../helpers/sails-socket.ts'
 import { rawIo } from '../helpers/raw-io.ts'
 
@@ -33,12 +33,6 @@ for (const db of DATABASES) {
     app.get('/echo', async request => { echoed++; return { headers: request.headers } })
     await app.listen({ port: 0, host: '127.0.0.1' })
     return { app, echoed: () => echoed }
-  }
-
-  async function ws (t: Test, app: FastifyInstance): Promise<TestSocket> {
-    const socket = await connect(socketUrl(app))
-    t.teardown(() => socket.close())
-    return socket
   }
 
   /**
@@ -70,7 +64,7 @@ for (const db of DATABASES) {
 
   t.test(`${db}: websocket endpoint: the url and headers of a frame meet the server's maxHeaderSize, byte for byte as over HTTP`, async t => {
     const { app: server, echoed } = await app(t)
-    const socket = await ws(t, server)
+    const socket = await open(t, server)
     const seen = (await socket.request('GET', '/echo')).body.headers as Record<string, unknown>
     t.equal(echoed(), 1)
     // A url that brings the head to the limit: one byte less is what Node lets through.
@@ -92,7 +86,7 @@ for (const db of DATABASES) {
 
   t.test(`${db}: websocket endpoint: the server's maxHeadersCount (1000 when unset), and 0 for none`, async t => {
     const { app: server, echoed } = await app(t)
-    const socket = await ws(t, server)
+    const socket = await open(t, server)
     const seen = (await socket.request('GET', '/echo')).body.headers as Record<string, unknown>
     const room = 1000 - Object.keys(seen).length - 1
     const headers = (count: number): Record<string, string> => ({
@@ -114,7 +108,7 @@ for (const db of DATABASES) {
 
   t.test(`${db}: a server started with another maxHeaderSize holds its sockets to it`, async t => {
     const { app: server, echoed } = await app(t, { http: { maxHeaderSize: 4096 } })
-    const socket = await ws(t, server)
+    const socket = await open(t, server)
     tooLarge(await socket.request('GET', `/echo?${'a'.repeat(5000)}`), /at most 4095/, 'websocket endpoint', t)
     const sails = await sailsSocket(t, server)
     tooLarge(await sails.request('get', `/echo?${'a'.repeat(5000)}`), /at most 4095/, 'socket.io endpoint', t)
@@ -123,7 +117,7 @@ for (const db of DATABASES) {
 
   t.test(`${db}: a url with control characters is refused on both endpoints (400), and reaches nothing`, async t => {
     const { app: server, echoed } = await app(t)
-    const socket = await ws(t, server)
+    const socket = await open(t, server)
     const sails = await sailsSocket(t, server)
     for (const url of ['/echo\r\nx-injected: 1', '/echo?a=\nb', '/echo\u0000', '/echo\tx', '/echo\u007f']) {
       const frame = await socket.request('GET', url)

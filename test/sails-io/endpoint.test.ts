@@ -2,14 +2,13 @@
 // every verb, query via `data`, statuses, every row of the seed's change table heard by another
 // sails.io.js socket, requester exclusion, and both endpoints at once — on every database.
 import t, { type Test } from 'tap'
-import { DATABASES } from '../helpers/app.ts'
+import { DATABASES, ids } from '../helpers/app.ts'
 import { heardAsTheTableSays } from '../helpers/change-table.ts'
 import { before, listening, open, seen, sentinel } from '../helpers/realtime.ts'
 import { sailsSocket, type SailsTestSocket } from '../helpers/sails-socket.ts'
 import type { Notice } from '../helpers/socket.ts'
 
 const SAILS_IO = { realtime: { sailsIo: true } } as const
-const ids = (list: Array<Record<string, unknown>>, pk = 'id'): unknown[] => list.map(x => x[pk])
 const notice = (event: string, data: Record<string, unknown>): Notice => ({ event, data })
 
 /** A sails.io.js socket subscribed to every user, pet and tag (and watching the three models). */

@@ -6,11 +6,11 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import { RedisBroker } from '../../src/realtime/brokers/redis.ts'
 import { DATABASES } from '../helpers/app.ts'
+import { REDIS } from '../helpers/db.ts'
 import { pair } from '../helpers/pair.ts'
 import { before, listening, seen, sentinel, settled } from '../helpers/realtime.ts'
-import { deadline, sailsSocket } from '../helpers/sails-socket.ts'
-
-const REDIS = { host: process.env.REDIS_HOST ?? '127.0.0.1', port: Number(process.env.REDIS_PORT ?? 6379) }
+import { sailsSocket } from '../helpers/sails-socket.ts'
+import { deadline } from '../helpers/wait.ts'
 
 for (const db of DATABASES) {
   t.test(`${db}: two instances over the Redis broker`, async t => {

@@ -7,7 +7,8 @@ import t, { type Test } from 'tap'
 import { io as ioV4 } from 'socket.io-client-v4'
 import { listening, before, open, seen, sentinel } from '../helpers/realtime.ts'
 import { portOf, rawUpgrade } from '../helpers/upgrade.ts'
-import { baseUrl, deadline, sailsSocket } from '../helpers/sails-socket.ts'
+import { baseUrl, sailsSocket } from '../helpers/sails-socket.ts'
+import { deadline, eventually } from '../helpers/wait.ts'
 import { loadSocketIo } from '../../src/realtime/sails-io.ts'
 import type { BlueprintsOptions, Broker, Envelope } from '../../src/index.ts'
 import type { FastifyInstance } from 'fastify'
@@ -207,7 +208,7 @@ t.test('socket.io-client 4 (Engine.IO 4), a custom path, and maxPending', async 
   const read = await deadline(socket.emitWithAck('get', { url: '/user/1', data: { populate: false } }), 5000, 'the v4 ack')
   t.same([read.statusCode, read.body.id], [200, 1], 'a request over Engine.IO 4')
   await app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 44 } })
-  await deadline((async () => { while (heard.length === 0) await new Promise(resolve => setTimeout(resolve, 10)) })(), 5000, 'the v4 notification')
+  await eventually('the v4 notification', () => heard.length > 0)
   t.same(heard, [{ verb: 'updated', id: 1, data: { age: 44 }, previous: { age: 30 } }], 'a notification is an event named by the identity')
 
   const slow = socket.emitWithAck('get', { url: '/slow' })
@@ -254,7 +255,7 @@ t.test('requests without an acknowledgement run; a route that drops the socket d
   const socket = await rawSocket(t, app, SDK)
   socket.emit('post', { url: '/user', data: { name: 'unacknowledged' } })
   const made = async (): Promise<number> => (await app.inject('/user?where={"name":"unacknowledged"}')).json().length
-  await deadline((async () => { while (await made() === 0) await new Promise(resolve => setTimeout(resolve, 10)) })(), 5000, 'the unacknowledged create')
+  await eventually('the unacknowledged create', async () => await made() > 0)
   t.equal(await made(), 1, 'a request without an ack is run (and answered nowhere)')
 
   // The websocket endpoint pings its sockets every 20 ms and drops one that missed a pong; the
@@ -263,7 +264,7 @@ t.test('requests without an acknowledgement run; a route that drops the socket d
   const plain = await open(t, app)
   let pings = 0
   plain.ws.on('ping', () => { pings++ })
-  await deadline((async () => { while (pings < 3) await new Promise(resolve => setTimeout(resolve, 10)) })(), 5000, 'three pings')
+  await eventually('three pings', () => pings >= 3)
   t.equal((await ask(socket, 'get', { url: '/user/1' })).statusCode, 200, 'the socket.io socket outlived the pings')
 
   const dropped = new Promise(resolve => { socket.on('disconnect', resolve) })
