@@ -11,7 +11,7 @@ import { DATABASES } from '../helpers/app.ts'
 import { createOrm, destroyOrm } from '../helpers/db.ts'
 import { entities } from '../fixtures/entities.ts'
 import { seed } from '../fixtures/seed.ts'
-import { listening, open, seen } from '../helpers/realtime.ts'
+import { before, listening, open, sentinel } from '../helpers/realtime.ts'
 import { connect, socketUrl } from '../helpers/socket.ts'
 import { portOf, rawUpgrade } from '../helpers/upgrade.ts'
 
@@ -264,7 +264,7 @@ for (const db of DATABASES) {
     t.equal(await refused(socketUrl(writer)), 404, 'path: false serves no endpoint')
     const socket = await open(t, reader, undefined, '/api/socket')
     t.equal((await socket.request('GET', '/api/user/1?populate=false')).statusCode, 200, 'the default path follows the prefix; urls are full paths')
-    t.same(await seen(socket, 1, async () => writer.inject({ method: 'PATCH', url: '/user/1', payload: { age: 99 } })), [
+    t.same(await before(socket, sentinel(writer, 'user', 1), async () => writer.inject({ method: 'PATCH', url: '/user/1', payload: { age: 99 } })), [
       { event: 'user', data: { verb: 'updated', id: 1, data: { age: 99 }, previous: { age: 30 } } }
     ], 'an instance without endpoint still publishes its changes')
 
