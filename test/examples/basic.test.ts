@@ -3,7 +3,7 @@ import t from 'tap'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { buildApp } from '../examples/basic/app.ts'
+import { buildApp } from '../../examples/basic/app.ts'
 
 t.test('the example app answers the URLs it prints', async t => {
   const { app } = await buildApp({ logger: false })

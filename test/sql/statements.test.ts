@@ -3,8 +3,8 @@
 // the writes (src/sql/linking.ts), then the answer; the other side (the children's model locks
 // first) and SQLite run one statement per step. BEGIN and COMMIT are counted.
 import t from 'tap'
-import { build, DATABASES } from './helpers/app.ts'
-import { countStatements } from './helpers/db.ts'
+import { build, DATABASES } from '../helpers/app.ts'
+import { countStatements } from '../helpers/db.ts'
 
 // The answer of a write on a user: the user with bestPet joined, then its three collections (one
 // statement each, issued together); on SQLite the written collection is joined to the user (one

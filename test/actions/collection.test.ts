@@ -1,8 +1,8 @@
 // The collection routes: add, replace and remove — what they write, what they answer, and the
 // change sets they hand to listeners after commit — on every database.
 import t from 'tap'
-import { build, change, changeClient as client, DATABASES, get, ids } from './helpers/app.ts'
-import { CHANGE_TABLE } from './helpers/change-table.ts'
+import { build, change, changeClient as client, DATABASES, get, ids } from '../helpers/app.ts'
+import { CHANGE_TABLE } from '../helpers/change-table.ts'
 
 for (const db of DATABASES) {
   t.test(`${db}: add`, async t => {

@@ -2,11 +2,11 @@
 // every verb, query via `data`, statuses, every row of the seed's change table heard by another
 // sails.io.js socket, requester exclusion, and both endpoints at once — on every database.
 import t, { type Test } from 'tap'
-import { DATABASES, ids } from '../helpers/app.ts'
-import { heardAsTheTableSays } from '../helpers/change-table.ts'
-import { before, listening, open, sentinel } from '../helpers/realtime.ts'
-import { sailsSocket, type SailsTestSocket } from '../helpers/sails-socket.ts'
-import type { Notice } from '../helpers/socket.ts'
+import { DATABASES, ids } from '../../helpers/app.ts'
+import { heardAsTheTableSays } from '../../helpers/change-table.ts'
+import { before, listening, open, sentinel } from '../../helpers/realtime.ts'
+import { sailsSocket, type SailsTestSocket } from '../../helpers/sails-socket.ts'
+import type { Notice } from '../../helpers/socket.ts'
 
 const SAILS_IO = { realtime: { sailsIo: true } } as const
 const notice = (event: string, data: Record<string, unknown>): Notice => ({ event, data })

@@ -5,12 +5,12 @@
 import { createRequire } from 'node:module'
 import t, { type Test } from 'tap'
 import { io as ioV4 } from 'socket.io-client-v4'
-import { listening, before, open, sentinel } from '../helpers/realtime.ts'
-import { portOf, rawUpgrade } from '../helpers/upgrade.ts'
-import { baseUrl, sailsSocket } from '../helpers/sails-socket.ts'
-import { deadline, eventually } from '../helpers/wait.ts'
-import { loadSocketIo } from '../../src/realtime/sails-io.ts'
-import type { BlueprintsOptions, Broker, Envelope } from '../../src/index.ts'
+import { listening, before, open, sentinel } from '../../helpers/realtime.ts'
+import { portOf, rawUpgrade } from '../../helpers/upgrade.ts'
+import { baseUrl, sailsSocket } from '../../helpers/sails-socket.ts'
+import { deadline, eventually } from '../../helpers/wait.ts'
+import { loadSocketIo } from '../../../src/realtime/sails-io.ts'
+import type { BlueprintsOptions, Broker, Envelope } from '../../../src/index.ts'
 import type { FastifyInstance } from 'fastify'
 
 const require = createRequire(import.meta.url)

@@ -6,10 +6,10 @@ import Fastify from 'fastify'
 import { EntitySchema, defineEntity, p } from '@mikro-orm/core'
 import { BaseMySqlPlatform as MySqlPlatform } from '@mikro-orm/sql'
 import { Entity, ManyToMany, ManyToOne, OneToMany, OneToOne, PrimaryKey, Property } from '@mikro-orm/decorators/legacy'
-import blueprints from '../src/index.ts'
-import { dialectFor } from '../src/sql/dialect.ts'
-import { coerce, INVALID } from '../src/models/values.ts'
-import { build, DATABASES, get } from './helpers/app.ts'
+import blueprints from '../../src/index.ts'
+import { dialectFor } from '../../src/sql/dialect.ts'
+import { coerce, INVALID } from '../../src/models/values.ts'
+import { build, DATABASES, get } from '../helpers/app.ts'
 
 class Author { id!: number; name!: string; books!: unknown; profile!: unknown }
 class Book { isbn!: string; title!: string; author!: unknown; readers!: unknown }

@@ -2,9 +2,9 @@
 // the X-Total-Count header, with one more statement only when asked; over a socket too; a policy's
 // query applies to the count; the populate route refuses it — on every database.
 import t from 'tap'
-import { build, DATABASES, get, q } from '../helpers/app.ts'
-import { countStatements } from '../helpers/db.ts'
-import { listening, open } from '../helpers/realtime.ts'
+import { build, DATABASES, get, q } from '../../helpers/app.ts'
+import { countStatements } from '../../helpers/db.ts'
+import { listening, open } from '../../helpers/realtime.ts'
 
 for (const db of DATABASES) {
   t.test(`${db}: count=true`, async t => {

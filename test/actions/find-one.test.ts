@@ -1,7 +1,7 @@
 // GET /m/:id (findOne) and GET /m/:id/:association (populate), on every database.
 import t from 'tap'
-import { build, DATABASES, get, q } from './helpers/app.ts'
-import { expectErrors, expectIds } from './helpers/cases.ts'
+import { build, DATABASES, get, q } from '../helpers/app.ts'
+import { expectErrors, expectIds } from '../helpers/cases.ts'
 
 for (const db of DATABASES) {
   t.test(db, async t => {

@@ -2,9 +2,9 @@
 // population does not, and the number of statements does not grow with the number of records.
 import t from 'tap'
 import { defineEntity, p, type MikroORM } from '@mikro-orm/core'
-import { build, DATABASES, get } from './helpers/app.ts'
-import { countStatements } from './helpers/db.ts'
-import { Pet, Tag, User } from './fixtures/entities.ts'
+import { build, DATABASES, get } from '../helpers/app.ts'
+import { countStatements } from '../helpers/db.ts'
+import { Pet, Tag, User } from '../fixtures/entities.ts'
 
 async function crowd (orm: MikroORM): Promise<void> {
   const em = orm.em.fork()

@@ -1,7 +1,7 @@
 // limit, skip, sort, select, omit and populate on find, on every database.
 import t from 'tap'
-import { build, DATABASES, get, q } from '../helpers/app.ts'
-import { expectErrors, expectIds } from '../helpers/cases.ts'
+import { build, DATABASES, get, q } from '../../helpers/app.ts'
+import { expectErrors, expectIds } from '../../helpers/cases.ts'
 
 const BY_NAME = [7, 8, 2, 10, 6, 1, 9, 3, 4, 5] // code-point order: '5' < 'A' < 'B' < 'a*' < 'al_' < 'ali' < 'b' … < 'É'
 const P = '/user?populate=false&'

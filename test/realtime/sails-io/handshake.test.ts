@@ -8,11 +8,11 @@
 // On both databases, as every reproduction of issue 22 is.
 import t, { type Test } from 'tap'
 import type { FastifyInstance, onRequestHookHandler } from 'fastify'
-import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
-import { bareApp, DATABASES } from '../helpers/app.ts'
-import { sailsConnecting, sailsSocket } from '../helpers/sails-socket.ts'
-import { connect, socketUrl } from '../helpers/socket.ts'
-import { refusal } from '../helpers/upgrade.ts'
+import blueprints, { type BlueprintsOptions } from '../../../src/index.ts'
+import { bareApp, DATABASES } from '../../helpers/app.ts'
+import { sailsConnecting, sailsSocket } from '../../helpers/sails-socket.ts'
+import { connect, socketUrl } from '../../helpers/socket.ts'
+import { refusal } from '../../helpers/upgrade.ts'
 
 for (const db of DATABASES) {
   const APP = 'https://app.example.com'

@@ -2,9 +2,9 @@
 // foreign-key rules on destroy, and errors that are not the client's.
 import t from 'tap'
 import { defineEntity, p } from '@mikro-orm/core'
-import type { Change } from '../src/actions/changes.ts'
-import { createdAt, createdAtIso, updatedAt, updatedAtIso } from '../src/index.ts'
-import { build, DATABASES, get } from './helpers/app.ts'
+import type { Change } from '../../src/actions/changes.ts'
+import { createdAt, createdAtIso, updatedAt, updatedAtIso } from '../../src/index.ts'
+import { build, DATABASES, get } from '../helpers/app.ts'
 
 const Note = defineEntity({
   name: 'Note',

@@ -1,6 +1,6 @@
 // create, update and destroy: values, answers and change sets, on every database.
 import t from 'tap'
-import { build, change, changeClient as client, DATABASES, get, ids } from './helpers/app.ts'
+import { build, change, changeClient as client, DATABASES, get, ids } from '../helpers/app.ts'
 
 for (const db of DATABASES) {
   t.test(`${db}: create`, async t => {

@@ -49,7 +49,7 @@ const CASES: readonly Case[] = [
   { what: 'NUL inside a JSON attribute (PostgreSQL: 22P05)', method: 'POST', url: '/user', body: { name: 'x', meta: { a: ['x\u0000'] } }, status: 400, code: 'BP_ERR_INVALID_VALUE', mentions: /`meta`.*NUL/ },
   { what: 'a lone surrogate as a JSON key', method: 'POST', url: '/user', body: { name: 'x', meta: { '\udc00': 1 } }, status: 400, code: 'BP_ERR_INVALID_VALUE', mentions: /`meta`.*key.*Unicode/ },
   { what: 'body bytes that are not UTF-8', method: 'POST', url: '/user', body: Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), status: 400, code: 'BP_ERR_INVALID_ENCODING', mentions: /`body`/ },
-  // Found by the fuzzer (test/safety/fuzz.test.ts).
+  // Found by the fuzzer (test/adversarial/fuzz.test.ts).
   { what: 'a parameter named __proto__ (it was dropped, answering every record)', method: 'GET', url: '/user?__proto__=1', status: 400, code: 'BP_ERR_UNKNOWN_ATTRIBUTE', mentions: /`__proto__`/ },
   { what: 'sort by a JSON attribute (the databases order JSON differently)', method: 'GET', url: '/user?sort=meta', status: 400, code: 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', mentions: /`meta`.*JSON/ },
   { what: 'a day its month does not have, in where (it rolled over to March)', method: 'GET', url: `/user?where=${q({ born: '2024-02-30' })}`, status: 400, code: 'BP_ERR_INVALID_VALUE', mentions: /`born`/ },

@@ -4,13 +4,13 @@
 // dropped once its backlog passes maxBufferedBytes.
 import t from 'tap'
 import { Redis } from 'ioredis'
-import { RedisBroker } from '../../src/realtime/brokers/redis.ts'
-import { DATABASES } from '../helpers/app.ts'
-import { REDIS } from '../helpers/db.ts'
-import { pair } from '../helpers/pair.ts'
-import { before, listening, sentinel, settled } from '../helpers/realtime.ts'
-import { sailsSocket } from '../helpers/sails-socket.ts'
-import { deadline } from '../helpers/wait.ts'
+import { RedisBroker } from '../../../src/realtime/brokers/redis.ts'
+import { DATABASES } from '../../helpers/app.ts'
+import { REDIS } from '../../helpers/db.ts'
+import { pair } from '../../helpers/pair.ts'
+import { before, listening, sentinel, settled } from '../../helpers/realtime.ts'
+import { sailsSocket } from '../../helpers/sails-socket.ts'
+import { deadline } from '../../helpers/wait.ts'
 
 for (const db of DATABASES) {
   t.test(`${db}: two instances over the Redis broker`, async t => {

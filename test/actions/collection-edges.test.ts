@@ -2,10 +2,10 @@
 // a via, a write that fails half-way, failing listeners, and many concurrent writes on one parent.
 import t from 'tap'
 import { defineEntity, p, type MikroORM } from '@mikro-orm/core'
-import type { Change } from '../src/actions/changes.ts'
-import { build, change, DATABASES, get } from './helpers/app.ts'
-import { countStatements } from './helpers/db.ts'
-import { Person } from './fixtures/entities.ts'
+import type { Change } from '../../src/actions/changes.ts'
+import { build, change, DATABASES, get } from '../helpers/app.ts'
+import { countStatements } from '../helpers/db.ts'
+import { Person } from '../fixtures/entities.ts'
 
 const Team = defineEntity({ name: 'Team', properties: { id: p.integer().primary(), name: p.string(), players: () => p.oneToMany(Player).mappedBy('team') } })
 const Player = defineEntity({ name: 'Player', properties: { id: p.integer().primary(), name: p.string(), team: () => p.manyToOne(Team) } })

@@ -6,11 +6,11 @@ import t, { type Test } from 'tap'
 import WebSocket from 'ws'
 import { Redis } from 'ioredis'
 import type { FastifyInstance } from 'fastify'
-import { buildBoard } from '../examples/board/app.ts'
-import { entities } from '../examples/board/entities.ts'
-import { connect } from '../src/client/index.ts'
-import { createOrm, destroyOrm, PG, REDIS } from './helpers/db.ts'
-import { deadline } from './helpers/wait.ts'
+import { buildBoard } from '../../examples/board/app.ts'
+import { entities } from '../../examples/board/entities.ts'
+import { connect } from '../../src/client/index.ts'
+import { createOrm, destroyOrm, PG, REDIS } from '../helpers/db.ts'
+import { deadline } from '../helpers/wait.ts'
 
 const write = (url: string, payload: unknown, user?: number) =>
   ({ method: 'PATCH' as const, url, payload: payload as string, headers: user === undefined ? {} : { cookie: `theme=dark; board_user=${user}` } })
