@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long outage test: test/safety/outage.test.ts with BLUEPRINTS_LONG=1.
+# Long outage test: test/adversarial/outage.test.ts with BLUEPRINTS_LONG=1.
 #
 # Under a steady load of concurrent reads and writes (pool max 4), it runs ten rounds of 40
 # pg_terminate_backend kills of the app's connections plus stop/start and restart of PostgreSQL
@@ -27,4 +27,4 @@ if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
 fi
 
 # tap's per-file timeout (120 s in package.json) is too short for the long variant.
-BLUEPRINTS_LONG=1 exec npm exec -- tap --disable-coverage --timeout=1800 test/safety/outage.test.ts
+BLUEPRINTS_LONG=1 exec npm exec -- tap --disable-coverage --timeout=1800 test/adversarial/outage.test.ts

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Long variants of the safety tests, with BLUEPRINTS_LONG=1 (the suite runs the short ones):
 #
-# - test/safety/fuzz.test.ts: 200 000 generated cases instead of 10 000 (BLUEPRINTS_FUZZ_RUNS
+# - test/adversarial/fuzz.test.ts: 200 000 generated cases instead of 10 000 (BLUEPRINTS_FUZZ_RUNS
 #   sets another count, BLUEPRINTS_FUZZ_SEED replays a run);
-# - test/safety/concurrency.test.ts: 30 bursts of 152 concurrent writes per database instead of 3;
-# - test/safety/leaks.test.ts: 50 000 sockets (5 000 on PostgreSQL) instead of 10 000 (1 000).
+# - test/adversarial/concurrency.test.ts: 30 bursts of 152 concurrent writes per database instead of 3;
+# - test/adversarial/leaks.test.ts: 50 000 sockets (5 000 on PostgreSQL) instead of 10 000 (1 000).
 #
 # Each file prints its figures (cases, writes, deadlocks, heap) for docs/reliability.md. Needs
 # PostgreSQL on 127.0.0.1:5432 as for `npm test` (PGHOST/PGPORT/PGUSER/PGPASSWORD override);
@@ -18,7 +18,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 if [ "$#" -eq 0 ]; then
-  set -- test/safety/fuzz.test.ts test/safety/concurrency.test.ts test/safety/leaks.test.ts
+  set -- test/adversarial/fuzz.test.ts test/adversarial/concurrency.test.ts test/adversarial/leaks.test.ts
 fi
 
 # One file at a time (the leak test measures the heap; the others load the database), each with a

@@ -76,7 +76,7 @@ t.test('two pages of the board: a change in one shows in the other', { skip }, a
 t.test('a label colour that is no plain #rrggbb never reaches a style, whatever the socket says', { skip }, async t => {
   const { base, browser } = await boardAndBrowser(t)
   const page = await browser.newPage()
-  // The server refuses such a colour (test/example-board.test.ts): play a server that sends one,
+  // The server refuses such a colour (test/examples/board.test.ts): play a server that sends one,
   // by rewriting the colour of the label "design" in the frames that reach the page.
   let rewritten = 0
   await page.routeWebSocket(/\/api\/socket$/, ws => {

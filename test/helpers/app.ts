@@ -6,11 +6,10 @@ import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
 import { entities as defaultEntities } from '../fixtures/entities.ts'
 import { seed } from '../fixtures/seed.ts'
 import { createOrm, destroyOrm, type Database } from './db.ts'
+import type { Teardown } from './wait.ts'
 
 export { DATABASES } from './db.ts'
 export type { Database } from './db.ts'
-
-interface Teardown { teardown (fn: () => unknown): void }
 
 export interface BuildOptions {
   /** Plugin options besides `orm`. */
@@ -57,6 +56,12 @@ export async function get (app: FastifyInstance, url: string): Promise<{ status:
 export function q (value: unknown): string {
   return encodeURIComponent(typeof value === 'string' ? value : JSON.stringify(value))
 }
+
+/** The keys (`pk`, default `id`) of a list of records, in order. */
+export const ids = (list: Array<Record<string, unknown>>, pk = 'id'): unknown[] => list.map(x => x[pk])
+
+/** A change as listeners receive it, for comparing with `t.same` (the message as written). */
+export const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)
 
 /** An answer with the changes that listeners received for its request. */
 export interface ChangeCall { status: number, body: any, changes: Change[] | undefined }

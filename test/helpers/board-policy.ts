@@ -9,8 +9,8 @@ import blueprints, { type BlueprintQuery, type ParseBlueprintOptions } from '../
 import { entities } from '../../examples/board/entities.ts'
 import { PROJECTS, seed } from '../../examples/board/seed.ts'
 import { bareApp, type Database } from './app.ts'
+import type { Teardown } from './wait.ts'
 
-interface Teardown { teardown (fn: () => unknown): void }
 
 /** The user a request names (`who=<id>`, strictly), or undefined. */
 export function requester (request: FastifyRequest): number | undefined {

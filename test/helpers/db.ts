@@ -20,6 +20,9 @@ export const PG = {
   password: process.env.PGPASSWORD
 }
 
+/** Connection settings for the test Redis server (the Redis broker's tests). */
+export const REDIS = { host: process.env.REDIS_HOST ?? '127.0.0.1', port: Number(process.env.REDIS_PORT ?? 6379) }
+
 let counter = 0
 
 /** An ORM on a new, empty database with the schema of `entities`. */

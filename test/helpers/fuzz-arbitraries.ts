@@ -1,4 +1,4 @@
-// fast-check arbitraries for test/safety/fuzz.test.ts: URLs, `where` documents, find parameters,
+// fast-check arbitraries for test/adversarial/fuzz.test.ts: URLs, `where` documents, find parameters,
 // write bodies and websocket frames for the fixture models (test/fixtures/entities.ts): valid
 // ones (for the PostgreSQL ⇄ SQLite differential and the reference reading of
 // test/helpers/fuzz-oracle.ts), ones just off valid, and garbage (for the never-a-5xx

@@ -10,8 +10,8 @@ import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
 import { entities } from '../fixtures/entities.ts'
 import { seed } from '../fixtures/seed.ts'
 import { createOrm, destroyOrm, PG, type Database } from './db.ts'
+import type { Teardown } from './wait.ts'
 
-interface Teardown { teardown (fn: () => unknown): void }
 
 /** A log line of an app (pino's JSON). */
 export interface LogLine { level: number, msg: string, [key: string]: unknown }

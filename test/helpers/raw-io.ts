@@ -3,9 +3,8 @@
 // event whose attachments come late or never, binary data out of place. Every wait has a deadline.
 import WebSocket from 'ws'
 import type { FastifyInstance } from 'fastify'
-import { deadline } from './sails-socket.ts'
+import { deadline, type Teardown } from './wait.ts'
 
-interface Teardown { teardown (fn: () => unknown): void }
 
 export interface RawIo {
   readonly ws: WebSocket

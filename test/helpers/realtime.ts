@@ -1,11 +1,11 @@
-// Realtime test helpers: a listening app, sockets closed at teardown, and waits on what a socket
-// hears for one write.
+// Realtime test helpers: a listening app, sockets closed at teardown, and what a socket hears for
+// one write, up to a sentinel: never a fixed wait.
 import { isDeepStrictEqual } from 'node:util'
 import type { FastifyInstance } from 'fastify'
 import { build, type BuildOptions, type Database } from './app.ts'
 import { connect, socketUrl, type Notice, type TestSocket } from './socket.ts'
+import type { Teardown } from './wait.ts'
 
-interface Teardown { teardown (fn: () => unknown): void }
 
 /** `build()`, then listen on a free loopback port. */
 export async function listening (t: Teardown, db: Database, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -14,7 +14,7 @@ export async function listening (t: Teardown, db: Database, options: BuildOption
   return app
 }
 
-/** What `seen` and `before` need of a socket of either endpoint (TestSocket, SailsTestSocket). */
+/** What `before` needs of a socket of either endpoint (TestSocket, SailsTestSocket). */
 export interface Hearing {
   readonly notices: Notice[]
   until (count: number): Promise<Notice[]>
@@ -26,21 +26,6 @@ export async function open (t: Teardown, app: FastifyInstance, headers?: Record<
   const socket = await connect(socketUrl(app, path), { headers })
   t.teardown(() => socket.close())
   return socket
-}
-
-/**
- * Runs `write` and returns what `socket` received for it: `count` notifications (at least one;
- * to show that none came, see {@link before}), then a short moment for any extra one.
- */
-export async function seen (socket: Hearing, count: number, write: () => Promise<unknown>): Promise<Notice[]> {
-  if (count < 1) throw new Error('seen() waits for notifications; prove that none came with before() and a sentinel')
-  const before = socket.notices.length
-  const received = (): Notice[] => socket.notices.slice(before).filter(notice => !isSentinel(notice))
-  await write()
-  // A sentinel of another socket's (on a record this one follows too) may still arrive: not counted.
-  while (received().length < count) await socket.until(socket.notices.length + 1)
-  await new Promise(resolve => setTimeout(resolve, 60))
-  return received()
 }
 
 /** A change whose notification a socket must get: see {@link sentinel}. */
@@ -70,7 +55,11 @@ export function sentinel (app: FastifyInstance, identity: string, id: string | n
  * `socket` received from notice index `from` (default: now) up to the sentinel's, other
  * sentinels' left out. The sentinel's must come:
  * notifications reach a socket in the order of their changes, so anything `write` (or what ran
- * since `from`) sent the socket is in the result, with no waiting for silence.
+ * since `from`) sent the socket is in the result, with no waiting for silence. Compared whole
+ * (`t.same`), the result proves both what came and that nothing else did; none came: `[]`.
+ *
+ * Across instances, take the sentinel of the instance that wrote: its changes and its sentinel
+ * go out through its broker in that order (another instance's sentinel could overtake them).
  */
 export async function before (socket: Hearing, sentinel: Sentinel, write?: () => Promise<unknown>, from = socket.notices.length): Promise<Notice[]> {
   await write?.()
@@ -85,7 +74,11 @@ function isSentinel (notice: Notice): boolean {
   return typeof data === 'object' && data !== null && Object.keys(data).length === 1 && typeof data.sentinel === 'number'
 }
 
-/** Waits until the server counts `sockets` open sockets (a close is processed asynchronously). */
+/**
+ * Waits until the server counts `sockets` open sockets (a close is processed asynchronously), and
+ * returns the stats. The 20 ms polls only pace the checks, for 5 s at the most: the result is the
+ * server's count, compared whole by the caller (a count never reached shows in its diff).
+ */
 export async function settled (app: FastifyInstance, sockets: number): Promise<ReturnType<FastifyInstance['blueprints']['stats']>> {
   for (let i = 0; i < 250 && app.blueprints.stats().sockets !== sockets; i++) await new Promise(resolve => setTimeout(resolve, 20))
   return app.blueprints.stats()

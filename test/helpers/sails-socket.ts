@@ -3,6 +3,7 @@
 import { createRequire } from 'node:module'
 import type { FastifyInstance } from 'fastify'
 import type { Notice } from './socket.ts'
+import { deadline, type Teardown } from './wait.ts'
 
 const require = createRequire(import.meta.url)
 
@@ -30,16 +31,6 @@ interface SailsSocket {
 }
 interface SailsIo {
   sails: Record<string, unknown> & { connect (url: string, options?: Record<string, unknown>): SailsSocket }
-}
-
-interface Teardown { teardown (fn: () => unknown): void }
-
-/** Rejects when `promise` has not settled after `ms`. */
-export async function deadline<T> (promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return await Promise.race([
-    promise,
-    new Promise<T>((_resolve, reject) => setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms).unref())
-  ])
 }
 
 /** One sails.io.js socket, with what it heard (model events) recorded in order. */

@@ -3,6 +3,7 @@
 // test instead of hanging it.
 import type { FastifyInstance } from 'fastify'
 import WebSocket from 'ws'
+import { deadline } from './wait.ts'
 
 export interface Frame { id: string | number | null, statusCode: number, headers: Record<string, unknown>, body: any }
 export interface Notice { event: string, data: any }
@@ -58,10 +59,6 @@ export async function connect (url: string, options: WebSocket.ClientOptions = {
     ws.once('open', () => resolve())
     ws.once('error', reject)
   })
-  const deadline = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> => Promise.race([
-    promise,
-    new Promise<T>((_resolve, reject) => setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms).unref())
-  ])
   return {
     ws,
     notices,

@@ -16,7 +16,8 @@ export interface RawUpgrade {
   /**
    * Resolves with the first of 'end' / 'close' that the connection sees while the client has not
    * closed it itself, or with 'still open' when the server left it open for `ms` (the client
-   * then destroys it, so that nothing waits on it any more).
+   * then destroys it, so that nothing waits on it any more). `ms` is a deadline: the tests expect
+   * the close, and 'still open' is their failure; no test passes on it.
    */
   closedByServer (ms?: number): Promise<'end' | 'close' | 'still open'>
 }

@@ -13,7 +13,8 @@ import { entities } from '../fixtures/entities.ts'
 import { seed } from '../fixtures/seed.ts'
 import { createOrm, destroyOrm } from '../helpers/db.ts'
 import { open } from '../helpers/realtime.ts'
-import { baseUrl, deadline } from '../helpers/sails-socket.ts'
+import { baseUrl } from '../helpers/sails-socket.ts'
+import { deadline } from '../helpers/wait.ts'
 
 const require = createRequire(import.meta.url)
 const ioV2 = require('socket.io-client') as (url: string, options: Record<string, unknown>) => IoSocket
