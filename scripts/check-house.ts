@@ -14,7 +14,16 @@ interface Rule {
   readonly offending: (line: string) => boolean
 }
 
-const RULES: Rule[] = []
+const RULES: Rule[] = [
+  {
+    // A cast hides the lookup that can miss: it turned an unknown identity into a crash far from
+    // its cause, and it was the only way to follow an association while targets were strings.
+    name: 'an association\'s target is its model (`association.target`), and the model of an identity the plugin wrote is ' +
+      '`registry.model(identity)` (throws BP_ERR_UNKNOWN_MODEL): a registry lookup is never cast `as Model`',
+    applies: path => path.startsWith('src/'),
+    offending: line => /\.get\((?:[^()]|\([^()]*\))*\)\)?\s+as\s+Model\b/.test(line)
+  }
+]
 
 function sources (dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap(entry => {

@@ -27,7 +27,7 @@ import { keyOf } from '../models/identity.ts'
 export async function add (
   ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, policy: Policy | undefined
 ): Promise<JsonRecord> {
-  if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
+  if (policy !== undefined) checkAssociation(policy, model, association.name)
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)

@@ -97,7 +97,7 @@ export async function inTransaction<T> (
       },
       run,
       get links () { return (links ??= new LinkWriter(ctx.dialect, run)) },
-      get records () { return (records ??= new RecordWriter(ctx.dialect, run, ctx.registry)) },
+      get records () { return (records ??= new RecordWriter(ctx.dialect, run)) },
       changes,
       policy
     })
@@ -132,9 +132,9 @@ async function attachRecords (ctx: ActionContext, run: Executor, changes: Change
     wanted.set(model, set)
   }
   const named = changes.changes.map(({ model, message }) => {
-    const owner = ctx.registry.get(model) as Model
+    const owner = ctx.registry.model(model)
     if (message.verb === 'updated') return { model: owner, ids: [message.id] }
-    if (message.verb === 'addedTo') return { model: ctx.registry.get((owner.collections.get(message.attribute) as CollectionAssociation).target) as Model, ids: message.addedIds }
+    if (message.verb === 'addedTo') return { model: (owner.collections.get(message.attribute) as CollectionAssociation).target, ids: message.addedIds }
     return undefined
   })
   for (const entry of named) if (entry !== undefined) want(entry.model, entry.ids)

@@ -26,9 +26,9 @@ export async function populate (
   ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined
 ): Promise<JsonRecord[] | JsonRecord> {
   // An association the requester's view hides is an attribute it may not read.
-  if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
+  if (policy !== undefined) checkAssociation(policy, model, association.name)
   const id = parseId(model, rawId, 'id')
-  const child = ctx.registry.get(association.target) as Model
+  const child = association.target
   const fold = ctx.bounds.caseInsensitive
   if (association.kind === 'collection') {
     const criteria = validateFind({ ...query, populate: false }, child, ctx.registry, ctx.bounds)

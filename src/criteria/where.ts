@@ -73,7 +73,7 @@ export function targetOf (model: Model, registry: ModelRegistry, name: string, p
   const singular = model.singulars.get(name)
   if (singular !== undefined) {
     // A singular association is compared by its foreign key, typed like the target's primary key.
-    const targetPk = (registry.get(singular.target) as Model).primaryKey
+    const targetPk = singular.target.primaryKey
     return { name, column: singular.column, type: targetPk.type, integer: targetPk.integer, nullable: singular.nullable, key: targetPk.name }
   }
   if (model.collections.has(name)) {

@@ -48,7 +48,7 @@ interface SocketViews {
 function reachableFrom (hub: Hub, model: Model): Set<Model> {
   const models = new Set<Model>([model])
   for (const next of models) {
-    for (const association of [...next.singulars.values(), ...next.collections.values()]) models.add(hub.model(association.target))
+    for (const association of [...next.singulars.values(), ...next.collections.values()]) models.add(association.target)
   }
   return models
 }
