@@ -12,7 +12,7 @@ import type { TSchema } from 'typebox'
 import { Notifier, type ChangeListener, type Id } from './actions/changes.ts'
 import type { ActionContext } from './actions/context.ts'
 import { lockRanks } from './actions/locks.ts'
-import type { BlueprintModels, ModelInfo } from './models/info.ts'
+import type { BlueprintModels } from './models/info.ts'
 import { buildRegistry, type ModelRegistry } from './models/registry.ts'
 import { modelSchemas } from './models/schemas.ts'
 import { registerOpenApi } from './openapi.ts'
@@ -38,7 +38,7 @@ import { RecordLoader } from './sql/records.ts'
 export interface Blueprints {
   /**
    * The exposed models, as the app may read them: identities, attributes and associations (see
-   * {@link ModelInfo}), read-only.
+   * `ModelInfo`), read-only.
    *
    * @example
    * ```ts

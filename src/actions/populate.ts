@@ -31,7 +31,7 @@ export async function populate (
   const child = association.target
   const fold = ctx.bounds.caseInsensitive
   if (association.kind === 'collection') {
-    const criteria = validateFind({ ...query, populate: false }, child, ctx.registry, ctx.bounds)
+    const criteria = validateFind({ ...query, populate: false }, child, ctx.bounds)
     const parent = await ctx.loader.column(ctx.run, model, id, model.primaryKey.column, policy, fold)
     if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
     return ctx.loader.children(ctx.run, association, parent.value, { ...criteria, policy })
@@ -41,7 +41,7 @@ export async function populate (
   const record = parent.value === null
     ? undefined
     : (await ctx.loader.find(ctx.run, child, {
-        ...validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.registry, ctx.bounds),
+        ...validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.bounds),
         policy
       }))[0]
   // Empty, dangling, or hidden by the policy: the same answer.

@@ -7,7 +7,6 @@
  */
 import { Type, type TSchema } from 'typebox'
 import type { Attribute, Model } from './model.ts'
-import type { ModelRegistry } from './registry.ts'
 
 /** `$id` of a model's record schema (`blueprints.user`). */
 export function recordSchemaId (identity: string): string {
@@ -95,7 +94,7 @@ export const findOneQuery: TSchema = Type.Object({
  * equality filter per attribute. Values stay strings; the criteria pipeline coerces them, so that
  * every mistake gets a coded error that names the parameter.
  */
-export function findQuery (model: Model, registry: ModelRegistry, populate: 'used' | 'ignored'): TSchema {
+export function findQuery (model: Model, populate: 'used' | 'ignored'): TSchema {
   const properties: Record<string, TSchema> = {}
   const filters: Array<[string, Attribute]> = [...model.attributes.values()].map(attribute => [attribute.name, attribute])
   for (const association of model.singulars.values()) filters.push([association.name, association.target.primaryKey])
@@ -139,7 +138,7 @@ function input (attribute: Pick<Attribute, 'type' | 'integer' | 'maxLength' | 'r
  * collection). Both are documentation: the route only checks that the body is an object, and the
  * action reads each value with coded errors (unknown names, types, what create requires).
  */
-export function bodySchema (model: Model, registry: ModelRegistry, mode: 'create' | 'update'): TSchema {
+export function bodySchema (model: Model, mode: 'create' | 'update'): TSchema {
   const properties: Record<string, TSchema> = {}
   const required: string[] = []
   for (const attribute of model.attributes.values()) {

@@ -66,7 +66,7 @@ export async function policyOf (input: RouteInput, request: FastifyRequest, acti
       ? validateProjection({ select: query.select, omit: query.omit, populate: false, populateLimit: 0 }, model, ctx.bounds)
       : undefined
     policy.views.set(model, {
-      where: buildWhere(model, ctx.registry, query.where, ctx.bounds.limits),
+      where: buildWhere(model, query.where, ctx.bounds.limits),
       fields: projection === undefined ? undefined : new Set([...projection.attributes.map(a => a.name), ...projection.singulars.map(s => s.association.name)])
     })
   }

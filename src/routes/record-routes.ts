@@ -21,7 +21,7 @@ const UPDATE: RouteSpec = {
   method: 'PATCH',
   per: 'model',
   url: model => routePath(model, true),
-  schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: readByAction(bodySchema(input.model, input.ctx.registry, 'update')), response: answer(input) }),
+  schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: readByAction(bodySchema(input.model, 'update')), response: answer(input) }),
   handler: input => async (request, _reply, policy) =>
     update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, policy)
 }
@@ -33,7 +33,7 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     method: 'POST',
     per: 'model',
     url: model => routePath(model),
-    schema: input => ({ body: readByAction(bodySchema(input.model, input.ctx.registry, 'create')), response: answer(input) }),
+    schema: input => ({ body: readByAction(bodySchema(input.model, 'create')), response: answer(input) }),
     handler: input => async (request, _reply, policy) => create(input.ctx, input.model, request.body as Record<string, unknown>, policy)
   },
   UPDATE,

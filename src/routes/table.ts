@@ -63,8 +63,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     method: 'GET',
     per: 'model',
     url: model => routePath(model),
-    schema: ({ ctx, model }) => ({
-      querystring: findQuery(model, ctx.registry, 'used'),
+    schema: ({ model }) => ({
+      querystring: findQuery(model, 'used'),
       response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA } }), '4xx': errorRef }
     }),
     handler: input => {
@@ -119,12 +119,12 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     method: 'GET',
     per: 'association',
     url: (model, association) => routePath(model, true, association),
-    schema: ({ ctx, model, association }) => {
+    schema: ({ model, association }) => {
       const target = association as Association
       const child = target.target
       const item = Type.Ref(childSchemaId(child.identity))
       return target.kind === 'collection'
-        ? { params: idParams({ id: model.primaryKey }), querystring: findQuery(child, ctx.registry, 'ignored'), response: { 200: Type.Array(item), '4xx': errorRef } }
+        ? { params: idParams({ id: model.primaryKey }), querystring: findQuery(child, 'ignored'), response: { 200: Type.Array(item), '4xx': errorRef } }
         : { params: idParams({ id: model.primaryKey }), querystring: Type.Object({ select: Type.Optional(Type.String()), omit: Type.Optional(Type.String()) }), response: { 200: item, '4xx': errorRef } }
     },
     handler: input => {
