@@ -47,6 +47,14 @@ const RULES: Rule[] = [
       'registration keeps belongs to its dialect (src/sql/cache.ts)',
     applies: path => path.startsWith('src/sql/'),
     offending: line => /^(export\s+)?let\s/.test(line) || declared(line, 'Map') !== undefined
+  },
+  {
+    // A cast hides the lookup that can miss: it turned an unknown identity into a crash far from
+    // its cause, and it was the only way to follow an association while targets were strings.
+    name: 'an association\'s target is its model (`association.target`), and the model of an identity the plugin wrote is ' +
+      '`registry.model(identity)` (throws BP_ERR_UNKNOWN_MODEL): a registry lookup is never cast `as Model`',
+    applies: path => path.startsWith('src/'),
+    offending: line => /\.get\((?:[^()]|\([^()]*\))*\)\)?\s+as\s+Model\b/.test(line)
   }
 ]
 

@@ -25,9 +25,8 @@ export type { Authorize, Notification } from './realtime/hub.ts'
 export type { RealtimeStats } from './realtime/registry.ts'
 export type { BlueprintQuery, SortDirection } from './criteria/types.ts'
 export type {
-  Association, Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation
-} from './models/model.ts'
-export type { ModelRegistry } from './models/registry.ts'
+  AssociationInfo, AttributeInfo, AttributeType, BlueprintModels, CollectionInfo, ModelInfo, SingularInfo, Skipped
+} from './models/info.ts'
 export type { BlueprintRouteConfig } from './routes/register.ts'
 export { errors } from './errors.ts'
 export { createdAt, createdAtIso, updatedAt, updatedAtIso } from './timestamps.ts'

@@ -13,6 +13,7 @@ import type { ChangeListener, Id } from './actions/changes.ts'
 import { CommitFeed, Notifier } from './actions/commit-feed.ts'
 import type { ActionContext } from './actions/context.ts'
 import { lockRanks } from './actions/locks.ts'
+import type { BlueprintModels } from './models/info.ts'
 import { buildRegistry, type ModelRegistry } from './models/registry.ts'
 import { modelSchemas } from './models/schemas.ts'
 import { registerOpenApi } from './openapi.ts'
@@ -35,8 +36,17 @@ import { RecordLoader } from './sql/records.ts'
 
 /** What the plugin decorates the Fastify instance with, as `app.blueprints`. */
 export interface Blueprints {
-  /** The exposed models. */
-  readonly models: ModelRegistry
+  /**
+   * The exposed models, as the app may read them: identities, attributes and associations (see
+   * `ModelInfo`), read-only.
+   *
+   * @example
+   * ```ts
+   * const user = app.blueprints.models.get('user')
+   * console.log(user?.primaryKey.name, [...user?.collections.keys() ?? []]) // 'id' ['pets']
+   * ```
+   */
+  readonly models: BlueprintModels
   /**
    * Calls `listener` with the changes of every committed write (see docs/changes.md); returns the
    * function that removes it.
@@ -137,7 +147,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     app.log.debug({ entity: skipped.entity, property: skipped.property }, `fastify-blueprints: not exposed: ${skipped.reason}`)
   }
   const shared = sharedBy(options.orm, app)
-  addSchemas(app, [ERROR_SCHEMA, ...registry.all().flatMap(model => modelSchemas(model, registry))])
+  addSchemas(app, [ERROR_SCHEMA, ...registry.all().flatMap(model => modelSchemas(model))])
   if (options.openapi !== false) await registerOpenApi(app, options.openapi)
   const realtimeOptions = options.realtime
   if (realtimeOptions !== false && registry.all().some(model => realtimeOptions.path === `${options.prefix}/${model.identity}`)) {
@@ -149,7 +159,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     orm: options.orm,
     dialect,
     registry,
-    loader: new RecordLoader(registry, dialect),
+    loader: new RecordLoader(dialect),
     database,
     run: database.run,
     ranks: lockRanks(registry),
@@ -211,7 +221,7 @@ function decoration (registry: ModelRegistry, notifier: Notifier, realtime: Real
     return hub
   }
   return {
-    models: registry,
+    models: registry.public,
     onChange: listener => notifier.listen(listener),
     publish: async (identity, id, data, origin) => { await enabled('publish()').publish(identity, id, data, origin) },
     subscribe: (socket, identity, ids) => enabled('subscribe()').subscribe(socket, identity, ids),

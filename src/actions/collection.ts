@@ -26,7 +26,7 @@ export interface Collection {
 
 /** The collection of `association` on `parent`. */
 export function collectionOf (ctx: ActionContext, parent: Model, association: CollectionAssociation): Collection {
-  return { parent, child: ctx.registry.get(association.target) as Model, association }
+  return { parent, child: association.target, association }
 }
 
 /** What add and remove know once the rows are locked and the child found. */

@@ -99,7 +99,7 @@ export async function inTransaction<T> (
       },
       run,
       get links () { return (links ??= new LinkWriter(ctx.dialect, run)) },
-      get records () { return (records ??= new RecordWriter(ctx.dialect, run, ctx.registry)) },
+      get records () { return (records ??= new RecordWriter(ctx.dialect, run)) },
       changes,
       policy
     })

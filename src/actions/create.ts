@@ -56,7 +56,7 @@ export async function create (ctx: ActionContext, model: Model, body: Record<str
     scope.changes.created(model.identity, key, record, first)
     for (const { field, value } of assignments) {
       if (!('target' in field) || value === null || field.via === undefined) continue
-      scope.changes.addedTo(field.target, keyOf(ctx.registry.get(field.target) as Model, value), field.via, [key])
+      scope.changes.addedTo(field.target.identity, keyOf(field.target, value), field.via, [key])
     }
     // The change carries the whole record (each socket's policy filters it on delivery); the
     // answer shows what the requester's policy lets appear.

@@ -42,7 +42,7 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
     // models' order: members of a model that ranks first before the record (and again after it,
     // for members linked meanwhile), the others after it.
     const collections = [...model.collections.values()].filter(association => association.via !== undefined).map(association => {
-      const child = ctx.registry.get(association.target) as Model
+      const child = association.target
       const rows: RowsToLock = association.relation === '1:m'
         ? { pointingAt: { column: association.parentColumn, parent: model, id } }
         : { membersOf: { association, parent: model, id }, share: true }
@@ -61,7 +61,7 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
     for (const association of model.singulars.values()) {
       const target = pointedAt(association)
       if (association.via === undefined || target === null) continue
-      const targetModel = ctx.registry.get(association.target) as Model
+      const targetModel = association.target
       await lockMovedParents(scope, targetModel, held.get(targetModel) as ReadonlySet<string>, [target[targetModel.primaryKey.name]])
     }
     const members: Array<{ association: CollectionAssociation, child: Model, ids: unknown[] }> = []
@@ -74,7 +74,7 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
     for (const association of model.singulars.values()) {
       const target = pointedAt(association)
       if (target === null || association.via === undefined) continue
-      const targetModel = ctx.registry.get(association.target) as Model
+      const targetModel = association.target
       scope.changes.removedFrom(targetModel.identity, target[targetModel.primaryKey.name] as Id, association.via, [key])
     }
     for (const { association, child, ids } of members) {

@@ -31,7 +31,7 @@ export async function findOne (ctx: ActionContext, model: Model, rawId: string, 
     limit: 1,
     skip: 0,
     sort: []
-  }, model, ctx.registry, ctx.bounds)
+  }, model, ctx.bounds)
   // The collections' statements leave with the record's, on the key (see `ReadOptions.together`): a
   // hand-written server would send them in parallel too.
   const where = narrowed ? criteria.where : byPrimaryKey(model, id)

@@ -17,7 +17,7 @@ import type { ActionContext } from './context.ts'
  * @throws the coded 400 errors of the criteria pipeline.
  */
 export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined): Promise<JsonRecord[]> {
-  const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
+  const criteria = validateFind(query, model, ctx.bounds)
   return ctx.loader.find(ctx.run, model, criteria, policy === undefined ? undefined : { policy })
 }
 
@@ -29,6 +29,6 @@ export async function find (ctx: ActionContext, model: Model, query: BlueprintQu
  * @throws the coded 400 errors of the criteria pipeline.
  */
 export async function findCounted (ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined): Promise<[JsonRecord[], number]> {
-  const criteria = validateFind(query, model, ctx.registry, ctx.bounds)
+  const criteria = validateFind(query, model, ctx.bounds)
   return await Promise.all([ctx.loader.find(ctx.run, model, criteria, { policy }), ctx.loader.count(ctx.run, model, criteria, policy)])
 }

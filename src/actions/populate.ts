@@ -26,12 +26,12 @@ export async function populate (
   ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined
 ): Promise<JsonRecord[] | JsonRecord> {
   // An association the requester's view hides is an attribute it may not read.
-  if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
+  if (policy !== undefined) checkAssociation(policy, model, association.name)
   const id = parseId(model, rawId, 'id')
-  const child = ctx.registry.get(association.target) as Model
+  const child = association.target
   const fold = ctx.bounds.caseInsensitive
   if (association.kind === 'collection') {
-    const criteria = validateFind({ ...query, populate: false }, child, ctx.registry, ctx.bounds)
+    const criteria = validateFind({ ...query, populate: false }, child, ctx.bounds)
     const parent = await ctx.loader.column(ctx.run, model, id, model.primaryKey.column, policy, fold)
     if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
     return ctx.loader.children(ctx.run, association, parent.value, criteria, policy)
@@ -41,7 +41,7 @@ export async function populate (
   const record = parent.value === null
     ? undefined
     : (await ctx.loader.find(
-        ctx.run, child, validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.registry, ctx.bounds), { policy }
+        ctx.run, child, validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.bounds), { policy }
       ))[0]
   // Empty, dangling, or hidden by the policy: the same answer.
   if (record === undefined) throw new BP_ERR_ASSOCIATION_EMPTY(model.identity, rawId, association.name)

@@ -36,7 +36,7 @@ export async function replace (
   const { policy } = by
   const maxValues = ctx.bounds.limits.maxValues
   if (fks.length > maxValues) throw new BP_ERR_LIMIT_EXCEEDED('fks', `it lists ${fks.length} keys, more than ${maxValues}`)
-  if (policy !== undefined) checkAssociation(policy, model, association.name, ctx.registry)
+  if (policy !== undefined) checkAssociation(policy, model, association.name)
   const collection = collectionOf(ctx, model, association)
   const id = parseId(model, rawId, 'id')
   const wanted = wantedMembers(collection.child, fks, 'fks')

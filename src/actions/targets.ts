@@ -27,7 +27,7 @@ export async function lockTargets (ctx: ActionContext, scope: WriteScope, model:
   const targets = new Map<Model, { model: Model, ids: unknown[], columns: string[], lock: boolean }>()
   for (const { field, value } of assignments) {
     if (!('target' in field)) continue
-    const target = ctx.registry.get(field.target) as Model
+    const target = field.target
     let entry = targets.get(target)
     if (entry === undefined) targets.set(target, entry = { model: target, ids: [], columns: [], lock: false })
     if (value !== null) entry.ids.push(value)

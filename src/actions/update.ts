@@ -47,7 +47,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
     const before = await defaultRecord(ctx, scope.run, model, id)
     for (const { field } of assignments) {
       if (!('target' in field) || field.via === undefined) continue
-      const target = ctx.registry.get(field.target) as Model
+      const target = field.target
       await lockMovedParents(scope, target, held.get(target) as ReadonlySet<string>, [stored(ctx, field, before)])
     }
     const differs = (a: Assignment): boolean => JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before))
@@ -71,7 +71,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
     scope.changes.updated(model.identity, key, data, previous)
     for (const { field } of changed) {
       if (!('target' in field) || field.via === undefined) continue
-      const target = ctx.registry.get(field.target) as Model
+      const target = field.target
       if (previous[field.name] !== null) scope.changes.removedFrom(target.identity, previous[field.name] as Id, field.via, [key])
       if (data[field.name] !== null) scope.changes.addedTo(target.identity, data[field.name] as Id, field.via, [key])
     }
@@ -82,7 +82,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
 /** The JSON form of a value about to be written, as a record would show it. */
 function jsonOf (ctx: ActionContext, { field, value }: Assignment): unknown {
   if (value === null) return null
-  if ('target' in field) return keyOf(ctx.registry.get(field.target) as Model, value)
+  if ('target' in field) return keyOf(field.target, value)
   if (field.type === 'date') return (value as Date).toISOString()
   if (field.type === 'bigint') return String(value)
   return value
@@ -92,5 +92,5 @@ function jsonOf (ctx: ActionContext, { field, value }: Assignment): unknown {
 function stored (ctx: ActionContext, field: Attribute | SingularAssociation, record: JsonRecord): unknown {
   const value = record[field.name]
   if (!('target' in field) || value === null) return value
-  return (value as JsonRecord)[(ctx.registry.get(field.target) as Model).primaryKey.name]
+  return (value as JsonRecord)[field.target.primaryKey.name]
 }

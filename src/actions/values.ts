@@ -41,7 +41,7 @@ export function readBody (
       throw new BP_ERR_UNKNOWN_ATTRIBUTE('body', name, model.identity, didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
     }
     const pk = field === model.primaryKey
-    const target = 'target' in field ? (registry.get(field.target) as Model).primaryKey : field
+    const target = 'target' in field ? field.target.primaryKey : field
     const value = read(field.name, target, field.nullable, raw, maxJsonDepth)
     if (pk && mode !== 'create') {
       if (String(value) !== String(mode.id)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, 'the primary key cannot be changed')
@@ -94,7 +94,7 @@ export function readLinks (model: Model, body: Record<string, unknown>, maxValue
   for (const [name, association] of model.collections) {
     if (!Object.hasOwn(body, name)) continue
     const raw = body[name]
-    if (!Array.isArray(raw)) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} is not an array of keys of ${association.target}`)
+    if (!Array.isArray(raw)) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} is not an array of keys of ${association.target.identity}`)
     if (raw.some(fk => typeof fk === 'object' && fk !== null)) {
       throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, `records cannot be created inside a collection; create them first, then give their keys (or ` +
         `link them later with PUT /${model.identity}/:id/${name})`)

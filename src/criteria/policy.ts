@@ -8,7 +8,6 @@
  */
 import { BP_ERR_ATTRIBUTE_NOT_ALLOWED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
 import type { BlueprintQuery, ModelView, Policy } from './types.ts'
 
 const HIDDEN = 'the policy does not let this request see it'
@@ -27,9 +26,9 @@ export function hidesLink (association: CollectionAssociation, childView: ModelV
  * The names of `model` that `policy` hides: attributes and singular associations its view leaves
  * out, and collections whose link it hides (see {@link hidesLink}); `undefined` when none is.
  */
-function hiddenNames (policy: Policy, model: Model, registry: ModelRegistry): ((name: string) => boolean) | undefined {
+function hiddenNames (policy: Policy, model: Model): ((name: string) => boolean) | undefined {
   const fields = policy.view(model).fields
-  const links = [...model.collections.values()].filter(association => hidesLink(association, policy.view(registry.get(association.target) as Model)))
+  const links = [...model.collections.values()].filter(association => hidesLink(association, policy.view(association.target)))
   if (fields === undefined && links.length === 0) return undefined
   const field = (name: string): boolean => model.attributes.has(name) || model.singulars.has(name)
   return name => (fields !== undefined && !fields.has(name) && field(name)) || links.some(link => link.name === name)
@@ -45,9 +44,9 @@ function hiddenNames (policy: Policy, model: Model, registry: ModelRegistry): ((
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED naming the parameter and the attribute.
  */
 export function checkVisible (
-  query: Pick<BlueprintQuery, 'where' | 'whereFrom' | 'sort' | 'select' | 'populate'>, model: Model, policy: Policy, registry: ModelRegistry, maxDepth: number
+  query: Pick<BlueprintQuery, 'where' | 'whereFrom' | 'sort' | 'select' | 'populate'>, model: Model, policy: Policy, maxDepth: number
 ): void {
-  const hidden = hiddenNames(policy, model, registry)
+  const hidden = hiddenNames(policy, model)
   if (hidden === undefined) return
   walk(query.where, hidden, query.whereFrom === 'parameters' ? undefined : 'where', 0, maxDepth)
   for (const { attribute } of query.sort) if (hidden(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', attribute, HIDDEN)
@@ -73,6 +72,6 @@ function walk (where: unknown, hidden: (name: string) => boolean, param: string 
  *
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED naming the association.
  */
-export function checkAssociation (policy: Policy, model: Model, association: string, registry: ModelRegistry): void {
-  if (hiddenNames(policy, model, registry)?.(association) === true) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('association', association, HIDDEN)
+export function checkAssociation (policy: Policy, model: Model, association: string): void {
+  if (hiddenNames(policy, model)?.(association) === true) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('association', association, HIDDEN)
 }

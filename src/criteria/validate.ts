@@ -8,7 +8,6 @@ import {
 } from '../errors.ts'
 import { didYouMean } from '../did-you-mean.ts'
 import type { Attribute, Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
 import { describe } from '../models/values.ts'
 import type { ResolvedLimits } from '../limits.ts'
 import type { BlueprintQuery, Criteria, Projection } from './types.ts'
@@ -30,7 +29,7 @@ export interface Bounds {
  *
  * @throws the coded 400 errors of `errors.ts` for any name or value the model does not accept.
  */
-export function validateFind (query: BlueprintQuery, model: Model, registry: ModelRegistry, bounds: Bounds): Criteria {
+export function validateFind (query: BlueprintQuery, model: Model, bounds: Bounds): Criteria {
   checkWhole('limit', query.limit, true)
   checkWhole('skip', query.skip, false)
   checkWhole('populateLimit', query.populateLimit, true)
@@ -38,7 +37,7 @@ export function validateFind (query: BlueprintQuery, model: Model, registry: Mod
   const sort: Array<Criteria['sort'][number]> = []
   const seen = new Set<string>()
   for (const key of query.sort) {
-    const target = targetOf(model, registry, key.attribute, 'sort')
+    const target = targetOf(model, key.attribute, 'sort')
     // JSON has no order both databases agree on (PostgreSQL orders jsonb values, SQLite their text).
     if (target.type === 'json') throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', target.name, 'a JSON attribute cannot be sorted by')
     if (seen.has(target.name)) throw new BP_ERR_INVALID_SORT(`\`${target.name}\` appears twice`)
@@ -49,7 +48,7 @@ export function validateFind (query: BlueprintQuery, model: Model, registry: Mod
   // The primary key breaks ties, so that pages never overlap and both databases agree.
   if (!seen.has(model.primaryKey.name)) sort.push({ target: model.primaryKey, direction: 'ASC' })
   return {
-    where: buildWhere(model, registry, query.where, bounds.limits, 'where', query.whereFrom === 'parameters'),
+    where: buildWhere(model, query.where, bounds.limits, 'where', query.whereFrom === 'parameters'),
     limit: query.limit,
     skip: query.skip,
     sort,

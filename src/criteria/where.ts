@@ -10,7 +10,6 @@ import {
 import { didYouMean } from '../did-you-mean.ts'
 import type { ResolvedLimits } from '../limits.ts'
 import type { Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
 import { INVALID, coerce, describe, invalidReason, textProblem } from '../models/values.ts'
 import type { PatternToken } from './like.ts'
 import { likeTokens } from './like.ts'
@@ -29,7 +28,6 @@ const NONE: WhereNode = { kind: 'none' }
 /** Where a `where` comes from, for error messages. */
 interface Scope {
   readonly model: Model
-  readonly registry: ModelRegistry
   /** The request parameter the filter came from (`where`, or an attribute name). */
   readonly param: string
   readonly limits: ResolvedLimits
@@ -51,10 +49,8 @@ interface Scope {
  * BP_ERR_UNKNOWN_MODIFIER, BP_ERR_RETIRED_MODIFIER, BP_ERR_INVALID_VALUE, and
  * BP_ERR_LIMIT_EXCEEDED beyond `limits` (constraints, `and`/`or` depth, values of `in`).
  */
-export function buildWhere (
-  model: Model, registry: ModelRegistry, where: unknown, limits: ResolvedLimits, param = 'where', fromParameters = false
-): WhereNode {
-  return dictionary({ model, registry, param, limits, counts: { constraints: 0, values: 0, patternLength: 0 } }, where, 0, fromParameters)
+export function buildWhere (model: Model, where: unknown, limits: ResolvedLimits, param = 'where', fromParameters = false): WhereNode {
+  return dictionary({ model, param, limits, counts: { constraints: 0, values: 0, patternLength: 0 } }, where, 0, fromParameters)
 }
 
 /** Counts one more constraint against the limit. */
@@ -65,13 +61,13 @@ function counted (scope: Scope): void {
 }
 
 /** The column a filter or sort key on `name` reads: a scalar attribute or a singular association. */
-export function targetOf (model: Model, registry: ModelRegistry, name: string, param: string): Target {
+export function targetOf (model: Model, name: string, param: string): Target {
   const attribute = model.attributes.get(name)
   if (attribute !== undefined) return attribute
   const singular = model.singulars.get(name)
   if (singular !== undefined) {
     // A singular association is compared by its foreign key, typed like the target's primary key.
-    const targetPk = (registry.get(singular.target) as Model).primaryKey
+    const targetPk = singular.target.primaryKey
     return { name, column: singular.column, type: targetPk.type, integer: targetPk.integer, nullable: singular.nullable, key: targetPk.name }
   }
   if (model.collections.has(name)) {
@@ -116,7 +112,7 @@ export function combine (kind: 'and' | 'or', nodes: WhereNode[]): WhereNode {
 }
 
 function constraint (scope: Scope, name: string, value: unknown): WhereNode {
-  const target = targetOf(scope.model, scope.registry, name, scope.param)
+  const target = targetOf(scope.model, name, scope.param)
   counted(scope)
   if (value === null) return { kind: 'null', target, negate: false }
   if (Array.isArray(value)) return membership(scope, target, value, false, 'in')

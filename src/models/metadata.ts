@@ -1,22 +1,31 @@
 /**
- * The only module that reads MikroORM's `EntityMetadata`. It turns each entity into a {@link Model}.
+ * The only module that reads MikroORM's `EntityMetadata`. It turns each entity into a
+ * {@link ModelDraft}, which the registry (registry.ts) makes a {@link Model}.
  *
  * @module
  */
 import type { EntityMetadata, EntityProperty, MetadataStorage } from '@mikro-orm/core'
-import type { Attribute, AttributeType, CollectionAssociation, Generator, Model, SingularAssociation, ValueRange } from './model.ts'
+import type { AttributeType, Skipped } from './info.ts'
+import type { Attribute, CollectionAssociation, Generator, Model, SingularAssociation, ValueRange } from './model.ts'
 import { INT64 } from './values.ts'
 
-/** Why an entity or a property was left out, for the start-up log. */
-export interface Skipped {
-  readonly entity: string
-  readonly property?: string
-  readonly reason: string
+export type { Skipped } from './info.ts'
+
+/**
+ * An association as read, its target named by identity: the registry resolves it to the model
+ * once every model is read (a target may come later, or be the model itself).
+ */
+export type Unresolved<A extends SingularAssociation | CollectionAssociation> = Omit<A, 'target'> & { readonly target: string }
+
+/** A model as read: its associations not resolved yet, and no public description yet. */
+export interface ModelDraft extends Omit<Model, 'singulars' | 'collections' | 'info'> {
+  readonly singulars: ReadonlyMap<string, Unresolved<SingularAssociation>>
+  readonly collections: ReadonlyMap<string, Unresolved<CollectionAssociation>>
 }
 
 /** What {@link readModels} returns. */
 export interface ReadResult {
-  readonly models: Model[]
+  readonly models: ModelDraft[]
   readonly skipped: Skipped[]
 }
 
@@ -40,11 +49,11 @@ export function readModels (storage: MetadataStorage, identityOf: (entityName: s
     else if (!meta.pivotTable) skipped.push({ entity: meta.className, reason })
   }
 
-  const models: Model[] = []
+  const models: ModelDraft[] = []
   for (const { meta, identity } of exposed.values()) {
     const attributes = new Map<string, Attribute>()
-    const singulars = new Map<string, SingularAssociation>()
-    const collections = new Map<string, CollectionAssociation>()
+    const singulars = new Map<string, Unresolved<SingularAssociation>>()
+    const collections = new Map<string, Unresolved<CollectionAssociation>>()
     const primaryKey = readAttribute(meta.properties[meta.primaryKeys[0]] as EntityProperty, true) as Attribute
     attributes.set(primaryKey.name, primaryKey)
 

@@ -1,21 +1,14 @@
 /**
  * The model registry's view of an entity: everything the criteria pipeline, the SQL builder and the
- * serializer need, read once from MikroORM metadata (see `metadata.ts`).
+ * serializer need, read once from MikroORM metadata (see `metadata.ts`). Internal: it changes with
+ * the plugin's insides, so the app is shown {@link ModelInfo} (`info.ts`) instead.
  *
  * @module
  */
 import type { EntityMetadata } from '@mikro-orm/core'
+import type { AttributeType, ModelInfo } from './info.ts'
 
-/**
- * The JSON-level type of an attribute. It decides how query values are coerced, which modifiers
- * apply and how a database value is written to JSON.
- *
- * - `number`: JSON number; `string`: JSON string; `boolean`: JSON boolean;
- * - `date`: ISO 8601 string in JSON, accepted as ISO string or epoch milliseconds;
- * - `bigint`: decimal string in JSON (JSON numbers cannot hold every 64-bit integer);
- * - `json`: any JSON value, filterable only against `null`.
- */
-export type AttributeType = 'number' | 'string' | 'boolean' | 'date' | 'bigint' | 'json'
+export type { AttributeType } from './info.ts'
 
 /** A scalar attribute (a column), the primary key included. */
 export interface Attribute {
@@ -61,8 +54,11 @@ export interface SingularAssociation {
   readonly nullable: boolean
   /** create must give a value (not nullable, no default). */
   readonly required: boolean
-  /** Identity of the associated model. */
-  readonly target: string
+  /**
+   * The associated model, resolved when the registry is built (its `identity` names it in
+   * messages): code that follows an association needs no lookup, and no cast.
+   */
+  readonly target: Model
   /** The collection on the target that points back here, if any. */
   readonly via: string | undefined
 }
@@ -71,8 +67,8 @@ export interface SingularAssociation {
 export interface CollectionAssociation {
   readonly kind: 'collection'
   readonly name: string
-  /** Identity of the child model. */
-  readonly target: string
+  /** The child model, resolved when the registry is built (see {@link SingularAssociation.target}). */
+  readonly target: Model
   /**
    * The attribute on the child model that points back at this one: singular for `1:m`, plural for
    * `m:n`; `undefined` for a via-less `m:n`.
@@ -109,4 +105,6 @@ export interface Model {
   readonly collections: ReadonlyMap<string, CollectionAssociation>
   /** The MikroORM metadata the model was read from. */
   readonly meta: EntityMetadata
+  /** What the app is shown of this model (`app.blueprints.models`, `parseBlueprintOptions`). */
+  readonly info: ModelInfo
 }

@@ -1,22 +1,24 @@
 /**
- * The model registry: every exposed model by identity, built once when the plugin starts.
+ * The model registry: every exposed model by identity, built once when the plugin starts, with
+ * its associations resolved to their target models.
  *
  * @module
  */
 import type { MikroORM } from '@mikro-orm/core'
-import { BP_ERR_INVALID_OPTION } from '../errors.ts'
+import { BP_ERR_INVALID_OPTION, BP_ERR_UNKNOWN_MODEL } from '../errors.ts'
 import { didYouMean } from '../did-you-mean.ts'
-import { readModels, type Skipped } from './metadata.ts'
-import type { Model } from './model.ts'
+import { modelInfo, type BlueprintModels } from './info.ts'
+import { readModels, type ModelDraft, type Skipped } from './metadata.ts'
+import type { CollectionAssociation, Model, SingularAssociation } from './model.ts'
 import { defaultIdentity, isIdentity } from './identity.ts'
 
 /**
- * Read-only view of the exposed models, available as `app.blueprints.models`.
+ * The exposed models, inside the plugin (the app sees {@link BlueprintModels}).
  *
  * @example
  * ```ts
- * const user = app.blueprints.models.get('user')
- * console.log(user?.primaryKey.name, [...user!.collections.keys()])
+ * const user = registry.get('user')
+ * console.log(user?.primaryKey.column, [...user!.collections.values()].map(c => c.target.table))
  * ```
  */
 export interface ModelRegistry {
@@ -24,8 +26,17 @@ export interface ModelRegistry {
   get (identity: string): Model | undefined
   /** Every exposed model, in the order MikroORM discovered the entities. */
   all (): readonly Model[]
+  /**
+   * The model of an identity that the plugin itself wrote (a change, a notification): one this
+   * registry holds, unless a broker carries the notifications of an app with other models.
+   *
+   * @throws BP_ERR_UNKNOWN_MODEL when no model has it.
+   */
+  model (identity: string): Model
   /** Entities and properties that were left out, and why. */
   readonly skipped: readonly Skipped[]
+  /** What the app is shown of the same models: `app.blueprints.models`. */
+  readonly public: BlueprintModels
 }
 
 /** Options that shape the registry. */
@@ -53,31 +64,60 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
   }
   const excluded = new Set(options.exclude)
   const { models, skipped } = readModels(storage, name => options.identities[name] ?? defaultIdentity(name))
-  const byIdentity = new Map<string, Model>()
-  const list: Model[] = []
-  for (const model of models) {
-    if (excluded.has(model.entityName)) continue
-    if (!isIdentity(model.identity)) throw new BP_ERR_INVALID_OPTION(`identity "${model.identity}" of ${model.entityName} may only hold letters, digits, _ ` +
+  const drafts = new Map<string, ModelDraft>()
+  for (const draft of models) {
+    if (excluded.has(draft.entityName)) continue
+    if (!isIdentity(draft.identity)) throw new BP_ERR_INVALID_OPTION(`identity "${draft.identity}" of ${draft.entityName} may only hold letters, digits, _ ` +
       `and -`)
-    const other = byIdentity.get(model.identity)
-    if (other !== undefined) throw new BP_ERR_INVALID_OPTION(`${other.entityName} and ${model.entityName} would both have the identity "${model.identity}"`)
-    byIdentity.set(model.identity, model)
-    list.push(model)
+    const other = drafts.get(draft.identity)
+    if (other !== undefined) throw new BP_ERR_INVALID_OPTION(`${other.entityName} and ${draft.entityName} would both have the identity "${draft.identity}"`)
+    drafts.set(draft.identity, draft)
   }
-  // Associations to an excluded model are not exposed either.
-  const visible = list.map(model => withoutHidden(model, byIdentity))
-  byIdentity.clear()
-  for (const model of visible) byIdentity.set(model.identity, model)
+  const byIdentity = resolve(drafts)
+  const list = [...byIdentity.values()]
+  const infos = new Map(list.map(model => [model.identity, model.info]))
+  const infoList = list.map(model => model.info)
   return {
     get: identity => byIdentity.get(identity),
-    all: () => visible,
-    skipped
+    model: identity => {
+      const model = byIdentity.get(identity)
+      if (model === undefined) throw new BP_ERR_UNKNOWN_MODEL(identity)
+      return model
+    },
+    all: () => list,
+    skipped,
+    public: Object.freeze({ get: (identity: string) => infos.get(identity), all: () => infoList, skipped })
   }
 }
 
-function withoutHidden (model: Model, byIdentity: Map<string, Model>): Model {
-  const singulars = new Map([...model.singulars].filter(([, a]) => byIdentity.has(a.target)))
-  const collections = new Map([...model.collections].filter(([, a]) => byIdentity.has(a.target)))
-  if (singulars.size === model.singulars.size && collections.size === model.collections.size) return model
-  return { ...model, singulars, collections }
+/**
+ * The models of `drafts`, their associations pointing at the models themselves. An association to
+ * a model that is not exposed (excluded by the options) is left out: it has no routes to point at.
+ * The models are made first with empty association maps, then the maps are filled, so that
+ * associations may form cycles (a model pointing at itself, two models at each other).
+ */
+function resolve (drafts: ReadonlyMap<string, ModelDraft>): Map<string, Model> {
+  const byIdentity = new Map<string, Model>()
+  const shown = <A extends { readonly target: string }>(associations: ReadonlyMap<string, A>): A[] => [...associations.values()].filter(a => drafts.has(a.target))
+  const models = [...drafts.values()].map(draft => {
+    const model = {
+      ...draft,
+      singulars: new Map<string, SingularAssociation>(),
+      collections: new Map<string, CollectionAssociation>(),
+      info: modelInfo({ ...draft, singulars: shown(draft.singulars), collections: shown(draft.collections) })
+    }
+    byIdentity.set(draft.identity, model)
+    return { draft, model }
+  })
+  for (const { draft, model } of models) {
+    for (const association of draft.singulars.values()) {
+      const target = byIdentity.get(association.target)
+      if (target !== undefined) model.singulars.set(association.name, { ...association, target })
+    }
+    for (const association of draft.collections.values()) {
+      const target = byIdentity.get(association.target)
+      if (target !== undefined) model.collections.set(association.name, { ...association, target })
+    }
+  }
+  return byIdentity
 }

@@ -7,7 +7,6 @@
  */
 import { Type, type TSchema } from 'typebox'
 import type { Attribute, Model } from './model.ts'
-import type { ModelRegistry } from './registry.ts'
 
 /** `$id` of a model's record schema (`blueprints.user`). */
 export function recordSchemaId (identity: string): string {
@@ -33,16 +32,15 @@ function attributeSchema (attribute: Attribute): TSchema {
   return scalar(attribute, attribute.nullable, attribute.primary ? 'primary key' : undefined)
 }
 
-function foreignKey (registry: ModelRegistry, target: string, nullable: boolean): TSchema {
-  const pk = (registry.get(target) as Model).primaryKey
-  return scalar(pk, nullable, `primary key of a ${target} record`)
+function foreignKey (target: Model, nullable: boolean): TSchema {
+  return scalar(target.primaryKey, nullable, `primary key of a ${target.identity} record`)
 }
 
 /**
  * The schemas to add for one model: the record (associations populated or as keys) and the child
  * record (as it appears inside another record's populated association).
  */
-export function modelSchemas (model: Model, registry: ModelRegistry): TSchema[] {
+export function modelSchemas (model: Model): TSchema[] {
   const pk = model.primaryKey.name
   const child: Record<string, TSchema> = {}
   const record: Record<string, TSchema> = {}
@@ -52,17 +50,17 @@ export function modelSchemas (model: Model, registry: ModelRegistry): TSchema[] 
     record[attribute.name] = child[attribute.name]
   }
   for (const association of model.singulars.values()) {
-    const key = foreignKey(registry, association.target, association.nullable)
+    const key = foreignKey(association.target, association.nullable)
     child[association.name] = Type.Optional(key)
     // Null even when the key is not nullable: a populated association whose record is not there
     // (or that a policy hides) is null.
-    record[association.name] = Type.Optional(Type.Union([Type.Ref(childSchemaId(association.target)), foreignKey(registry, association.target, true)], {
-      description: `the ${association.target} record when populated, else its primary key`
+    record[association.name] = Type.Optional(Type.Union([Type.Ref(childSchemaId(association.target.identity)), foreignKey(association.target, true)], {
+      description: `the ${association.target.identity} record when populated, else its primary key`
     }))
   }
   for (const association of model.collections.values()) {
-    record[association.name] = Type.Optional(Type.Array(Type.Ref(childSchemaId(association.target)), {
-      description: `${association.target} records (present only when populated)`
+    record[association.name] = Type.Optional(Type.Array(Type.Ref(childSchemaId(association.target.identity)), {
+      description: `${association.target.identity} records (present only when populated)`
     }))
   }
   return [
@@ -96,10 +94,10 @@ export const findOneQuery: TSchema = Type.Object({
  * equality filter per attribute. Values stay strings; the criteria pipeline coerces them, so that
  * every mistake gets a coded error that names the parameter.
  */
-export function findQuery (model: Model, registry: ModelRegistry, populate: 'used' | 'ignored'): TSchema {
+export function findQuery (model: Model, populate: 'used' | 'ignored'): TSchema {
   const properties: Record<string, TSchema> = {}
   const filters: Array<[string, Attribute]> = [...model.attributes.values()].map(attribute => [attribute.name, attribute])
-  for (const association of model.singulars.values()) filters.push([association.name, (registry.get(association.target) as Model).primaryKey])
+  for (const association of model.singulars.values()) filters.push([association.name, association.target.primaryKey])
   for (const [name, attribute] of filters) {
     const value = input(attribute, false)
     properties[name] = Type.Optional(Type.Union([value, Type.Array(value)], { description: `equality filter on ${name}; repeated, an in (ignored when ` +
@@ -140,7 +138,7 @@ function input (attribute: Pick<Attribute, 'type' | 'integer' | 'maxLength' | 'r
  * collection). Both are documentation: the route only checks that the body is an object, and the
  * action reads each value with coded errors (unknown names, types, what create requires).
  */
-export function bodySchema (model: Model, registry: ModelRegistry, mode: 'create' | 'update'): TSchema {
+export function bodySchema (model: Model, mode: 'create' | 'update'): TSchema {
   const properties: Record<string, TSchema> = {}
   const required: string[] = []
   for (const attribute of model.attributes.values()) {
@@ -148,14 +146,14 @@ export function bodySchema (model: Model, registry: ModelRegistry, mode: 'create
     if (mode === 'create' && attribute.required) required.push(attribute.name)
   }
   for (const association of model.singulars.values()) {
-    properties[association.name] = input((registry.get(association.target) as Model).primaryKey, association.nullable, `primary key of a ` +
-      `${association.target} record`)
+    properties[association.name] = input(association.target.primaryKey, association.nullable, `primary key of a ` +
+      `${association.target.identity} record`)
     if (mode === 'create' && association.required) required.push(association.name)
   }
   if (mode === 'create') {
     for (const association of model.collections.values()) {
-      const key = input((registry.get(association.target) as Model).primaryKey, false)
-      properties[association.name] = Type.Array(key, { description: `primary keys of existing ${association.target} records to link` })
+      const key = input(association.target.primaryKey, false)
+      properties[association.name] = Type.Array(key, { description: `primary keys of existing ${association.target.identity} records to link` })
     }
   }
   return Type.Unsafe({ type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false, title: `${model.entityName} (${mode})` })

@@ -54,9 +54,9 @@ async function namedRecords (setup: CommitRecordsSetup, run: Executor, changes: 
   const { registry, loader } = setup
   const wanted = new Map<Model, Set<Id>>()
   const named = changes.map(({ model, message }) => {
-    const owner = registry.get(model) as Model
+    const owner = registry.model(model)
     if (message.verb === 'updated') return { model: owner, ids: [message.id] }
-    if (message.verb === 'addedTo') return { model: registry.get((owner.collections.get(message.attribute) as CollectionAssociation).target) as Model, ids: message.addedIds }
+    if (message.verb === 'addedTo') return { model: (owner.collections.get(message.attribute) as CollectionAssociation).target, ids: message.addedIds }
     return undefined
   })
   for (const entry of named) {

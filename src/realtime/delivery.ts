@@ -13,10 +13,41 @@ import type { SubscriptionRegistry } from './registry.ts'
 import type { SharedFrames } from './transport.ts'
 import { NOTHING_VISIBLE, visibleMessage } from './visibility.ts'
 import { recordKey } from '../models/identity.ts'
-import type { Id } from '../messages.ts'
+import type { ChangeMessage, Id } from '../messages.ts'
 
-/** A notification on its way to one socket, as the `authorize` option sees it. */
-export type Notification = EnvelopeItem
+/**
+ * A notification on its way to a socket, as `realtime.authorize` is asked about it: what the
+ * socket would be sent (the frame's event, `model`, and its data, `message`), before the
+ * socket's policy filters it. `kind` tells a change of a write from data an app published;
+ * `verb` is the change's (`undefined` for published data).
+ *
+ * @example
+ * ```ts
+ * const authorize = (socket: BlueprintSocket, notification: Notification): boolean =>
+ *   notification.kind !== 'change' || notification.verb !== 'created' || notification.model !== 'invoice'
+ * ```
+ */
+export type Notification = {
+  readonly kind: 'change'
+  /** Identity of the record's model (the frame's event). */
+  readonly model: string
+  /** Primary key of the record. */
+  readonly id: Id
+  /** The change's verb (`message.verb`). */
+  readonly verb: ChangeMessage['verb']
+  /** The change message, as a socket that may see all of it is sent it. */
+  readonly message: ChangeMessage
+} | {
+  readonly kind: 'publish'
+  /** Identity of the record's model (the frame's event). */
+  readonly model: string
+  /** Primary key of the record. */
+  readonly id: Id
+  /** Published data has no verb. */
+  readonly verb: undefined
+  /** The data given to `app.blueprints.publish()`, as given. */
+  readonly message: unknown
+}
 
 /**
  * Decides whether one socket may receive one notification. It runs for every recipient of every
@@ -56,6 +87,11 @@ export const verbOf = (item: EnvelopeItem): string | undefined => item.kind === 
 export class Delivery {
   readonly #options: DeliveryOptions
   #toldAsync = false
+  /**
+   * What `authorize` is asked about each item: made once per item, whatever its recipients, and
+   * never the item itself (its `records` are the broker's business, not the app's).
+   */
+  readonly #notifications = new WeakMap<EnvelopeItem, Notification>()
 
   constructor (options: DeliveryOptions) {
     this.#options = options
@@ -96,12 +132,18 @@ export class Delivery {
     connection.notify(item.model, message, message === item.message ? frame : {})
   }
 
+  #notification (item: EnvelopeItem): Notification {
+    let notification = this.#notifications.get(item)
+    if (notification === undefined) this.#notifications.set(item, notification = notificationOf(item))
+    return notification
+  }
+
   #allowed (connection: Connection, item: EnvelopeItem): boolean {
     const authorize = this.#options.authorize
     if (authorize === undefined) return true
     let answer: unknown
     try {
-      answer = authorize(connection, item)
+      answer = authorize(connection, this.#notification(item))
     } catch (err) {
       this.#options.log.error({ err, socket: connection.id, model: item.model, id: item.id }, 'fastify-blueprints: authorize threw; the notification was ' +
         'not sent')
@@ -117,6 +159,13 @@ export class Delivery {
     }
     return false
   }
+}
+
+/** What `authorize` is told of an envelope item (see {@link Notification}). */
+function notificationOf (item: EnvelopeItem): Notification {
+  return Object.freeze(item.kind === 'change'
+    ? { kind: 'change', model: item.model, id: item.id, verb: (item.message as ChangeMessage).verb, message: item.message as ChangeMessage }
+    : { kind: 'publish', model: item.model, id: item.id, verb: undefined, message: item.message })
 }
 
 /** A record of `identity` hidden from one socket, as {@link EnvelopePass.hidden} keeps it. */

@@ -175,7 +175,7 @@ export class Hub {
     let watched: string | undefined
     if (read.action === 'populate') {
       subscribe(identity, keyOf(read.model, read.parentId))
-      const child = this.#registry.get((read.association as Association).target) as Model
+      const child = (read.association as Association).target
       for (const record of (Array.isArray(result) ? result : [result]) as Array<Record<string, Id>>) subscribe(child.identity, record[child.primaryKey.name])
     } else {
       if (read.action === 'find' && subscriptions.watch(connection, identity)) watched = identity
@@ -229,7 +229,7 @@ export class Hub {
     let links = this.#linksByModel.get(model)
     if (links === undefined) {
       links = [...model.singulars.values(), ...model.collections.values()].map(association => {
-        const target = this.#registry.get(association.target) as Model
+        const target = association.target
         return { name: association.name, target: target.identity, key: target.primaryKey.name }
       })
       this.#linksByModel.set(model, links)

@@ -45,7 +45,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     const handler = route.handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
     let read: ReadRoute | undefined
     if (READS.has(blueprint.action)) {
-      const model = registry.get(blueprint.model) as Model
+      const model = registry.model(blueprint.model)
       const association = blueprint.association === undefined ? undefined : model.singulars.get(blueprint.association) ?? model.collections.get(blueprint.association)
       read = { action: blueprint.action as ReadRoute['action'], model, association }
     }
@@ -91,7 +91,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
 function reachableFrom (hub: Hub, model: Model): Set<Model> {
   const models = new Set<Model>([model])
   for (const next of models) {
-    for (const association of [...next.singulars.values(), ...next.collections.values()]) models.add(hub.model(association.target))
+    for (const association of [...next.singulars.values(), ...next.collections.values()]) models.add(association.target)
   }
   return models
 }

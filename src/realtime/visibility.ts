@@ -51,7 +51,7 @@ export const NOTHING_VISIBLE = Symbol('nothing visible')
  */
 export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
   const message = item.message as ChangeMessage
-  const model = viewer.registry.get(item.model) as Model
+  const model = viewer.registry.model(item.model)
   const view = viewer.views.get(model.identity)
   switch (message.verb) {
     case 'created':
@@ -102,7 +102,7 @@ function showsAll (view: ModelView | undefined): boolean {
 
 function collectionOf (viewer: Viewer, model: Model, attribute: string): { association: CollectionAssociation, child: Model } {
   const association = model.collections.get(attribute) as CollectionAssociation
-  return { association, child: viewer.registry.get(association.target) as Model }
+  return { association, child: association.target }
 }
 
 /** A record as the socket may see it: its fields, and its populated associations filtered. */
@@ -111,7 +111,7 @@ function shown (viewer: Viewer, model: Model, record: JsonRecord): JsonRecord {
   for (const association of [...model.singulars.values(), ...model.collections.values()]) {
     const value = out[association.name]
     if (value === null || typeof value !== 'object') continue
-    const target = viewer.registry.get(association.target) as Model
+    const target = association.target
     const view = viewer.views.get(target.identity)
     if (!Array.isArray(value)) {
       out[association.name] = visible(viewer, view, value as JsonRecord) ? pick(target, value as JsonRecord, view) : null

@@ -9,7 +9,7 @@ import { add } from '../actions/add.ts'
 import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
 import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON } from '../errors.ts'
-import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { CollectionAssociation } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import { idParams, recordSchemaId } from '../models/schemas.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
@@ -29,7 +29,7 @@ function answer (input: RouteInput): Record<string, unknown> {
 
 /** `:id` and `:fk` of add and remove: the parent's and the child's primary keys. */
 function linkParams (input: RouteInput): TSchema {
-  return idParams({ id: input.model.primaryKey, fk: (input.ctx.registry.get((input.association as CollectionAssociation).target) as Model).primaryKey })
+  return idParams({ id: input.model.primaryKey, fk: (input.association as CollectionAssociation).target.primaryKey })
 }
 
 function ids (request: FastifyRequest): { id: string, fk: string } {

@@ -17,6 +17,15 @@ import type { Model } from '../models/model.ts'
 import type { BlueprintAction, QueryContext } from './route-options.ts'
 import type { RouteInput } from './route-spec.ts'
 
+/**
+ * A {@link QueryContext} as the routes hold it: with the plugin's models, which the hook is shown
+ * as their public description (`Model.info`).
+ */
+export interface RouteQuery extends Omit<QueryContext, 'model' | 'parent'> {
+  readonly model: Model
+  readonly parent?: { readonly model: Model, readonly association: string }
+}
+
 /** Where a request keeps its views (resolved once per request and model). */
 const kViews = Symbol('fastify-blueprints.views')
 
@@ -57,7 +66,7 @@ export async function policyOf (input: RouteInput, request: FastifyRequest, acti
       ? validateProjection({ select: query.select, omit: query.omit, populate: false, populateLimit: 0 }, model, ctx.bounds)
       : undefined
     policy.views.set(model, {
-      where: buildWhere(model, ctx.registry, query.where, ctx.bounds.limits),
+      where: buildWhere(model, query.where, ctx.bounds.limits),
       fields: projection === undefined ? undefined : new Set([...projection.attributes.map(a => a.name), ...projection.singulars.map(s => s.association.name)])
     })
   }
@@ -69,10 +78,8 @@ export async function policyOf (input: RouteInput, request: FastifyRequest, acti
  * at; for a route of an association, its target's too. The same for every request of the route.
  */
 export function routeModels (input: RouteInput): ReadonlySet<Model> {
-  const { registry } = input.ctx
-  const modelOf = (identity: string): Model => registry.get(identity) as Model
-  const models = neighbourhood(modelOf, input.model)
-  if (input.association !== undefined) for (const model of neighbourhood(modelOf, modelOf(input.association.target))) models.add(model)
+  const models = neighbourhood(input.model)
+  if (input.association !== undefined) for (const model of neighbourhood(input.association.target)) models.add(model)
   return models
 }
 
@@ -85,23 +92,30 @@ export function routeModels (input: RouteInput): ReadonlySet<Model> {
  * of the criteria pipeline for what the hook returns.
  */
 export async function checked (
-  input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext, policy: Policy
+  input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: RouteQuery, policy: Policy
 ): Promise<BlueprintQuery> {
-  const { registry, bounds } = input.ctx
-  checkVisible(query, context.model, policy, registry, bounds.limits.maxDepth)
+  const { bounds } = input.ctx
+  checkVisible(query, context.model, policy, bounds.limits.maxDepth)
   return await customise(input, request, query, context)
 }
 
 /** Runs the app's parseBlueprintOptions hook on a query (there is one). */
-async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: QueryContext): Promise<BlueprintQuery> {
+async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: RouteQuery): Promise<BlueprintQuery> {
   const hook = input.options.parseBlueprintOptions as NonNullable<RouteInput['options']['parseBlueprintOptions']>
-  return (await hook(request, query, context)) ?? query
+  return (await hook(request, query, shown(context))) ?? query
+}
+
+/** The context the hook is told: the same keys, the models as the app sees them. */
+function shown ({ model, parent, ...rest }: RouteQuery): QueryContext {
+  return parent === undefined
+    ? { ...rest, model: model.info }
+    : { ...rest, model: model.info, parent: { model: parent.model.info, association: parent.association } }
 }
 
 /** `model` and the models its associations point at, each once. */
-function neighbourhood (modelOf: (identity: string) => Model, model: Model): Set<Model> {
+function neighbourhood (model: Model): Set<Model> {
   const models = new Set<Model>([model])
-  for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(modelOf(association.target))
+  for (const association of [...model.singulars.values(), ...model.collections.values()]) models.add(association.target)
   return models
 }
 

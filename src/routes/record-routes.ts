@@ -21,7 +21,7 @@ const UPDATE: RouteSpec = {
   per: 'model',
   body: 'read-by-action',
   url: model => routePath(model, true),
-  schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: bodySchema(input.model, input.ctx.registry, 'update'), response: answer(input) }),
+  schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: bodySchema(input.model, 'update'), response: answer(input) }),
   handler: input => async (request, _reply, by) =>
     update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, by)
 }
@@ -34,7 +34,7 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     per: 'model',
     body: 'read-by-action',
     url: model => routePath(model),
-    schema: input => ({ body: bodySchema(input.model, input.ctx.registry, 'create'), response: answer(input) }),
+    schema: input => ({ body: bodySchema(input.model, 'create'), response: answer(input) }),
     handler: input => async (request, _reply, by) => create(input.ctx, input.model, request.body as Record<string, unknown>, by)
   },
   UPDATE,

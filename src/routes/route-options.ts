@@ -6,7 +6,7 @@
  */
 import type { FastifyRequest, RouteShorthandOptions } from 'fastify'
 import type { BlueprintQuery } from '../criteria/types.ts'
-import type { Model } from '../models/model.ts'
+import type { ModelInfo } from '../models/info.ts'
 
 /** The Fastify route hooks the options accept. */
 export const HOOK_NAMES = ['onRequest', 'preParsing', 'preValidation', 'preHandler', 'preSerialization', 'onSend', 'onResponse', 'onError', 'onTimeout'] as const
@@ -24,9 +24,9 @@ export type RouteHooks = Partial<Pick<RouteShorthandOptions, typeof HOOK_NAMES[n
 export interface QueryContext {
   readonly action: BlueprintAction
   /** The model whose records the query asks for (for populate: the child model). */
-  readonly model: Model
+  readonly model: ModelInfo
   /** For populate: the parent model and the association. */
-  readonly parent?: { readonly model: Model, readonly association: string }
+  readonly parent?: { readonly model: ModelInfo, readonly association: string }
   /**
    * `true`: the query matches every record of `model`, and the hook's answer is what this request
    * may see of the model at all — its `where` which records exist, its `select` / `omit` which

@@ -12,10 +12,9 @@ import { populate } from '../actions/populate.ts'
 import { parseCount, parseFields, parseFind, parsePopulate, type QueryString } from '../criteria/parse.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
 import { BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
-import type { Association, Model } from '../models/model.ts'
+import type { Association } from '../models/model.ts'
 import { childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
-import type { QueryContext } from './route-options.ts'
-import { checked } from './policy.ts'
+import { checked, type RouteQuery } from './policy.ts'
 import { COLLECTION_ROUTES } from './collection-routes.ts'
 import { checkQueryEncoding } from './validation.ts'
 import { RECORD_ROUTES } from './record-routes.ts'
@@ -64,8 +63,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     method: 'GET',
     per: 'model',
     url: model => routePath(model),
-    schema: ({ ctx, model }) => ({
-      querystring: findQuery(model, ctx.registry, 'used'),
+    schema: ({ model }) => ({
+      querystring: findQuery(model, 'used'),
       response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA } }), '4xx': errorRef }
     }),
     handler: input => {
@@ -120,18 +119,18 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     method: 'GET',
     per: 'association',
     url: (model, association) => routePath(model, true, association),
-    schema: ({ ctx, model, association }) => {
+    schema: ({ model, association }) => {
       const target = association as Association
-      const child = ctx.registry.get(target.target) as Model
+      const child = target.target
       const item = Type.Ref(childSchemaId(child.identity))
       return target.kind === 'collection'
-        ? { params: idParams({ id: model.primaryKey }), querystring: findQuery(child, ctx.registry, 'ignored'), response: { 200: Type.Array(item), '4xx': errorRef } }
+        ? { params: idParams({ id: model.primaryKey }), querystring: findQuery(child, 'ignored'), response: { 200: Type.Array(item), '4xx': errorRef } }
         : { params: idParams({ id: model.primaryKey }), querystring: Type.Object({ select: Type.Optional(Type.String()), omit: Type.Optional(Type.String()) }), response: { 200: item, '4xx': errorRef } }
     },
     handler: input => {
       const association = input.association as Association
-      const child = input.ctx.registry.get(association.target) as Model
-      const context: QueryContext = { action: 'populate', model: child, parent: { model: input.model, association: association.name } }
+      const child = association.target
+      const context: RouteQuery = { action: 'populate', model: child, parent: { model: input.model, association: association.name } }
       return async (request, _reply, { policy }) => {
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString

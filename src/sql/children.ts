@@ -7,8 +7,7 @@
 import { sql } from 'kysely'
 import type { Criteria, Projection } from '../criteria/types.ts'
 import type { ReadOptions } from './read-options.ts'
-import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
+import type { CollectionAssociation } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
 import { orderBy, type Projections } from './fields.ts'
@@ -38,14 +37,12 @@ const SKIP = new Slot(2)
 
 /** Reads the children of collections. One instance per plugin registration. */
 export class ChildLoader {
-  readonly #registry: ModelRegistry
   readonly #dialect: Dialect
   readonly #projections: Projections
   /** Per association: the statements of its children in key order (see `children`). */
   readonly #templates = new Map<CollectionAssociation, Template[]>()
 
-  constructor (registry: ModelRegistry, dialect: Dialect, projections: Projections) {
-    this.#registry = registry
+  constructor (dialect: Dialect, projections: Projections) {
     this.#dialect = dialect
     this.#projections = projections
   }
@@ -55,7 +52,7 @@ export class ChildLoader {
     run: Executor, ids: unknown[], { caseInsensitive }: Criteria, { policy, lockLinks }: ReadOptions, collections: Projection['collections']
   ): Promise<Array<Map<unknown, JsonRecord[]>>> {
     return await inOrder(collections.map(({ association, limit }) => {
-      const child = this.#registry.get(association.target) as Model
+      const child = association.target
       // The children a policy hides are not there.
       const view = policy?.view(child)
       if (limit === 0 || view?.where.kind === 'none') return Promise.resolve(new Map<unknown, JsonRecord[]>())
@@ -91,7 +88,7 @@ export class ChildLoader {
     const parents = single ? parentIds[0] : this.#dialect.list(parentIds)
     // Every child in key order, of a projection kept per model (default population, a write's
     // answer): the same statements every time, built once.
-    const keep = byKey && criteria.where.kind === 'all' && criteria.projection === this.#projections.kept(association.target)
+    const keep = byKey && criteria.where.kind === 'all' && criteria.projection === this.#projections.kept(association.target.identity)
     if (single || criteria.limit === Infinity) {
       const variant = (single ? ONE : 0) | (criteria.limit === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0)
       const statement = this.#statement(association, criteria, keep, variant)
@@ -141,7 +138,7 @@ export class ChildLoader {
    * `SELECT * FROM (…` with each child's rank under its parent.
    */
   #select (association: CollectionAssociation, criteria: ChildCriteria, single: boolean, windowed: boolean): Sql {
-    const child = this.#registry.get(association.target) as Model
+    const child = association.target
     const parent = association.relation === '1:m' ? sql.id('c', association.parentColumn) : sql.id('j', association.parentColumn)
     const from = association.relation === '1:m'
       ? sql`${table(child)} AS c`

@@ -7,7 +7,6 @@
 import { sql } from 'kysely'
 import type { Criteria, ModelView, Projection } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
 import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
 import type { Field } from './rows.ts'
@@ -39,7 +38,6 @@ export function keyIndex (model: Model, fields: Field[]): number {
 
 /** Projections and their fields, kept. One instance per plugin registration. */
 export class Projections {
-  readonly #registry: ModelRegistry
   readonly #dialect: Dialect
   /** Per model: the plain projection used for children (every attribute, foreign keys raw). */
   readonly #plain = new Map<string, Projection>()
@@ -47,8 +45,7 @@ export class Projections {
   /** Per projection, the projections a view's fields leave of it, by those fields' names. */
   readonly #viewed = new WeakMap<Projection, Map<string, Projection>>()
 
-  constructor (registry: ModelRegistry, dialect: Dialect) {
-    this.#registry = registry
+  constructor (dialect: Dialect) {
     this.#dialect = dialect
   }
 
@@ -107,7 +104,7 @@ export class Projections {
     const fields: Field[] = []
     for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, convert: this.#dialect.toJson(a.type) })
     for (const { association } of projection.singulars) {
-      const pk = (this.#registry.get(association.target) as Model).primaryKey
+      const pk = association.target.primaryKey
       fields.push({ name: association.name, column: association.column, convert: this.#dialect.toJson(pk.type) })
     }
     return fields

@@ -10,7 +10,6 @@ import { sql } from 'kysely'
 import type { Criteria, Policy, Projection, WhereNode } from '../criteria/types.ts'
 import type { ReadOptions } from './read-options.ts'
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
 import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
 import { COMMA, keyIndex, orderBy, type Projections } from './fields.ts'
@@ -79,7 +78,6 @@ function prefixed (dialect: Dialect, alias: string, fields: Field[], prefix: str
 
 /** The statements of finds on the registry's models. One instance per plugin registration. */
 export class FindStatements {
-  readonly #registry: ModelRegistry
   readonly #dialect: Dialect
   readonly #projections: Projections
   /** Per projection without views: the head of the find's statement and its joins. */
@@ -88,8 +86,7 @@ export class FindStatements {
   readonly #joinedHeads = new WeakMap<Projection, Head>()
   readonly #joinedCollections = new Map<CollectionAssociation, JoinedCollection>()
 
-  constructor (registry: ModelRegistry, dialect: Dialect, projections: Projections) {
-    this.#registry = registry
+  constructor (dialect: Dialect, projections: Projections) {
     this.#dialect = dialect
     this.#projections = projections
   }
@@ -108,7 +105,7 @@ export class FindStatements {
     if (entry === undefined) return undefined
     let joined = this.#joinedCollections.get(entry.association)
     if (joined === undefined) {
-      const child = this.#registry.get(entry.association.target) as Model
+      const child = entry.association.target
       const fields = this.#projections.fields(this.#projections.plain(child))
       joined = {
         association: entry.association,
@@ -224,7 +221,7 @@ export class FindStatements {
     let offset = width
     for (const { association, populate } of projection.singulars) {
       if (!populate) continue
-      const target = this.#registry.get(association.target) as Model
+      const target = association.target
       const view = policy?.view(target)
       const alias = `s${joins.length}`
       const fields = this.#projections.fields(this.#projections.viewed(this.#projections.plain(target), view))

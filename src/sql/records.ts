@@ -9,7 +9,6 @@ import { hidesLink } from '../criteria/policy.ts'
 import type { Criteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
 import { PLAIN_READ, type ReadOptions } from './read-options.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
 import { ChildLoader, type ChildCriteria } from './children.ts'
 import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
@@ -24,18 +23,16 @@ export type { ReadOptions } from './read-options.ts'
 
 /** Reads records of the registry's models. One instance per plugin registration. */
 export class RecordLoader {
-  readonly #registry: ModelRegistry
   readonly #dialect: Dialect
   readonly #projections: Projections
   readonly #children: ChildLoader
   readonly #statements: FindStatements
 
-  constructor (registry: ModelRegistry, dialect: Dialect) {
-    this.#registry = registry
+  constructor (dialect: Dialect) {
     this.#dialect = dialect
-    this.#projections = new Projections(registry, dialect)
-    this.#children = new ChildLoader(registry, dialect, this.#projections)
-    this.#statements = new FindStatements(registry, dialect, this.#projections)
+    this.#projections = new Projections(dialect)
+    this.#children = new ChildLoader(dialect, this.#projections)
+    this.#statements = new FindStatements(dialect, this.#projections)
   }
 
   /** The projection of a populated child: every attribute, singular associations as raw keys. */
@@ -50,7 +47,7 @@ export class RecordLoader {
   async children (
     run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria, policy: Policy | undefined
   ): Promise<JsonRecord[]> {
-    const viewed = policy === undefined ? criteria : this.#viewed(this.#registry.get(association.target) as Model, criteria, policy)
+    const viewed = policy === undefined ? criteria : this.#viewed(association.target, criteria, policy)
     if (viewed.where.kind === 'none') return []
     const byParent = await this.#children.children(run, association, [parentId], viewed)
     return byParent.get(parentId) ?? []
@@ -152,7 +149,7 @@ export class RecordLoader {
    */
   #viewed<C extends ChildCriteria> (model: Model, criteria: C, policy: Policy): C {
     const view = policy.view(model)
-    const hidden = (association: CollectionAssociation): boolean => hidesLink(association, policy.view(this.#registry.get(association.target) as Model))
+    const hidden = (association: CollectionAssociation): boolean => hidesLink(association, policy.view(association.target))
     return { ...criteria, where: within(criteria.where, view.where), projection: this.#projections.viewed(criteria.projection, view, hidden) }
   }
 }

@@ -5,7 +5,6 @@
  */
 import { sql } from 'kysely'
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
 import type { Dialect } from './dialect.ts'
 import { table, type Executor } from './rows.ts'
 import type { Sql } from './statement.ts'
@@ -20,12 +19,10 @@ export interface Assignment {
 export class RecordWriter {
   readonly #dialect: Dialect
   readonly #run: Executor
-  readonly #registry: ModelRegistry
 
-  constructor (dialect: Dialect, run: Executor, registry: ModelRegistry) {
+  constructor (dialect: Dialect, run: Executor) {
     this.#dialect = dialect
     this.#run = run
-    this.#registry = registry
   }
 
   /** Inserts a record; returns its primary key (raw). */
@@ -62,7 +59,7 @@ export class RecordWriter {
 
   #value ({ field, value }: Assignment): Sql {
     if (value === null) return sql`NULL`
-    const type: Attribute = 'target' in field ? (this.#registry.get(field.target) as Model).primaryKey : field
+    const type: Attribute = 'target' in field ? field.target.primaryKey : field
     // JSON goes in as text on both databases (pg would send a JS array as a PostgreSQL array).
     if (type.type === 'json') return sql`${JSON.stringify(value)}`
     return this.#dialect.value(type, this.#dialect.bind(type.type, value))

@@ -16,7 +16,7 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import blueprints, { type BlueprintQuery, type ParseBlueprintOptions } from '../../src/index.ts'
-import type { Model } from '../../src/models/model.ts'
+import type { ModelInfo } from '../../src/index.ts'
 import { bareApp, DATABASES, type Database } from '../helpers/app.ts'
 import { before, open, sentinel } from '../helpers/realtime.ts'
 import { sailsSocket, type SailsTestSocket } from '../helpers/sails-socket.ts'
@@ -68,7 +68,7 @@ interface World {
   readonly app: FastifyInstance
   /** The blueprint routes, as registered. */
   readonly routes: readonly Route[]
-  readonly models: (identity: string) => Model
+  readonly models: (identity: string) => ModelInfo
   readonly ws: TestSocket
   readonly sails: SailsTestSocket
   /** The probes run per route (`method url`). */
@@ -91,7 +91,7 @@ async function setup (t: Test, db: Database): Promise<World> {
     t,
     app,
     routes,
-    models: identity => app.blueprints.models.get(identity) as Model,
+    models: identity => app.blueprints.models.get(identity) as ModelInfo,
     ws: await open(t, app),
     sails: await sailsSocket(t, app),
     probed: new Map()

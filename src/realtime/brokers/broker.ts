@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Id } from '../../actions/changes.ts'
+import type { Id } from '../../messages.ts'
 
 /** One notification in an envelope. */
 export interface EnvelopeItem {
