@@ -2,9 +2,9 @@
 // `context.model`): a narrow description, copied from the plugin's own models, read-only; and the
 // registry's lookup of an identity the plugin wrote.
 import t from 'tap'
-import type { ModelInfo, QueryContext } from '../src/index.ts'
-import { buildRegistry } from '../src/models/registry.ts'
-import { build, DATABASES } from './helpers/app.ts'
+import type { ModelInfo, QueryContext } from '../../src/index.ts'
+import { buildRegistry } from '../../src/models/registry.ts'
+import { build, DATABASES } from '../helpers/app.ts'
 
 for (const db of DATABASES) {
   t.test(`${db}: app.blueprints.models describes the models, and only what it promises`, async t => {
