@@ -18,6 +18,7 @@ import { registerOpenApi } from './openapi.ts'
 import { resolveOptions, type BlueprintsOptions } from './options.ts'
 import { MemoryBroker } from './realtime/brokers/memory.ts'
 import type { BlueprintSocket } from './realtime/connection.ts'
+import { refuseRouteClash } from './realtime/options.ts'
 import type { Hub } from './realtime/hub.ts'
 import { readObserver } from './realtime/read-observer.ts'
 import { socketRequests } from './realtime/socket-requests.ts'
@@ -140,13 +141,11 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   addSchemas(app, [ERROR_SCHEMA, ...registry.all().flatMap(model => modelSchemas(model, registry))])
   if (options.openapi !== false) await registerOpenApi(app, options.openapi)
   const realtimeOptions = options.realtime
-  if (realtimeOptions !== false && registry.all().some(model => realtimeOptions.path === `${options.prefix}/${model.identity}`)) {
-    throw new BP_ERR_INVALID_OPTION(`\`realtime.path\` ${String(realtimeOptions.path)} is the path of a model's find route; choose another path`)
-  }
+  refuseRouteClash(realtimeOptions, options.prefix, registry)
   const realtime = realtimeOptions === false
     ? undefined
     : await startRealtime(app, realtimeOptions, {
-      registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive, populateLimit: options.populateLimit
+      registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive, populateLimit: options.limits.populateLimit
     })
   if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
   const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
@@ -159,7 +158,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     database,
     run: database.run,
     ranks: lockRanks(registry),
-    bounds: { maxLimit: options.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.populateLimit, limits: options.limits },
+    bounds: { maxLimit: options.limits.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.limits.populateLimit, limits: options.limits },
     notifier: shared.notifier,
     publisher: realtime?.publisher,
     // Read at each write: a registration made later with a policy counts too.

@@ -107,5 +107,5 @@ function neighbourhood (modelOf: (identity: string) => Model, model: Model): Set
 
 /** A query that matches every record: what a policy is asked about for a model's view. */
 function baseQuery (input: RouteInput): BlueprintQuery {
-  return { where: {}, limit: input.options.defaultLimit, skip: 0, sort: [], populate: false, populateLimit: input.options.populateLimit }
+  return { where: {}, limit: input.options.limits.defaultLimit, skip: 0, sort: [], populate: false, populateLimit: input.options.limits.populateLimit }
 }
