@@ -53,15 +53,19 @@ const HOOKS = typed<RouteHooks>(Type.Object(
   { additionalProperties: false, description: 'must be an object of Fastify hooks' }
 ))
 
-const ACTION = Type.Union([Type.Literal(false), readonly(Type.Object({ hooks: Type.Optional(HOOKS) }, { additionalProperties: false }))], { description: 'must be false or an object' })
+const ACTION = Type.Union([
+  Type.Literal(false),
+  readonly(Type.Object({ hooks: Type.Optional(HOOKS) }, { additionalProperties: false }))
+], { description: 'must be false or an object' })
 
 const MODEL = readonly(Type.Object({
   identity: Type.Optional(Type.String({ description: 'must be a string' })),
   expose: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
   hooks: Type.Optional(HOOKS),
-  actions: Type.Optional(typed<Partial<Record<BlueprintAction, Static<typeof ACTION>>>>(Type.Object(Object.fromEntries(ACTIONS.map(action => [action, Type.Optional(ACTION)])), {
-    additionalProperties: false, description: 'must be an object keyed by action', unknown: 'action'
-  })))
+  actions: Type.Optional(typed<Partial<Record<BlueprintAction, Static<typeof ACTION>>>>(Type.Object(
+    Object.fromEntries(ACTIONS.map(action => [action, Type.Optional(ACTION)])),
+    { additionalProperties: false, description: 'must be an object keyed by action', unknown: 'action' }
+  )))
 }, { additionalProperties: false, description: 'must be an object' }))
 
 const REALTIME = Type.Union([
@@ -112,7 +116,10 @@ export const OPTIONS = readonly(Type.Object({
   openapi: Type.Optional(Type.Union([
     Type.Boolean(),
     readonly(Type.Object({
-      info: Type.Optional(readonly(Type.Object({ title: Type.String(), version: Type.String(), description: Type.Optional(Type.String()) }, { additionalProperties: false, description: 'must be { title, version, description? }' })))
+      info: Type.Optional(readonly(Type.Object(
+        { title: Type.String(), version: Type.String(), description: Type.Optional(Type.String()) },
+        { additionalProperties: false, description: 'must be { title, version, description? }' }
+      )))
     }, { additionalProperties: false, description: 'must be an object' }))
   ], { description: 'must be a boolean or an object' })),
   // Deprecated (BP_DEP_001): `limits.defaultLimit`, `limits.maxLimit`, `limits.populateLimit`.

@@ -152,7 +152,8 @@ function resolveLimits (options: BlueprintsOptions): ResolvedLimits {
   for (const key of moved) {
     const nested = options.limits?.[key]
     if (nested !== undefined && nested !== options[key]) {
-      throw new BP_ERR_INVALID_OPTION(`\`${key}\` (deprecated) is ${String(options[key])} but \`limits.${key}\` is ${String(nested)}: give \`limits.${key}\` only`)
+      throw new BP_ERR_INVALID_OPTION(`\`${key}\` (deprecated) is ${String(options[key])} but \`limits.${key}\` is ${String(nested)}: ` +
+        `give \`limits.${key}\` only`)
     }
     limits[key] = options[key] as number
   }

@@ -145,7 +145,11 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   const realtime = realtimeOptions === false
     ? undefined
     : await startRealtime(app, realtimeOptions, {
-      registry, defaultBroker: shared.broker, maxJsonDepth: options.limits.maxJsonDepth, fold: options.caseInsensitive, populateLimit: options.limits.populateLimit
+      registry,
+      defaultBroker: shared.broker,
+      maxJsonDepth: options.limits.maxJsonDepth,
+      fold: options.caseInsensitive,
+      populateLimit: options.limits.populateLimit
     })
   if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
   const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
@@ -158,7 +162,9 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     database,
     run: database.run,
     ranks: lockRanks(registry),
-    bounds: { maxLimit: options.limits.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.limits.populateLimit, limits: options.limits },
+    bounds: {
+      maxLimit: options.limits.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.limits.populateLimit, limits: options.limits
+    },
     notifier: shared.notifier,
     publisher: realtime?.publisher,
     // Read at each write: a registration made later with a policy counts too.
