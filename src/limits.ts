@@ -1,7 +1,8 @@
 /**
- * The limits on what one request may ask of the database, with their defaults. Every refusal is
- * a 400 `BP_ERR_LIMIT_EXCEEDED` naming the parameter; docs/reliability.md lists each limit and
- * the database limit it keeps requests away from.
+ * The limits on what one request may ask of the database, with their defaults (published as
+ * `DEFAULTS.limits`). A `limit` above `maxLimit` is a 400 `BP_ERR_LIMIT_TOO_LARGE`; every other
+ * refusal is a 400 `BP_ERR_LIMIT_EXCEEDED` naming the parameter. docs/reliability.md lists each
+ * limit and the database limit it keeps requests away from.
  *
  * @module
  */
@@ -11,10 +12,19 @@
  *
  * @example
  * ```ts
- * await app.register(blueprints, { orm, limits: { maxValues: 500, maxConstraints: 64 } })
+ * await app.register(blueprints, { orm, limits: { maxLimit: 500, maxValues: 500, maxConstraints: 64 } })
  * ```
  */
 export interface Limits {
+  /** `limit` of find (and of populate on a collection) when the request gives none. Default 30. */
+  readonly defaultLimit?: number
+  /**
+   * Largest `limit` a request may ask for; above it → 400 `BP_ERR_LIMIT_TOO_LARGE`. Explicitly
+   * populated collections are capped at it too. Default `Infinity` (no maximum): set it in production.
+   */
+  readonly maxLimit?: number
+  /** Children per collection when associations are populated by default. Default 30. */
+  readonly populateLimit?: number
   /** Values in one `in` / `nin` list (or one repeated attribute parameter). Default 10 000. */
   readonly maxValues?: number
   /**
@@ -38,11 +48,22 @@ export interface Limits {
 /** The limits with every default applied. */
 export type ResolvedLimits = Required<Limits>
 
-/** The default limits, documented in docs/options.md. */
-export const LIMIT_DEFAULTS: ResolvedLimits = Object.freeze({
+/** The default limits: `DEFAULTS.limits` of the main entry (docs/options.md). */
+export const DEFAULT_LIMITS: ResolvedLimits = Object.freeze({
+  defaultLimit: 30,
+  maxLimit: Infinity,
+  populateLimit: 30,
   maxValues: 10_000,
   maxConstraints: 256,
   maxDepth: 16,
   maxJsonDepth: 32,
   maxPatternLength: 1_000
 })
+
+/**
+ * The default limits.
+ *
+ * @deprecated Use `DEFAULTS.limits` (the same object), which also holds `defaultLimit`,
+ * `maxLimit` and `populateLimit`.
+ */
+export const LIMIT_DEFAULTS: ResolvedLimits = DEFAULT_LIMITS

@@ -60,14 +60,14 @@ export async function loadSwagger (from: string = import.meta.url): Promise<Fast
  *
  * @throws BP_ERR_INVALID_OPTION when the app registered `@fastify/swagger` already.
  */
-export async function registerOpenApi (app: FastifyInstance, options: OpenApiOptions): Promise<void> {
+export async function registerOpenApi (app: FastifyInstance, options: Required<OpenApiOptions>): Promise<void> {
   if (app.hasDecorator('swagger')) {
     throw new BP_ERR_INVALID_OPTION('`openapi`: @fastify/swagger is registered already; leave `openapi` out and give that registration `refResolver: ' +
       'openapiRefResolver` (from fastify-blueprints) for the same component names')
   }
   const swagger = await loadSwagger()
   await app.register(swagger, {
-    openapi: { openapi: '3.0.3', info: options.info ?? { title: 'API', version: '1.0.0' } },
+    openapi: { openapi: '3.0.3', info: options.info },
     refResolver: openapiRefResolver
   })
 }

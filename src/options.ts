@@ -6,11 +6,10 @@
  */
 import type { MikroORM } from '@mikro-orm/core'
 import { BP_ERR_INVALID_OPTION } from './errors.ts'
-import { LIMIT_DEFAULTS, type Limits, type ResolvedLimits } from './limits.ts'
+import { DEFAULT_LIMITS, type Limits, type ResolvedLimits } from './limits.ts'
 import type { OpenApiOptions } from './openapi.ts'
 import { optionProblem } from './option-schema.ts'
-import { REALTIME_DEFAULTS, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
-import { resolveOrigins } from './realtime/origins.ts'
+import { DEFAULT_REALTIME, resolveRealtime, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
 import { type ActionOptions, type BlueprintAction, type ModelOptions, type ParseBlueprintOptions, type RouteHooks, type RouteSettings } from './routes/route-options.ts'
 
 export { ACTIONS, HOOK_NAMES } from './routes/route-options.ts'
@@ -22,7 +21,7 @@ export type { ActionOptions, BlueprintAction, ModelOptions, ParseBlueprintOption
  *
  * @example
  * ```ts
- * await app.register(blueprints, { orm, prefix: '/api', maxLimit: 500 })
+ * await app.register(blueprints, { orm, prefix: '/api', limits: { maxLimit: 500 } })
  * ```
  */
 export interface BlueprintsOptions {
@@ -35,11 +34,23 @@ export interface BlueprintsOptions {
    * of {@link RealtimeOptions}; `false` serves HTTP only and publishes nothing.
    */
   readonly realtime?: boolean | RealtimeOptions
-  /** `limit` of find when the request gives none. Default 30. */
+  /**
+   * `limit` of find when the request gives none.
+   *
+   * @deprecated Use `limits.defaultLimit` (warning BP_DEP_001).
+   */
   readonly defaultLimit?: number
-  /** Largest `limit` a request may ask for; above it → 400. Default `Infinity` (no maximum). */
+  /**
+   * Largest `limit` a request may ask for.
+   *
+   * @deprecated Use `limits.maxLimit` (warning BP_DEP_001).
+   */
   readonly maxLimit?: number
-  /** Children per collection when associations are populated by default. Default 30. */
+  /**
+   * Children per collection when associations are populated by default.
+   *
+   * @deprecated Use `limits.populateLimit` (warning BP_DEP_001).
+   */
   readonly populateLimit?: number
   /** Match `contains`/`startsWith`/`endsWith`/`like` ignoring ASCII case. Default `false`. */
   readonly caseInsensitive?: boolean
@@ -54,7 +65,10 @@ export interface BlueprintsOptions {
   readonly models?: Readonly<Record<string, ModelOptions>>
   /** Per-request query hook; see {@link ParseBlueprintOptions}. */
   readonly parseBlueprintOptions?: ParseBlueprintOptions
-  /** Sizes of criteria and values a request may not exceed; see {@link Limits} for the defaults. */
+  /**
+   * The page sizes (`defaultLimit`, `maxLimit`, `populateLimit`) and the sizes of criteria and
+   * values a request may not exceed; see {@link Limits} for the defaults.
+   */
   readonly limits?: Limits
   /**
    * Registers `@fastify/swagger` (which the app installs) before the routes, with component names
@@ -70,26 +84,42 @@ export interface ResolvedOptions extends RouteSettings {
   readonly orm: MikroORM
   readonly prefix: string
   readonly realtime: ResolvedRealtime | false
-  readonly openapi: OpenApiOptions | false
-  readonly maxLimit: number
+  readonly openapi: Required<OpenApiOptions> | false
   readonly caseInsensitive: boolean
   readonly limits: ResolvedLimits
 }
 
-/** The defaults, documented in docs/options.md. */
-export const DEFAULTS = Object.freeze({
+/**
+ * Every default of the options, in the options' own shape (docs/options.md tells each). Where an
+ * option is `true`, `false` or an object (`realtime`, `realtime.sailsIo`, `openapi`), its entry
+ * is the object `true` stands for, and its `enabled` says whether it is on when left out. In a
+ * path, `{prefix}` stands for the `prefix` option. Options without a default (`orm`,
+ * `parseBlueprintOptions`, `realtime.broker`, …) are not here. Frozen, all the way down.
+ *
+ * @example
+ * ```ts
+ * DEFAULTS.limits.defaultLimit // 30
+ * DEFAULTS.realtime.path       // '{prefix}/socket': '/api/socket' with prefix '/api'
+ * ```
+ */
+export const DEFAULTS = deepFreeze({
   prefix: '',
-  realtime: true,
-  defaultLimit: 30,
-  maxLimit: Infinity,
-  populateLimit: 30,
   caseInsensitive: false,
-  shortcuts: false
+  shortcuts: false,
+  hooks: {} as RouteHooks,
+  models: {} as Readonly<Record<string, ModelOptions>>,
+  limits: DEFAULT_LIMITS,
+  realtime: DEFAULT_REALTIME,
+  openapi: { enabled: false, info: { title: 'API', version: '1.0.0' } }
 })
+
+/** The top-level options that moved under `limits` (deprecated: BP_DEP_001). */
+const MOVED_LIMITS = ['defaultLimit', 'maxLimit', 'populateLimit'] as const
 
 /**
  * Checks the options against the one schema of option-schema.ts and applies the defaults;
- * returns a frozen copy (the caller's object is never changed).
+ * returns a frozen copy (the caller's object is never changed). Emits the deprecation warning
+ * BP_DEP_001 once when the options use a top-level `defaultLimit`, `maxLimit` or `populateLimit`.
  *
  * @throws BP_ERR_INVALID_OPTION naming the first invalid option (a typo gets "did you mean").
  */
@@ -100,20 +130,47 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
   const resolved: ResolvedOptions = {
     orm: options.orm,
     prefix,
-    realtime: resolveRealtime(options.realtime ?? DEFAULTS.realtime, prefix),
-    openapi: options.openapi === true ? {} : options.openapi ?? false,
-    defaultLimit: options.defaultLimit ?? DEFAULTS.defaultLimit,
-    maxLimit: options.maxLimit ?? DEFAULTS.maxLimit,
-    populateLimit: options.populateLimit ?? DEFAULTS.populateLimit,
+    realtime: resolveRealtime(options.realtime, prefix),
+    openapi: resolveOpenApi(options.openapi),
     caseInsensitive: options.caseInsensitive ?? DEFAULTS.caseInsensitive,
     shortcuts: options.shortcuts ?? DEFAULTS.shortcuts,
-    hooks: frozenHooks(options.hooks),
-    models: Object.freeze(Object.fromEntries(Object.entries(options.models ?? {}).map(([entity, model]) => [entity, resolveModel(model)]))),
+    hooks: frozenHooks(options.hooks ?? DEFAULTS.hooks),
+    models: Object.freeze(Object.fromEntries(Object.entries(options.models ?? DEFAULTS.models).map(([entity, model]) => [entity, resolveModel(model)]))),
     parseBlueprintOptions: options.parseBlueprintOptions,
-    limits: Object.freeze({ ...LIMIT_DEFAULTS, ...options.limits })
+    limits: resolveLimits(options)
   }
-  if (resolved.defaultLimit > resolved.maxLimit) throw new BP_ERR_INVALID_OPTION('`defaultLimit` is above `maxLimit`')
   return Object.freeze(resolved)
+}
+
+/**
+ * `limits` with its defaults, and with the deprecated top-level `defaultLimit`, `maxLimit` and
+ * `populateLimit` moved in (one warning for all of them; a key given both ways must agree).
+ */
+function resolveLimits (options: BlueprintsOptions): ResolvedLimits {
+  const moved = MOVED_LIMITS.filter(key => options[key] !== undefined)
+  const limits: Record<string, number> = { ...DEFAULTS.limits }
+  for (const key of moved) {
+    const nested = options.limits?.[key]
+    if (nested !== undefined && nested !== options[key]) {
+      throw new BP_ERR_INVALID_OPTION(`\`${key}\` (deprecated) is ${String(options[key])} but \`limits.${key}\` is ${String(nested)}: ` +
+        `give \`limits.${key}\` only`)
+    }
+    limits[key] = options[key] as number
+  }
+  if (moved.length > 0) {
+    process.emitWarning(`the top-level ${moved.map(key => `\`${key}\``).join(', ')} option${moved.length > 1 ? 's are' : ' is'} deprecated: ` +
+      `give ${moved.map(key => `\`limits.${key}\``).join(', ')} instead`, { type: 'DeprecationWarning', code: 'BP_DEP_001' })
+  }
+  Object.assign(limits, options.limits)
+  // Named as given: `defaultLimit` when the deprecated top-level key was used.
+  const name = (key: typeof MOVED_LIMITS[number]): string => moved.includes(key) ? `\`${key}\`` : `\`limits.${key}\``
+  if (limits.defaultLimit > limits.maxLimit) throw new BP_ERR_INVALID_OPTION(`${name('defaultLimit')} is above ${name('maxLimit')}`)
+  return Object.freeze(limits as unknown as ResolvedLimits)
+}
+
+function resolveOpenApi (value: boolean | OpenApiOptions | undefined): Required<OpenApiOptions> | false {
+  if (!(value ?? DEFAULTS.openapi.enabled)) return false
+  return Object.freeze({ info: (typeof value === 'object' ? value.info : undefined) ?? DEFAULTS.openapi.info })
 }
 
 function frozenHooks (hooks: RouteHooks | undefined): RouteHooks {
@@ -128,29 +185,8 @@ function resolveModel (model: ModelOptions): ModelOptions {
   return Object.freeze({ identity: model.identity, expose: model.expose ?? true, hooks: frozenHooks(model.hooks), actions: Object.freeze(actions) })
 }
 
-/** The `realtime` option with its defaults; `false` stays `false` (its shape is checked already). */
-function resolveRealtime (value: boolean | RealtimeOptions, prefix: string): ResolvedRealtime | false {
-  if (value === false) return false
-  const given: RealtimeOptions = value === true ? {} : value
-  const path = given.path ?? `${prefix}/socket`
-  const origins = resolveOrigins(given.onlyAllowOrigins)
-  const sailsIo = given.sailsIo === undefined || given.sailsIo === false ? false : Object.freeze({ path: (given.sailsIo === true ? undefined : given.sailsIo.path) ?? '/socket.io' })
-  if ((path !== false || sailsIo !== false) && origins === undefined && process.env.NODE_ENV === 'production') {
-    throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example ' +
-      '[\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
-  }
-  return Object.freeze({
-    path,
-    broker: given.broker,
-    context: given.context,
-    authorize: given.authorize,
-    hooks: frozenHooks(given.hooks),
-    origins,
-    maxPayload: given.maxPayload ?? REALTIME_DEFAULTS.maxPayload,
-    maxPending: given.maxPending ?? REALTIME_DEFAULTS.maxPending,
-    maxSubscriptions: given.maxSubscriptions ?? REALTIME_DEFAULTS.maxSubscriptions,
-    maxBufferedBytes: given.maxBufferedBytes ?? REALTIME_DEFAULTS.maxBufferedBytes,
-    pingInterval: given.pingInterval ?? REALTIME_DEFAULTS.pingInterval,
-    sailsIo
-  })
+/** `value` and every object in it, frozen. */
+function deepFreeze<T extends object> (value: T): T {
+  for (const child of Object.values(value)) if (typeof child === 'object' && child !== null) deepFreeze(child)
+  return Object.freeze(value)
 }

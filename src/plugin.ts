@@ -20,6 +20,7 @@ import { registerOpenApi } from './openapi.ts'
 import { resolveOptions, type BlueprintsOptions } from './options.ts'
 import { MemoryBroker } from './realtime/brokers/memory.ts'
 import type { BlueprintSocket } from './realtime/connection.ts'
+import { refuseRouteClash } from './realtime/options.ts'
 import type { Hub } from './realtime/hub.ts'
 import { socketRequests } from './realtime/socket-requests.ts'
 import type { RealtimeStats } from './realtime/registry.ts'
@@ -150,9 +151,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   addSchemas(app, [ERROR_SCHEMA, ...registry.all().flatMap(model => modelSchemas(model))])
   if (options.openapi !== false) await registerOpenApi(app, options.openapi)
   const realtimeOptions = options.realtime
-  if (realtimeOptions !== false && registry.all().some(model => realtimeOptions.path === `${options.prefix}/${model.identity}`)) {
-    throw new BP_ERR_INVALID_OPTION(`\`realtime.path\` ${String(realtimeOptions.path)} is the path of a model's find route; choose another path`)
-  }
+  refuseRouteClash(realtimeOptions, options.prefix, registry)
   const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
   const database = new Database(kysely, registry, await connectionsFor(dialect, kysely, options.orm as unknown as OrmConnection))
   const ctx: ActionContext = {
@@ -163,7 +162,9 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     database,
     run: database.run,
     ranks: lockRanks(registry),
-    bounds: { maxLimit: options.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.populateLimit, limits: options.limits },
+    bounds: {
+      maxLimit: options.limits.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.limits.populateLimit, limits: options.limits
+    },
     feed: new CommitFeed()
   }
   // Realtime subscribes to the feed first: it is told of a commit before the listeners are waited for.
@@ -175,7 +176,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
       defaultBroker: shared.broker,
       maxJsonDepth: options.limits.maxJsonDepth,
       fold: options.caseInsensitive,
-      populateLimit: options.populateLimit,
+      populateLimit: options.limits.populateLimit,
       loader: ctx.loader,
       // Read at each write: a registration made later with a policy counts too.
       policed: () => shared.policed,

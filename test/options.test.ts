@@ -67,8 +67,26 @@ t.test('invalid options are refused at registration with a coded error', async t
     await t.rejects(async () => { await app.register(blueprints, { orm: sockets.orm, ...options }); await app.ready() }, { code: 'BP_ERR_INVALID_OPTION', message: /`realtime.path` .*\/socket is the path of a model's find route/ })
     await app.close()
   }
-  t.same(DEFAULTS, { prefix: '', realtime: true, defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, caseInsensitive: false, shortcuts: false })
-  t.same(REALTIME_DEFAULTS, { maxPayload: 1_048_576, maxPending: 32, maxSubscriptions: 1000, maxBufferedBytes: 4_194_304, pingInterval: 30_000 })
+  t.same(DEFAULTS, {
+    prefix: '',
+    caseInsensitive: false,
+    shortcuts: false,
+    hooks: {},
+    models: {},
+    limits: { defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxJsonDepth: 32, maxPatternLength: 1_000 },
+    realtime: {
+      enabled: true,
+      path: '{prefix}/socket',
+      maxPayload: 1_048_576,
+      maxPending: 32,
+      maxSubscriptions: 1000,
+      maxBufferedBytes: 4_194_304,
+      pingInterval: 30_000,
+      sailsIo: { enabled: false, path: '/socket.io' }
+    },
+    openapi: { enabled: false, info: { title: 'API', version: '1.0.0' } }
+  })
+  t.equal(REALTIME_DEFAULTS, DEFAULTS.realtime, 'the deprecated REALTIME_DEFAULTS is DEFAULTS.realtime')
   const given = { orm, prefix: '/x' }
   const app = Fastify()
   await app.register(blueprints, given)

@@ -159,7 +159,7 @@ export async function buildBoard (options: BoardOptions): Promise<FastifyInstanc
   await app.register(blueprints, {
     orm,
     prefix: '/api',
-    maxLimit: 100,
+    limits: { maxLimit: 100 },
     hooks: { preHandler: policy },
     models: { Label: { actions: { create: { hooks: { preHandler: checkColor } }, update: { hooks: { preHandler: checkColor } } } } },
     openapi: { info: { title: 'Team board', version: '1.0.0', description: 'The blueprint routes of the fastify-blueprints demo' } },

@@ -1,13 +1,16 @@
 /**
- * The realtime options: their public type and defaults (`options.ts` checks and resolves them).
+ * The realtime options: their public type, their defaults (published as `DEFAULTS.realtime`), and
+ * their resolution (`options.ts` checks their shape against the option schema first).
  *
  * @module
  */
 import type { FastifyRequest } from 'fastify'
+import { BP_ERR_INVALID_OPTION } from '../errors.ts'
+import type { ModelRegistry } from '../models/registry.ts'
 import type { RouteHooks } from '../routes/route-options.ts'
 import type { Broker } from './brokers/broker.ts'
 import type { Authorize } from './hub.ts'
-import type { OriginPolicy } from './origins.ts'
+import { resolveOrigins, type OriginPolicy } from './origins.ts'
 
 /**
  * Options of the websocket endpoint and of realtime notifications (`realtime` in
@@ -26,7 +29,8 @@ import type { OriginPolicy } from './origins.ts'
 export interface RealtimeOptions {
   /**
    * Path of the websocket endpoint, or `false` for none (this instance still publishes the changes
-   * of its writes to the broker, for the sockets of other instances). Default `${prefix}/socket`.
+   * of its writes to the broker, for the sockets of other instances). Default `${prefix}/socket`
+   * (`DEFAULTS.realtime.path`, where `{prefix}` stands for the `prefix` option).
    */
   readonly path?: string | false
   /** Carries notifications between instances. Default: a new `MemoryBroker` (this process only). */
@@ -90,11 +94,70 @@ export interface ResolvedRealtime {
   readonly sailsIo: { readonly path: string } | false
 }
 
-/** The realtime defaults, documented in docs/options.md (the path defaults to `${prefix}/socket`). */
-export const REALTIME_DEFAULTS = Object.freeze({
+/**
+ * The realtime defaults: `DEFAULTS.realtime` of the main entry (docs/options.md). `enabled`:
+ * realtime is on unless the option is `false`. In `path`, `{prefix}` stands for the `prefix`
+ * option. `sailsIo` is off unless asked for; `sailsIo.path` is outside the `prefix`, where
+ * sails.io.js looks.
+ */
+export const DEFAULT_REALTIME = Object.freeze({
+  enabled: true,
+  path: '{prefix}/socket',
   maxPayload: 1_048_576,
   maxPending: 32,
   maxSubscriptions: 1000,
   maxBufferedBytes: 4_194_304,
-  pingInterval: 30_000
+  pingInterval: 30_000,
+  sailsIo: Object.freeze({ enabled: false, path: '/socket.io' })
 })
+
+/**
+ * The realtime defaults.
+ *
+ * @deprecated Use `DEFAULTS.realtime` (the same object), which also holds the endpoints' paths.
+ */
+export const REALTIME_DEFAULTS: typeof DEFAULT_REALTIME = DEFAULT_REALTIME
+
+/**
+ * The `realtime` option with its defaults; `false` stays `false` (its shape is checked already).
+ *
+ * @throws BP_ERR_INVALID_OPTION with `NODE_ENV=production` and no `onlyAllowOrigins`.
+ */
+export function resolveRealtime (value: boolean | RealtimeOptions | undefined, prefix: string): ResolvedRealtime | false {
+  if (!(value ?? DEFAULT_REALTIME.enabled)) return false
+  const given: RealtimeOptions = typeof value === 'object' ? value : {}
+  const path = given.path ?? DEFAULT_REALTIME.path.replace('{prefix}', prefix)
+  const origins = resolveOrigins(given.onlyAllowOrigins)
+  const sailsIo = given.sailsIo ?? DEFAULT_REALTIME.sailsIo.enabled
+  const sailsIoPath = sailsIo === false ? false : (sailsIo === true ? undefined : sailsIo.path) ?? DEFAULT_REALTIME.sailsIo.path
+  if ((path !== false || sailsIoPath !== false) && origins === undefined && process.env.NODE_ENV === 'production') {
+    throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example ' +
+      '[\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
+  }
+  return Object.freeze({
+    path,
+    broker: given.broker,
+    context: given.context,
+    authorize: given.authorize,
+    hooks: Object.freeze({ ...given.hooks }),
+    origins,
+    maxPayload: given.maxPayload ?? DEFAULT_REALTIME.maxPayload,
+    maxPending: given.maxPending ?? DEFAULT_REALTIME.maxPending,
+    maxSubscriptions: given.maxSubscriptions ?? DEFAULT_REALTIME.maxSubscriptions,
+    maxBufferedBytes: given.maxBufferedBytes ?? DEFAULT_REALTIME.maxBufferedBytes,
+    pingInterval: given.pingInterval ?? DEFAULT_REALTIME.pingInterval,
+    sailsIo: sailsIoPath === false ? false : Object.freeze({ path: sailsIoPath })
+  })
+}
+
+/**
+ * Refuses a websocket endpoint at the path of a model's find route (`${prefix}/${identity}`),
+ * checked once the registry is built (the models are not known before).
+ *
+ * @throws BP_ERR_INVALID_OPTION naming the path.
+ */
+export function refuseRouteClash (realtime: ResolvedRealtime | false, prefix: string, registry: ModelRegistry): void {
+  if (realtime !== false && registry.all().some(model => realtime.path === `${prefix}/${model.identity}`)) {
+    throw new BP_ERR_INVALID_OPTION(`\`realtime.path\` ${String(realtime.path)} is the path of a model's find route; choose another path`)
+  }
+}

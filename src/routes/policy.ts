@@ -121,5 +121,5 @@ function neighbourhood (model: Model): Set<Model> {
 
 /** A query that matches every record: what a policy is asked about for a model's view. */
 function baseQuery (input: RouteInput): BlueprintQuery {
-  return { where: {}, limit: input.options.defaultLimit, skip: 0, sort: [], populate: false, populateLimit: input.options.populateLimit }
+  return { where: {}, limit: input.options.limits.defaultLimit, skip: 0, sort: [], populate: false, populateLimit: input.options.limits.populateLimit }
 }

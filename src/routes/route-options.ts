@@ -6,6 +6,7 @@
  */
 import type { FastifyRequest, RouteShorthandOptions } from 'fastify'
 import type { BlueprintQuery } from '../criteria/types.ts'
+import type { ResolvedLimits } from '../limits.ts'
 import type { ModelInfo } from '../models/info.ts'
 
 /** The Fastify route hooks the options accept. */
@@ -72,10 +73,8 @@ export interface ModelOptions {
 
 /** What the routes read of the resolved options (`ResolvedOptions` in options.ts). */
 export interface RouteSettings {
-  /** `limit` of find when the request gives none. */
-  readonly defaultLimit: number
-  /** Children per collection when associations are populated by default. */
-  readonly populateLimit: number
+  /** `defaultLimit`: `limit` of find when the request gives none; `populateLimit`: children per collection populated by default. */
+  readonly limits: Pick<ResolvedLimits, 'defaultLimit' | 'populateLimit'>
   /** Sails' development-only shortcut routes are on. */
   readonly shortcuts: boolean
   /** Hooks of every blueprint route. */

@@ -53,7 +53,7 @@ function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSch
 }
 
 function defaults (input: RouteInput): { limit: number, populateLimit: number } {
-  return { limit: input.options.defaultLimit, populateLimit: input.options.populateLimit }
+  return { limit: input.options.limits.defaultLimit, populateLimit: input.options.limits.populateLimit }
 }
 
 /** The routes of the read actions. */
@@ -105,7 +105,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           sort: [],
           ...parseFields(raw),
           populate: parsePopulate(raw),
-          populateLimit: input.options.populateLimit
+          populateLimit: input.options.limits.populateLimit
         }
         const id = (request.params as { id: string }).id
         if (policy === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query, undefined))
