@@ -1,23 +1,29 @@
 /**
- * The route table: for each blueprint action, its method, path, schemas and a thin handler that
- * turns the request into an action call.
+ * The route table, in one place: for each blueprint action — the reads (find, findOne, populate),
+ * the record writes (create, update, destroy) and the collection writes (add, replace, remove) —
+ * its method, path, schemas and a thin handler that turns the request into an action call.
  *
  * @module
  */
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TSchema } from 'typebox'
+import { add } from '../actions/add.ts'
+import { create } from '../actions/create.ts'
+import { destroy } from '../actions/destroy.ts'
 import { find, findCounted } from '../actions/find.ts'
 import { findOne } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
+import { remove } from '../actions/remove.ts'
+import { replace } from '../actions/replace.ts'
+import { update } from '../actions/update.ts'
 import { parseCount, parseFields, parseFind, parsePopulate, type QueryString } from '../criteria/parse.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
-import { BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
-import type { Association } from '../models/model.ts'
-import { childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
+import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON, BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
+import type { Association, CollectionAssociation } from '../models/model.ts'
+import { describe } from '../models/values.ts'
+import { bodySchema, childSchemaId, findOneQuery, findQuery, idParams, recordSchemaId } from '../models/schemas.ts'
 import { checked, type RouteQuery } from './policy.ts'
-import { COLLECTION_ROUTES } from './collection-routes.ts'
 import { checkQueryEncoding } from './validation.ts'
-import { RECORD_ROUTES } from './record-routes.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { routePath } from '../models/identity.ts'
 
@@ -148,6 +154,121 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         return populate(input.ctx, input.model, association, id, policy === undefined ? query : await checked(input, request, query, context, policy), policy)
       }
     }
+  }
+]
+
+/** The answer of every write: the record (a collection write's: the parent), or an error. */
+function answer (input: RouteInput): Record<string, unknown> {
+  return { 200: Type.Ref(recordSchemaId(input.model.identity)), '4xx': errorRef }
+}
+
+// The record writes.
+
+const UPDATE: RouteSpec = {
+  action: 'update',
+  method: 'PATCH',
+  per: 'model',
+  body: 'read-by-action',
+  url: model => routePath(model, true),
+  schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: bodySchema(input.model, 'update'), response: answer(input) }),
+  handler: input => async (request, _reply, by) =>
+    update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, by)
+}
+
+/** create, update (`PATCH`, and `PUT` as Sails binds it) and destroy. */
+export const RECORD_ROUTES: readonly RouteSpec[] = [
+  {
+    action: 'create',
+    method: 'POST',
+    per: 'model',
+    body: 'read-by-action',
+    url: model => routePath(model),
+    schema: input => ({ body: bodySchema(input.model, 'create'), response: answer(input) }),
+    handler: input => async (request, _reply, by) => create(input.ctx, input.model, request.body as Record<string, unknown>, by)
+  },
+  UPDATE,
+  // Sails binds update to PUT too, and sails.io.js frontends call io.socket.put('/user/1', …).
+  { ...UPDATE, method: 'PUT', alias: true },
+  {
+    action: 'destroy',
+    method: 'DELETE',
+    per: 'model',
+    url: model => routePath(model, true),
+    schema: input => ({ params: idParams({ id: input.model.primaryKey }), response: answer(input) }),
+    handler: input => async (request, _reply, by) => destroy(input.ctx, input.model, (request.params as { id: string }).id, by)
+  }
+]
+
+// The collection writes.
+
+const KEYS = Type.Array(Type.Union([Type.String(), Type.Number()]), { description: 'primary keys of the child records' })
+
+/**
+ * Body of replace: `{ "fks": [...] }`, or the bare array that Sails 1.x clients send.
+ */
+export const REPLACE_BODY = Type.Union([Type.Object({ fks: KEYS }, { required: ['fks'] }), KEYS])
+
+
+/** `:id` and `:fk` of add and remove: the parent's and the child's primary keys. */
+function linkParams (input: RouteInput): TSchema {
+  return idParams({ id: input.model.primaryKey, fk: (input.association as CollectionAssociation).target.primaryKey })
+}
+
+function ids (request: FastifyRequest): { id: string, fk: string } {
+  return request.params as { id: string, fk: string }
+}
+
+/** add, replace and remove. */
+export const COLLECTION_ROUTES: readonly RouteSpec[] = [
+  {
+    action: 'add',
+    method: 'PUT',
+    per: 'collection',
+    url: (model, association) => routePath(model, true, association, '/:fk'),
+    schema: input => ({ params: linkParams(input), response: answer(input) }),
+    handler: input => async (request, _reply, by) =>
+      add(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, by)
+  },
+  {
+    action: 'replace',
+    method: 'PUT',
+    per: 'collection',
+    url: (model, association) => routePath(model, true, association),
+    schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: REPLACE_BODY, response: answer(input) }),
+    handler: input => async (request, _reply, by) => {
+      const body = request.body as { fks: Array<string | number> } | Array<string | number>
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks, by)
+    }
+  },
+  {
+    // Sails' development-only shortcut: replace through a GET, the ids as JSON in `?fks=`.
+    action: 'replace',
+    method: 'GET',
+    per: 'collection',
+    enabled: options => options.shortcuts,
+    url: (model, association) => routePath(model, true, association, '/replace'),
+    schema: input => ({ params: idParams({ id: input.model.primaryKey }), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
+    handler: input => async (request, _reply, by) => {
+      checkQueryEncoding(request.url)
+      const text = (request.query as { fks: string }).fks
+      let fks: unknown
+      try {
+        fks = JSON.parse(text)
+      } catch (err) {
+        throw new BP_ERR_INVALID_JSON('fks', (err as Error).message)
+      }
+      if (!Array.isArray(fks)) throw new BP_ERR_INVALID_ID('fks', `must be a JSON array of primary keys, got ${describe(fks)}`)
+      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, fks, by)
+    }
+  },
+  {
+    action: 'remove',
+    method: 'DELETE',
+    per: 'collection',
+    url: (model, association) => routePath(model, true, association, '/:fk'),
+    schema: input => ({ params: linkParams(input), response: answer(input) }),
+    handler: input => async (request, _reply, by) =>
+      remove(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, ids(request).fk, by)
   }
 ]
 
