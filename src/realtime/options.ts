@@ -6,7 +6,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { RouteHooks } from '../routes/route-options.ts'
 import type { Broker } from './brokers/broker.ts'
-import type { Authorize } from './hub.ts'
+import type { Authorize } from './hub/hub.ts'
 import type { OriginPolicy } from './origins.ts'
 
 /**

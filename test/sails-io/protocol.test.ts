@@ -8,7 +8,7 @@ import { io as ioV4 } from 'socket.io-client-v4'
 import { listening, before, open, seen, sentinel } from '../helpers/realtime.ts'
 import { portOf, rawUpgrade } from '../helpers/upgrade.ts'
 import { baseUrl, deadline, sailsSocket } from '../helpers/sails-socket.ts'
-import { loadSocketIo } from '../../src/realtime/sails-io.ts'
+import { loadSocketIo } from '../../src/realtime/endpoints/sails-io/sails-io-endpoint.ts'
 import type { BlueprintsOptions, Broker, Envelope } from '../../src/index.ts'
 import type { FastifyInstance } from 'fastify'
 

@@ -1,6 +1,6 @@
 /**
  * The websocket endpoint: each request frame is run through the app's own router as a virtual
- * request (same hooks, validation and serialisation as HTTP; see dispatch.ts), inside an
+ * request (same hooks, validation and serialisation as HTTP; see virtual-request/dispatch.ts), inside an
  * AsyncLocalStorage scope that tells the routes which socket is asking. Notifications are written
  * by the hub.
  *
@@ -9,17 +9,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import '@fastify/websocket'
 import type { RawData, WebSocket } from 'ws'
-import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../errors.ts'
-import type { ResolvedRealtime } from './options.ts'
-import { originHook } from './origins.ts'
-import { Connection } from './connection.ts'
-import { VirtualSocket } from './dispatch.ts'
-import type { Hub } from './hub.ts'
-import { answerSocketRequest, errorAnswer } from './run-request.ts'
-import { walkJson } from '../models/values.ts'
-import { frameProblem } from './frames.ts'
-import { CLOSE, frameId, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
-import { WsTransport } from './transports/ws.ts'
+import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../../../errors.ts'
+import type { ResolvedRealtime } from '../../options.ts'
+import { originHook } from '../../origins.ts'
+import { Connection } from '../../socket.ts'
+import { VirtualSocket } from '../../virtual-request/dispatch.ts'
+import type { Hub } from '../../hub/hub.ts'
+import { answerSocketRequest, errorAnswer } from '../../virtual-request/run-request.ts'
+import { walkJson } from '../../../models/values.ts'
+import { frameProblem } from '../../virtual-request/request-frame.ts'
+import { CLOSE, frameId, UPGRADE_ONLY, type RequestFrame } from '../../protocol.ts'
+import { WsTransport } from './ws-transport.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined
 

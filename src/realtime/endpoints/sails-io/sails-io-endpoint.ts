@@ -17,18 +17,18 @@ import { createRequire } from 'node:module'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { BP_ERR_INVALID_FRAME, BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../errors.ts'
-import { Connection } from './connection.ts'
-import { dispatch, VirtualSocket } from './dispatch.ts'
-import type { Hub } from './hub.ts'
-import { closeAfterRequests } from './in-flight.ts'
-import { originAllowed, originHook, type OriginPolicy } from './origins.ts'
-import { UPGRADE_ONLY } from './protocol.ts'
-import { answerSocketRequest, errorAnswer, socketAnswer, type SocketAnswer } from './run-request.ts'
+import { BP_ERR_INVALID_FRAME, BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../../../errors.ts'
+import { Connection } from '../../socket.ts'
+import { dispatch, VirtualSocket } from '../../virtual-request/dispatch.ts'
+import type { Hub } from '../../hub/hub.ts'
+import { closeAfterRequests } from '../../virtual-request/in-flight.ts'
+import { originAllowed, originHook, type OriginPolicy } from '../../origins.ts'
+import { UPGRADE_ONLY } from '../../protocol.ts'
+import { answerSocketRequest, errorAnswer, socketAnswer, type SocketAnswer } from '../../virtual-request/run-request.ts'
 import { METHODS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
-import type { EndpointOptions } from './socket-route.ts'
+import type { EndpointOptions } from '../ws/ws-endpoint.ts'
 import { withoutAttachments, type PacketDecoder } from './sails-io-decoder.ts'
-import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './transports/socket-io.ts'
+import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './sails-io-transport.ts'
 
 /** Headers of a refused handshake's answer that are written here, not copied from the app's. */
 const HEAD_SET_HERE = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive'])
@@ -153,7 +153,7 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
   app.addHook('onReady', async () => {
     routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, options.origins, checked, request, socket, head) })
   })
-  // Requests in flight are answered first (see closeAfterRequests in in-flight.ts).
+  // Requests in flight are answered first (see closeAfterRequests in virtual-request/in-flight.ts).
   app.addHook('preClose', async () => {
     await closeAfterRequests(app, hub.requests)
     io.close()

@@ -6,9 +6,9 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import type { VirtualSocket } from './dispatch.ts'
+import type { VirtualSocket } from './virtual-request/dispatch.ts'
 import type { ModelView } from '../criteria/types.ts'
-import { Holdings } from './registry.ts'
+import { Holdings } from './hub/subscriptions.ts'
 import type { SharedFrames, Transport } from './transport.ts'
 
 /**
@@ -42,7 +42,7 @@ export class Connection implements BlueprintSocket {
   readonly headers: Readonly<Record<string, string | string[] | undefined>>
   /** What the socket's requests see as their connection (`request.ip`, `request.socket`). */
   readonly peer: VirtualSocket
-  /** The records this socket is subscribed to, and the models it watches (see registry.ts). */
+  /** The records this socket is subscribed to, and the models it watches (see hub/subscriptions.ts). */
   readonly holdings = new Holdings()
   /**
    * What the app's policy lets this socket see of each model, from its latest reads (empty

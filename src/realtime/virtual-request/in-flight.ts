@@ -51,7 +51,7 @@ export class InFlight<Connection> {
 }
 
 /**
- * Waits, as the app closes, for the socket requests in flight to be answered (see in-flight.ts),
+ * Waits, as the app closes, for the socket requests in flight to be answered (see virtual-request/in-flight.ts),
  * then for the in-process broker to deliver what their writes published (it delivers on the
  * event loop's next turn), so that the sockets still open hear them. With Fastify's
  * `forceCloseConnections: true`, which cuts HTTP requests short, nothing is waited for.
