@@ -65,8 +65,8 @@ export interface HubOptions {
 
 export class Hub {
   readonly subscriptions: SubscriptionRegistry<Connection>
-  /** Socket requests in flight on this instance's endpoints (closing waits for them). */
-  readonly requests = new InFlight<Connection>()
+  /** The sockets with requests in flight on this instance's endpoints (closing waits for them). */
+  readonly requests = new InFlight()
   readonly #options: HubOptions
   #stop: (() => Promise<void>) | undefined
   readonly #registry: ModelRegistry
@@ -98,12 +98,6 @@ export class Hub {
     this.#outbox.stop()
     await this.#stop?.()
     this.#stop = undefined
-  }
-
-  /** A socket went away: its subscriptions end, and closing no longer waits for its requests. */
-  release (connection: Connection): void {
-    this.subscriptions.release(connection)
-    this.requests.forget(connection)
   }
 
   /**

@@ -235,13 +235,12 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
   }
   const transport = new SocketIoTransport(socket, frame)
   const peer = new VirtualSocket(socket.request.socket, () => { socket.disconnect(true) })
-  const connection = new Connection(transport, headers, peer, { maxBufferedBytes: options.maxBufferedBytes })
+  const connection = new Connection(hub, transport, headers, peer, { maxBufferedBytes: options.maxBufferedBytes })
   // (Engine.IO takes only the upgrades admit() handed it.)
   const admission = ADMISSIONS.get(socket.request) as Admission
   connection.context = admission.context
   connection.refusal = admission.refusal
-  hub.subscriptions.add(connection)
-  socket.on('disconnect', () => { hub.release(connection) })
+  socket.on('disconnect', () => { connection.release() })
   const sdk = sdkProblem(socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version)
   for (const method of METHODS) {
     socket.on(method, (...args: unknown[]) => {

@@ -46,8 +46,7 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
     for (const [name, value] of Object.entries(request.headers)) {
       if (!UPGRADE_ONLY.has(name)) headers[name] = value
     }
-    const connection = new Connection(new WsTransport(ws), headers, new VirtualSocket(request.socket, () => { ws.terminate() }), limits)
-    hub.subscriptions.add(connection)
+    const connection = new Connection(hub, new WsTransport(ws), headers, new VirtualSocket(request.socket, () => { ws.terminate() }), limits)
     // Handlers are attached before anything is awaited, so that no early frame is lost.
     ws.on('message', (data, isBinary) => {
       connection.alive = true
@@ -58,7 +57,7 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
       )
     })
     ws.on('pong', () => { connection.alive = true })
-    ws.on('close', () => { hub.release(connection) })
+    ws.on('close', () => { connection.release() })
     if (options.context !== undefined) connection.ready = open(options.context, request, connection)
   })
   if (options.pingInterval > 0) {
