@@ -96,10 +96,7 @@ interface Admission {
   readonly refusal?: SocketAnswer | undefined
 }
 
-/**
- * How a virtual handshake request went through the app, kept on it (a real HTTP request to the
- * path, Engine.IO long-polling, has none).
- */
+/** How a virtual handshake request went through the app. */
 interface Handshake {
   /** The app answered it through Fastify's reply (its hooks ran; not, say, Fastify's 503 while closing). */
   answered: boolean
@@ -108,11 +105,22 @@ interface Handshake {
   /** The handler ran: the socket may open, with this `context`. */
   admitted: Admission | undefined
 }
-const HANDSHAKE = Symbol('fastify-blueprints.handshake')
-type Marked = object & { [HANDSHAKE]?: Handshake }
 
-// The admission of each admitted upgrade, by upgrade request (socket.io's `socket.request`).
-const ADMISSIONS = new WeakMap<IncomingMessage, Admission>()
+/**
+ * Where the endpoint keeps its state of one upgrade on the request objects themselves (as
+ * @fastify/websocket keeps a request's socket under a symbol): how the virtual handshake request
+ * went through the app, on that request (`request.raw` in its hooks; a real HTTP request to the
+ * path, Engine.IO long-polling, has none), and the admission of an upgrade handed to Engine.IO,
+ * on the upgrade request (socket.io's `socket.request`).
+ */
+const kHandshake = Symbol('fastify-blueprints.handshake')
+const kAdmission = Symbol('fastify-blueprints.admission')
+
+/** The virtual handshake request, as its hooks and handler see it (`request.raw`). */
+interface HandshakeRequest { [kHandshake]?: Handshake }
+
+/** An upgrade request, with the admission {@link admit} gave it before Engine.IO took it. */
+interface AdmittedUpgrade extends IncomingMessage { [kAdmission]?: Admission }
 
 /**
  * Serves sails.io.js clients at `options.path` on `app`'s server, and `GET /__getcookie`. Call it
@@ -139,7 +147,7 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
   const onRequest = [markReached, ...(options.origins === undefined ? [] : [originHook(options.origins)]), ...[options.hooks.onRequest ?? []].flat()]
   const onSend = [markAnswered, ...[options.hooks.onSend ?? []].flat()]
   app.get(`${path}/`, { ...options.hooks, onRequest, onSend }, async (request: FastifyRequest) => {
-    const handshake = (request.raw as Marked)[HANDSHAKE]
+    const handshake = (request.raw as HandshakeRequest)[kHandshake]
     if (handshake === undefined) throw new BP_ERR_WEBSOCKET_ONLY()
     handshake.admitted = { context: options.context === undefined ? undefined : await options.context(request) }
     return ''
@@ -184,14 +192,14 @@ function routeUpgrades (server: HttpServer, path: string, ours: (request: Incomi
 
 /** Marks a handshake whose request reached the plugin's own hooks. */
 function markReached (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  const handshake = (request.raw as Marked)[HANDSHAKE]
+  const handshake = (request.raw as HandshakeRequest)[kHandshake]
   if (handshake !== undefined) handshake.reached = true
   done()
 }
 
 /** Marks a handshake that the app answered through Fastify's reply. */
 function markAnswered (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
-  const handshake = (request.raw as Marked)[HANDSHAKE]
+  const handshake = (request.raw as HandshakeRequest)[kHandshake]
   if (handshake !== undefined) handshake.answered = true
   done(null, payload)
 }
@@ -210,7 +218,7 @@ async function admit (
 ): Promise<void> {
   const peer = new VirtualSocket(request.socket, () => { socket.destroy() })
   const handshake: Handshake = { answered: false, reached: false, admitted: undefined }
-  const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => { (raw as Marked)[HANDSHAKE] = handshake })
+  const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => { (raw as HandshakeRequest)[kHandshake] = handshake })
   let admission = answer.statusCode === 200 ? handshake.admitted : undefined
   if (admission === undefined && handshake.answered && !handshake.reached && (origins === undefined || originAllowed(origins, request.headers.origin))) {
     admission = { context: undefined, refusal: checked ? socketAnswer(answer) : undefined }
@@ -223,7 +231,7 @@ async function admit (
       `close\r\ncontent-length: ${body.length}\r\n\r\n`), body]))
     return
   }
-  ADMISSIONS.set(request, admission)
+  ;(request as AdmittedUpgrade)[kAdmission] = admission
   engine.handleUpgrade(request, socket, head)
 }
 
@@ -237,7 +245,7 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
   const peer = new VirtualSocket(socket.request.socket, () => { socket.disconnect(true) })
   const connection = new Connection(hub, transport, headers, peer, { maxBufferedBytes: options.maxBufferedBytes })
   // (Engine.IO takes only the upgrades admit() handed it.)
-  const admission = ADMISSIONS.get(socket.request) as Admission
+  const admission = (socket.request as AdmittedUpgrade)[kAdmission] as Admission
   connection.context = admission.context
   connection.refusal = admission.refusal
   socket.on('disconnect', () => { connection.release() })
