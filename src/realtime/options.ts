@@ -90,6 +90,13 @@ export interface ResolvedRealtime {
   readonly sailsIo: { readonly path: string } | false
 }
 
+/** What a socket endpoint (websocket or socket.io) is registered with: the resolved options it reads, and its path. */
+export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'origins' | 'context' | 'maxPayload' | 'maxPending' | 'maxBufferedBytes' | 'pingInterval'> & {
+  readonly path: string
+  /** Deepest nesting of a frame's body (the `limits.maxJsonDepth` option). */
+  readonly maxJsonDepth: number
+}
+
 /** The realtime defaults, documented in docs/options.md (the path defaults to `${prefix}/socket`). */
 export const REALTIME_DEFAULTS = Object.freeze({
   maxPayload: 1_048_576,

@@ -18,7 +18,7 @@ import type { ResolvedRealtime } from './options.ts'
 import { CLOSE } from './protocol.ts'
 import { loadSocketIo, registerSailsIo, type IoModules } from './endpoints/sails-io/sails-io-endpoint.ts'
 import { tapRoutes, type ReadPolicy } from './virtual-request/route-tap.ts'
-import { registerEndpoint } from './endpoints/ws/ws-endpoint.ts'
+import { registerWsEndpoint } from './endpoints/ws/ws-endpoint.ts'
 import { closeAnsweredUpgrades } from './endpoints/ws/close-answered-upgrades.ts'
 
 /** What realtime gives the rest of the plugin. */
@@ -106,7 +106,7 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
         }
       })
     }
-    registerEndpoint(endpoint, hub, { ...options, path, maxJsonDepth: setup.maxJsonDepth })
+    registerWsEndpoint(endpoint, hub, { ...options, path, maxJsonDepth: setup.maxJsonDepth })
   })
   return realtime
 }

@@ -25,8 +25,8 @@ import { closeAfterRequests } from '../../virtual-request/in-flight.ts'
 import { originAllowed, originHook, type OriginPolicy } from '../../origins.ts'
 import { UPGRADE_ONLY } from '../../protocol.ts'
 import { answerSocketRequest, errorAnswer, socketAnswer, type SocketAnswer } from '../../virtual-request/run-request.ts'
-import { METHODS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
-import type { EndpointOptions } from '../ws/ws-endpoint.ts'
+import { SAILS_REQUEST_EVENTS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
+import type { EndpointOptions } from '../../options.ts'
 import { withoutAttachments, type PacketDecoder } from './sails-io-decoder.ts'
 import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './sails-io-transport.ts'
 
@@ -87,9 +87,6 @@ export async function loadSocketIo (from: string = import.meta.url): Promise<IoM
   return { Server: io.Server, Engine: engine.Server, parser: { Encoder: parser.Encoder, Decoder: withoutAttachments(parser.Decoder) }, frame }
 }
 
-/** The endpoint's settings: the websocket endpoint's, with the socket.io path. */
-export type SailsIoOptions = Omit<EndpointOptions, 'path'> & { readonly path: string }
-
 /** What a socket is admitted with: its `context`, and the answer its requests get if the app refused them. */
 interface Admission {
   readonly context: unknown
@@ -126,7 +123,7 @@ interface AdmittedUpgrade extends IncomingMessage { [kAdmission]?: Admission }
  * Serves sails.io.js clients at `options.path` on `app`'s server, and `GET /__getcookie`. Call it
  * in the context where the upgrade's hooks should run.
  */
-export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsIoOptions, modules: IoModules): void {
+export function registerSailsIo (app: FastifyInstance, hub: Hub, options: EndpointOptions, modules: IoModules): void {
   const path = options.path
   const engine = new modules.Engine({
     path: `${path}/`,
@@ -236,7 +233,7 @@ async function admit (
 }
 
 /** A socket.io connection: a Connection of the hub, and its request events. */
-function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socket: IoServerSocket, frame: FrameText): void {
+function connect (app: FastifyInstance, hub: Hub, options: EndpointOptions, socket: IoServerSocket, frame: FrameText): void {
   const headers: Record<string, string | string[] | undefined> = {}
   for (const [name, value] of Object.entries(socket.request.headers)) {
     if (!UPGRADE_ONLY.has(name)) headers[name] = value
@@ -250,7 +247,7 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
   connection.refusal = admission.refusal
   socket.on('disconnect', () => { connection.release() })
   const sdk = sdkProblem(socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version)
-  for (const method of METHODS) {
+  for (const method of SAILS_REQUEST_EVENTS) {
     socket.on(method, (...args: unknown[]) => {
       // The acknowledgement is the last argument, when the client asked for one.
       const reply = typeof args.at(-1) === 'function' ? args.pop() as Ack : undefined
@@ -272,7 +269,7 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
 
 /** One request, read as Sails reads it, run through the router, answered through the ack. */
 async function request (
-  app: FastifyInstance, hub: Hub, options: SailsIoOptions, connection: Connection, transport: SocketIoTransport, method: string,
+  app: FastifyInstance, hub: Hub, options: EndpointOptions, connection: Connection, transport: SocketIoTransport, method: string,
   payload: VirtualRequestPayload, reply: Ack | undefined
 ): Promise<void> {
   const id = reply === undefined ? null : transport.expect(reply)

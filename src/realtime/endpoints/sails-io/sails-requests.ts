@@ -10,7 +10,7 @@ import { frameProblem } from '../../virtual-request/request-frame.ts'
 import { withQuery } from '../../protocol.ts'
 
 /** The events sails.io.js sends requests as: the method, in lower case. */
-export const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const
+export const SAILS_REQUEST_EVENTS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const
 
 /** Methods whose `data` becomes query parameters (the others send it as the body). */
 const DATA_IN_QUERY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE'])

@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import '@fastify/websocket'
 import type { RawData, WebSocket } from 'ws'
 import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../../../errors.ts'
-import type { ResolvedRealtime } from '../../options.ts'
+import type { EndpointOptions } from '../../options.ts'
 import { originHook } from '../../origins.ts'
 import { Connection } from '../../socket.ts'
 import { VirtualSocket } from '../../virtual-request/dispatch.ts'
@@ -23,18 +23,11 @@ import { WsTransport } from './ws-transport.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined
 
-/** The endpoint's settings: the resolved realtime options, with a path. */
-export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'origins' | 'context' | 'maxPayload' | 'maxPending' | 'maxBufferedBytes' | 'pingInterval'> & {
-  readonly path: string
-  /** Deepest nesting of a frame's body (the `limits.maxJsonDepth` option). */
-  readonly maxJsonDepth: number
-}
-
 /**
  * Adds the websocket route to `app` (the instance the plugin is registered on, where
  * `@fastify/websocket` is registered) and the keep-alive timer.
  */
-export function registerEndpoint (app: FastifyInstance, hub: Hub, options: EndpointOptions): void {
+export function registerWsEndpoint (app: FastifyInstance, hub: Hub, options: EndpointOptions): void {
   const limits = { maxBufferedBytes: options.maxBufferedBytes }
   const origins = options.origins
   // A plain GET of this path (no upgrade, or a socket's own request frame) is the app's 404, as for
