@@ -19,10 +19,8 @@ const DIALECT_FOLDERS = /^src\/sql\/(postgres|sqlite)\//
 /** A module-level declaration (no indentation) of `name` made with `new Kind`, e.g. `new WeakSet`. */
 const declared = (line: string, kind: string): string | undefined =>
   new RegExp(`^(?:export\\s+)?(?:const|let|var)\\s+(\\w+)[^=]*=\\s*new ${kind}\\b`).exec(line)?.[1]
-/** Module-level WeakSets that are tolerated, as `path#NAME`: being removed (issue 23), none to add. */
-const WEAKSETS_BEING_REMOVED = new Set([
-  'src/realtime/upgrades.ts#WATCHED' // being removed
-])
+/** A declaration at module level (unindented) that makes a weak collection: a marker table. */
+const MODULE_LEVEL_WEAK = /^(?:export )?(?:const|let|var) (\w+)\b.*\bnew (WeakSet|WeakMap)\b/
 
 const RULES: Rule[] = [
   {
@@ -37,10 +35,7 @@ const RULES: Rule[] = [
     name: 'a module-level WeakSet: state every app in the process shares, marked from afar; make it data (a field, a ' +
       'symbol-keyed property) or the state of an object one registration owns',
     applies: path => path.startsWith('src/'),
-    offending: (line, path) => {
-      const name = declared(line, 'WeakSet')
-      return name !== undefined && !WEAKSETS_BEING_REMOVED.has(`${path}#${name}`)
-    }
+    offending: line => declared(line, 'WeakSet') !== undefined
   },
   {
     name: 'module-level mutable state in src/sql (a `let`, a `new Map`): shared by every app in the process; what a ' +
@@ -55,6 +50,12 @@ const RULES: Rule[] = [
       '`registry.model(identity)` (throws BP_ERR_UNKNOWN_MODEL): a registry lookup is never cast `as Model`',
     applies: path => path.startsWith('src/'),
     offending: line => /\.get\((?:[^()]|\([^()]*\))*\)\)?\s+as\s+Model\b/.test(line)
+  },
+  {
+    name: 'realtime keeps no module-level weak table (WeakMap or WeakSet): its state lives on the objects it serves or ' +
+      'on the endpoint, hub or socket',
+    applies: path => path.startsWith('src/realtime/'),
+    offending: line => MODULE_LEVEL_WEAK.test(line)
   }
 ]
 

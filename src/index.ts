@@ -20,9 +20,9 @@ export { REALTIME_DEFAULTS } from './realtime/options.ts'
 export type { RealtimeOptions } from './realtime/options.ts'
 export { MemoryBroker } from './realtime/brokers/memory.ts'
 export type { Broker, BrokerLog, Envelope, EnvelopeHandler, EnvelopeItem } from './realtime/brokers/broker.ts'
-export type { BlueprintSocket } from './realtime/connection.ts'
-export type { Authorize, Notification } from './realtime/hub.ts'
-export type { RealtimeStats } from './realtime/registry.ts'
+export type { BlueprintSocket } from './realtime/socket.ts'
+export type { Authorize, Notification } from './realtime/hub/hub.ts'
+export type { RealtimeStats } from './realtime/hub/subscriptions.ts'
 export type { BlueprintQuery, SortDirection } from './criteria/types.ts'
 export type {
   AssociationInfo, AttributeInfo, AttributeType, BlueprintModels, CollectionInfo, ModelInfo, SingularInfo, Skipped

@@ -9,7 +9,7 @@ import { BP_ERR_INVALID_OPTION } from '../errors.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { RouteHooks } from '../routes/route-options.ts'
 import type { Broker } from './brokers/broker.ts'
-import type { Authorize } from './hub.ts'
+import type { Authorize } from './hub/hub.ts'
 import { resolveOrigins, type OriginPolicy } from './origins.ts'
 
 /**
@@ -92,6 +92,13 @@ export interface ResolvedRealtime {
   readonly pingInterval: number
   /** The socket.io endpoint, or false. */
   readonly sailsIo: { readonly path: string } | false
+}
+
+/** What a socket endpoint (websocket or socket.io) is registered with: the resolved options it reads, and its path. */
+export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'origins' | 'context' | 'maxPayload' | 'maxPending' | 'maxBufferedBytes' | 'pingInterval'> & {
+  readonly path: string
+  /** Deepest nesting of a frame's body (the `limits.maxJsonDepth` option). */
+  readonly maxJsonDepth: number
 }
 
 /**

@@ -9,7 +9,7 @@
 /** HTTP methods a request frame may use. */
 export const METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])
 
-/** A request frame, client → server (checked on the server by the schema of frames.ts). */
+/** A request frame, client → server (checked on the server by the schema of virtual-request/request-frame.ts). */
 export interface RequestFrame {
   /** Chosen by the client; echoed in the response. */
   readonly id: string | number

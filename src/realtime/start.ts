@@ -11,20 +11,20 @@ import type { CommitFeed } from '../actions/commit-feed.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { RecordLoader } from '../sql/records.ts'
 import type { Broker } from './brokers/broker.ts'
-import { commitSubscriber } from './commit-records.ts'
-import { Hub } from './hub.ts'
-import { closeAfterRequests } from './in-flight.ts'
+import { commitSubscriber } from './hub/commit-records.ts'
+import { Hub } from './hub/hub.ts'
+import { closeAfterRequests } from './virtual-request/in-flight.ts'
 import type { ResolvedRealtime } from './options.ts'
 import { CLOSE } from './protocol.ts'
-import { loadSocketIo, registerSailsIo, type IoModules } from './sails-io.ts'
-import { tapRoutes, type ReadPolicy } from './route-tap.ts'
-import { registerEndpoint } from './socket-route.ts'
-import { closeAnsweredUpgrades } from './upgrades.ts'
+import { loadSocketIo, registerSailsIo, type IoModules } from './endpoints/sails-io/sails-io-endpoint.ts'
+import { tapRoutes, type ReadPolicy } from './virtual-request/route-tap.ts'
+import { registerWsEndpoint } from './endpoints/ws/ws-endpoint.ts'
+import { closeAnsweredUpgrades } from './endpoints/ws/close-answered-upgrades.ts'
 
 /** What realtime gives the rest of the plugin. */
 export interface Realtime {
   readonly hub: Hub
-  /** Taps the blueprint routes registered in `routes` from now on (see route-tap.ts). */
+  /** Taps the blueprint routes registered in `routes` from now on (see virtual-request/route-tap.ts). */
   readonly tap: (routes: FastifyInstance) => void
 }
 
@@ -39,13 +39,13 @@ export interface RealtimeSetup {
   readonly fold: boolean
   /** Children per collection populated by default (`populateLimit`). */
   readonly populateLimit: number
-  /** The registration's commit feed: realtime subscribes to it (see commit-records.ts). */
+  /** The registration's commit feed: realtime subscribes to it (see hub/commit-records.ts). */
   readonly feed: CommitFeed
-  /** Reads the records a change names (under a policy, see commit-records.ts). */
+  /** Reads the records a change names (under a policy, see hub/commit-records.ts). */
   readonly loader: RecordLoader
   /** Whether writes read the records their changes name (see `CommitRecordsSetup.policed`). */
   readonly policed: () => boolean
-  /** The socket's view under the app's policy (`undefined` without one; see route-tap.ts). */
+  /** The socket's view under the app's policy (`undefined` without one; see virtual-request/route-tap.ts). */
   readonly policyOf: ReadPolicy | undefined
 }
 
@@ -106,7 +106,7 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
         }
       })
     }
-    registerEndpoint(endpoint, hub, { ...options, path, maxJsonDepth: setup.maxJsonDepth })
+    registerWsEndpoint(endpoint, hub, { ...options, path, maxJsonDepth: setup.maxJsonDepth })
   })
   return realtime
 }

@@ -1,7 +1,7 @@
 /**
  * The seam between the hub and a socket endpoint: what the hub, the subscription registry and
  * delivery need of one socket, whatever carries it. The plugin's websocket endpoint is one
- * implementation (`transports/ws.ts`); another endpoint (socket.io for sails.io.js clients) adds
+ * implementation (`endpoints/ws/ws-transport.ts`); another endpoint (socket.io for sails.io.js clients) adds
  * one without touching the hub, the registry, authorisation or the brokers.
  *
  * @module

@@ -73,7 +73,7 @@ t.test('the board on the embedded SQLite', async t => {
   t.same([client.statusCode, client.headers['content-type']], [200, 'application/javascript'])
   t.notMatch(client.body, /readonly #reads: RememberedReads/, 'the types are stripped')
   t.match(client.body, /class BlueprintsClient/)
-  for (const url of ['/lib/plugin.ts', '/lib/client/../plugin.ts', '/lib/realtime/hub.ts']) {
+  for (const url of ['/lib/plugin.ts', '/lib/client/../plugin.ts', '/lib/realtime/hub/hub.ts']) {
     t.equal((await app.inject(url)).statusCode, 404, `${url}: only the client's files`)
   }
   const doc = await app.inject('/docs/json')

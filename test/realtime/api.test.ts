@@ -2,9 +2,9 @@
 // at delivery; and why a plain HTTP request can never pass for a socket.
 import t from 'tap'
 import type { FastifyBaseLogger } from 'fastify'
-import { Outbox } from '../../src/realtime/outbox.ts'
+import { Outbox } from '../../src/realtime/hub/outbox.ts'
 import type { BlueprintSocket, Broker, Notification } from '../../src/index.ts'
-import { parseEnvelope } from '../../src/realtime/brokers/listeners.ts'
+import { parseEnvelope } from '../../src/realtime/brokers/text-channel.ts'
 import { build, DATABASES } from '../helpers/app.ts'
 import { before, listening, open, sentinel } from '../helpers/realtime.ts'
 import { eventually } from '../helpers/wait.ts'

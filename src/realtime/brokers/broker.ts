@@ -24,7 +24,7 @@ export interface EnvelopeItem {
   readonly message: unknown
   /**
    * `change` under a policy: the records the message names, as committed (read in the write's
-   * transaction by realtime's commit subscriber, commit-records.ts), to check each recipient's
+   * transaction by realtime's commit subscriber, hub/commit-records.ts), to check each recipient's
    * policy against. Never sent to sockets.
    */
   readonly records?: ReadonlyArray<Record<string, unknown>>

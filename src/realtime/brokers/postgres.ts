@@ -10,7 +10,7 @@ import { Client, type ClientConfig, type Notification } from 'pg'
 import { BP_ERR_INVALID_OPTION } from '../../errors.ts'
 import type { Broker, BrokerLog, Envelope, EnvelopeHandler } from './broker.ts'
 import { Reassembly, split } from './chunks.ts'
-import { Listeners } from './listeners.ts'
+import { Listeners } from './text-channel.ts'
 
 /**
  * Options of {@link PostgresBroker}.

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Broker, BrokerLog, Envelope, EnvelopeHandler } from './broker.ts'
-import { Listeners } from './listeners.ts'
+import { Listeners } from './text-channel.ts'
 
 /**
  * The connection the broker subscribes with: what it uses of an ioredis client made by

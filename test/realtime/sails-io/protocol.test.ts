@@ -9,7 +9,7 @@ import { listening, before, open, sentinel } from '../../helpers/realtime.ts'
 import { portOf, rawUpgrade } from '../../helpers/upgrade.ts'
 import { baseUrl, sailsSocket } from '../../helpers/sails-socket.ts'
 import { deadline, eventually } from '../../helpers/wait.ts'
-import { loadSocketIo } from '../../../src/realtime/sails-io.ts'
+import { loadSocketIo } from '../../../src/realtime/endpoints/sails-io/sails-io-endpoint.ts'
 import type { BlueprintsOptions, Broker, Envelope } from '../../../src/index.ts'
 import type { FastifyInstance } from 'fastify'
 

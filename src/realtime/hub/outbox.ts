@@ -9,7 +9,7 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { Broker, Envelope } from './brokers/broker.ts'
+import type { Broker, Envelope } from '../brokers/broker.ts'
 
 /** Envelopes held at most while the broker is away. */
 export const OUTBOX_CAPACITY = 1000

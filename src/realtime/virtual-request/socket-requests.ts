@@ -5,7 +5,7 @@
  * @module
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
-import type { Connection } from './connection.ts'
+import type { Connection } from '../socket.ts'
 
 /** What travels with a request made through a socket (AsyncLocalStorage, across the router). */
 export interface SocketRequest {

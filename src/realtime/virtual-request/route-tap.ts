@@ -11,13 +11,13 @@
  * @module
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
-import type { Policy } from '../criteria/types.ts'
-import type { Association, Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
-import { parseId } from '../models/identity.ts'
-import type { BlueprintRouteConfig } from '../routes/register.ts'
-import type { Hub, Read } from './hub.ts'
-import { SUBSCRIPTION_LIMIT } from './protocol.ts'
+import type { Policy } from '../../criteria/types.ts'
+import type { Association, Model } from '../../models/model.ts'
+import type { ModelRegistry } from '../../models/registry.ts'
+import { parseId } from '../../models/identity.ts'
+import type { BlueprintRouteConfig } from '../../routes/register.ts'
+import type { Hub, Read } from '../hub/hub.ts'
+import { SUBSCRIPTION_LIMIT } from '../protocol.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 
 /** A blueprint read route, as the tap resolves it from its `config.blueprint`. */

@@ -9,7 +9,14 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
-const WATCHED = new WeakSet<Server>()
+/**
+ * The mark of a server whose upgrades are watched, on the server itself (as @fastify/websocket
+ * keeps its state on the objects it serves): every registration of the plugin on one server asks.
+ */
+const kWatched = Symbol('fastify-blueprints.answered-upgrades-closed')
+
+/** A server, with the mark of {@link closeAnsweredUpgrades}. */
+interface Watched { [kWatched]?: true }
 
 /** The answer Node attached to a socket (`ServerResponse#assignSocket` records it there). */
 interface Answered { _httpMessage?: ServerResponse | null }
@@ -20,8 +27,9 @@ interface Answered { _httpMessage?: ServerResponse | null }
  * times it is asked.
  */
 export function closeAnsweredUpgrades (server: Server): void {
-  if (WATCHED.has(server)) return
-  WATCHED.add(server)
+  const watched = server as Server & Watched
+  if (watched[kWatched] === true) return
+  watched[kWatched] = true
   server.on('upgrade', (_request: IncomingMessage, socket: Duplex) => {
     // `@fastify/websocket` attaches its answer in its own 'upgrade' listener, which may run after
     // this one: look once every listener has run.

@@ -8,13 +8,13 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { Change, Id } from '../actions/changes.ts'
-import type { CommitSubscriber } from '../actions/commit-feed.ts'
-import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
-import { coerce } from '../models/values.ts'
-import type { RecordLoader } from '../sql/records.ts'
-import type { Executor, JsonRecord } from '../sql/rows.ts'
+import type { Change, Id } from '../../actions/changes.ts'
+import type { CommitSubscriber } from '../../actions/commit-feed.ts'
+import type { CollectionAssociation, Model } from '../../models/model.ts'
+import type { ModelRegistry } from '../../models/registry.ts'
+import { coerce } from '../../models/values.ts'
+import type { RecordLoader } from '../../sql/records.ts'
+import type { Executor, JsonRecord } from '../../sql/rows.ts'
 import type { Hub, NamedRecords } from './hub.ts'
 
 /** What the subscriber needs besides the hub. */

@@ -1,6 +1,6 @@
 /**
  * The websocket endpoint: each request frame is run through the app's own router as a virtual
- * request (same hooks, validation and serialisation as HTTP; see dispatch.ts), inside an
+ * request (same hooks, validation and serialisation as HTTP; see virtual-request/dispatch.ts), inside an
  * AsyncLocalStorage scope that tells the routes which socket is asking. Notifications are written
  * by the hub.
  *
@@ -9,32 +9,25 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import '@fastify/websocket'
 import type { RawData, WebSocket } from 'ws'
-import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../errors.ts'
-import type { ResolvedRealtime } from './options.ts'
-import { originHook } from './origins.ts'
-import { Connection } from './connection.ts'
-import { VirtualSocket } from './dispatch.ts'
-import type { Hub } from './hub.ts'
-import { answerSocketRequest, errorAnswer } from './run-request.ts'
-import { walkJson } from '../models/values.ts'
-import { frameProblem } from './frames.ts'
-import { CLOSE, frameId, UPGRADE_ONLY, type RequestFrame } from './protocol.ts'
-import { WsTransport } from './transports/ws.ts'
+import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../../../errors.ts'
+import type { EndpointOptions } from '../../options.ts'
+import { originHook } from '../../origins.ts'
+import { Connection } from '../../socket.ts'
+import { VirtualSocket } from '../../virtual-request/dispatch.ts'
+import type { Hub } from '../../hub/hub.ts'
+import { answerSocketRequest, errorAnswer } from '../../virtual-request/run-request.ts'
+import { walkJson } from '../../../models/values.ts'
+import { frameProblem } from '../../virtual-request/request-frame.ts'
+import { CLOSE, frameId, UPGRADE_ONLY, type RequestFrame } from '../../protocol.ts'
+import { WsTransport } from './ws-transport.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined
-
-/** The endpoint's settings: the resolved realtime options, with a path. */
-export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'origins' | 'context' | 'maxPayload' | 'maxPending' | 'maxBufferedBytes' | 'pingInterval'> & {
-  readonly path: string
-  /** Deepest nesting of a frame's body (the `limits.maxJsonDepth` option). */
-  readonly maxJsonDepth: number
-}
 
 /**
  * Adds the websocket route to `app` (the instance the plugin is registered on, where
  * `@fastify/websocket` is registered) and the keep-alive timer.
  */
-export function registerEndpoint (app: FastifyInstance, hub: Hub, options: EndpointOptions): void {
+export function registerWsEndpoint (app: FastifyInstance, hub: Hub, options: EndpointOptions): void {
   const limits = { maxBufferedBytes: options.maxBufferedBytes }
   const origins = options.origins
   // A plain GET of this path (no upgrade, or a socket's own request frame) is the app's 404, as for
@@ -46,8 +39,7 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
     for (const [name, value] of Object.entries(request.headers)) {
       if (!UPGRADE_ONLY.has(name)) headers[name] = value
     }
-    const connection = new Connection(new WsTransport(ws), headers, new VirtualSocket(request.socket, () => { ws.terminate() }), limits)
-    hub.subscriptions.add(connection)
+    const connection = new Connection(hub, new WsTransport(ws), headers, new VirtualSocket(request.socket, () => { ws.terminate() }), limits)
     // Handlers are attached before anything is awaited, so that no early frame is lost.
     ws.on('message', (data, isBinary) => {
       connection.alive = true
@@ -58,7 +50,7 @@ export function registerEndpoint (app: FastifyInstance, hub: Hub, options: Endpo
       )
     })
     ws.on('pong', () => { connection.alive = true })
-    ws.on('close', () => { hub.release(connection) })
+    ws.on('close', () => { connection.release() })
     if (options.context !== undefined) connection.ready = open(options.context, request, connection)
   })
   if (options.pingInterval > 0) {

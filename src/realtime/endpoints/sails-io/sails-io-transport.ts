@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { SharedFrames, Transport } from '../transport.ts'
+import type { SharedFrames, Transport } from '../../transport.ts'
 
 /**
  * The part of a socket.io server socket the transport uses (typed here so that the published

@@ -20,13 +20,13 @@
  *
  * @module
  */
-import { matches } from '../criteria/matches.ts'
-import { hidesLink } from '../criteria/policy.ts'
-import type { ModelView } from '../criteria/types.ts'
-import type { ChangeMessage, Id } from '../messages.ts'
-import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
-import type { EnvelopeItem } from './brokers/broker.ts'
+import { matches } from '../../criteria/matches.ts'
+import { hidesLink } from '../../criteria/policy.ts'
+import type { ModelView } from '../../criteria/types.ts'
+import type { ChangeMessage, Id } from '../../messages.ts'
+import type { CollectionAssociation, Model } from '../../models/model.ts'
+import type { ModelRegistry } from '../../models/registry.ts'
+import type { EnvelopeItem } from '../brokers/broker.ts'
 
 type JsonRecord = Record<string, unknown>
 

@@ -1,14 +1,17 @@
 /**
- * One socket connection, whatever endpoint carries it (see transport.ts): its identity, the
- * headers its requests carry, what it is subscribed to, and the guarded sends that keep a slow
- * reader from growing the server's memory.
+ * One socket, whatever endpoint carries it (see transport.ts), as one object: its identity, the
+ * headers its requests carry, its `context` and readiness, what it is subscribed to and what its
+ * policy lets it see, its requests received and running, the guarded sends that keep a slow reader
+ * from growing the server's memory, and the one teardown that releases all of it when the socket
+ * goes away ({@link Connection.release}).
  *
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import type { VirtualSocket } from './dispatch.ts'
+import type { VirtualSocket } from './virtual-request/dispatch.ts'
+import type { InFlight } from './virtual-request/in-flight.ts'
 import type { ModelView } from '../criteria/types.ts'
-import { Holdings } from './registry.ts'
+import { Holdings, type SubscriptionRegistry } from './hub/subscriptions.ts'
 import type { SharedFrames, Transport } from './transport.ts'
 
 /**
@@ -33,7 +36,19 @@ export interface ConnectionLimits {
   readonly maxBufferedBytes: number
 }
 
-/** The server side of one socket. */
+/**
+ * Where a socket lives (the hub): the registry of open sockets and their subscriptions, and the
+ * requests in flight that closing waits for.
+ */
+export interface SocketHome {
+  readonly subscriptions: SubscriptionRegistry<Connection>
+  readonly requests: InFlight
+}
+
+/**
+ * The server side of one socket. Made when its endpoint accepts it (it is then one of the open
+ * sockets of its hub); {@link release}d when its transport closes.
+ */
 export class Connection implements BlueprintSocket {
   // 128 random bits as 32 hex digits: one flat string (randomUUID's is built of pieces, and a
   // server holds one per socket).
@@ -42,14 +57,14 @@ export class Connection implements BlueprintSocket {
   readonly headers: Readonly<Record<string, string | string[] | undefined>>
   /** What the socket's requests see as their connection (`request.ip`, `request.socket`). */
   readonly peer: VirtualSocket
-  /** The records this socket is subscribed to, and the models it watches (see registry.ts). */
+  /** The records this socket is subscribed to, and the models it watches (see hub/subscriptions.ts). */
   readonly holdings = new Holdings()
   /**
    * What the app's policy lets this socket see of each model, from its latest reads (empty
    * without a `parseBlueprintOptions` hook): notifications are filtered by it.
    */
   readonly views = new Map<string, ModelView>()
-  /** Requests received and not answered yet. */
+  /** Requests received and not answered yet (the `maxPending` limit counts them). */
   pending = 0
   /** Whether a pong (or any frame) came since the last ping. */
   alive = true
@@ -60,14 +75,22 @@ export class Connection implements BlueprintSocket {
    * the app's own hooks answered the handshake before `realtime.hooks` and `context` could run.
    */
   refusal: { readonly statusCode: number, readonly headers: Readonly<Record<string, unknown>>, readonly bodyJson: string } | undefined = undefined
+  readonly #home: SocketHome
   readonly #transport: Transport
   readonly #limits: ConnectionLimits
+  /** Of the requests received, those running that closing waits for (see {@link beginRequest}). */
+  #running = 0
 
-  constructor (transport: Transport, headers: Record<string, string | string[] | undefined>, peer: VirtualSocket, limits: ConnectionLimits) {
+  /** A socket that `transport` carries, open from now on among the sockets of `home`. */
+  constructor (
+    home: SocketHome, transport: Transport, headers: Record<string, string | string[] | undefined>, peer: VirtualSocket, limits: ConnectionLimits
+  ) {
+    this.#home = home
     this.#transport = transport
     this.headers = headers
     this.peer = peer
     this.#limits = limits
+    home.subscriptions.add(this)
   }
 
   /** Whether the socket can still be written to. */
@@ -103,9 +126,40 @@ export class Connection implements BlueprintSocket {
     return true
   }
 
-  /** Closes the socket with a code and a reason. */
+  /**
+   * Closes the socket with a code and a reason. Its transport then reports the close, and the
+   * endpoint calls {@link release}.
+   */
   close (code: number, reason: string): void {
     this.#transport.close(code, reason)
+  }
+
+  /**
+   * The socket went away (its transport closed), the one teardown: its subscriptions and watches
+   * end, it is no longer among the open sockets, and closing no longer waits for its requests
+   * (their answers have nowhere to go).
+   */
+  release (): void {
+    this.#home.subscriptions.release(this)
+    this.#home.requests.delete(this)
+  }
+
+  /**
+   * A request of the socket starts running: counted among the requests in flight that closing
+   * waits for (see virtual-request/in-flight.ts), unless closing has begun or the socket went
+   * away. Returns whether it was counted; a counted request ends with {@link endRequest}.
+   */
+  beginRequest (): boolean {
+    const requests = this.#home.requests
+    // (The registry marks the holdings of a socket that went away released.)
+    if (this.holdings.released || !requests.counting) return false
+    if (this.#running++ === 0) requests.add(this)
+    return true
+  }
+
+  /** A counted request has been answered (or dropped). */
+  endRequest (): void {
+    if (--this.#running === 0) this.#home.requests.delete(this)
   }
 
   /** Keep-alive: drops a socket that did not answer the last ping, else pings it again. */

@@ -7,13 +7,13 @@
  */
 import { STATUS_CODES } from 'node:http'
 import type { FastifyInstance } from 'fastify'
-import { BP_ERR_HEADERS_TOO_LARGE } from '../errors.ts'
-import type { Connection } from './connection.ts'
+import { BP_ERR_HEADERS_TOO_LARGE } from '../../errors.ts'
+import type { Connection } from '../socket.ts'
 import { dispatch, type Answer } from './dispatch.ts'
-import type { Hub } from './hub.ts'
-import { fromConnection, NOT_FORWARDED } from './protocol.ts'
+import type { Hub } from '../hub/hub.ts'
+import { fromConnection, NOT_FORWARDED } from '../protocol.ts'
 import { headProblem } from './request-limits.ts'
-import { ORIGIN, type WithOrigin } from '../routes/origin.ts'
+import { ORIGIN, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 
 /** A socket request's answer, ready for a frame. */
@@ -28,8 +28,8 @@ export interface SocketAnswer {
 /**
  * Runs one request of `connection` and answers it there under `id`: counted in the connection's
  * pending requests from before `ready` (the connection's admission, when it is still being
- * decided; a refused connection's requests are dropped), and in the hub's requests in flight
- * (see in-flight.ts) once it runs, until the answer has been handed to the transport.
+ * decided; a refused connection's requests are dropped), and among its requests in flight (see
+ * in-flight.ts) once it runs, until the answer has been handed to the transport.
  */
 export async function answerSocketRequest (
   app: FastifyInstance, hub: Hub, connection: Connection, id: string | number | null,
@@ -40,12 +40,12 @@ export async function answerSocketRequest (
   let counted = false
   try {
     if (ready !== undefined && !await ready) return
-    counted = hub.requests.begin(connection)
+    counted = connection.beginRequest()
     const answer = connection.refusal ?? await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
     connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
   } finally {
     connection.pending--
-    if (counted) hub.requests.end(connection)
+    if (counted) connection.endRequest()
   }
 }
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Envelope } from './brokers/broker.ts'
+import type { Envelope } from '../brokers/broker.ts'
 
 /**
  * How many envelopes are kept. Reads take milliseconds; 512 envelopes cover bursts far beyond

@@ -17,18 +17,18 @@ import { createRequire } from 'node:module'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { BP_ERR_INVALID_FRAME, BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../errors.ts'
-import { Connection } from './connection.ts'
-import { dispatch, VirtualSocket } from './dispatch.ts'
-import type { Hub } from './hub.ts'
-import { closeAfterRequests } from './in-flight.ts'
-import { originAllowed, originHook, type OriginPolicy } from './origins.ts'
-import { UPGRADE_ONLY } from './protocol.ts'
-import { answerSocketRequest, errorAnswer, socketAnswer, type SocketAnswer } from './run-request.ts'
-import { METHODS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
-import type { EndpointOptions } from './socket-route.ts'
+import { BP_ERR_INVALID_FRAME, BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../../../errors.ts'
+import { Connection } from '../../socket.ts'
+import { dispatch, VirtualSocket } from '../../virtual-request/dispatch.ts'
+import type { Hub } from '../../hub/hub.ts'
+import { closeAfterRequests } from '../../virtual-request/in-flight.ts'
+import { originAllowed, originHook, type OriginPolicy } from '../../origins.ts'
+import { UPGRADE_ONLY } from '../../protocol.ts'
+import { answerSocketRequest, errorAnswer, socketAnswer, type SocketAnswer } from '../../virtual-request/run-request.ts'
+import { SAILS_REQUEST_EVENTS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
+import type { EndpointOptions } from '../../options.ts'
 import { withoutAttachments, type PacketDecoder } from './sails-io-decoder.ts'
-import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './transports/socket-io.ts'
+import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './sails-io-transport.ts'
 
 /** Headers of a refused handshake's answer that are written here, not copied from the app's. */
 const HEAD_SET_HERE = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive'])
@@ -87,19 +87,13 @@ export async function loadSocketIo (from: string = import.meta.url): Promise<IoM
   return { Server: io.Server, Engine: engine.Server, parser: { Encoder: parser.Encoder, Decoder: withoutAttachments(parser.Decoder) }, frame }
 }
 
-/** The endpoint's settings: the websocket endpoint's, with the socket.io path. */
-export type SailsIoOptions = Omit<EndpointOptions, 'path'> & { readonly path: string }
-
 /** What a socket is admitted with: its `context`, and the answer its requests get if the app refused them. */
 interface Admission {
   readonly context: unknown
   readonly refusal?: SocketAnswer | undefined
 }
 
-/**
- * How a virtual handshake request went through the app, kept on it (a real HTTP request to the
- * path, Engine.IO long-polling, has none).
- */
+/** How a virtual handshake request went through the app. */
 interface Handshake {
   /** The app answered it through Fastify's reply (its hooks ran; not, say, Fastify's 503 while closing). */
   answered: boolean
@@ -108,17 +102,28 @@ interface Handshake {
   /** The handler ran: the socket may open, with this `context`. */
   admitted: Admission | undefined
 }
-const HANDSHAKE = Symbol('fastify-blueprints.handshake')
-type Marked = object & { [HANDSHAKE]?: Handshake }
 
-// The admission of each admitted upgrade, by upgrade request (socket.io's `socket.request`).
-const ADMISSIONS = new WeakMap<IncomingMessage, Admission>()
+/**
+ * Where the endpoint keeps its state of one upgrade on the request objects themselves (as
+ * @fastify/websocket keeps a request's socket under a symbol): how the virtual handshake request
+ * went through the app, on that request (`request.raw` in its hooks; a real HTTP request to the
+ * path, Engine.IO long-polling, has none), and the admission of an upgrade handed to Engine.IO,
+ * on the upgrade request (socket.io's `socket.request`).
+ */
+const kHandshake = Symbol('fastify-blueprints.handshake')
+const kAdmission = Symbol('fastify-blueprints.admission')
+
+/** The virtual handshake request, as its hooks and handler see it (`request.raw`). */
+interface HandshakeRequest { [kHandshake]?: Handshake }
+
+/** An upgrade request, with the admission {@link admit} gave it before Engine.IO took it. */
+interface AdmittedUpgrade extends IncomingMessage { [kAdmission]?: Admission }
 
 /**
  * Serves sails.io.js clients at `options.path` on `app`'s server, and `GET /__getcookie`. Call it
  * in the context where the upgrade's hooks should run.
  */
-export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsIoOptions, modules: IoModules): void {
+export function registerSailsIo (app: FastifyInstance, hub: Hub, options: EndpointOptions, modules: IoModules): void {
   const path = options.path
   const engine = new modules.Engine({
     path: `${path}/`,
@@ -139,7 +144,7 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
   const onRequest = [markReached, ...(options.origins === undefined ? [] : [originHook(options.origins)]), ...[options.hooks.onRequest ?? []].flat()]
   const onSend = [markAnswered, ...[options.hooks.onSend ?? []].flat()]
   app.get(`${path}/`, { ...options.hooks, onRequest, onSend }, async (request: FastifyRequest) => {
-    const handshake = (request.raw as Marked)[HANDSHAKE]
+    const handshake = (request.raw as HandshakeRequest)[kHandshake]
     if (handshake === undefined) throw new BP_ERR_WEBSOCKET_ONLY()
     handshake.admitted = { context: options.context === undefined ? undefined : await options.context(request) }
     return ''
@@ -153,7 +158,7 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: SailsI
   app.addHook('onReady', async () => {
     routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, options.origins, checked, request, socket, head) })
   })
-  // Requests in flight are answered first (see closeAfterRequests in in-flight.ts).
+  // Requests in flight are answered first (see closeAfterRequests in virtual-request/in-flight.ts).
   app.addHook('preClose', async () => {
     await closeAfterRequests(app, hub.requests)
     io.close()
@@ -184,14 +189,14 @@ function routeUpgrades (server: HttpServer, path: string, ours: (request: Incomi
 
 /** Marks a handshake whose request reached the plugin's own hooks. */
 function markReached (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  const handshake = (request.raw as Marked)[HANDSHAKE]
+  const handshake = (request.raw as HandshakeRequest)[kHandshake]
   if (handshake !== undefined) handshake.reached = true
   done()
 }
 
 /** Marks a handshake that the app answered through Fastify's reply. */
 function markAnswered (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
-  const handshake = (request.raw as Marked)[HANDSHAKE]
+  const handshake = (request.raw as HandshakeRequest)[kHandshake]
   if (handshake !== undefined) handshake.answered = true
   done(null, payload)
 }
@@ -210,7 +215,7 @@ async function admit (
 ): Promise<void> {
   const peer = new VirtualSocket(request.socket, () => { socket.destroy() })
   const handshake: Handshake = { answered: false, reached: false, admitted: undefined }
-  const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => { (raw as Marked)[HANDSHAKE] = handshake })
+  const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => { (raw as HandshakeRequest)[kHandshake] = handshake })
   let admission = answer.statusCode === 200 ? handshake.admitted : undefined
   if (admission === undefined && handshake.answered && !handshake.reached && (origins === undefined || originAllowed(origins, request.headers.origin))) {
     admission = { context: undefined, refusal: checked ? socketAnswer(answer) : undefined }
@@ -223,27 +228,26 @@ async function admit (
       `close\r\ncontent-length: ${body.length}\r\n\r\n`), body]))
     return
   }
-  ADMISSIONS.set(request, admission)
+  ;(request as AdmittedUpgrade)[kAdmission] = admission
   engine.handleUpgrade(request, socket, head)
 }
 
 /** A socket.io connection: a Connection of the hub, and its request events. */
-function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socket: IoServerSocket, frame: FrameText): void {
+function connect (app: FastifyInstance, hub: Hub, options: EndpointOptions, socket: IoServerSocket, frame: FrameText): void {
   const headers: Record<string, string | string[] | undefined> = {}
   for (const [name, value] of Object.entries(socket.request.headers)) {
     if (!UPGRADE_ONLY.has(name)) headers[name] = value
   }
   const transport = new SocketIoTransport(socket, frame)
   const peer = new VirtualSocket(socket.request.socket, () => { socket.disconnect(true) })
-  const connection = new Connection(transport, headers, peer, { maxBufferedBytes: options.maxBufferedBytes })
+  const connection = new Connection(hub, transport, headers, peer, { maxBufferedBytes: options.maxBufferedBytes })
   // (Engine.IO takes only the upgrades admit() handed it.)
-  const admission = ADMISSIONS.get(socket.request) as Admission
+  const admission = (socket.request as AdmittedUpgrade)[kAdmission] as Admission
   connection.context = admission.context
   connection.refusal = admission.refusal
-  hub.subscriptions.add(connection)
-  socket.on('disconnect', () => { hub.release(connection) })
+  socket.on('disconnect', () => { connection.release() })
   const sdk = sdkProblem(socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version)
-  for (const method of METHODS) {
+  for (const method of SAILS_REQUEST_EVENTS) {
     socket.on(method, (...args: unknown[]) => {
       // The acknowledgement is the last argument, when the client asked for one.
       const reply = typeof args.at(-1) === 'function' ? args.pop() as Ack : undefined
@@ -265,7 +269,7 @@ function connect (app: FastifyInstance, hub: Hub, options: SailsIoOptions, socke
 
 /** One request, read as Sails reads it, run through the router, answered through the ack. */
 async function request (
-  app: FastifyInstance, hub: Hub, options: SailsIoOptions, connection: Connection, transport: SocketIoTransport, method: string,
+  app: FastifyInstance, hub: Hub, options: EndpointOptions, connection: Connection, transport: SocketIoTransport, method: string,
   payload: VirtualRequestPayload, reply: Ack | undefined
 ): Promise<void> {
   const id = reply === undefined ? null : transport.expect(reply)

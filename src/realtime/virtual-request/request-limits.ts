@@ -37,7 +37,7 @@ export function headProblem (server: unknown, url: string, headers: Readonly<Rec
   let count = 0
   for (const name in headers) {
     const value = headers[name]
-    // Header values hold no character beyond U+00FF (frames.ts): one byte each, as Latin-1. (The
+    // Header values hold no character beyond U+00FF (request-frame.ts): one byte each, as Latin-1. (The
     // only list Node makes of a request header is `set-cookie`'s, counted here as one line.)
     count++
     bytes += name.length + String(value).length

@@ -3,8 +3,8 @@
  *
  * @module
  */
-import { notificationFrame, responseFrame } from '../protocol.ts'
-import type { SharedFrames, Transport } from '../transport.ts'
+import { notificationFrame, responseFrame } from '../../protocol.ts'
+import type { SharedFrames, Transport } from '../../transport.ts'
 
 /**
  * The part of a `ws` WebSocket the transport uses (typed here so that the published declarations

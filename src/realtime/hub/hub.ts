@@ -7,20 +7,20 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { Change, Id } from '../actions/changes.ts'
-import type { Association, Model } from '../models/model.ts'
-import type { ModelRegistry } from '../models/registry.ts'
-import { keyOf, recordKey } from '../models/identity.ts'
-import { BP_ERR_NOT_A_SOCKET, BP_ERR_UNKNOWN_MODEL } from '../errors.ts'
-import type { Broker, Envelope, EnvelopeItem } from './brokers/broker.ts'
-import { Connection, type BlueprintSocket } from './connection.ts'
-import { InFlight } from './in-flight.ts'
-import { RecentEnvelopes } from './recent.ts'
+import type { Change, Id } from '../../actions/changes.ts'
+import type { Association, Model } from '../../models/model.ts'
+import type { ModelRegistry } from '../../models/registry.ts'
+import { keyOf, recordKey } from '../../models/identity.ts'
+import { BP_ERR_NOT_A_SOCKET, BP_ERR_UNKNOWN_MODEL } from '../../errors.ts'
+import type { Broker, Envelope, EnvelopeItem } from '../brokers/broker.ts'
+import { Connection, type BlueprintSocket } from '../socket.ts'
+import { InFlight } from '../virtual-request/in-flight.ts'
+import { RecentEnvelopes } from './replay-ring.ts'
 import { Outbox } from './outbox.ts'
-import { CLOSE } from './protocol.ts'
-import { SubscriptionRegistry } from './registry.ts'
+import { CLOSE } from '../protocol.ts'
+import { SubscriptionRegistry } from './subscriptions.ts'
 import { Delivery, type EnvelopePass, verbOf, type Authorize } from './delivery.ts'
-import type { SharedFrames } from './transport.ts'
+import type { SharedFrames } from '../transport.ts'
 
 export type { Authorize, Notification } from './delivery.ts'
 
@@ -65,8 +65,8 @@ export interface HubOptions {
 
 export class Hub {
   readonly subscriptions: SubscriptionRegistry<Connection>
-  /** Socket requests in flight on this instance's endpoints (closing waits for them). */
-  readonly requests = new InFlight<Connection>()
+  /** The sockets with requests in flight on this instance's endpoints (closing waits for them). */
+  readonly requests = new InFlight()
   readonly #options: HubOptions
   #stop: (() => Promise<void>) | undefined
   readonly #registry: ModelRegistry
@@ -98,12 +98,6 @@ export class Hub {
     this.#outbox.stop()
     await this.#stop?.()
     this.#stop = undefined
-  }
-
-  /** A socket went away: its subscriptions end, and closing no longer waits for its requests. */
-  release (connection: Connection): void {
-    this.subscriptions.release(connection)
-    this.requests.forget(connection)
   }
 
   /**

@@ -6,14 +6,14 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { ModelRegistry } from '../models/registry.ts'
-import type { EnvelopeItem } from './brokers/broker.ts'
-import type { BlueprintSocket, Connection } from './connection.ts'
-import type { SubscriptionRegistry } from './registry.ts'
-import type { SharedFrames } from './transport.ts'
+import type { ModelRegistry } from '../../models/registry.ts'
+import type { EnvelopeItem } from '../brokers/broker.ts'
+import type { BlueprintSocket, Connection } from '../socket.ts'
+import type { SubscriptionRegistry } from './subscriptions.ts'
+import type { SharedFrames } from '../transport.ts'
 import { NOTHING_VISIBLE, visibleMessage } from './visibility.ts'
-import { recordKey } from '../models/identity.ts'
-import type { ChangeMessage, Id } from '../messages.ts'
+import { recordKey } from '../../models/identity.ts'
+import type { ChangeMessage, Id } from '../../messages.ts'
 
 /**
  * A notification on its way to a socket, as `realtime.authorize` is asked about it: what the

@@ -6,11 +6,11 @@
  * @module
  */
 
-import { frameProblem } from './frames.ts'
-import { withQuery } from './protocol.ts'
+import { frameProblem } from '../../virtual-request/request-frame.ts'
+import { withQuery } from '../../protocol.ts'
 
 /** The events sails.io.js sends requests as: the method, in lower case. */
-export const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const
+export const SAILS_REQUEST_EVENTS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const
 
 /** Methods whose `data` becomes query parameters (the others send it as the body). */
 const DATA_IN_QUERY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE'])
@@ -135,7 +135,7 @@ function isObject (value: unknown): value is Record<string, unknown> {
 /**
  * A request's own headers (names in lower case), as they apply over the connection's (`connection`):
  * `cookie` comes from the connection when the handshake had one, as in Sails (and, as on the
- * websocket endpoint, `origin`, `host` and a proxy's headers always do: see run-request.ts).
+ * websocket endpoint, `origin`, `host` and a proxy's headers always do: see virtual-request/run-request.ts).
  */
 function ownHeaders (given: unknown, connection: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
   if (!isObject(given)) return undefined
