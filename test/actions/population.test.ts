@@ -47,7 +47,7 @@ for (const db of DATABASES) {
     })
 
     t.test('a parent above the cap among several: paged per parent in a second statement', async t => {
-      const { app: small, orm: smallOrm } = await build(t, db, { seed: crowd, plugin: { populateLimit: 5 } })
+      const { app: small, orm: smallOrm } = await build(t, db, { seed: crowd, plugin: { limits: { populateLimit: 5 } } })
       const statements = await countStatements(t, smallOrm)
       const users = (await get(small, '/user?limit=2')).body
       // find (bestPet joined), pets (probe + paged), friends, tags (probe + paged)

@@ -110,7 +110,7 @@ for (const db of DATABASES) {
   })
 
   t.test(`${db}: a notification tells nothing of what the view hides, within an envelope and past the populate cap`, async t => {
-    const app = await listening(t, db, { plugin: { parseBlueprintOptions: policy, populateLimit: 1 } })
+    const app = await listening(t, db, { plugin: { parseBlueprintOptions: policy, limits: { populateLimit: 1 } } })
     const socket = await open(t, app, { 'x-view': 'fish' })
     for (const url of ['/user?limit=Infinity&populate=false', '/pet?limit=Infinity&populate=false']) t.equal((await socket.request('GET', url)).statusCode, 200)
     // Pet 2 (a cat of user 1's) becomes a fish and moves to user 3 in one write.

@@ -16,10 +16,9 @@ describe('options', () => {
     expect(app.register(blueprints, {
       orm,
       prefix: '/api',
-      maxLimit: 500,
+      limits: { maxLimit: 500, maxValues: 500 },
       models: { User: { identity: 'person', actions: { destroy: false, find: { hooks: { onRequest: async () => {} } } } } },
-      realtime: { onlyAllowOrigins: ['https://app.example.com'], authorize: (_socket: BlueprintSocket) => true },
-      limits: { maxValues: 500 }
+      realtime: { onlyAllowOrigins: ['https://app.example.com'], authorize: (_socket: BlueprintSocket) => true }
     })).type.not.toRaiseError()
     expect(app.register(blueprints, { orm, realtime: false })).type.not.toRaiseError()
   })
@@ -27,7 +26,7 @@ describe('options', () => {
   test('orm is required; unknown options, actions and wrong types are refused', () => {
     expect(app.register(blueprints, { prefix: '/api' })).type.toRaiseError()
     expect(app.register(blueprints, { orm, prefx: '/api' })).type.toRaiseError()
-    expect(app.register(blueprints, { orm, maxLimit: '500' })).type.toRaiseError()
+    expect(app.register(blueprints, { orm, limits: { maxLimit: '500' } })).type.toRaiseError()
     expect(app.register(blueprints, { orm, models: { User: { actions: { fnd: false } } } })).type.toRaiseError()
     expect(app.register(blueprints, { orm, realtime: { pingInterval: '30s' } })).type.toRaiseError()
   })

@@ -99,7 +99,7 @@ for (const db of DATABASES) {
   })
 
   t.test(`${db}: defaultLimit, maxLimit and populateLimit`, async t => {
-    const { app } = await build(t, db, { plugin: { defaultLimit: 3, maxLimit: 5, populateLimit: 1 } })
+    const { app } = await build(t, db, { plugin: { limits: { defaultLimit: 3, maxLimit: 5, populateLimit: 1 } } })
     await expectIds(t, app, [['/user?populate=false', [1, 2, 3]], ['/user?populate=false&limit=5', [1, 2, 3, 4, 5]]])
     await expectErrors(t, app, [
       ['/user?limit=6', 400, 'BP_ERR_LIMIT_TOO_LARGE', 'limit'],
@@ -115,7 +115,7 @@ for (const db of DATABASES) {
   })
 
   t.test(`${db}: populateLimit 0 populates collections as empty arrays`, async t => {
-    const { app } = await build(t, db, { plugin: { populateLimit: 0 } })
+    const { app } = await build(t, db, { plugin: { limits: { populateLimit: 0 } } })
     const [alice] = (await get(app, '/user?limit=1')).body
     t.same([alice.pets, alice.friends, alice.tags], [[], [], []])
     t.same(alice.bestPet.id, 2, 'singular associations are still populated')
