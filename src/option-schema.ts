@@ -16,7 +16,7 @@ import { Type, type Static, type TSchema, type TUnsafe } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { didYouMean } from './did-you-mean.ts'
 import type { Broker } from './realtime/brokers/broker.ts'
-import type { Authorize } from './realtime/hub.ts'
+import type { Authorize } from './realtime/hub/hub.ts'
 import { ACTIONS, HOOK_NAMES, type BlueprintAction, type ParseBlueprintOptions, type RouteHooks } from './routes/route-options.ts'
 
 const isFunction = (value: unknown): boolean => typeof value === 'function'
