@@ -21,6 +21,8 @@ const declared = (line: string, kind: string): string | undefined =>
   new RegExp(`^(?:export\\s+)?(?:const|let|var)\\s+(\\w+)[^=]*=\\s*new ${kind}\\b`).exec(line)?.[1]
 /** A declaration at module level (unindented) that makes a weak collection: a marker table. */
 const MODULE_LEVEL_WEAK = /^(?:export )?(?:const|let|var) (\w+)\b.*\bnew (WeakSet|WeakMap)\b/
+/** The longest line of `src/`, in characters (code points, not bytes or UTF-16 units). */
+const MAX_LINE = 160
 
 const RULES: Rule[] = [
   {
@@ -56,6 +58,13 @@ const RULES: Rule[] = [
       'on the endpoint, hub or socket',
     applies: path => path.startsWith('src/realtime/'),
     offending: line => MODULE_LEVEL_WEAK.test(line)
+  },
+  {
+    name: `a line longer than ${MAX_LINE} characters: wrap it (a signature one parameter list per line, a long ternary or ` +
+      'condition on lines of its own, a literal one property per line, a long text as concatenated texts, a long SQL ' +
+      'template around named sub-expressions with the same SQL text, a comment on more lines)',
+    applies: path => path.startsWith('src/'),
+    offending: line => [...line].length > MAX_LINE
   }
 ]
 

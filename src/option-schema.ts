@@ -72,13 +72,19 @@ const REALTIME = Type.Union([
   Type.Boolean(),
   readonly(Type.Object({
     path: Type.Optional(Type.Union([Type.String({ pattern: '^/' }), Type.Literal(false)], { description: 'must start with / (or be false)' })),
-    broker: Type.Optional(refined<Broker>(value => isFunction((value as { publish?: unknown } | null)?.publish) && isFunction((value as { subscribe?: unknown }).subscribe), 'must have publish() and subscribe()')),
+    broker: Type.Optional(refined<Broker>(
+      value => isFunction((value as { publish?: unknown } | null)?.publish) && isFunction((value as { subscribe?: unknown }).subscribe),
+      'must have publish() and subscribe()'
+    )),
     context: Type.Optional(fn<(request: FastifyRequest) => unknown>()),
     // It runs for every recipient of every notification: a promise would never be a yes.
-    authorize: Type.Optional(refined<Authorize>(value => isFunction(value) && Object.prototype.toString.call(value) !== '[object AsyncFunction]', value => isFunction(value)
-      ? 'must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed ' +
-        'once by the `realtime.context` option)'
-      : 'must be a function')),
+    authorize: Type.Optional(refined<Authorize>(
+      value => isFunction(value) && Object.prototype.toString.call(value) !== '[object AsyncFunction]',
+      value => isFunction(value)
+        ? 'must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed ' +
+          'once by the `realtime.context` option)'
+        : 'must be a function'
+    )),
     hooks: Type.Optional(HOOKS),
     // Checked as origins by realtime/origins.ts.
     onlyAllowOrigins: Type.Optional(typed<readonly string[] | '*'>(Type.Unknown())),
@@ -109,8 +115,11 @@ const LIMITS = readonly(Type.Object({
 
 /** The plugin's options. */
 export const OPTIONS = readonly(Type.Object({
-  orm: refined<MikroORM>(value => isFunction((value as { getMetadata?: unknown } | null)?.getMetadata) && isFunction((value as { em?: { fork?: unknown } } | null)?.em?.fork),
-    'must be an initialised MikroORM instance'),
+  orm: refined<MikroORM>(
+    value => isFunction((value as { getMetadata?: unknown } | null)?.getMetadata) &&
+      isFunction((value as { em?: { fork?: unknown } } | null)?.em?.fork),
+    'must be an initialised MikroORM instance'
+  ),
   prefix: Type.Optional(Type.String({ pattern: '^(|/.*[^/])$', description: 'must be empty or start with / and not end with /' })),
   realtime: Type.Optional(REALTIME),
   openapi: Type.Optional(Type.Union([

@@ -10,7 +10,9 @@ import { DEFAULT_LIMITS, type Limits, type ResolvedLimits } from './limits.ts'
 import type { OpenApiOptions } from './openapi.ts'
 import { optionProblem } from './option-schema.ts'
 import { DEFAULT_REALTIME, resolveRealtime, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
-import { type ActionOptions, type BlueprintAction, type ModelOptions, type ParseBlueprintOptions, type RouteHooks, type RouteSettings } from './routes/route-options.ts'
+import {
+  type ActionOptions, type BlueprintAction, type ModelOptions, type ParseBlueprintOptions, type RouteHooks, type RouteSettings
+} from './routes/route-options.ts'
 
 export { ACTIONS, HOOK_NAMES } from './routes/route-options.ts'
 export type { ActionOptions, BlueprintAction, ModelOptions, ParseBlueprintOptions, QueryContext, RouteHooks } from './routes/route-options.ts'

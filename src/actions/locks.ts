@@ -44,7 +44,8 @@ export function lockRanks (registry: ModelRegistry): LockRanks {
   for (const model of models) {
     for (const association of model.collections.values()) {
       if (association.target === model) continue
-      const owns = association.relation === 'm:n' && association.via !== undefined && (model.meta.properties as Record<string, { owner?: boolean }>)[association.name].owner === true
+      const owns = association.relation === 'm:n' && association.via !== undefined &&
+        (model.meta.properties as Record<string, { owner?: boolean }>)[association.name].owner === true
       if (association.relation === '1:m' || owns) after.get(association.target.identity)?.add(model.identity)
     }
   }
@@ -73,7 +74,8 @@ export function linksLockedByAnswers (ranks: LockRanks, model: Model): ReadonlyS
   let names = LOCKED_LINKS.get(ranks)?.get(model)
   if (names !== undefined) return names
   names = new Set([...model.collections.values()]
-    .filter(c => c.relation === 'm:n' && c.via !== undefined && c.target !== model && (ranks.get(c.target.identity) as number) < (ranks.get(model.identity) as number))
+    .filter(c => c.relation === 'm:n' && c.via !== undefined && c.target !== model &&
+      (ranks.get(c.target.identity) as number) < (ranks.get(model.identity) as number))
     .map(c => c.name))
   const perModel = LOCKED_LINKS.get(ranks) ?? new Map<Model, ReadonlySet<string>>()
   perModel.set(model, names)

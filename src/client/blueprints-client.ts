@@ -42,7 +42,16 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
     this.#reads = new RememberedReads(count('resubscribe', options.resubscribe, 256, 0))
     const backoff = options.reconnect === false ? undefined : new Backoff(options.reconnect ?? {})
     const onError = options.onError ?? ((error: unknown) => { throw error })
-    this.#connection = new ClientConnection({ url, WebSocket, protocols: options.protocols, backoff, jobs, reads: this.#reads, handlers: this.#handlers, onError })
+    this.#connection = new ClientConnection({
+      url,
+      WebSocket,
+      protocols: options.protocols,
+      backoff,
+      jobs,
+      reads: this.#reads,
+      handlers: this.#handlers,
+      onError
+    })
   }
 
   /**

@@ -170,7 +170,8 @@ function readAttribute (prop: EntityProperty, primary: boolean): Attribute | und
   if (type === undefined) return undefined
   const integer = type === 'bigint' || (type === 'number' && /int|serial/i.test(String(prop.columnTypes[0])))
   const nullable = !primary && prop.nullable === true
-  const generated = prop.default !== undefined || prop.defaultRaw !== undefined || prop.onCreate !== undefined || (primary && prop.autoincrement !== false && type === 'number' && integer)
+  const generated = prop.default !== undefined || prop.defaultRaw !== undefined || prop.onCreate !== undefined ||
+    (primary && prop.autoincrement !== false && type === 'number' && integer)
   return {
     name: prop.name,
     column: prop.fieldNames[0],

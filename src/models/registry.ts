@@ -98,7 +98,8 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
  */
 function resolve (drafts: ReadonlyMap<string, ModelDraft>): Map<string, Model> {
   const byIdentity = new Map<string, Model>()
-  const shown = <A extends { readonly target: string }>(associations: ReadonlyMap<string, A>): A[] => [...associations.values()].filter(a => drafts.has(a.target))
+  const shown = <A extends { readonly target: string }>(associations: ReadonlyMap<string, A>): A[] =>
+    [...associations.values()].filter(a => drafts.has(a.target))
   const models = [...drafts.values()].map(draft => {
     const model = {
       ...draft,

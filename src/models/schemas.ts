@@ -126,7 +126,9 @@ function input (attribute: Pick<Attribute, 'type' | 'integer' | 'maxLength' | 'r
   // Dates are ISO 8601 text (epoch milliseconds as text are accepted too), 64-bit integers
   // decimal text. The route only checks that the body is an object: the action reads every
   // value, with coded errors; this documents what a client should send.
-  const type = attribute.type === 'date' || attribute.type === 'bigint' ? 'string' : attribute.type === 'number' && attribute.integer ? 'integer' : attribute.type
+  const type = attribute.type === 'date' || attribute.type === 'bigint'
+    ? 'string'
+    : attribute.type === 'number' && attribute.integer ? 'integer' : attribute.type
   const format = attribute.type === 'date' ? { format: 'date-time' } : attribute.type === 'bigint' ? { pattern: '^-?\\d+$' } : {}
   const length = attribute.maxLength === undefined ? {} : { maxLength: attribute.maxLength }
   return Type.Unsafe({ type, ...(nullable ? { nullable: true } : {}), ...format, ...length, ...options })
@@ -156,5 +158,11 @@ export function bodySchema (model: Model, mode: 'create' | 'update'): TSchema {
       properties[association.name] = Type.Array(key, { description: `primary keys of existing ${association.target.identity} records to link` })
     }
   }
-  return Type.Unsafe({ type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false, title: `${model.entityName} (${mode})` })
+  return Type.Unsafe({
+    type: 'object',
+    properties,
+    ...(required.length > 0 ? { required } : {}),
+    additionalProperties: false,
+    title: `${model.entityName} (${mode})`
+  })
 }

@@ -10,7 +10,9 @@ import type { ResolvedLimits } from '../limits.ts'
 import type { ModelInfo } from '../models/info.ts'
 
 /** The Fastify route hooks the options accept. */
-export const HOOK_NAMES = ['onRequest', 'preParsing', 'preValidation', 'preHandler', 'preSerialization', 'onSend', 'onResponse', 'onError', 'onTimeout'] as const
+export const HOOK_NAMES = [
+  'onRequest', 'preParsing', 'preValidation', 'preHandler', 'preSerialization', 'onSend', 'onResponse', 'onError', 'onTimeout'
+] as const
 
 /** The blueprint actions. */
 export type BlueprintAction = 'find' | 'findOne' | 'populate' | 'create' | 'update' | 'destroy' | 'add' | 'replace' | 'remove'
@@ -51,7 +53,9 @@ export interface QueryContext {
  * }
  * ```
  */
-export type ParseBlueprintOptions = (request: FastifyRequest, query: BlueprintQuery, context: QueryContext) => BlueprintQuery | undefined | Promise<BlueprintQuery | undefined>
+export type ParseBlueprintOptions = (
+  request: FastifyRequest, query: BlueprintQuery, context: QueryContext
+) => BlueprintQuery | undefined | Promise<BlueprintQuery | undefined>
 
 /** Options of one action of one model. */
 export interface ActionOptions {

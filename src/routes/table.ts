@@ -54,7 +54,9 @@ export const errorRef = Type.Ref('blueprints.error')
  * against the record's schema; without population it is a key, always.
  */
 function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSchema, answer: T): T {
-  if (query.populate === false) reply.type('application/json; charset=utf-8').serializer(reply.compileSerializationSchema(flat as unknown as Record<string, unknown>, '200'))
+  if (query.populate === false) {
+    reply.type('application/json; charset=utf-8').serializer(reply.compileSerializationSchema(flat as unknown as Record<string, unknown>, '200'))
+  }
   return answer
 }
 
@@ -131,7 +133,14 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const item = Type.Ref(childSchemaId(child.identity))
       return target.kind === 'collection'
         ? { params: idParams({ id: model.primaryKey }), querystring: findQuery(child, 'ignored'), response: { 200: Type.Array(item), '4xx': errorRef } }
-        : { params: idParams({ id: model.primaryKey }), querystring: Type.Object({ select: Type.Optional(Type.String()), omit: Type.Optional(Type.String()) }), response: { 200: item, '4xx': errorRef } }
+        : {
+            params: idParams({ id: model.primaryKey }),
+            querystring: Type.Object({
+              select: Type.Optional(Type.String()),
+              omit: Type.Optional(Type.String())
+            }),
+            response: { 200: item, '4xx': errorRef }
+          }
     },
     handler: input => {
       const association = input.association as Association
@@ -247,7 +256,11 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     per: 'collection',
     enabled: options => options.shortcuts,
     url: (model, association) => routePath(model, true, association, '/replace'),
-    schema: input => ({ params: idParams({ id: input.model.primaryKey }), querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }), response: answer(input) }),
+    schema: input => ({
+      params: idParams({ id: input.model.primaryKey }),
+      querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }),
+      response: answer(input)
+    }),
     handler: input => async (request, _reply, by) => {
       checkQueryEncoding(request.url)
       const text = (request.query as { fks: string }).fks

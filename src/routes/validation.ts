@@ -18,9 +18,18 @@ interface Validate {
   errors?: FastifySchemaValidationError[]
 }
 
-const NOT_AN_OBJECT: FastifySchemaValidationError[] = [{ keyword: 'type', instancePath: '', schemaPath: '#/type', params: { type: 'object' }, message: 'must be object' }]
+const NOT_AN_OBJECT: FastifySchemaValidationError[] = [{
+  keyword: 'type',
+  instancePath: '',
+  schemaPath: '#/type',
+  params: { type: 'object' },
+  message: 'must be object'
+}]
 
-const anObject: Validate = Object.assign((data: unknown): boolean => typeof data === 'object' && data !== null && !Array.isArray(data), { errors: NOT_AN_OBJECT })
+const anObject: Validate = Object.assign(
+  (data: unknown): boolean => typeof data === 'object' && data !== null && !Array.isArray(data),
+  { errors: NOT_AN_OBJECT }
+)
 
 /**
  * A query string's or a path's schema as its values arrive: text. The schemas document numbers,

@@ -97,7 +97,8 @@ export class ChildLoader {
     const probe = parentIds.length * criteria.limit + 1
     const rows = await run(this.#statement(association, criteria, keep, PROBE).fill([parents, probe])) as unknown as ArrayRow[]
     if (rows.length < probe) return group(rows, read, parentAt, criteria.limit)
-    return group(await run(this.#statement(association, criteria, keep, WINDOW).fill([parents, criteria.limit])) as unknown as ArrayRow[], read, parentAt, criteria.limit)
+    const windowed = this.#statement(association, criteria, keep, WINDOW).fill([parents, criteria.limit])
+    return group(await run(windowed) as unknown as ArrayRow[], read, parentAt, criteria.limit)
   }
 
   /**
@@ -111,7 +112,8 @@ export class ChildLoader {
     if (found !== undefined) return found
     let query: Sql
     if (variant === PROBE) {
-      query = sql`${this.#select(association, criteria, false, false)} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${this.#dialect.page(LIMIT as unknown as number, 0)}`
+      const select = this.#select(association, criteria, false, false)
+      query = sql`${select} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${this.#dialect.page(LIMIT as unknown as number, 0)}`
     } else if (variant === WINDOW) {
       query = sql`${this.#select(association, criteria, false, true)}) AS x WHERE ${ROW} <= ${LIMIT} ORDER BY ${ROW}`
     } else {
@@ -140,12 +142,11 @@ export class ChildLoader {
   #select (association: CollectionAssociation, criteria: ChildCriteria, single: boolean, windowed: boolean): Sql {
     const child = association.target
     const parent = association.relation === '1:m' ? sql.id('c', association.parentColumn) : sql.id('j', association.parentColumn)
-    const from = association.relation === '1:m'
-      ? sql`${table(child)} AS c`
-      : sql`${sql.id(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON ${sql.id('c', child.primaryKey.column)} = ${sql.id('j', association.childColumn as string)}`
+    const from = association.relation === '1:m' ? sql`${table(child)} AS c` : throughPivot(association)
     const fields = this.#projections.fields(criteria.projection)
     // One-to-many: the parent's key is the child's foreign key, read already when it is a field.
-    const selected = parentIndex(association, fields) === fields.length ? sql`${this.#dialect.cache.columns('c', fields)}, ${parent} AS ${sql.id(PARENT)}` : this.#dialect.cache.columns('c', fields)
+    const columns = this.#dialect.cache.columns('c', fields)
+    const selected = parentIndex(association, fields) === fields.length ? sql`${columns}, ${parent} AS ${sql.id(PARENT)}` : columns
     const head = windowed
       ? sql`SELECT * FROM (SELECT ${selected}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}) AS ${ROW}`
       : sql`SELECT ${selected}`
@@ -162,4 +163,11 @@ export class ChildLoader {
 function parentIndex (association: CollectionAssociation, fields: Field[]): number {
   const at = association.relation === '1:m' ? fields.findIndex(field => field.column === association.parentColumn) : -1
   return at === -1 ? fields.length : at
+}
+
+/** `pivot AS j JOIN child AS c ON …`: the children of a many-to-many association, through its pivot table. */
+function throughPivot (association: CollectionAssociation): Sql {
+  const child = association.target
+  const childKey = sql.id('c', child.primaryKey.column)
+  return sql`${sql.id(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON ${childKey} = ${sql.id('j', association.childColumn as string)}`
 }

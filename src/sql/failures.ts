@@ -75,7 +75,9 @@ export function classify (err: unknown, naming: Naming): Failure {
   if (UNIQUE.has(code)) return fail(new BP_ERR_UNIQUE(unique(e, message, naming)))
   if (FOREIGN_KEY.has(code)) return fail(new BP_ERR_CONSTRAINT(foreignKey(e, naming)))
   if (NOT_NULL.has(code)) return fail(new BP_ERR_CONSTRAINT(notNull(e, message, naming)))
-  if (CHECK.has(code)) return fail(new BP_ERR_CONSTRAINT(typeof e.constraint === 'string' ? `the check \`${e.constraint}\` fails` : 'a check of the database fails'))
+  if (CHECK.has(code)) {
+    return fail(new BP_ERR_CONSTRAINT(typeof e.constraint === 'string' ? `the check \`${e.constraint}\` fails` : 'a check of the database fails'))
+  }
   return fail(new BP_ERR_DATABASE())
 }
 
@@ -89,7 +91,9 @@ function unique (e: DriverError, message: string, naming: Naming): string {
   // PostgreSQL: the table, and `Key (a, b)=(…)` in the detail. SQLite: `… failed: t.a, t.b`
   // (or `… failed: index 'name'` for an index on an expression).
   const pg = /^Key \((.+?)\)=/.exec(String(e.detail))
-  const pairs = pg === null ? message.slice(message.indexOf(': ') + 2).split(', ').map(pair => pair.split('.')) : pg[1].split(', ').map(column => [String(e.table), column])
+  const pairs = pg === null
+    ? message.slice(message.indexOf(': ') + 2).split(', ').map(pair => pair.split('.'))
+    : pg[1].split(', ').map(column => [String(e.table), column])
   const table = pairs[0][0]
   const model = naming.model(table)
   if (model === undefined) return 'A record with the same unique value already exists'

@@ -123,7 +123,10 @@ export class FindStatements {
   byKey (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { statement: Statement, joins: Join[] } {
     const pk = model.primaryKey
     const head = this.#keptHead(model, fields, criteria, joined)
-    head.byKey ??= new Template(this.#dialect.statement(sql`${head.sql} WHERE ${this.#dialect.cache.column('t', pk)} = ${this.#dialect.value(pk, KEY)}${joined?.order ?? NOTHING}`, true))
+    if (head.byKey === undefined) {
+      const key = this.#dialect.cache.column('t', pk)
+      head.byKey = new Template(this.#dialect.statement(sql`${head.sql} WHERE ${key} = ${this.#dialect.value(pk, KEY)}${joined?.order ?? NOTHING}`, true))
+    }
     return { statement: head.byKey.fill([this.#dialect.bind(pk.type, (criteria.where as { value: unknown }).value)]), joins: head.joins }
   }
 
@@ -141,7 +144,8 @@ export class FindStatements {
       return { statement: this.#dialect.statement(this.#query(head, criteria, paged, limit, skip), true), joins }
     }
     const head = this.#keptHead(model, fields, criteria, undefined)
-    const shape: Shape = { key: `${paged ? `${limit === Infinity ? '' : 'L'}${skip === 0 ? '' : 'S'}` : '-'}${criteria.caseInsensitive ? 'f' : ''}`, values: [] }
+    const page = paged ? `${limit === Infinity ? '' : 'L'}${skip === 0 ? '' : 'S'}` : '-'
+    const shape: Shape = { key: `${page}${criteria.caseInsensitive ? 'f' : ''}`, values: [] }
     shapeOf(where, this.#dialect, criteria.caseInsensitive, shape)
     if (paged) {
       for (const { target, direction } of criteria.sort) shape.key += `,${direction}${target.type}${target.nullable ? '?' : ''}${JSON.stringify(target.column)}`
@@ -150,7 +154,8 @@ export class FindStatements {
     if (template === undefined) {
       // Slots for the where's values, then the page's.
       const slots = { next: 0 }
-      const query = this.#query(head.sql, criteria, paged, new Slot(shape.values.length) as unknown as number, new Slot(shape.values.length + 1) as unknown as number, slots)
+      const [limitSlot, skipSlot] = [new Slot(shape.values.length), new Slot(shape.values.length + 1)]
+      const query = this.#query(head.sql, criteria, paged, limitSlot as unknown as number, skipSlot as unknown as number, slots)
       if (head.finds.size === MAX_SHAPES) head.finds.clear()
       head.finds.set(shape.key, template = new Template(this.#dialect.statement(query, true)))
     }
@@ -195,19 +200,26 @@ export class FindStatements {
     for (const join of joins) {
       // A record the policy hides joins as nothing, like a dangling or null key: null.
       const on = sql`${cache.column(join.alias, join.target.primaryKey)} = ${cache.column('t', join.association)}`
+      const target = table(join.target)
+      const alias = sql.id(join.alias)
       from.push(join.where === undefined
-        ? sql` LEFT JOIN ${table(join.target)} AS ${sql.id(join.alias)} ON ${on}`
-        : sql` LEFT JOIN ${table(join.target)} AS ${sql.id(join.alias)} ON ${on} AND ${condition(join.where, join.alias, this.#dialect, criteria.caseInsensitive)}`)
+        ? sql` LEFT JOIN ${target} AS ${alias} ON ${on}`
+        : sql` LEFT JOIN ${target} AS ${alias} ON ${on} AND ${condition(join.where, join.alias, this.#dialect, criteria.caseInsensitive)}`)
     }
     if (joined !== undefined) {
       const { association, child } = joined
       const key = cache.column('t', model.primaryKey)
-      from.push(association.relation === '1:m'
-        ? sql` LEFT JOIN ${table(child)} AS c ON ${sql.id('c', association.parentColumn)} = ${key}`
+      if (association.relation === '1:m') {
+        from.push(sql` LEFT JOIN ${table(child)} AS c ON ${sql.id('c', association.parentColumn)} = ${key}`)
+      } else {
         // Two outer joins rather than a nested inner one, which SQLite cannot drive by the pivot
         // table's index (it scanned the whole pivot table). A link without its child (none, with
         // foreign keys) would come as a row without a member, skipped like a record without any.
-        : sql` LEFT JOIN ${sql.id(association.pivotTable as string)} AS j ON ${sql.id('j', association.parentColumn)} = ${key} LEFT JOIN ${table(child)} AS c ON ${sql.id('c', child.primaryKey.column)} = ${sql.id('j', association.childColumn as string)}`)
+        const pivot = sql.id(association.pivotTable as string)
+        const [linkParent, linkChild] = [sql.id('j', association.parentColumn), sql.id('j', association.childColumn as string)]
+        const childKey = sql.id('c', child.primaryKey.column)
+        from.push(sql` LEFT JOIN ${pivot} AS j ON ${linkParent} = ${key} LEFT JOIN ${table(child)} AS c ON ${childKey} = ${linkChild}`)
+      }
     }
     return { sql: sql`SELECT ${sql.join(selected, COMMA)} FROM ${sql.join(from, NOTHING)}`, joins }
   }

@@ -74,7 +74,11 @@ export class LinkWriter {
     const membersOf = rows.membersOf
     if (membersOf !== undefined) {
       const { association } = membersOf
-      conditions.push(sql`${pk} IN (SELECT ${sql.id(association.childColumn as string)} FROM ${sql.id(association.pivotTable as string)} WHERE ${sql.id(association.parentColumn)} = ${this.#key(membersOf.parent, membersOf.id)})`)
+      const childColumn = sql.id(association.childColumn as string)
+      const pivot = sql.id(association.pivotTable as string)
+      const parentColumn = sql.id(association.parentColumn)
+      const parentKey = this.#key(membersOf.parent, membersOf.id)
+      conditions.push(sql`${pk} IN (SELECT ${childColumn} FROM ${pivot} WHERE ${parentColumn} = ${parentKey})`)
     }
     const found = new Map<string, { id: unknown, value: unknown }>()
     if (conditions.length === 0) return found
@@ -82,7 +86,8 @@ export class LinkWriter {
     // One key needs no order (and its plain `=` is cheaper for the database to plan).
     const single = conditions.length === 1 && rows.ids?.length === 1
     const order = single ? NOTHING : sql` ORDER BY ${pk}`
-    const query = sql`SELECT ${pk} AS id${value} FROM ${table(model)} WHERE ${sql.join(conditions, OR)}${order}${this.#dialect.rowLock(rows.share === true, rows.noWait === true)}`
+    const lock = this.#dialect.rowLock(rows.share === true, rows.noWait === true)
+    const query = sql`SELECT ${pk} AS id${value} FROM ${table(model)} WHERE ${sql.join(conditions, OR)}${order}${lock}`
     for (const row of await this.#run(this.#dialect.statement(query))) found.set(String(row.id), { id: row.id, value: row.value })
     return found
   }
@@ -101,7 +106,8 @@ export class LinkWriter {
   async set (model: Model, ids: readonly unknown[], column: string, value: unknown, parent: Model): Promise<void> {
     if (ids.length === 0) return
     const to = value === null ? sql`NULL` : this.#key(parent, value)
-    await this.#run(this.#dialect.statement(sql`UPDATE ${table(model)} SET ${sql.id(column)} = ${to} WHERE ${this.#oneOf(sql.id(model.primaryKey.column), model, ids)}`))
+    const chosen = this.#oneOf(sql.id(model.primaryKey.column), model, ids)
+    await this.#run(this.#dialect.statement(sql`UPDATE ${table(model)} SET ${sql.id(column)} = ${to} WHERE ${chosen}`))
   }
 
   /**
@@ -116,8 +122,12 @@ export class LinkWriter {
     const parentKey = sql.id('p', parent.primaryKey.column)
     const childKey = sql.id('c', child.primaryKey.column)
     // A link made meanwhile by the other side of the association is not an error, and not ours.
-    const select = sql`SELECT ${parentKey}, ${childKey} FROM ${table(parent)} AS p, ${table(child)} AS c WHERE ${parentKey} = ${this.#key(parent, parentId)} AND ${this.#oneOf(childKey, child, childIds)}`
-    const query = sql`INSERT INTO ${sql.id(association.pivotTable as string)} (${sql.id(association.parentColumn)}, ${childColumn}) ${select} ON CONFLICT DO NOTHING RETURNING ${childColumn} AS id`
+    const theParent = this.#key(parent, parentId)
+    const theChildren = this.#oneOf(childKey, child, childIds)
+    const select = sql`SELECT ${parentKey}, ${childKey} FROM ${table(parent)} AS p, ${table(child)} AS c WHERE ${parentKey} = ${theParent} AND ${theChildren}`
+    const pivot = sql.id(association.pivotTable as string)
+    const parentColumn = sql.id(association.parentColumn)
+    const query = sql`INSERT INTO ${pivot} (${parentColumn}, ${childColumn}) ${select} ON CONFLICT DO NOTHING RETURNING ${childColumn} AS id`
     const linked = new Set((await this.#run(this.#dialect.statement(query))).map(row => String(row.id)))
     return childIds.filter(id => linked.has(String(id)))
   }
@@ -147,7 +157,9 @@ export class LinkWriter {
   /** Deletes the parent's pivot rows that `and` also chooses; returns their child keys (raw), ascending. */
   async #unlinked (association: CollectionAssociation, parent: Model, parentId: unknown, and: Sql): Promise<unknown[]> {
     const childColumn = sql.id(association.childColumn as string)
-    const query = sql`DELETE FROM ${sql.id(association.pivotTable as string)} WHERE ${sql.id(association.parentColumn)} = ${this.#key(parent, parentId)}${and} RETURNING ${childColumn} AS id`
+    const pivot = sql.id(association.pivotTable as string)
+    const parentKey = this.#key(parent, parentId)
+    const query = sql`DELETE FROM ${pivot} WHERE ${sql.id(association.parentColumn)} = ${parentKey}${and} RETURNING ${childColumn} AS id`
     const ids = (await this.#run(this.#dialect.statement(query))).map(row => row.id)
     return ids.sort(ascending)
   }

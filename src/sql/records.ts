@@ -83,7 +83,10 @@ export class RecordLoader {
         : await this.#children.collections(run, rows.map(row => row[key]), criteria, options, collections)
     } else {
       const key = [this.#dialect.bind(model.primaryKey.type, together.key)]
-      ;[rows, children] = await inOrder([run(statement) as unknown as Promise<ArrayRow[]>, this.#children.collections(run, key, criteria, options, collections)])
+      ;[rows, children] = await inOrder([
+        run(statement) as unknown as Promise<ArrayRow[]>,
+        this.#children.collections(run, key, criteria, options, collections)
+      ])
     }
     let members: JsonRecord[] | undefined
     if (joined !== undefined) {

@@ -17,7 +17,9 @@ export const MAX_PREPARED = 256
  * (a transaction); otherwise one is lent for the statement. `arrays`: rows as arrays of column
  * values, in the order of the select list (whose column names are then distinct).
  */
-export type RunPrepared = (runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean, arrays: boolean) => Promise<unknown[]>
+export type RunPrepared = (
+  runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean, arrays: boolean
+) => Promise<unknown[]>
 
 /** How statements run, and transactions open, on one ORM's connections (see `Database`). */
 export interface Connections {
@@ -37,4 +39,5 @@ export const rowsOf = (result: { rows: unknown[] }): unknown[] => result.rows
 export const valuesOf = (result: { rows: unknown[] }): unknown[] => result.rows.map(row => Object.values(row as object))
 
 /** Statements as Kysely runs them, unprepared: for drivers no dialect knows. */
-export const plain: RunPrepared = async (runner, sql, params, _held, arrays) => (arrays ? valuesOf : rowsOf)(await runner.executeQuery(CompiledQuery.raw(sql, params as unknown[])))
+export const plain: RunPrepared = async (runner, sql, params, _held, arrays) =>
+  (arrays ? valuesOf : rowsOf)(await runner.executeQuery(CompiledQuery.raw(sql, params as unknown[])))

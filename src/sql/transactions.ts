@@ -32,7 +32,9 @@ interface KyselyTransaction extends QueryRunner {
 
 /** Kysely's instance, as far as this module uses it. */
 export interface TransactionalKysely extends QueryRunner, ConnectionLender {
-  connection (): { execute<T> (work: (connection: QueryRunner & { startTransaction (): { execute (): Promise<KyselyTransaction> } }) => Promise<T>): Promise<T> }
+  connection (): {
+    execute<T> (work: (connection: QueryRunner & { startTransaction (): { execute (): Promise<KyselyTransaction> } }) => Promise<T>): Promise<T>
+  }
 }
 
 /** Transactions through Kysely (`connection().startTransaction()`). */

@@ -146,7 +146,9 @@ export class PostgresBroker implements Broker {
     this.#current = client
     client.on('notification', (notification: Notification) => {
       if (client !== this.#current) return
-      const message = this.#chunks.accept(notification.payload as string, (details, text) => { this.#listeners.report('warn', { ...details, channel: this.#channel }, text) })
+      const message = this.#chunks.accept(notification.payload as string, (details, text) => {
+        this.#listeners.report('warn', { ...details, channel: this.#channel }, text)
+      })
       if (message !== undefined) this.#listeners.deliver(message, 'PostgreSQL', this.#channel)
     })
     // pg emits `error` (which must have a listener) and then `end` when the connection breaks.

@@ -46,7 +46,9 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     let read: ReadRoute | undefined
     if (READS.has(blueprint.action)) {
       const model = registry.model(blueprint.model)
-      const association = blueprint.association === undefined ? undefined : model.singulars.get(blueprint.association) ?? model.collections.get(blueprint.association)
+      const association = blueprint.association === undefined
+        ? undefined
+        : model.singulars.get(blueprint.association) ?? model.collections.get(blueprint.association)
       read = { action: blueprint.action as ReadRoute['action'], model, association }
     }
     // Not async itself: a plain HTTP request gets the handler's own promise.
@@ -103,6 +105,7 @@ function reachableFrom (hub: Hub, model: Model): Set<Model> {
  */
 function keepSerialized (scope: SocketRequest, reply: FastifyReply): void {
   const code = reply.statusCode
-  const serialize = (reply.getSerializationFunction(String(code)) ?? reply.getSerializationFunction(`${String(code)[0]}xx`)) as ((value: unknown) => string) | undefined
+  const serialize = (reply.getSerializationFunction(String(code)) ?? reply.getSerializationFunction(`${String(code)[0]}xx`)) as
+    ((value: unknown) => string) | undefined
   if (serialize !== undefined) reply.serializer((value: unknown) => (scope.serialized = serialize(value)))
 }

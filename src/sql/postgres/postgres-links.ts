@@ -55,7 +55,10 @@ export class PostgresLinks {
     const { first: firstTemplate, second: secondTemplate } = this.#templatesOf(association, parent, child, change, locks)
     const key = child.primaryKey.type
     const ids = change.ids
-    const values = [POSTGRES.bind(parent.primaryKey.type, parentId), ids.length === 1 ? POSTGRES.bind(key, ids[0]) : POSTGRES.list(ids.map(id => POSTGRES.bind(key, id)))]
+    const values = [
+      POSTGRES.bind(parent.primaryKey.type, parentId),
+      ids.length === 1 ? POSTGRES.bind(key, ids[0]) : POSTGRES.list(ids.map(id => POSTGRES.bind(key, id)))
+    ]
     const first = run(firstTemplate.fill(values))
     const second = secondTemplate === undefined ? undefined : run(secondTemplate.fill(values))
     return inOrder<[Row[], Row[]]>([first, second ?? Promise.resolve([])]).then(([firstRows, secondRows]) => {
@@ -88,7 +91,8 @@ export class PostgresLinks {
     const count = Math.min(change.ids.length, 2)
     // The shape as a number (no text to build per request): count in bits 0–1, the rest one bit each.
     const unlink = change.unlink === undefined ? 0 : change.unlink === 'ids' ? 1 : 2
-    const shape = count | (Number(change.link) << 2) | (unlink << 3) | (Number(locks.childFirst) << 5) | (Number(locks.share) << 6) | (Number(locks.members) << 7)
+    const shape = count | (Number(change.link) << 2) | (unlink << 3) |
+      (Number(locks.childFirst) << 5) | (Number(locks.share) << 6) | (Number(locks.members) << 7)
     let templates = byShape.get(shape)
     if (templates === undefined) {
       const s = new Statements(association, parent, child, count)
@@ -137,7 +141,7 @@ class Statements {
     const tables = [p, c]
     if (change.link && change.unlink === undefined) {
       // A link made meanwhile from the other side of the association is not an error, and not ours.
-      tables.push(sql`i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${this.#childColumn}) SELECT p.id, c.id FROM p, c ON CONFLICT DO NOTHING RETURNING ${this.#childColumn} AS id)`)
+      tables.push(this.#inserted(sql`SELECT p.id, c.id FROM p, c`))
       branches.push(sql`SELECT 'i', NULL, id FROM i`)
     }
     return sql`WITH ${sql.join(tables)} ${sql.join(branches, UNION_ALL)}`
@@ -149,7 +153,9 @@ class Statements {
     const tables: Sql[] = []
     const branches: Sql[] = []
     if (members) {
-      tables.push(sql`m AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE ${childPk} IN ${this.#members()} ORDER BY ${childPk}${POSTGRES.rowLock(true, true)})`)
+      const members = this.#members()
+      const lock = POSTGRES.rowLock(true, true)
+      tables.push(sql`m AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE ${childPk} IN ${members} ORDER BY ${childPk}${lock})`)
       branches.push(sql`SELECT 'm' AS k, id FROM m`)
     }
     const which = change.unlink === 'ids'
@@ -161,11 +167,19 @@ class Statements {
       // Typed by the columns they are read from, like LinkWriter.link.
       const parentKey = sql.id('p', this.#parent.primaryKey.column)
       const childKey = sql.id('c', this.#child.primaryKey.column)
-      const select = sql`SELECT ${parentKey}, ${childKey} FROM ${table(this.#parent)} AS p, ${table(this.#child)} AS c WHERE ${parentKey} = ${this.#parentKey()} AND ${this.#oneOf(childKey)}`
-      tables.push(sql`i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${this.#childColumn}) ${select} ON CONFLICT DO NOTHING RETURNING ${this.#childColumn} AS id)`)
+      const [parentTable, childTable] = [table(this.#parent), table(this.#child)]
+      const [theParent, theChildren] = [this.#parentKey(), this.#oneOf(childKey)]
+      const select = sql`SELECT ${parentKey}, ${childKey} FROM ${parentTable} AS p, ${childTable} AS c WHERE ${parentKey} = ${theParent} AND ${theChildren}`
+      tables.push(this.#inserted(select))
       branches.push(sql`SELECT 'i' AS k, id FROM i`)
     }
     return sql`WITH ${sql.join(tables)} ${sql.join(branches, UNION_ALL)}`
+  }
+
+  /** `i AS (INSERT INTO pivot … select …)`: the links `select` chooses that do not exist yet, inserted. */
+  #inserted (select: Sql): Sql {
+    const child = this.#childColumn
+    return sql`i AS (INSERT INTO ${this.#pivot} (${this.#parentColumn}, ${child}) ${select} ON CONFLICT DO NOTHING RETURNING ${child} AS id)`
   }
 
   #parentKey (): Sql {

@@ -19,5 +19,6 @@ export async function moveSequence (run: Executor, model: Model): Promise<void> 
   // The table's name as pg_get_serial_sequence() reads it: quoted as in a statement.
   const name = POSTGRES.statement(table(model)).sql
   const largest = sql`GREATEST((SELECT max(${pk}) FROM ${table(model)}), COALESCE(pg_sequence_last_value(s), 0))`
-  await run(POSTGRES.statement(sql`SELECT setval(s, GREATEST(m, 1), m >= 1) FROM (SELECT s, ${largest} AS m FROM (SELECT pg_get_serial_sequence(${name}, ${model.primaryKey.column})::regclass AS s) AS q) AS x`))
+  const sequence = sql`(SELECT pg_get_serial_sequence(${name}, ${model.primaryKey.column})::regclass AS s)`
+  await run(POSTGRES.statement(sql`SELECT setval(s, GREATEST(m, 1), m >= 1) FROM (SELECT s, ${largest} AS m FROM ${sequence} AS q) AS x`))
 }

@@ -40,7 +40,8 @@ function namedStatements (pool: NativePool, direct: boolean): RunPrepared {
     if (native !== undefined) return native.query({ name, text: sql, values: params, rowMode: arrays ? 'array' : undefined }).then(rowsOf)
     // Kysely hands `sql` to pg's `client.query()` as it is, and pg takes a query config object
     // there as well as a text: a fresh one each time, since pg writes the values into it.
-    return runner.executeQuery({ ...CompiledQuery.raw(sql, params as unknown[]), sql: { name, text: sql } as unknown as string }).then(arrays ? valuesOf : rowsOf)
+    const query = { ...CompiledQuery.raw(sql, params as unknown[]), sql: { name, text: sql } as unknown as string }
+    return runner.executeQuery(query).then(arrays ? valuesOf : rowsOf)
   }
 }
 
@@ -57,7 +58,9 @@ export function postgresConnections (kysely: TransactionalKysely, native: unknow
   // A `pg` pool (its clients take named statements); PGlite's client has no `connect`.
   if (typeof client?.connect !== 'function' || typeof client.query !== 'function') return { prepared: plain, open }
   const pool = client as NativePool
-  const hooked = orm.config.get('onCreateConnection') !== undefined || orm.config.get('onReserveConnection') !== undefined || orm.config.get('sessionContext') === 'connection'
+  const hooked = orm.config.get('onCreateConnection') !== undefined ||
+    orm.config.get('onReserveConnection') !== undefined ||
+    orm.config.get('sessionContext') === 'connection'
   return hooked ? { prepared: namedStatements(pool, false), open } : { prepared: namedStatements(pool, true), open: openOnPool(pool) }
 }
 

@@ -215,7 +215,9 @@ async function admit (
 ): Promise<void> {
   const peer = new VirtualSocket(request.socket, () => { socket.destroy() })
   const handshake: Handshake = { answered: false, reached: false, admitted: undefined }
-  const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => { (raw as HandshakeRequest)[kHandshake] = handshake })
+  const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => {
+    (raw as HandshakeRequest)[kHandshake] = handshake
+  })
   let admission = answer.statusCode === 200 ? handshake.admitted : undefined
   if (admission === undefined && handshake.answered && !handshake.reached && (origins === undefined || originAllowed(origins, request.headers.origin))) {
     admission = { context: undefined, refusal: checked ? socketAnswer(answer) : undefined }
@@ -274,7 +276,9 @@ async function request (
 ): Promise<void> {
   const id = reply === undefined ? null : transport.expect(reply)
   const problem = requestProblem(payload, method, options.maxJsonDepth + 1)
-  const refusal = problem !== undefined ? new BP_ERR_INVALID_FRAME(problem) : connection.pending >= options.maxPending ? new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending)) : undefined
+  const refusal = problem !== undefined
+    ? new BP_ERR_INVALID_FRAME(problem)
+    : connection.pending >= options.maxPending ? new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending)) : undefined
   if (refusal !== undefined) {
     const answer = errorAnswer(refusal)
     connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)

@@ -45,7 +45,9 @@ export function sdkProblem (raw: unknown): string | undefined {
   const parts = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version)
   const numbers = parts === null ? undefined : [Number(parts[1]), Number(parts[2]), Number(parts[3])]
   if (numbers !== undefined && compare(numbers, OLDEST_SDK) >= 0) return undefined
-  return `This server is not compatible with the socket.io/sails.io.js client SDK version you are using (${JSON.stringify(version.slice(0, 40))}); it needs ${OLDEST_SDK.join('.')} or later (sent as the __sails_io_sdk_version query parameter of the handshake).`
+  return 'This server is not compatible with the socket.io/sails.io.js client SDK version you are using ' +
+    `(${JSON.stringify(version.slice(0, 40))}); it needs ${OLDEST_SDK.join('.')} or later ` +
+    '(sent as the __sails_io_sdk_version query parameter of the handshake).'
 }
 
 function compare (a: readonly number[], b: readonly number[]): number {
@@ -60,7 +62,9 @@ function compare (a: readonly number[], b: readonly number[]): number {
 export function payloadProblem (args: readonly unknown[]): string | undefined {
   if (args.length !== 1) return `A request is one object ({ url, data, headers }) and a callback; got ${args.length} arguments besides the callback.`
   const [payload] = args
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return `The request must be an object with a \`url\`; got ${describePayload(payload)}.`
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    return `The request must be an object with a \`url\`; got ${describePayload(payload)}.`
+  }
   const { url } = payload as Record<string, unknown>
   if (url === undefined || url === null || url === '') return 'No url provided in request.'
   if (typeof url !== 'string') return `Invalid url provided: ${describePayload(url)} (it must be a string).`
@@ -108,7 +112,9 @@ function describePayload (value: unknown): string {
  * The request the router runs for `method` and `payload`, over a connection whose handshake
  * headers are `connection`.
  */
-export function virtualRequest (method: string, payload: VirtualRequestPayload, connection: Readonly<Record<string, unknown>>): { url: string, headers: Record<string, unknown> | undefined, body: unknown } {
+export function virtualRequest (
+  method: string, payload: VirtualRequestPayload, connection: Readonly<Record<string, unknown>>
+): { url: string, headers: Record<string, unknown> | undefined, body: unknown } {
   const data = mergedData(payload)
   const inQuery = DATA_IN_QUERY.has(method)
   return {
