@@ -40,8 +40,8 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
   // Per model, every model whose records can reach a socket after reading it (kept).
   const reachable = new Map<Model, ReadonlySet<Model>>()
   routes.addHook('onRoute', route => {
-    const blueprint = (route.config as { blueprint?: BlueprintRouteConfig } | undefined)?.blueprint
-    if (blueprint === undefined) return
+    // Only the plugin's routes are registered in this context, each with its `config.blueprint`.
+    const { blueprint } = route.config as { blueprint: BlueprintRouteConfig }
     const handler = route.handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
     let read: ReadRoute | undefined
     if (READS.has(blueprint.action)) {
@@ -100,12 +100,10 @@ function reachableFrom (hub: Hub, model: Model): Set<Model> {
 
 /**
  * Keeps what the route's response schema serialises the answer to, for its status: the frame
- * embeds it as is when it is still the body. Without such a schema nothing is kept (the body is
- * then parsed and encoded again).
+ * embeds it as is when it is still the body. Without a schema for the status (a HEAD request's
+ * route has none) nothing is kept (the body is then parsed and encoded again).
  */
 function keepSerialized (scope: SocketRequest, reply: FastifyReply): void {
-  const code = reply.statusCode
-  const serialize = (reply.getSerializationFunction(String(code)) ?? reply.getSerializationFunction(`${String(code)[0]}xx`)) as
-    ((value: unknown) => string) | undefined
+  const serialize = reply.getSerializationFunction(String(reply.statusCode)) as ((value: unknown) => string) | undefined
   if (serialize !== undefined) reply.serializer((value: unknown) => (scope.serialized = serialize(value)))
 }
