@@ -31,7 +31,7 @@ export async function add (
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)
-  return inTransaction(ctx, { action: 'add', model: model.identity, origin: by.origin }, policy, async scope => {
+  return inTransaction(ctx, 'add', model, by, async scope => {
     const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
     if (association.relation === '1:m') {
       if (current === null || String(current) !== String(id)) {

@@ -14,6 +14,7 @@ import type { BeforeCommit, CommitFeed } from './commit-feed.ts'
 import type { LockRanks } from './locks.ts'
 import type { Policy } from '../criteria/types.ts'
 import type { Bounds } from '../criteria/validate.ts'
+import type { Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { RecordLoader } from '../sql/records.ts'
 import type { Executor } from '../sql/rows.ts'
@@ -49,6 +50,9 @@ export interface Requester {
   readonly origin: string | undefined
 }
 
+/** The actions that write. */
+export type WriteAction = 'create' | 'update' | 'destroy' | 'add' | 'replace' | 'remove'
+
 /** What a write runs with inside its transaction. */
 export interface WriteScope {
   /**
@@ -71,15 +75,18 @@ export interface WriteScope {
 /**
  * Runs `work` in one database transaction (see `Database.transaction`: a deadlock runs it again
  * from the start). Its changes go to the listeners after the commit, and nowhere when it throws
- * (the transaction is rolled back). `policy` is the requester's (see `WriteScope.policy`).
+ * (the transaction is rolled back); they name `action`, `model` and the requester's origin. The
+ * requester's policy is the scope's (see `WriteScope.policy`).
  *
  * The transaction is the plugin's own on the ORM's connections (sql/transactions.ts) rather than
  * `em.transactional()`: the statements are the plugin's own SQL, so the ORM's unit of work has
  * nothing to flush, and skipping it saves a fork, a flush and its events on every write.
  */
 export async function inTransaction<T> (
-  ctx: ActionContext, context: ChangeContext, policy: Policy | undefined, work: (scope: WriteScope) => Promise<T>
+  ctx: ActionContext, action: WriteAction, model: Model, by: Requester, work: (scope: WriteScope) => Promise<T>
 ): Promise<T> {
+  const context: ChangeContext = { action, model: model.identity, origin: by.origin }
+  const { policy } = by
   let changes = new ChangeSet()
   let read: BeforeCommit
   const { result, ticket } = await ctx.database.transaction(async (run, context) => {

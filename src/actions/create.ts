@@ -40,7 +40,7 @@ export async function create (ctx: ActionContext, model: Model, body: Record<str
     const collection = collectionOf(ctx, model, association)
     return { collection, wanted: wantedMembers(collection.child, fks, association.name) }
   })
-  return inTransaction(ctx, { action: 'create', model: model.identity, origin: by.origin }, policy, async scope => {
+  return inTransaction(ctx, 'create', model, by, async scope => {
     await lockTargets(ctx, scope, model, assignments)
     const entity: Record<string, unknown> = Object.fromEntries(assignments.map(a => [a.field.name, a.value]))
     for (const attribute of model.attributes.values()) {

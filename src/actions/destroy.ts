@@ -32,7 +32,7 @@ import { keyOf, parseId } from '../models/identity.ts'
 export async function destroy (ctx: ActionContext, model: Model, rawId: string, by: Requester): Promise<JsonRecord> {
   const { policy } = by
   const id = parseId(model, rawId, 'id')
-  return inTransaction(ctx, { action: 'destroy', model: model.identity, origin: by.origin }, policy, async scope => {
+  return inTransaction(ctx, 'destroy', model, by, async scope => {
     // The records this one points at through an association with a via lose it from their
     // collection: locked first (parents before children), then the record itself.
     const pointing = [...model.singulars.values()].filter(association => association.via !== undefined)

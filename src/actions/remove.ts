@@ -31,7 +31,7 @@ export async function remove (
   const collection = collectionOf(ctx, model, association)
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, false)
-  return inTransaction(ctx, { action: 'remove', model: model.identity, origin: by.origin }, policy, async scope => {
+  return inTransaction(ctx, 'remove', model, by, async scope => {
     const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
     if (association.relation === '1:m') {
       if (current !== null && String(current) === String(id)) {

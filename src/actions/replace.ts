@@ -40,7 +40,7 @@ export async function replace (
   const collection = collectionOf(ctx, model, association)
   const id = parseId(model, rawId, 'id')
   const wanted = wantedMembers(collection.child, fks, 'fks')
-  return inTransaction(ctx, { action: 'replace', model: model.identity, origin: by.origin }, policy, async scope => {
+  return inTransaction(ctx, 'replace', model, by, async scope => {
     return await setMembers(ctx, scope, collection, id, rawId, wanted, { created: false })
   })
 }

@@ -38,7 +38,7 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
   const id = parseId(model, rawId, 'id')
   const assignments = readBody(model, ctx.registry, body, { id }, ctx.bounds.limits.maxJsonDepth)
   const fields = policy?.view(model).fields
-  return inTransaction(ctx, { action: 'update', model: model.identity, origin: by.origin }, policy, async scope => {
+  return inTransaction(ctx, 'update', model, by, async scope => {
     // The records the body's keys point at, and those they point at now (their collections change),
     // then the record itself.
     const held = await lockTargets(ctx, scope, model, assignments, id)

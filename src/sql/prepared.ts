@@ -15,8 +15,6 @@ import type { Dialect } from './dialect.ts'
 import type { Connections, OrmConnection } from './runners.ts'
 import type { TransactionalKysely } from './transactions.ts'
 
-export type { ConnectionLender, NativeClient, NativePool, NativeSqlite, NativeStatement, QueryRunner } from './driver.ts'
-export { MAX_PREPARED, type Connections, type OrmConnection, type RunPrepared } from './runners.ts'
 
 /**
  * How statements run, and transactions open, for a dialect, on the ORM's Kysely instance and
