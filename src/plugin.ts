@@ -120,8 +120,9 @@ interface Shared {
   readonly notifier: Notifier
   readonly broker: MemoryBroker
   /**
-   * Some registration has realtime and a policy: every registration's writes then carry the
-   * records their changes name (`Change.records`), which its sockets' views are checked against.
+   * Some registration has realtime and a policy: realtime's subscriber of every registration's
+   * commit feed then reads the records a write's changes name (realtime/hub/commit-records.ts),
+   * which sockets' views are checked against.
    */
   policed: boolean
 }

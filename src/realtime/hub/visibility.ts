@@ -2,7 +2,8 @@
  * Notifications under a policy: what the app's `parseBlueprintOptions` hides from a socket's
  * reads, it also hides from the notifications the socket is sent. The socket keeps the policy's
  * view of each model from its reads (`Connection.views`); a change's message is checked against
- * it on delivery, with the records the change carries (`Change.records`).
+ * it on delivery, with the records the envelope item carries (`EnvelopeItem.records`, read in the
+ * write's transaction by commit-records.ts).
  *
  * - `created`: sent (and followed) only when the new record is one the socket may see;
  * - `updated`: not sent when the record, as the write left it, is one the socket may no longer
