@@ -34,7 +34,6 @@ import { keyOf } from '../models/identity.ts'
  * and BP_ERR_OUTSIDE_POLICY.
  */
 export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, by: Requester): Promise<JsonRecord> {
-  const { policy } = by
   const assignments = readBody(model, ctx.registry, body, 'create', ctx.bounds.limits.maxJsonDepth)
   const links = readLinks(model, body, ctx.bounds.limits.maxValues).map(({ association, fks }) => {
     const collection = collectionOf(ctx, model, association)

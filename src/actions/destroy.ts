@@ -30,7 +30,6 @@ import { keyOf, parseId } from '../models/identity.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND, BP_ERR_CONSTRAINT.
  */
 export async function destroy (ctx: ActionContext, model: Model, rawId: string, by: Requester): Promise<JsonRecord> {
-  const { policy } = by
   const id = parseId(model, rawId, 'id')
   return inTransaction(ctx, 'destroy', model, by, async scope => {
     // The records this one points at through an association with a via lose it from their
