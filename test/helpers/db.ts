@@ -6,6 +6,7 @@ import { MikroORM as SqliteORM } from '@mikro-orm/sqlite'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import type { MikroORM } from '@mikro-orm/core'
 import pg from 'pg'
+import { randomBytes } from 'node:crypto'
 
 export type Database = 'sqlite' | 'postgres'
 
@@ -32,7 +33,9 @@ export async function createOrm (db: Database, entities: unknown[]): Promise<Mik
     await orm.schema.create()
     return orm as unknown as MikroORM
   }
-  const dbName = `bp_test_${process.pid}_${++counter}`
+  // A random part too: a run that was killed leaves its databases behind, and a later process may
+  // get the same pid (it would find a database with its tables already made).
+  const dbName = `bp_test_${process.pid}_${++counter}_${randomBytes(4).toString('hex')}`
   let orm: PostgresORM
   try {
     orm = await PostgresORM.init({ entities: entities as never[], dbName, ...PG, pool: { min: 0, max: 4 } })

@@ -2,6 +2,7 @@
 // statements that the server lists in pg_prepared_statements, at most MAX_PREPARED of them; on
 // SQLite they are kept prepared, and a statement outside a transaction waits for the connection
 // rather than running inside another write's transaction.
+import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
 import { createRequire } from 'node:module'
@@ -113,7 +114,7 @@ if (DATABASES.includes('sqlite')) {
 if (DATABASES.includes('postgres')) {
   t.test('postgres: with an onReserveConnection hook, reads go through Kysely, which runs it', async t => {
     let reserved = 0
-    const dbName = `bp_test_reserve_${process.pid}`
+    const dbName = `bp_test_reserve_${process.pid}_${randomBytes(4).toString('hex')}`
     const orm = await PostgresORM.init({ entities: entities as never[], dbName, ...PG, pool: { min: 0, max: 2 }, onReserveConnection: async () => { reserved++ } })
     await orm.schema.ensureDatabase()
     await orm.schema.create()
