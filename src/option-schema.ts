@@ -98,6 +98,17 @@ const REALTIME = Type.Union([
       readonly(Type.Object({
         path: Type.Optional(Type.String({ pattern: '^/.*[^/]$', description: 'must start with / and not end with /' }))
       }, { additionalProperties: false, description: 'must be an object' }))
+    ], { description: 'must be a boolean or an object' })),
+    log: Type.Optional(Type.Union([
+      Type.Boolean(),
+      readonly(Type.Object({
+        table: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,56}$', description: 'must be letters, digits and _, not start with a digit, ' +
+          'and be at most 57 characters' })),
+        create: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
+        maxEntries: Type.Optional(count(1)),
+        maxAge: Type.Optional(count(1)),
+        poll: Type.Optional(count(0))
+      }, { additionalProperties: false, description: 'must be an object' }))
     ], { description: 'must be a boolean or an object' }))
   }, { additionalProperties: false, description: 'must be an object' }))
 ], { description: 'must be a boolean or an object' })

@@ -174,6 +174,8 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     ? undefined
     : await startRealtime(app, realtimeOptions, {
       registry,
+      database,
+      dialect,
       feed: ctx.feed,
       defaultBroker: shared.broker,
       maxJsonDepth: options.limits.maxJsonDepth,

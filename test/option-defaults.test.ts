@@ -48,13 +48,19 @@ t.test('DEFAULTS is what an app gets when it sets nothing', async t => {
   t.notOk(DEFAULTS.openapi.enabled)
   t.ok(DEFAULTS.realtime.enabled)
   if (resolved.realtime === false) throw new Error('realtime is on by default')
-  const { enabled, path, sailsIo, ...numbers } = DEFAULTS.realtime
+  const { enabled, path, sailsIo, log, ...numbers } = DEFAULTS.realtime
   t.equal(resolved.realtime.path, path.replace('{prefix}', DEFAULTS.prefix))
   t.equal(resolved.realtime.path, '/socket')
   t.equal(resolved.realtime.sailsIo, false, 'sails.io.js off: DEFAULTS.realtime.sailsIo.enabled is false')
   t.notOk(sailsIo.enabled)
   t.ok(enabled)
   for (const [key, value] of Object.entries(numbers)) t.equal(resolved.realtime[key as keyof typeof numbers], value, key)
+  const { enabled: logged, ...logSettings } = log
+  t.ok(logged, 'the change log is on')
+  t.same(resolved.realtime.log, logSettings, 'the change log: DEFAULTS.realtime.log')
+  t.equal((resolveOptions({ orm, realtime: { log: false } }).realtime as { log: unknown }).log, false)
+  t.same((resolveOptions({ orm, realtime: { log: true } }).realtime as { log: unknown }).log, logSettings)
+  t.match((resolveOptions({ orm, realtime: { log: { table: 'changes', maxEntries: 5 } } }).realtime as { log: unknown }).log, { table: 'changes', maxEntries: 5, poll: 1000 })
   t.match(resolveOptions({ orm, prefix: '/api' }).realtime, { path: '/api/socket' }, '{prefix} is the prefix option')
   t.match(resolveOptions({ orm, realtime: { sailsIo: true } }).realtime, { sailsIo: { path: DEFAULTS.realtime.sailsIo.path } })
   t.match(resolveOptions({ orm, realtime: { sailsIo: {} } }).realtime, { sailsIo: { path: '/socket.io' } })

@@ -29,6 +29,12 @@ t.test('invalid options are refused at registration with a coded error', async t
     [{ orm, realtime: { maxSubscriptions: -1 } }, /`realtime.maxSubscriptions` must be a whole number from 0 up/],
     [{ orm, realtime: { maxBufferedBytes: '1' } }, /`realtime.maxBufferedBytes`/],
     [{ orm, realtime: { pingInterval: Infinity } }, /`realtime.pingInterval`/],
+    [{ orm, realtime: { log: { table: 'my-log' } } }, /`realtime.log.table` must be letters, digits and _/],
+    [{ orm, realtime: { log: { table: 'x'.repeat(58) } } }, /`realtime.log.table`/],
+    [{ orm, realtime: { log: { maxEntries: 0 } } }, /`realtime.log.maxEntries` must be a whole number from 1 up/],
+    [{ orm, realtime: { log: { poll: -1 } } }, /`realtime.log.poll`/],
+    [{ orm, realtime: { log: { maxEntrie: 5 } } }, /unknown option `realtime.log.maxEntrie` \(did you mean `maxEntries`\?\)/],
+    [{ orm, realtime: { log: 'on' } }, /`realtime.log` must be a boolean or an object/],
     [{ orm, defaultLimit: -1 }, /`defaultLimit`/],
     [{ orm, maxLimit: 1.5 }, /`maxLimit`/],
     [{ orm, populateLimit: '30' }, /`populateLimit`/],
@@ -82,7 +88,8 @@ t.test('invalid options are refused at registration with a coded error', async t
       maxSubscriptions: 1000,
       maxBufferedBytes: 4_194_304,
       pingInterval: 30_000,
-      sailsIo: { enabled: false, path: '/socket.io' }
+      sailsIo: { enabled: false, path: '/socket.io' },
+      log: { enabled: true, table: 'blueprints_log', create: true, maxEntries: 100_000, maxAge: 86_400_000, poll: 1000 }
     },
     openapi: { enabled: false, info: { title: 'API', version: '1.0.0' } }
   })

@@ -7,6 +7,8 @@ import { existsSync, readFileSync } from 'node:fs'
 export type ServerAsk =
   | { readonly type: 'gc' }
   | { readonly type: 'stats' }
+  /** How many queries the process has sent to PostgreSQL so far (every `pg` client's). */
+  | { readonly type: 'queries' }
   | { readonly type: 'snapshot', readonly file: string }
   /** Starts the V8 CPU profiler (inspector), so that a profile covers one measured phase only. */
   | { readonly type: 'profile-start' }
@@ -21,6 +23,7 @@ export interface ServerReply {
   readonly id: number
   readonly memory?: NodeJS.MemoryUsage
   readonly stats?: unknown[]
+  readonly queries?: number
   readonly file?: string
 }
 

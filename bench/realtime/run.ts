@@ -34,7 +34,7 @@
 //    interleaved rounds; reports socket.io ÷ /socket of the last socket's receipt (the fan-out's
 //    time; target ≤ 1.5) and of the server CPU per write.
 //
-// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io; BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
+// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io,herd; BENCH_RT_HERD (5000), BENCH_RT_HERD_ROUNDS (2); BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
 // (3), BENCH_RT_WARMUP (2 s); BENCH_RT_FANOUT (1000,10000: the values of N); BENCH_RT_FANOUT_CLIENTS
 // (client processes, 1); BENCH_RT_WRITES (25 per N); BENCH_RT_CROSS_WRITES (200);
 // BENCH_RT_BROKERS=redis,postgres,memory; BENCH_RT_CPU_PROF=<dir> (V8 CPU profiles of the servers
@@ -57,7 +57,7 @@ import {
 
 const env = process.env
 const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
-const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io')
+const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd')
 const ROUNDS = Number(env.BENCH_RT_ROUNDS ?? 5)
 const SECONDS = Number(env.BENCH_RT_SECONDS ?? 3)
 const WARMUP_SECONDS = Number(env.BENCH_RT_WARMUP ?? 2)
@@ -86,6 +86,8 @@ const SUBSCRIBE = '/user/1?populate=false'
 const TARGETS = { ratio: 1.0, fanoutP99: 50, rssPerSocket: 10 * 1024, crossP99: 20, sailsIo: 1.5 }
 const SAILS_IO_N = Number(env.BENCH_RT_SAILS_IO_N ?? 1000)
 const SAILS_IO_ROUNDS = Number(env.BENCH_RT_SAILS_IO_ROUNDS ?? 3)
+const HERD = Number(env.BENCH_RT_HERD ?? 5000)
+const HERD_ROUNDS = Number(env.BENCH_RT_HERD_ROUNDS ?? 2)
 
 // ---------------------------------------------------------------------------------------------
 // Child processes: every one is killed when this process ends, whatever the reason.
@@ -735,6 +737,106 @@ async function crosses (): Promise<Cross[]> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 5. A herd resumes
+
+interface Herd {
+  readonly how: 'resume' | 'read again'
+  /** From the first connection to the last socket caught up (answered, and told what it missed). */
+  readonly ms: number
+  /** Queries the new instance sent to PostgreSQL meanwhile. */
+  readonly queries: number
+  /** Answers by status code. */
+  readonly statuses: Record<number, number>
+  /** Notifications the sockets received. */
+  readonly notifications: number
+}
+
+/** One socket of the herd: the read it made, and what its answer carried. */
+interface Sheep { readonly url: string, readonly token: string }
+
+/** `count` sockets each read one of 100 users on `port`, at most CONNECT_CONCURRENCY at once. */
+async function gather (port: number, count: number): Promise<Sheep[]> {
+  const herd: Sheep[] = []
+  for (let i = 0; i < count; i += CONNECT_CONCURRENCY) {
+    herd.push(...await Promise.all(Array.from({ length: Math.min(CONNECT_CONCURRENCY, count - i) }, async (_, j) => {
+      const url = `/user/${((i + j) % 100) + 1}?populate=false`
+      const ws = await openSocket(port)
+      const answer = await frame(ws, 1, 'GET', url)
+      ws.terminate()
+      return { url, token: (answer.headers as Record<string, string>)['x-blueprints-resume'] }
+    })))
+  }
+  return herd
+}
+
+/**
+ * The herd comes back at once to a freshly started instance: each socket sends its read again,
+ * with its token (`resume`) or without (`read again`, what a client does without the change
+ * log), and is caught up once answered and told of the `missed` writes of its user.
+ */
+async function stampede (server: Server, herd: readonly Sheep[], how: Herd['how'], missed: number): Promise<Herd> {
+  const port = server.ports[0]
+  const before = (await server.ask({ type: 'queries' })).queries as number
+  const statuses: Record<number, number> = {}
+  let notifications = 0
+  const sockets: WebSocket[] = []
+  const start = performance.now()
+  for (let i = 0; i < herd.length; i += CONNECT_CONCURRENCY) {
+    await Promise.all(herd.slice(i, i + CONNECT_CONCURRENCY).map(async sheep => {
+      const ws = await openSocket(port)
+      sockets.push(ws)
+      let told = 0
+      const caughtUp = new Promise<void>(resolve => {
+        ws.on('message', data => { if (String(data).startsWith('{"event"')) { notifications++; if (++told === missed || how === 'read again') resolve() } })
+      })
+      const headers = how === 'resume' ? { 'x-blueprints-resume': sheep.token } : undefined
+      const answer = await within(new Promise<{ statusCode: number }>(resolve => {
+        ws.on('message', data => { const f = JSON.parse(String(data)) as { id?: number, statusCode: number }; if (f.id === 1) resolve(f) })
+        ws.send(JSON.stringify({ id: 1, method: 'GET', url: sheep.url, headers }))
+      }), 30_000, 'a herd answer')
+      statuses[answer.statusCode] = (statuses[answer.statusCode] ?? 0) + 1
+      if (how === 'resume' && answer.statusCode === 204) await within(caughtUp, 30_000, 'the missed notifications')
+    }))
+  }
+  const ms = performance.now() - start
+  const queries = ((await server.ask({ type: 'queries' })).queries as number) - before
+  for (const ws of sockets) ws.terminate()
+  return { how, ms, queries, statuses, notifications }
+}
+
+async function herds (): Promise<Herd[]> {
+  const n = HERD
+  const writes = 200
+  console.log(`\n## 5. A herd of ${n} sockets comes back to a restarted instance (Redis broker; ${writes} writes while they were away, ${writes / 100} per socket's record)`)
+  console.log('(each round: the sockets read on instance A and go; A takes the writes; a fresh instance B starts; the herd returns to B at once, with its resume tokens or reading again — the two alternate)')
+  const a = await startServer('herd A', 'redis')
+  const outcomes: Herd[] = []
+  try {
+    for (let round = 0; round < HERD_ROUNDS; round++) {
+      const herd = await gather(a.ports[0], n)
+      for (let w = 0; w < writes; w++) await ok(a.ports[0], 'PATCH', `/user/${(w % 100) + 1}`, { age: 1000 + round * writes + w })
+      for (const how of (round % 2 === 0 ? ['resume', 'read again'] : ['read again', 'resume']) as Array<Herd['how']>) {
+        const b = await startServer(`herd B (${how})`, 'redis')
+        try {
+          outcomes.push(await stampede(b, herd, how, writes / 100))
+        } finally {
+          await b.stop()
+        }
+      }
+    }
+  } finally {
+    await a.stop()
+  }
+  console.log('\n| round | how | all caught up | queries to PostgreSQL | per socket | answers | notifications |')
+  console.log('| ---: | --- | ---: | ---: | ---: | --- | ---: |')
+  outcomes.forEach((h, i) => {
+    const answers = Object.entries(h.statuses).map(([status, count]) => `${count} × ${status}`).join(', ')
+    console.log(`| ${Math.floor(i / 2) + 1} | ${h.how} | ${(h.ms / 1000).toFixed(2)} s | ${h.queries} | ${(h.queries / n).toFixed(3)} | ${answers} | ${h.notifications} |`)
+  })
+  return outcomes
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const started = Date.now()
 const load = (): string => loadavg().map(n => n.toFixed(2)).join(' ')
@@ -743,9 +845,9 @@ console.log(`Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model 
 console.log(`load average at start: ${load()}`)
 if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
 
-const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout } = {}
+const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout, herd?: Herd[] } = {}
 if (ONLY.includes('throughput')) results.throughput = await throughput()
-else if (ONLY.some(part => part === 'fanout' || part === 'cross' || part === 'sails-io')) {
+else if (ONLY.some(part => part === 'fanout' || part === 'cross' || part === 'sails-io' || part === 'herd')) {
   // The other parts use the seeded database: seed it once with a short-lived server.
   const seeder = await startServer('seed', 'memory', { seed: true })
   await seeder.stop()
@@ -753,6 +855,7 @@ else if (ONLY.some(part => part === 'fanout' || part === 'cross' || part === 'sa
 if (ONLY.includes('fanout')) results.fanout = await fanouts()
 if (ONLY.includes('cross')) results.cross = await crosses()
 if (ONLY.includes('sails-io')) results.sailsIo = await sailsIoFanouts()
+if (ONLY.includes('herd')) results.herd = await herds()
 
 console.log('\n## Summary against the targets')
 const verdict = (met: boolean): string => met ? 'met' : 'MISSED'
@@ -777,6 +880,11 @@ for (const c of results.cross ?? []) {
 if (results.sailsIo !== undefined) {
   const { complete, cpu } = sailsIoRatios(results.sailsIo)
   console.log(`- fan-out to ${results.sailsIo.n} sockets, /socket.io ÷ /socket (median of per-round ratios): last socket's receipt ${complete.toFixed(2)} (target ≤ ${TARGETS.sailsIo}): ${verdict(complete <= TARGETS.sailsIo)}; server CPU per write ${cpu.toFixed(2)}`)
+}
+const herded = results.herd ?? []
+for (const how of ['resume', 'read again'] as const) {
+  const runs = herded.filter(h => h.how === how)
+  if (runs.length > 0) console.log(`- herd of ${HERD}, ${how}: all caught up in ${(median(runs.map(h => h.ms)) / 1000).toFixed(2)} s (median), ${median(runs.map(h => h.queries))} queries to PostgreSQL`)
 }
 console.log(`\nTotal time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)
 agent.destroy()

@@ -20,6 +20,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import { Redis } from 'ioredis'
+import pg from 'pg'
 import blueprints, { MemoryBroker, type Broker } from '../../src/index.ts'
 import { PostgresBroker } from '../../src/realtime/brokers/postgres.ts'
 import { RedisBroker } from '../../src/realtime/brokers/redis.ts'
@@ -39,7 +40,7 @@ if (kind !== 'memory' && kind !== 'redis' && kind !== 'postgres') throw new Erro
 const appCount = Number(args.apps)
 if (process.send === undefined) throw new Error('server.ts runs as a child of bench/realtime/run.ts (it needs an IPC channel)')
 
-const pg = {
+const pgConnection = {
   host: process.env.PGHOST ?? '127.0.0.1',
   port: Number(process.env.PGPORT ?? 5432),
   user: process.env.PGUSER ?? 'postgres',
@@ -48,6 +49,15 @@ const pg = {
 const dbName = process.env.BENCH_RT_PG_DB ?? 'bp_bench_rt'
 // A channel of this run only: other work on the same Redis server must not reach our sockets.
 const channel = process.env.BENCH_RT_CHANNEL ?? 'bp_bench_rt'
+
+// Every query of every pg client of this process (the ORMs' pools and the PostgreSQL broker's), for
+// the `queries` request: how many statements a phase cost.
+let queries = 0
+const query = pg.Client.prototype.query
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  queries++
+  return (query as (...args: unknown[]) => unknown).apply(this, args)
+} as typeof query
 
 const orms: MikroORM[] = []
 const closers: Array<() => Promise<void>> = []
@@ -61,12 +71,12 @@ function broker (): Broker {
     closers.push(async () => { await client.quit() })
     return new RedisBroker({ client, channel })
   }
-  return new PostgresBroker({ connection: { ...pg, database: dbName }, channel })
+  return new PostgresBroker({ connection: { ...pgConnection, database: dbName }, channel })
 }
 
 const apps: FastifyInstance[] = []
 for (let i = 0; i < appCount; i++) {
-  const orm = await PostgresORM.init({ entities, dbName, ...pg }) as unknown as MikroORM
+  const orm = await PostgresORM.init({ entities, dbName, ...pgConnection }) as unknown as MikroORM
   orms.push(orm)
   if (i === 0) {
     await orm.schema.ensureDatabase()
@@ -110,6 +120,8 @@ process.on('message', (request: ServerRequest) => {
     reply({ memory: process.memoryUsage() })
   } else if (request.type === 'stats') {
     reply({ stats: apps.map(app => app.blueprints.stats()) })
+  } else if (request.type === 'queries') {
+    reply({ queries })
   } else {
     reply({ file: writeHeapSnapshot(request.file) })
   }

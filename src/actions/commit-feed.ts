@@ -34,8 +34,9 @@ export interface CommitSubscriber<N = unknown> {
    * Called in the write's transaction, once its work is done and before it commits (again on each
    * attempt of a retried transaction), with `run` bound to the transaction; what it resolves to is
    * handed to `committed`. Asked at each write (`undefined`: nothing to read for this one).
+   * `context`: what `committed` will be told of the write.
    */
-  beforeCommit?: ((changes: readonly Change[], run: Executor) => Promise<N>) | undefined
+  beforeCommit?: ((changes: readonly Change[], run: Executor, context: ChangeContext) => Promise<N>) | undefined
   /** The changes of a committed write (never of a rolled-back one, never an empty set). */
   committed (changes: readonly Change[], context: ChangeContext, read: N | undefined): void | Promise<void>
 }
@@ -62,9 +63,9 @@ export class CommitFeed {
    * Runs the subscribers' `beforeCommit` steps in the transaction of `run`; `undefined` when none
    * has one (no promise, nothing to wait for), as on most writes.
    */
-  beforeCommit (changes: readonly Change[], run: Executor): Promise<BeforeCommit> | undefined {
+  beforeCommit (changes: readonly Change[], run: Executor, context: ChangeContext): Promise<BeforeCommit> | undefined {
     if (changes.length === 0 || !this.#subscribers.some(subscriber => subscriber.beforeCommit !== undefined)) return undefined
-    return Promise.all(this.#subscribers.map(async subscriber => await subscriber.beforeCommit?.(changes, run)))
+    return Promise.all(this.#subscribers.map(async subscriber => await subscriber.beforeCommit?.(changes, run, context)))
   }
 
   /**

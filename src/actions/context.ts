@@ -89,7 +89,7 @@ export async function inTransaction<T> (
   const { policy } = by
   let changes = new ChangeSet()
   let read: BeforeCommit
-  const { result, ticket } = await ctx.database.transaction(async (run, context) => {
+  const { result, ticket } = await ctx.database.transaction(async (run, transactionContext) => {
     // A new change set per attempt: a retried transaction starts from nothing.
     changes = new ChangeSet()
     let em: EntityManager | undefined
@@ -100,7 +100,7 @@ export async function inTransaction<T> (
       get em () {
         if (em === undefined) {
           em = ctx.orm.em.fork()
-          em.setTransactionContext(context() as never)
+          em.setTransactionContext(transactionContext() as never)
         }
         return em
       },
@@ -110,7 +110,7 @@ export async function inTransaction<T> (
       changes,
       policy
     })
-    const reading = ctx.feed.beforeCommit(changes.changes, run)
+    const reading = ctx.feed.beforeCommit(changes.changes, run, context)
     read = reading === undefined ? undefined : await reading
     return answer
   })

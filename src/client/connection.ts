@@ -1,7 +1,7 @@
 // The client's connection: one WebSocket at a time, opened again after a drop with back-off; the
 // requests it sends (jobs.ts), the reads it re-issues after a reconnect (reads.ts), and the app's
 // handlers it calls with what arrives.
-import { CLOSE } from '../realtime/protocol.ts'
+import { CLOSE, POSITION_HEADER, RESUME_HEADER, type LogPosition } from '../realtime/protocol.ts'
 import type { Backoff } from './backoff.ts'
 import type { Job, Jobs } from './jobs.ts'
 import type { BlueprintsResponse } from './messages.ts'
@@ -41,6 +41,16 @@ export class ClientConnection {
   #status: Status = 'connecting'
   #ws: WebSocketLike | undefined
   #timer: ReturnType<typeof setTimeout> | undefined
+  /**
+   * The last change log position the client applied (`<epoch>:<position>`), sent with each resumed
+   * read: the server replays what came after it. It advances with notifications once every
+   * resumed read is answered (until then, a read not yet resumed may still miss earlier ones).
+   */
+  #position: LogPosition | undefined
+  /** The furthest position received while resumed reads were in flight. */
+  #latest: LogPosition | undefined
+  /** Resync reads in flight. */
+  #resyncing = 0
 
   constructor (parts: ConnectionParts) {
     this.#url = parts.url
@@ -93,17 +103,28 @@ export class ClientConnection {
     // The server forgot this connection's subscriptions with the old one: the remembered reads
     // go first, so that the socket is subscribed again as early as possible. (On the first open
     // nothing is remembered yet.)
+    // A read that carries its resume token is resumed by the server when it can (204: nothing to
+    // read again, what was missed is replayed as notifications); otherwise it runs, and the app's
+    // resync handlers get its answer.
     const resync: Job[] = []
-    for (const [url, headers] of this.#reads.entries()) {
+    for (const [url, { headers, token }] of this.#reads.entries()) {
+      const at = this.#position
+      const position = at === undefined ? {} : { [POSITION_HEADER]: `${at.epoch}:${at.position}` }
+      const sent = token === undefined ? headers : { ...headers, [RESUME_HEADER]: token, ...position }
       resync.push({
         method: 'GET',
         url,
         headers,
-        frame: JSON.stringify({ method: 'GET', url, headers }),
+        frame: JSON.stringify({ method: 'GET', url, headers: sent }),
         resync: true,
-        done: response => { for (const handler of this.#handlers.resync) this.#call(handler, url, response) }
+        done: response => {
+          if (--this.#resyncing === 0 && this.#latest !== undefined) this.#position = further(this.#position, this.#latest)
+          if (response.statusCode !== 204) for (const handler of this.#handlers.resync) this.#call(handler, url, response)
+        }
       })
     }
+    this.#resyncing = resync.length
+    this.#latest = undefined
     this.#jobs.first(resync)
     this.#setStatus('open')
     this.#pump()
@@ -128,6 +149,11 @@ export class ClientConnection {
     }
     if (typeof frame !== 'object' || frame === null) return
     if (typeof frame.event === 'string') {
+      if (typeof frame.position === 'number' && typeof frame.epoch === 'string') {
+        const at = { epoch: frame.epoch, position: frame.position }
+        if (this.#resyncing === 0) this.#position = further(this.#position, at)
+        else this.#latest = further(this.#latest, at)
+      }
       for (const handler of this.#handlers.notifications.get(frame.event) ?? []) this.#call(handler, frame.data)
       return
     }
@@ -139,7 +165,10 @@ export class ClientConnection {
       headers: (frame.headers ?? {}) as Record<string, string | string[]>,
       body: frame.body ?? null
     }
-    if (job.method === 'GET') this.#reads.answered(job.url, job.headers, response.statusCode, job.resync)
+    if (job.method === 'GET') {
+      const token = response.headers[RESUME_HEADER]
+      this.#reads.answered(job.url, job.headers, response.statusCode, job.resync, typeof token === 'string' ? token : undefined)
+    }
     job.done(response)
     this.#pump()
   }
@@ -199,4 +228,9 @@ export class ClientConnection {
   #report (error: unknown): void {
     queueMicrotask(() => { this.#onError(error) })
   }
+}
+
+/** The further of two positions: `next` when the log is another one (its epoch changed). */
+function further (current: LogPosition | undefined, next: LogPosition): LogPosition {
+  return current === undefined || current.epoch !== next.epoch || next.position > current.position ? next : current
 }

@@ -1,12 +1,19 @@
-// The client's remembered reads: the GETs it re-issues after a reconnect to subscribe again.
+// The client's remembered reads: the GETs it re-issues after a reconnect to subscribe again, each
+// with the resume token its last answer carried (the server then resumes it without running it).
 
 /** Request headers as the client keeps them with a read. */
 export type Headers = Readonly<Record<string, string>> | undefined
 
-/** Subscribing reads, url → headers, least recently made first, at most `capacity` of them. */
+/** A remembered read: its headers, and the resume token of its last answer, if any. */
+export interface Remembered {
+  readonly headers: Headers
+  readonly token: string | undefined
+}
+
+/** Subscribing reads, url → what they are sent with, least recently made first, at most `capacity` of them. */
 export class RememberedReads {
   readonly #capacity: number
-  readonly #reads = new Map<string, Headers>()
+  readonly #reads = new Map<string, Remembered>()
 
   constructor (capacity: number) {
     this.#capacity = capacity
@@ -18,23 +25,26 @@ export class RememberedReads {
   }
 
   /** The reads to re-issue, least recently made first. */
-  entries (): IterableIterator<[string, Headers]> {
+  entries (): IterableIterator<[string, Remembered]> {
     return this.#reads.entries()
   }
 
   /**
-   * Records how a read of `url` was answered: 404 forgets it (its record is gone); an app's read
-   * answered 200 becomes the most recent one, evicting the oldest beyond the capacity. A resync
-   * leaves the order alone (it is no use by the app), and does not bring back a url forgotten
-   * while it was in flight.
+   * Records how a read of `url` was answered, and the resume token it carried: 404 forgets it (its
+   * record is gone); an app's read answered 200 becomes the most recent one, evicting the oldest
+   * beyond the capacity. A resync (answered 200, or 204 when it resumed) keeps its new token and
+   * leaves the order alone (it is no use by the app); it does not bring back a url forgotten while
+   * it was in flight.
    */
-  answered (url: string, headers: Headers, statusCode: number, resync: boolean): void {
+  answered (url: string, headers: Headers, statusCode: number, resync: boolean, token: string | undefined): void {
     if (statusCode === 404) {
       this.#reads.delete(url)
-    } else if (statusCode === 200 && !resync) {
+    } else if (resync) {
+      if ((statusCode === 200 || statusCode === 204) && this.#reads.has(url)) this.#reads.set(url, { headers, token })
+    } else if (statusCode === 200) {
       // Delete then set moves the url to the end.
       this.#reads.delete(url)
-      this.#reads.set(url, headers)
+      this.#reads.set(url, { headers, token })
       if (this.#reads.size > this.#capacity) this.#reads.delete(this.#reads.keys().next().value as string)
     }
   }

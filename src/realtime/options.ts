@@ -9,6 +9,7 @@ import { BP_ERR_INVALID_OPTION } from '../errors.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { RouteHooks } from '../routes/route-options.ts'
 import type { Broker } from './brokers/broker.ts'
+import type { LogSettings } from './log/change-log.ts'
 import type { Authorize } from './hub/hub.ts'
 import { resolveOrigins, type OriginPolicy } from './origins.ts'
 
@@ -74,6 +75,50 @@ export interface RealtimeOptions {
    * package (version 4), which the app installs. Default `false`.
    */
   readonly sailsIo?: boolean | { readonly path?: string }
+  /**
+   * The change log (docs/reliability.md): every committed change set is recorded in a table of
+   * the app's database, in the write's own transaction, at a position that notification frames
+   * carry; instances read from it what their broker did not bring (a lost connection, an instance
+   * that died after a commit) instead of closing their sockets. `false` turns it off (a broker
+   * outage then closes the sockets with 4010, as before). Default: on, with the values of
+   * `DEFAULTS.realtime.log`.
+   */
+  readonly log?: boolean | LogOptions
+}
+
+/**
+ * Options of the change log (`realtime.log`).
+ *
+ * @example
+ * ```ts
+ * realtime: { log: { table: 'app_changes', maxEntries: 10_000, maxAge: 3_600_000 } }
+ * ```
+ */
+export interface LogOptions {
+  /**
+   * The log's table: letters, digits and `_`, not starting with a digit, at most 57 characters;
+   * `<table>_epoch` (and on PostgreSQL the sequence `<table>_position`) go with it. Default
+   * `'blueprints_log'`.
+   */
+  readonly table?: string
+  /**
+   * Whether the plugin creates the tables when they are missing; `false` when a migration does
+   * (docs/reliability.md gives the statements): registration then fails if they are missing.
+   * Default `true`.
+   */
+  readonly create?: boolean
+  /**
+   * Change sets kept at most (the newest); a client that missed more reads again. Default
+   * 100 000.
+   */
+  readonly maxEntries?: number
+  /** Milliseconds a change set is kept at most. Default 86 400 000 (a day). */
+  readonly maxAge?: number
+  /**
+   * Milliseconds between two reads of the log by an instance, for change sets that no broker
+   * brought (0: only when a broker reconnects or an envelope arrives out of turn). Default 1000.
+   */
+  readonly poll?: number
 }
 
 /** Realtime options after defaults (the broker is made by the plugin when absent). */
@@ -92,6 +137,8 @@ export interface ResolvedRealtime {
   readonly pingInterval: number
   /** The socket.io endpoint, or false. */
   readonly sailsIo: { readonly path: string } | false
+  /** The change log's settings, or false. */
+  readonly log: LogSettings | false
 }
 
 /** What a socket endpoint (websocket or socket.io) is registered with: the resolved options it reads, and its path. */
@@ -115,7 +162,8 @@ export const DEFAULT_REALTIME = Object.freeze({
   maxSubscriptions: 1000,
   maxBufferedBytes: 4_194_304,
   pingInterval: 30_000,
-  sailsIo: Object.freeze({ enabled: false, path: '/socket.io' })
+  sailsIo: Object.freeze({ enabled: false, path: '/socket.io' }),
+  log: Object.freeze({ enabled: true, table: 'blueprints_log', create: true, maxEntries: 100_000, maxAge: 86_400_000, poll: 1000 })
 })
 
 /**
@@ -153,7 +201,22 @@ export function resolveRealtime (value: boolean | RealtimeOptions | undefined, p
     maxSubscriptions: given.maxSubscriptions ?? DEFAULT_REALTIME.maxSubscriptions,
     maxBufferedBytes: given.maxBufferedBytes ?? DEFAULT_REALTIME.maxBufferedBytes,
     pingInterval: given.pingInterval ?? DEFAULT_REALTIME.pingInterval,
-    sailsIo: sailsIoPath === false ? false : Object.freeze({ path: sailsIoPath })
+    sailsIo: sailsIoPath === false ? false : Object.freeze({ path: sailsIoPath }),
+    log: resolveLog(given.log)
+  })
+}
+
+/** The `realtime.log` option with its defaults. */
+function resolveLog (value: boolean | LogOptions | undefined): LogSettings | false {
+  const defaults = DEFAULT_REALTIME.log
+  if (!(value ?? defaults.enabled)) return false
+  const given: LogOptions = typeof value === 'object' ? value : {}
+  return Object.freeze({
+    table: given.table ?? defaults.table,
+    create: given.create ?? defaults.create,
+    maxEntries: given.maxEntries ?? defaults.maxEntries,
+    maxAge: given.maxAge ?? defaults.maxAge,
+    poll: given.poll ?? defaults.poll
   })
 }
 

@@ -60,6 +60,16 @@ export function fromConnection (name: string): boolean {
   return name === 'host' || name === 'origin' || name === 'forwarded' || name === 'x-real-ip' || name.startsWith('x-forwarded-')
 }
 
+/**
+ * The header of a socket read's answer that carries its resume token (see docs/reliability.md),
+ * and of the same read sent again after a reconnect, to resume it without running it.
+ */
+export const RESUME_HEADER = 'x-blueprints-resume'
+/** The header of a resuming read: the last change log position the client applied (`<epoch>:<position>`). */
+export const POSITION_HEADER = 'x-blueprints-position'
+/** The header of a read's answer that resumed it (204, no body): the position it resumed from. */
+export const RESUMED_HEADER = 'x-blueprints-resumed'
+
 /** The response header a read carries when the socket's subscription limit left records out. */
 export const SUBSCRIPTION_LIMIT = Object.freeze({ header: 'x-blueprints-subscriptions', value: 'limit-reached' })
 
@@ -72,9 +82,21 @@ export function frameId (frame: unknown): string | number | null {
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null
 }
 
-/** A notification frame, server → client: `{ event, data }` (`data` is a change message). */
-export function notificationFrame (model: string, data: unknown): string {
-  return JSON.stringify({ event: model, data })
+/**
+ * Where a notification stands in the server's change log (docs/reliability.md): the position of
+ * its change set, and the log's epoch (positions of another epoch are not comparable).
+ */
+export interface LogPosition {
+  readonly position: number
+  readonly epoch: string
+}
+
+/**
+ * A notification frame, server → client: `{ event, data }` (`data` is a change message), and
+ * with a change log its `position` and `epoch`.
+ */
+export function notificationFrame (model: string, data: unknown, at?: LogPosition): string {
+  return JSON.stringify(at === undefined ? { event: model, data } : { event: model, data, position: at.position, epoch: at.epoch })
 }
 
 /**

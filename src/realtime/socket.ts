@@ -13,6 +13,7 @@ import type { InFlight } from './virtual-request/in-flight.ts'
 import type { ModelView } from '../criteria/types.ts'
 import { Holdings, type SubscriptionRegistry } from './hub/subscriptions.ts'
 import type { SharedFrames, Transport } from './transport.ts'
+import type { LogPosition } from './protocol.ts'
 
 /**
  * A connected socket, as app code sees it (`app.blueprints.socketOf(request)`, the `authorize`
@@ -104,9 +105,9 @@ export class Connection implements BlueprintSocket {
    * fetches its records again) rather than allowed to hold more memory. Returns whether the frame
    * was queued.
    */
-  notify (model: string, data: unknown, shared: SharedFrames): boolean {
+  notify (model: string, data: unknown, shared: SharedFrames, at?: LogPosition): boolean {
     if (!this.#writable()) return false
-    this.#transport.notify(model, data, shared)
+    this.#transport.notify(model, data, shared, at)
     return true
   }
 

@@ -13,6 +13,9 @@ import type { RecordLoader } from '../sql/records.ts'
 import type { Broker } from './brokers/broker.ts'
 import { commitSubscriber } from './hub/commit-records.ts'
 import { Hub } from './hub/hub.ts'
+import { ChangeLog } from './log/change-log.ts'
+import type { Database } from '../sql/database.ts'
+import type { Dialect } from '../sql/dialect.ts'
 import { closeAfterRequests } from './virtual-request/in-flight.ts'
 import type { ResolvedRealtime } from './options.ts'
 import { CLOSE } from './protocol.ts'
@@ -47,11 +50,16 @@ export interface RealtimeSetup {
   readonly policed: () => boolean
   /** The socket's view under the app's policy (`undefined` without one; see virtual-request/route-tap.ts). */
   readonly policyOf: ReadPolicy | undefined
+  /** Where the change log is kept. */
+  readonly database: Database
+  readonly dialect: Dialect
 }
 
 /** Starts the hub (and the endpoint); stopped when the app closes. */
 export async function startRealtime (app: FastifyInstance, options: ResolvedRealtime, setup: RealtimeSetup): Promise<Realtime> {
+  const changeLog = options.log === false ? undefined : await ChangeLog.open(setup.database, setup.dialect, options.log, app.log)
   const hub = new Hub({
+    changeLog,
     broker: options.broker ?? setup.defaultBroker,
     registry: setup.registry,
     authorize: options.authorize,

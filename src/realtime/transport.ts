@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { LogPosition } from './protocol.ts'
 
 /**
  * Encodings of one notification, made by the first recipient's transport and reused for the
@@ -22,9 +23,10 @@ export interface Transport {
   /**
    * Sends a notification: `data` (a change message, or app data) about a record of `model`.
    * `shared` is the same object for every recipient of this notification: a transport keeps its
-   * encoding there, so that it is encoded once.
+   * encoding there, so that it is encoded once. `at`: the change set's place in the change log
+   * (a transport whose clients can resume sends it; sails.io.js' cannot).
    */
-  notify (model: string, data: unknown, shared: SharedFrames): void
+  notify (model: string, data: unknown, shared: SharedFrames, at?: LogPosition): void
   /** Answers request `id` (null: the frame had none) with a body that is JSON text already. */
   reply (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): void
   /** Closes the socket with a code and a reason (see `CLOSE` in protocol.ts). */

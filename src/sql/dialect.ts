@@ -16,6 +16,7 @@ import { BP_ERR_UNSUPPORTED_DATABASE } from '../errors.ts'
 import type { DatabaseKind, ToJson } from '../models/database-values.ts'
 import type { AttributeType, CollectionAssociation, Model } from '../models/model.ts'
 import type { SqlCache } from './cache.ts'
+import type { ChangeLogSql } from './change-log.ts'
 import type { Typed } from './fragments.ts'
 import type { LinkChange, LinkLocks, LinkOutcome } from './link-change.ts'
 import { postgresDialect } from './postgres/postgres-dialect.ts'
@@ -109,6 +110,8 @@ export interface Dialect {
    * `FindStatements.joinedCollection`).
    */
   readonly answerJoinsCollection: boolean
+  /** The statements of realtime's change log kept in `table` (letters, digits and `_`); see change-log.ts. */
+  changeLog (table: string): ChangeLogSql
 
   /** What the SQL layer keeps for this registration (see cache.ts). */
   readonly cache: SqlCache

@@ -29,8 +29,8 @@ t.test('subscribers in order; beforeCommit reads back to their own; awaited ones
     }
   })
   t.equal(feed.awaited, true)
-  t.equal(feed.beforeCommit([], RUN), undefined, 'an empty change set reads nothing')
-  const read = await feed.beforeCommit(CHANGES, RUN)
+  t.equal(feed.beforeCommit([], RUN, CONTEXT), undefined, 'an empty change set reads nothing')
+  const read = await feed.beforeCommit(CHANGES, RUN, CONTEXT)
   t.same(read, ['first read 1', undefined])
   const waiting = feed.committed(CHANGES, CONTEXT, read, true)
   t.ok(waiting instanceof Promise, 'an awaited subscriber is waited for')
@@ -48,7 +48,7 @@ t.test('without a beforeCommit step nothing is read; an awaited subscriber added
   feed.subscribe({ awaited: false, committed: () => { told.push('realtime') } })
   // As the `onChange` listeners: awaited once there is one.
   feed.subscribe({ get awaited () { return listening }, committed: async () => { told.push('listener') } })
-  t.equal(feed.beforeCommit(CHANGES, RUN), undefined, 'no subscriber reads: no promise')
+  t.equal(feed.beforeCommit(CHANGES, RUN, CONTEXT), undefined, 'no subscriber reads: no promise')
   const awaited = feed.awaited
   t.equal(awaited, false)
   listening = true

@@ -1,6 +1,12 @@
 // The broker's connection lost and back, for Redis and PostgreSQL brokers: instance A reaches its
-// broker through a TCP proxy, so the test can take the broker away from A alone. The bound on what
-// is lost (docs/reliability.md):
+// broker through a TCP proxy, so the test can take the broker away from A alone.
+//
+// With the change log (the default): every socket, on either instance, hears every change set
+// committed while the broker was away, in order, and none is closed (docs/reliability.md). The
+// instances read what the broker did not bring from the log (at each poll, and when the broker
+// is back), so even the sockets of A hear them during the outage.
+//
+// Without it (`realtime.log: false`), the bound on what is lost:
 //
 // - changes that A commits while its broker is away are held, in order, and published once it is
 //   back: sockets on the other instance receive every one of them (nothing lost);
@@ -66,11 +72,11 @@ async function brokers (kind: Kind, proxy: TcpProxy): Promise<Brokers> {
   }
 }
 
-async function setup (t: Test, kind: Kind): Promise<{ a: Instance, b: Instance, proxy: TcpProxy, lost: () => Promise<void>, watch: (instance: Instance) => Promise<TestSocket> }> {
+async function setup (t: Test, kind: Kind, log = false): Promise<{ a: Instance, b: Instance, proxy: TcpProxy, lost: () => Promise<void>, watch: (instance: Instance) => Promise<TestSocket> }> {
   const proxy = await tcpProxy(kind === 'redis' ? REDIS : { host: PG.host, port: PG.port })
   t.teardown(() => proxy.close())
   const made = await brokers(kind, proxy)
-  const { a, b, close } = await pair(t, db, [{ realtime: { broker: made.a } }, { realtime: { broker: made.b } }])
+  const { a, b, close } = await pair(t, db, [{ realtime: { broker: made.a, log } }, { realtime: { broker: made.b, log } }])
   // The apps close first (their brokers stop), then the clients.
   t.teardown(async () => { await close(); made.close() })
   const watch = async (instance: Instance): Promise<TestSocket> => {
@@ -86,7 +92,38 @@ const closedWith = async (socket: TestSocket): Promise<number> => await new Prom
   socket.ws.once('close', code => { resolve(code) })
 })
 
+/** The ages a socket heard, in order, and whether the frames' positions grow. */
+function heard (socket: TestSocket): { ages: unknown[], ordered: boolean } {
+  const positions = socket.frames.map(frame => frame.position as number)
+  return { ages: socket.notices.map(n => n.data.data.age), ordered: positions.every((p, i) => i === 0 || p > positions[i - 1]) }
+}
+
 for (const kind of ['redis', 'postgres'] as const) {
+  t.test(`${kind}, change log: changes committed while A's broker is away reach every socket of both instances, in order; none is closed`, async t => {
+    const { a, b, proxy, lost, watch } = await setup(t, kind, true)
+    const onB = await watch(b)
+    const onA = await watch(a)
+    let closed = 0
+    for (const socket of [onA, onB]) socket.ws.once('close', () => { closed++ })
+    await proxy.refuse('closed')
+    await lost()
+    for (let age = 1; age <= 5; age++) {
+      const res = await a.app.inject({ method: 'PATCH', url: '/user/1', payload: { age } })
+      t.equal(res.statusCode, 200, `write ${age} commits while the broker is away`)
+    }
+    // Both instances read the log at their polls: A's sockets hear A's writes during the outage.
+    await onA.until(5, 15_000)
+    await proxy.resume()
+    await onB.until(5, 15_000)
+    t.equal((await b.app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 6 } })).statusCode, 200)
+    await onA.until(6, NOTICED)
+    await onB.until(6, NOTICED)
+    const expected = { ages: [1, 2, 3, 4, 5, 6], ordered: true }
+    t.same(heard(onA), expected, 'A\'s socket: every change, once, in commit order')
+    t.same(heard(onB), expected, 'B\'s socket: every change, once, in commit order')
+    t.equal(closed, 0, 'no socket closed')
+  })
+
   t.test(`${kind}: changes committed while A's broker is away reach B's sockets once it is back; A's sockets read again`, async t => {
     const { a, b, proxy, lost, watch } = await setup(t, kind)
     const onB = await watch(b)
@@ -111,6 +148,25 @@ for (const kind of ['redis', 'postgres'] as const) {
     t.same(again.notices.at(-1)?.data.data.age, 6, 'A receives again')
   })
 }
+
+t.test('redis, change log: 1 005 writes while A\'s broker is away all reach B\'s socket, in order; it is not closed', async t => {
+  const { a, b, proxy, lost, watch } = await setup(t, 'redis', true)
+  const onB = await watch(b)
+  let closed = false
+  onB.ws.once('close', () => { closed = true })
+  await proxy.refuse('closed')
+  await lost()
+  for (let n = 0; n < 1005; n += 67) {
+    const statuses = await Promise.all(Array.from({ length: 67 }, async (_, i) => (await a.app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 1000 + n + i } })).statusCode))
+    t.ok(statuses.every(status => status === 200), `writes ${n}… commit`)
+  }
+  await proxy.resume()
+  await onB.until(1005, 30_000)
+  const { ages, ordered } = heard(onB)
+  t.equal(new Set(ages).size, 1005, 'every change, once')
+  t.ok(ordered, 'in position order')
+  t.notOk(closed, 'not closed')
+})
 
 t.test('redis: more than 1 000 envelopes held: the oldest are dropped, and every instance\'s sockets read again', async t => {
   const { a, b, proxy, lost, watch } = await setup(t, 'redis')

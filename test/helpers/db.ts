@@ -61,26 +61,40 @@ export async function destroyOrm (db: Database, orm: MikroORM): Promise<void> {
 }
 
 /**
+ * Statements of the change log that no request makes: an instance's periodic reading of the log
+ * (and what it may settle and prune), which runs whenever its poll comes. A write's own row in the
+ * log (`INSERT … VALUES`) is counted.
+ */
+const BACKGROUND = /FROM "blueprints_log"|INSERT INTO "blueprints_log" \(position, envelope, at\)\s+SELECT/
+
+/**
  * Counts the SQL statements run on `orm`'s database from now on (each still runs), BEGIN and
- * COMMIT included: on SQLite the executions of statements of its database handle, on PostgreSQL
- * the queries of `pg` clients connected to its database.
+ * COMMIT included, the change log's background reads left out: on SQLite the executions of
+ * statements of its database handle, on PostgreSQL the queries of `pg` clients connected to its
+ * database.
  */
 export async function countStatements (t: { teardown (fn: () => void): void }, orm: MikroORM): Promise<() => number> {
   let statements = 0
   const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<unknown> }).getNativeClient() as { prepare?: (sql: string) => object }
-  type Method = (this: { database?: unknown }, ...args: unknown[]) => unknown
-  const wrap = (target: Record<string, Method>, names: string[], counts: (self: { database?: unknown }) => boolean): void => {
+  type Self = { database?: unknown, source?: string }
+  type Method = (this: Self, ...args: unknown[]) => unknown
+  const wrap = (target: Record<string, Method>, names: string[], counts: (self: Self, args: unknown[]) => boolean): void => {
     for (const name of names) {
       const original = target[name]
       target[name] = function (...args) {
-        if (counts(this)) statements++
+        if (counts(this, args)) statements++
         return original.apply(this, args)
       }
       t.teardown(() => { target[name] = original })
     }
   }
+  const request = (sql: unknown): boolean => typeof sql !== 'string' || !BACKGROUND.test(sql)
   // One prototype for every statement or client of the process: only this database's count.
-  if (typeof native.prepare === 'function') wrap(Object.getPrototypeOf(native.prepare('SELECT 1')), ['all', 'run', 'get'], self => self.database === native)
-  else wrap(pg.Client.prototype as unknown as Record<string, Method>, ['query'], self => self.database === orm.config.get('dbName'))
+  if (typeof native.prepare === 'function') {
+    wrap(Object.getPrototypeOf(native.prepare('SELECT 1')), ['all', 'run', 'get'], self => self.database === native && request(self.source))
+  } else {
+    wrap(pg.Client.prototype as unknown as Record<string, Method>, ['query'], (self, [query]) => self.database === orm.config.get('dbName') &&
+      request(typeof query === 'string' ? query : (query as { text?: unknown } | undefined)?.text))
+  }
   return () => statements
 }

@@ -24,6 +24,8 @@ export interface Instance {
 export interface Pair {
   readonly a: Instance
   readonly b: Instance
+  /** The ORMs of A and B (one on SQLite, whose instances share it). */
+  readonly orms: readonly [MikroORM, MikroORM]
   /** Closes both apps and the ORMs, and drops the database (also done at teardown; once). */
   close (): Promise<void>
 }
@@ -60,5 +62,5 @@ export async function pair (t: Teardown, db: Database, plugins: readonly [Plugin
   }
   const a = await instance(plugins[0], orm)
   const b = await instance(plugins[1], second ?? orm)
-  return { a, b, close }
+  return { a, b, orms: [orm, second ?? orm], close }
 }

@@ -7,6 +7,8 @@ import { deadline } from './wait.ts'
 
 export interface Frame { id: string | number | null, statusCode: number, headers: Record<string, unknown>, body: any }
 export interface Notice { event: string, data: any }
+/** A notification frame whole: with a change log, its `position` and `epoch` too. */
+export interface NoticeFrame extends Notice { position?: number, epoch?: string }
 
 export interface TestSocket {
   readonly ws: WebSocket
@@ -14,8 +16,10 @@ export interface TestSocket {
   request (method: string, url: string, body?: unknown, headers?: Record<string, string>, ms?: number): Promise<Frame>
   /** Sends raw text and resolves with the next frame that is not a notification. */
   raw (text: string | Buffer, binary?: boolean): Promise<Frame>
-  /** Notifications received so far (and from now on). */
+  /** Notifications received so far (and from now on), as `{ event, data }`. */
   readonly notices: Notice[]
+  /** The same notification frames whole (with their `position` and `epoch`). */
+  readonly frames: NoticeFrame[]
   /** Resolves once `count` notifications in all have arrived (fails after `ms`). */
   until (count: number, ms?: number): Promise<Notice[]>
   /**
@@ -36,6 +40,7 @@ export function socketUrl (app: FastifyInstance, path = '/socket'): string {
 export async function connect (url: string, options: WebSocket.ClientOptions = {}): Promise<TestSocket> {
   const ws = new WebSocket(url, options)
   const notices: Notice[] = []
+  const frames: NoticeFrame[] = []
   const waiting = new Map<string | number, (frame: Frame) => void>()
   const rawWaiters: Array<(frame: Frame) => void> = []
   let noticeWaiter: (() => void) | undefined
@@ -43,7 +48,8 @@ export async function connect (url: string, options: WebSocket.ClientOptions = {
   ws.on('message', data => {
     const frame = JSON.parse(String(data))
     if ('event' in frame) {
-      notices.push(frame)
+      frames.push(frame)
+      notices.push({ event: frame.event, data: frame.data })
       noticeWaiter?.()
       return
     }
@@ -62,6 +68,7 @@ export async function connect (url: string, options: WebSocket.ClientOptions = {
   return {
     ws,
     notices,
+    frames,
     request (method, url, body, headers, ms = 5000) {
       const id = `r${++next}`
       const frame: Record<string, unknown> = { id, method, url }

@@ -29,6 +29,8 @@ export interface TcpProxy {
   upstreamPorts (): number[]
   /** Breaks every open connection on both sides; returns how many there were. */
   kill (options?: { reset?: boolean }): number
+  /** Forwards the connections made from now on to `next` (a client moved to another server). */
+  retarget (next: { host: string, port: number }): void
   /** Kills the open connections and refuses new ones until resume(). */
   refuse (how: Refusal): Promise<void>
   /** Forwards new connections again. */
@@ -40,7 +42,8 @@ export interface TcpProxy {
 interface Pair { client: net.Socket, upstream: net.Socket }
 
 /** Starts a proxy to `target` on a free port of 127.0.0.1. */
-export async function tcpProxy (target: { host: string, port: number }): Promise<TcpProxy> {
+export async function tcpProxy (first: { host: string, port: number }): Promise<TcpProxy> {
+  let target = first
   const pairs = new Set<Pair>()
   let refusal: Refusal | undefined
   let forwarded = 0
@@ -109,6 +112,9 @@ export async function tcpProxy (target: { host: string, port: number }): Promise
     get forwarded () { return forwarded },
     upstreamPorts: () => [...pairs].map(pair => pair.upstream.localPort).filter((p): p is number => p !== undefined),
     kill,
+    retarget (next) {
+      target = next
+    },
     async refuse (how) {
       refusal = how
       if (how === 'closed') stopListening()

@@ -124,14 +124,14 @@ for (const db of DATABASES) {
   })
 }
 
-t.test('a broker that fails to publish does not fail the write; the change set is held, and that is logged', async t => {
+t.test('without a change log, a broker that fails to publish does not fail the write; the change set is held, and that is logged', async t => {
   const logged: string[] = []
   const broker: Broker = {
     async publish () { throw new Error('broker down') },
     async subscribe () { return async () => {} }
   }
   const { app } = await build(t, DATABASES[0], {
-    plugin: { realtime: { broker } },
+    plugin: { realtime: { broker, log: false } },
     logger: { level: 'warn', stream: { write: (line: string) => { logged.push(JSON.parse(line).msg) } } }
   })
   const res = await app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 3 } })

@@ -3,6 +3,7 @@
 // what does not (HTTP), created and destroyed, the registry after close, and the subscription
 // limit.
 import t, { type Test } from 'tap'
+import { RECENT } from '../../src/realtime/hub/replay-ring.ts'
 import type { FastifyInstance } from 'fastify'
 import type { Change } from '../../src/index.ts'
 import { DATABASES } from '../helpers/app.ts'
@@ -168,13 +169,14 @@ for (const db of DATABASES) {
     t.equal(app.blueprints.stats().subscriptions, 1 + pets.body.length, 'not subscribed to the destroyed pet')
 
     during = async () => {
-      for (let n = 0; n < 600; n++) await app.blueprints.publish('user', 2, { n })
+      for (let n = 0; n < RECENT + 88; n++) await app.blueprints.publish('user', 2, { n })
       // The in-process broker delivers on the next turn of the event loop: let it.
       await new Promise(resolve => setImmediate(resolve))
     }
     await socket.request('GET', '/user/2?populate=false')
-    await socket.until(3 + 512)
-    t.same(socket.notices.slice(3).map(n => n.data.n), Array.from({ length: 512 }, (_, i) => 88 + i), 'the last 512 envelopes are kept for replay')
+    await socket.until(3 + RECENT)
+    t.same(socket.notices.slice(3).map(n => n.data.n), Array.from({ length: RECENT }, (_, i) => 88 + i),
+      `the last ${RECENT} envelopes are kept for replay`)
     t.same(await before(socket, sentinel(app, 'user', 2)), [], 'and nothing else')
   })
 }

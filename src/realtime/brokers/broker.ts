@@ -32,6 +32,12 @@ export interface EnvelopeItem {
 
 /** What one write (or one `publish()` call) sends to every instance. JSON-serialisable. */
 export interface Envelope {
+  /**
+   * Its position in the change log (see docs/reliability.md): instances hand envelopes to their
+   * sockets in position order, each once, and read what their broker did not bring from the log.
+   * Absent without a log (`realtime.log: false`).
+   */
+  readonly position?: number
   /** Id of the socket whose request caused it; that socket is not notified. */
   readonly origin?: string
   readonly items: readonly EnvelopeItem[]

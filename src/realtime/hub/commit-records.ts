@@ -8,7 +8,8 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { Change, Id } from '../../actions/changes.ts'
+import type { Change, ChangeContext, Id } from '../../actions/changes.ts'
+import type { Envelope, EnvelopeItem } from '../brokers/broker.ts'
 import type { CommitSubscriber } from '../../actions/commit-feed.ts'
 import type { CollectionAssociation, Model } from '../../models/model.ts'
 import type { ModelRegistry } from '../../models/registry.ts'
@@ -30,20 +31,40 @@ export interface CommitRecordsSetup {
   readonly log: FastifyBaseLogger
 }
 
-/** Realtime's subscriber of the commit feed: publishes each committed change set (not awaited). */
-export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSubscriber<NamedRecords> {
-  const read = async (changes: readonly Change[], run: Executor): Promise<NamedRecords> => await namedRecords(setup, run, changes)
+
+/**
+ * Realtime's subscriber of the commit feed: publishes each committed change set (not awaited).
+ * With a change log, the change set is first recorded in it, in the write's own transaction.
+ */
+export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSubscriber<Envelope> {
+  const log = hub.changeLog
+  // The envelope, as the write's transaction read and recorded it: under a policy with the records
+  // its changes name, with a change log at its position there.
+  const record = async (changes: readonly Change[], run: Executor, context: ChangeContext): Promise<Envelope> => {
+    const envelope = envelopeOf(changes, context.origin, setup.policed() ? await namedRecords(setup, run, changes) : undefined)
+    // Last in the transaction: a position is held as briefly as it can be (see sql/change-log.ts).
+    return log === undefined ? envelope : { position: await log.append(run, envelope), ...envelope }
+  }
   return {
     // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
     // ioredis may hold a command for seconds). Publications still leave in commit order.
     awaited: false,
-    get beforeCommit () { return setup.policed() ? read : undefined },
-    committed (changes, context, records) {
-      hub.publishChanges(changes, context.origin, records).catch((err: unknown) => {
+    get beforeCommit () { return log !== undefined || setup.policed() ? record : undefined },
+    committed (changes, context, recorded) {
+      hub.publishChanges(recorded ?? envelopeOf(changes, context.origin, undefined)).catch((err: unknown) => {
         setup.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it')
       })
     }
   }
+}
+
+/** The envelope of a change set (`records`: see {@link namedRecords}). */
+function envelopeOf (changes: readonly Change[], origin: string | undefined, records: NamedRecords | undefined): Envelope {
+  const items: EnvelopeItem[] = changes.map(({ model, message }, i) => {
+    const named = records?.[i]
+    return named === undefined ? { kind: 'change', model, id: message.id, message } : { kind: 'change', model, id: message.id, message, records: named }
+  })
+  return { origin, items }
 }
 
 /**

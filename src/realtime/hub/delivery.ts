@@ -11,6 +11,7 @@ import type { EnvelopeItem } from '../brokers/broker.ts'
 import type { BlueprintSocket, Connection } from '../socket.ts'
 import type { SubscriptionRegistry } from './subscriptions.ts'
 import type { SharedFrames } from '../transport.ts'
+import type { LogPosition } from '../protocol.ts'
 import { NOTHING_VISIBLE, visibleMessage } from './visibility.ts'
 import { recordKey } from '../../models/identity.ts'
 import type { ChangeMessage, Id } from '../../messages.ts'
@@ -71,6 +72,8 @@ export interface DeliveryOptions {
 
 /** What the delivery of one envelope keeps from item to item. */
 export interface EnvelopePass {
+  /** The envelope's place in the change log (none without a log). */
+  readonly at: LogPosition | undefined
   /** Subscriptions to end once the whole envelope is delivered. */
   readonly after: Array<() => void>
   /**
@@ -129,7 +132,7 @@ export class Delivery {
     if (verb === 'created') subscriptions.subscribe(connection, item.model, item.id)
     if (connection.id === origin) return
     // A message filtered for this socket is its own: encoded for it alone.
-    connection.notify(item.model, message, message === item.message ? frame : {})
+    connection.notify(item.model, message, message === item.message ? frame : {}, pass.at)
   }
 
   #notification (item: EnvelopeItem): Notification {

@@ -7,17 +7,20 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { Change, Id } from '../../actions/changes.ts'
+import type { Id } from '../../actions/changes.ts'
 import type { Association, Model } from '../../models/model.ts'
 import type { ModelRegistry } from '../../models/registry.ts'
 import { keyOf, recordKey } from '../../models/identity.ts'
 import { BP_ERR_NOT_A_SOCKET, BP_ERR_UNKNOWN_MODEL } from '../../errors.ts'
-import type { Broker, Envelope, EnvelopeItem } from '../brokers/broker.ts'
+import type { Broker, Envelope } from '../brokers/broker.ts'
 import { Connection, type BlueprintSocket } from '../socket.ts'
 import { InFlight } from '../virtual-request/in-flight.ts'
 import { RecentEnvelopes } from './replay-ring.ts'
 import { Outbox } from './outbox.ts'
-import { CLOSE } from '../protocol.ts'
+import type { ChangeLog } from '../log/change-log.ts'
+import { LogFollower } from '../log/log-follower.ts'
+import type { ResumePoint } from '../log/resume-token.ts'
+import { CLOSE, type LogPosition } from '../protocol.ts'
 import { SubscriptionRegistry } from './subscriptions.ts'
 import { Delivery, type EnvelopePass, verbOf, type Authorize } from './delivery.ts'
 import type { SharedFrames } from '../transport.ts'
@@ -32,14 +35,32 @@ interface Link {
   readonly key: string
 }
 
-/** A record's key in a set of keys (the replay's). */
-
-
 /**
  * Per change of a change set, the records its message names as committed (`undefined`: none are
  * checked); see commit-records.ts.
  */
 export type NamedRecords = ReadonlyArray<readonly Record<string, unknown>[] | undefined>
+
+/** Change sets read from the log per statement for sockets that resume. */
+const RESUME_PAGE = 1000
+/** Positions read from the log at most for sockets that resume: one that missed more reads again. */
+const MAX_LOADED = 20_000
+
+/** Change sets read from the log: the envelopes, and the position read up to. */
+interface Missed {
+  readonly envelopes: readonly Envelope[]
+  readonly upTo: number
+}
+
+/** What a read subscribed a socket to. */
+export interface Subscribed {
+  /** False when the socket's subscription limit left some records out. */
+  readonly complete: boolean
+  /** The records subscribed (held already or not), by model identity. */
+  readonly records: Readonly<Record<string, readonly Id[]>>
+  /** The model watched for new records (a find's). */
+  readonly watched: string | undefined
+}
 
 /** A read whose records a socket is subscribed to. */
 export interface Read {
@@ -61,6 +82,8 @@ export interface HubOptions {
   /** Children per collection populated by default (`populateLimit`): a change's records are capped so. */
   readonly cap: number
   readonly log: FastifyBaseLogger
+  /** The change log (`undefined` with `realtime.log: false`); see log/change-log.ts. */
+  readonly changeLog: ChangeLog | undefined
 }
 
 export class Hub {
@@ -74,6 +97,9 @@ export class Hub {
   readonly #recent = new RecentEnvelopes()
   readonly #outbox: Outbox
   readonly #delivery: Delivery
+  readonly #follower: LogFollower | undefined
+  /** The change sets last read from the log for sockets resuming (see {@link resume}). */
+  #loaded: { readonly from: number, readonly missed: Promise<Missed | undefined> } | undefined
 
   constructor (options: HubOptions) {
     this.#options = options
@@ -81,6 +107,15 @@ export class Hub {
     this.subscriptions = new SubscriptionRegistry<Connection>(options.maxSubscriptions)
     this.#outbox = new Outbox(options.broker, options.log)
     this.#delivery = new Delivery({ ...options, subscriptions: this.subscriptions })
+    const log = options.changeLog
+    this.#follower = log === undefined
+      ? undefined
+      : new LogFollower({ log, deliver: envelope => { this.#deliver(envelope) }, lost: () => { this.#missed() }, logger: options.log })
+  }
+
+  /** The change log, if there is one. */
+  get changeLog (): ChangeLog | undefined {
+    return this.#options.changeLog
   }
 
   /** How many envelopes this hub has received. */
@@ -88,14 +123,24 @@ export class Hub {
     return this.#recent.sequence
   }
 
-  /** Starts receiving envelopes from the broker. */
+  /** The last change log position delivered (0 without a log). */
+  get position (): number {
+    return this.#follower?.applied ?? 0
+  }
+
+  /** Starts following the change log, and receiving envelopes from the broker. */
   async start (): Promise<void> {
-    this.#stop = await this.#options.broker.subscribe(envelope => { this.deliver(envelope) }, this.#options.log)
+    if (this.#follower !== undefined) {
+      await this.#follower.start()
+      this.#recent.restart(this.#follower.applied)
+    }
+    this.#stop = await this.#options.broker.subscribe(envelope => { this.receive(envelope) }, this.#options.log)
   }
 
   /** Stops receiving envelopes. */
   async stop (): Promise<void> {
     this.#outbox.stop()
+    await this.#follower?.stop()
     await this.#stop?.()
     this.#stop = undefined
   }
@@ -104,19 +149,48 @@ export class Hub {
    * Publishes the changes of a committed write; `origin`: the socket that made it, if any;
    * `records`: under a policy, per change the records its message names (see commit-records.ts).
    */
-  async publishChanges (changes: readonly Change[], origin: string | undefined, records?: NamedRecords): Promise<void> {
-    const items: EnvelopeItem[] = changes.map(({ model, message }, i) => {
-      const named = records?.[i]
-      return named === undefined ? { kind: 'change', model, id: message.id, message } : { kind: 'change', model, id: message.id, message, records: named }
+  async publishChanges (envelope: Envelope): Promise<void> {
+    if (this.#follower === undefined) {
+      await this.#outbox.publish(envelope)
+      return
+    }
+    // In the log already: when the broker does not take it, every instance reads it from there.
+    await this.#options.broker.publish(envelope).catch((err: unknown) => {
+      this.#options.log.debug({ err, position: envelope.position }, 'fastify-blueprints: the broker did not take a change set; instances read it ' +
+        'from the change log')
     })
-    await this.#outbox.publish({ origin, items })
   }
 
   /** Publishes app data to the subscribers of one record, on every instance. */
   async publish (identity: string, id: Id, data: unknown, origin?: BlueprintSocket): Promise<void> {
     const model = this.model(identity)
-    // App code is told at once when the broker does not take it (nothing is held for it).
-    await this.#options.broker.publish({ origin: origin?.id, items: [{ kind: 'publish', model: identity, id: keyOf(model, id), message: data }] })
+    const envelope: Envelope = { origin: origin?.id, items: [{ kind: 'publish', model: identity, id: keyOf(model, id), message: data }] }
+    const log = this.#options.changeLog
+    if (log === undefined) {
+      // App code is told at once when the broker does not take it (nothing is held for it).
+      await this.#options.broker.publish(envelope)
+      return
+    }
+    await this.publishChanges({ position: await log.appendAlone(envelope), ...envelope })
+  }
+
+  /**
+   * An envelope from the broker: with a change log, handed to the sockets in position order (see
+   * log/log-follower.ts); without, at once. After a lost broker connection (`missed`), what was
+   * missed is read from the log; without a log, the sockets are told to read again.
+   */
+  receive (envelope: Envelope): void {
+    const follower = this.#follower
+    if (envelope.missed !== true) {
+      if (follower === undefined) this.#deliver(envelope)
+      else follower.receive(envelope)
+    } else if (follower === undefined) this.#missed()
+    else void follower.catchUp()
+  }
+
+  /** What the sockets show may be stale, with nothing to tell them what changed: they read again. */
+  #missed (): void {
+    for (const connection of this.subscriptions.sockets()) connection.close(CLOSE.MISSED, 'notifications were missed; read again')
   }
 
   /**
@@ -125,17 +199,12 @@ export class Hub {
    * subscribers. After `destroyed`, nobody is subscribed to the record any more. The socket the
    * envelope came from is sent nothing.
    */
-  deliver (envelope: Envelope): void {
-    if (envelope.missed === true) {
-      // What the sockets show may be stale, with nothing to tell them what changed: they read again.
-      for (const connection of this.subscriptions.sockets()) connection.close(CLOSE.MISSED, 'notifications were missed; read again')
-      return
-    }
+  #deliver (envelope: Envelope): void {
     this.#recent.add(envelope)
     // Subscriptions end after the whole envelope (the registry is not changed while it is walked);
     // a record that an item hid from a socket is not followed by it for the envelope's later items
     // (the `removedFrom` of a child that an `updated` just hid says nothing of it).
-    const pass: EnvelopePass = { after: [], hidden: undefined }
+    const pass: EnvelopePass = { at: this.#at(envelope), after: [], hidden: undefined }
     for (const item of envelope.items) {
       const verb = verbOf(item)
       const recipients = verb === 'created' ? this.subscriptions.watchers(item.model) : this.subscriptions.subscribers(item.model, item.id)
@@ -152,18 +221,23 @@ export class Hub {
    * Then it replays what this instance received since the read arrived (`since`) about those
    * records: a change committed between the read's query and this subscription reaches the
    * socket (one committed just before the query may arrive twice: at least once, never lost).
-   * Returns false when the socket's subscription limit left some records out.
+   * Returns what the read subscribed the socket to (see {@link Subscribed}).
    */
-  subscribeRead (connection: Connection, read: Read, result: unknown, since: number): boolean {
+  subscribeRead (connection: Connection, read: Read, result: unknown, since: number): Subscribed {
     const subscriptions = this.subscriptions
     // Keys of the records this read subscribed anew (not those the socket held already), for the
     // replay; usually none, once a socket reads the same records again.
     const added = new Set<string>()
+    const records: Record<string, Id[]> = Object.create(null)
     let complete = true
     const subscribe = (identity: string, id: Id): void => {
       const outcome = subscriptions.subscribe(connection, identity, id)
+      if (outcome === 'full') {
+        complete = false
+        return
+      }
       if (outcome === 'added') added.add(recordKey(identity, id))
-      else if (outcome === 'full') complete = false
+      ;(records[identity] ??= []).push(id)
     }
     const { identity, primaryKey } = read.model
     let watched: string | undefined
@@ -172,7 +246,7 @@ export class Hub {
       const child = (read.association as Association).target
       for (const record of (Array.isArray(result) ? result : [result]) as Array<Record<string, Id>>) subscribe(child.identity, record[child.primaryKey.name])
     } else {
-      if (read.action === 'find' && subscriptions.watch(connection, identity)) watched = identity
+      if (read.action === 'find') watched = identity
       const links = this.#links(read.model)
       for (const record of (read.action === 'find' ? result : [result]) as Array<Record<string, unknown>>) {
         subscribe(identity, record[primaryKey.name] as Id)
@@ -184,8 +258,75 @@ export class Hub {
         }
       }
     }
-    if (added.size > 0 || watched !== undefined) this.#replay(connection, since, added, watched)
-    return complete
+    const watchedAnew = watched !== undefined && subscriptions.watch(connection, watched) ? watched : undefined
+    if (added.size > 0 || watchedAnew !== undefined) this.#replay(connection, this.#recent.after(since), added, watchedAnew)
+    return { complete, records, watched }
+  }
+
+  /**
+   * Resumes what a read subscribed a socket to (`point`, from its resume token), without the read:
+   * the socket follows the records again, and is sent, in order, what it missed after position
+   * `from` (the later of the client's last applied position and the read's) — from the envelopes
+   * this instance kept, or read from the change log (one read shared by the sockets resuming
+   * from the same position). Resolves with the position the socket is now up to, or undefined,
+   * changing nothing, when the log no longer holds what was missed (the read must run again).
+   */
+  async resume (connection: Connection, point: ResumePoint, from: number): Promise<number | undefined> {
+    const log = this.#options.changeLog as ChangeLog
+    let older: readonly Envelope[] = []
+    let upTo = from
+    if (from < this.#recent.floor) {
+      let missed = await this.#missedSince(log, from)
+      /* c8 ignore next 5 -- what was read for earlier resumes no longer joins up with what this
+         instance keeps: more than RECENT envelopes arrived since; read again, as a first read is */
+      if (missed !== undefined && missed.upTo < this.#recent.floor) {
+        this.#loaded = undefined
+        missed = await this.#missedSince(log, from)
+      }
+      if (missed === undefined || missed.upTo < this.#recent.floor) return undefined
+      older = missed.envelopes
+      upTo = missed.upTo
+    }
+    const added = new Set<string>()
+    for (const [identity, ids] of Object.entries(point.records)) {
+      for (const id of ids) if (this.subscriptions.subscribe(connection, identity, id) !== 'full') added.add(recordKey(identity, id))
+    }
+    const watched = point.watched !== undefined && this.subscriptions.watch(connection, point.watched) ? point.watched : undefined
+    this.#replay(connection, [...older, ...this.#recent.afterPosition(upTo)], added, watched)
+    return this.position
+  }
+
+  /**
+   * The change sets after `from` up to what this instance keeps, read from the log; undefined
+   * when the log no longer holds them. What was read is kept and shared: a herd of sockets
+   * resuming from about the same position (an instance restarted behind a load balancer) costs
+   * one read of the log.
+   */
+  async #missedSince (log: ChangeLog, from: number): Promise<Missed | undefined> {
+    let loaded = this.#loaded
+    if (loaded === undefined || loaded.from > from) this.#loaded = loaded = { from, missed: this.#load(log, from) }
+    let missed = await loaded.missed
+    if (missed === undefined && loaded.from < from) {
+      // Pruned for an earlier position: perhaps not for this one.
+      this.#loaded = loaded = { from, missed: this.#load(log, from) }
+      missed = await loaded.missed
+    }
+    return missed === undefined ? undefined : { envelopes: missed.envelopes.filter(envelope => (envelope.position as number) > from), upTo: missed.upTo }
+  }
+
+  /** Reads the change sets after `from` up to what this instance keeps (at most {@link MAX_LOADED} positions). */
+  async #load (log: ChangeLog, from: number): Promise<Missed | undefined> {
+    const { oldest } = await log.bounds()
+    if (oldest > from + 1 || this.#recent.floor - from > MAX_LOADED) return undefined
+    const envelopes: Envelope[] = []
+    let upTo = from
+    while (upTo < this.#recent.floor) {
+      const rows = await log.read(upTo, RESUME_PAGE)
+      if (rows.length === 0) break
+      for (const row of rows) if (row.envelope !== undefined) envelopes.push(row.envelope)
+      upTo = rows[rows.length - 1].position
+    }
+    return { envelopes, upTo }
   }
 
   /** `app.blueprints.subscribe()`: returns how many of the records the socket is now subscribed to. */
@@ -202,10 +343,10 @@ export class Hub {
     for (const id of ids) this.subscriptions.unsubscribe(connection, identity, keyOf(model, id))
   }
 
-  /** Replays to a socket the envelopes after `since` about records (or a model) it just began to follow. */
-  #replay (connection: Connection, since: number, added: Set<string>, watched: string | undefined): void {
-    for (const envelope of this.#recent.after(since)) {
-      const pass: EnvelopePass = { after: [], hidden: undefined }
+  /** Replays to a socket `envelopes` about records (or a model) it just began to follow. */
+  #replay (connection: Connection, envelopes: Iterable<Envelope>, added: Set<string>, watched: string | undefined): void {
+    for (const envelope of envelopes) {
+      const pass: EnvelopePass = { at: this.#at(envelope), after: [], hidden: undefined }
       for (const item of envelope.items) {
         const key = recordKey(item.model, item.id)
         const verb = verbOf(item)
@@ -216,6 +357,13 @@ export class Hub {
       }
       for (const end of pass.after) end()
     }
+  }
+
+  /** An envelope's place in the change log, as frames carry it. */
+  #at (envelope: Envelope): LogPosition | undefined {
+    const { position } = envelope
+    const log = this.#options.changeLog
+    return position === undefined || log === undefined ? undefined : { position, epoch: log.epoch }
   }
 
   /** The associations of a model, with their target's identity and primary key name, listed once. */

@@ -17,7 +17,8 @@ import type { ModelRegistry } from '../../models/registry.ts'
 import { parseId } from '../../models/identity.ts'
 import type { BlueprintRouteConfig } from '../../routes/register.ts'
 import type { Hub, Read } from '../hub/hub.ts'
-import { SUBSCRIPTION_LIMIT } from '../protocol.ts'
+import { POSITION_HEADER, RESUME_HEADER, RESUMED_HEADER, SUBSCRIPTION_LIMIT } from '../protocol.ts'
+import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 
 /** A blueprint read route, as the tap resolves it from its `config.blueprint`. */
@@ -57,6 +58,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
       return scope === undefined ? handler(request, reply) : tapped(scope, read, request, reply)
     }) as RouteHandlerMethod
     async function tapped (scope: SocketRequest, read: ReadRoute | undefined, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+      if (read !== undefined && await resumed(scope, read, request, reply)) return reply
       const result = await handler(request, reply)
       if (read !== undefined) await subscribe(scope, read, request, reply, result)
       // A request that the route makes in turn (`app.inject()`) runs in the same async scope: only
@@ -67,21 +69,57 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
   })
 
   /**
-   * Subscribes the socket of `scope` to what a read answered. Under a policy, it first records on
-   * the socket the request's view of each model whose records its notifications can carry (the
-   * read's, and every model reachable from it through associations), so that the notifications it
-   * is sent from now on are filtered the same way.
+   * Subscribes the socket of `scope` to what a read answered, and, with a change log, hands it the
+   * read's resume token. Under a policy, it first records on the socket the request's view of
+   * each model whose records its notifications can carry (see {@link views}).
    */
   async function subscribe (scope: SocketRequest, read: ReadRoute, request: FastifyRequest, reply: FastifyReply, result: unknown): Promise<void> {
-    if (policyOf !== undefined) {
-      let models = reachable.get(read.model)
-      if (models === undefined) reachable.set(read.model, models = reachableFrom(hub, read.model))
-      const policy = await policyOf(read, request, models)
-      for (const model of models) scope.connection.views.set(model.identity, policy.view(model))
-    }
+    await views(scope, read, request)
     const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined
     const subscribed: Read = { action: read.action, model: read.model, association: read.association, parentId }
-    if (!hub.subscribeRead(scope.connection, subscribed, result, scope.since)) reply.header(SUBSCRIPTION_LIMIT.header, SUBSCRIPTION_LIMIT.value)
+    const { complete, records, watched } = hub.subscribeRead(scope.connection, subscribed, result, scope.since)
+    if (!complete) reply.header(SUBSCRIPTION_LIMIT.header, SUBSCRIPTION_LIMIT.value)
+    const log = hub.changeLog
+    // A read that did not answer 200 has nothing to resume; one cut by the limit is read again.
+    if (log === undefined || !complete || reply.statusCode !== 200) return
+    const token = signToken({ epoch: log.epoch, position: scope.at, issued: Date.now(), url: request.url, records, watched }, log.secret)
+    if (token !== undefined) reply.header(RESUME_HEADER, token)
+  }
+
+  /**
+   * Under a policy, records on the socket the request's view of each model whose records its
+   * notifications can carry (the read's, and every model reachable from it through associations),
+   * so that the notifications it is sent from now on are filtered the same way.
+   */
+  async function views (scope: SocketRequest, read: ReadRoute, request: FastifyRequest): Promise<void> {
+    if (policyOf === undefined) return
+    let models = reachable.get(read.model)
+    if (models === undefined) reachable.set(read.model, models = reachableFrom(hub, read.model))
+    const policy = await policyOf(read, request, models)
+    for (const model of models) scope.connection.views.set(model.identity, policy.view(model))
+  }
+
+  /**
+   * A read sent again with the resume token its first answer carried (a client that reconnected):
+   * when the token is this log's, for this url, and the log still holds what the socket missed,
+   * the socket follows the records again and is sent what it missed, and the read answers 204
+   * without running. Otherwise (no token, or any doubt) the read runs as usual.
+   */
+  async function resumed (scope: SocketRequest, read: ReadRoute, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    const log = hub.changeLog
+    const token = request.headers[RESUME_HEADER]
+    if (log === undefined || typeof token !== 'string') return false
+    const point = readToken(token, log.secret)
+    if (point === undefined || point.epoch !== log.epoch || point.url !== request.url || point.issued < Date.now() - log.settings.maxAge) return false
+    const client = readPosition(request.headers[POSITION_HEADER])
+    const from = client !== undefined && client.epoch === log.epoch ? Math.max(client.position, point.position) : point.position
+    await views(scope, read, request)
+    const upTo = await hub.resume(scope.connection, point, from)
+    if (upTo === undefined) return false
+    // As long as the one it replaces (the same records and url).
+    const fresh = signToken({ ...point, position: upTo, issued: Date.now() }, log.secret) as string
+    await reply.code(204).header(RESUMED_HEADER, `${log.epoch}:${from}`).header(RESUME_HEADER, fresh).send()
+    return true
   }
 }
 

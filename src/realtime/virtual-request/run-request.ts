@@ -73,7 +73,7 @@ export async function runSocketRequest (
   }
   const tooLarge = headProblem(app.server, url, headers)
   if (tooLarge !== undefined) return errorAnswer(new BP_ERR_HEADERS_TOO_LARGE(tooLarge))
-  const scope: SocketRequest = { connection, since: hub.sequence }
+  const scope: SocketRequest = { connection, since: hub.sequence, at: hub.position }
   const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => {
     scope.raw = raw
     // The origin of the writes it makes (see routes/origin.ts): the socket is not told of them.

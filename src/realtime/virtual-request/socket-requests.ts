@@ -12,6 +12,8 @@ export interface SocketRequest {
   readonly connection: Connection
   /** The hub's envelope sequence when the request arrived (what came later may need replaying). */
   readonly since: number
+  /** The change log position the hub had delivered when the request arrived (0 without a log). */
+  readonly at: number
   /**
    * What the route's response schema serialised the answer to: a frame embeds it as is when it is
    * still the body (see run-request.ts).

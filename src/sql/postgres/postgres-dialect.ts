@@ -8,6 +8,7 @@
 import { toJson } from '../../models/database-values.ts'
 import type { AttributeType } from '../../models/model.ts'
 import { SqlCache } from '../cache.ts'
+import { postgresChangeLog } from './postgres-change-log.ts'
 import { POSTGRES } from './postgres-fragments.ts'
 import { PostgresLinks } from './postgres-links.ts'
 import { moveSequence } from './postgres-sequences.ts'
@@ -30,6 +31,7 @@ export function postgresDialect () {
     moveSequence,
     // PostgreSQL sends every value as text to decode: a parent's columns repeated on each member's
     // row cost more than a statement (a write with ten members: 8 % slower joined).
-    answerJoinsCollection: false
+    answerJoinsCollection: false,
+    changeLog: postgresChangeLog
   }
 }

@@ -8,6 +8,7 @@
 import { toJson } from '../../models/database-values.ts'
 import type { AttributeType } from '../../models/model.ts'
 import { SqlCache } from '../cache.ts'
+import { sqliteChangeLog } from './sqlite-change-log.ts'
 import { SQLITE } from './sqlite-fragments.ts'
 import { sqliteConnections } from './sqlite-statements.ts'
 
@@ -28,6 +29,7 @@ export function sqliteDialect () {
     // AUTOINCREMENT (and the rowid) follow an explicit key by themselves.
     moveSequence: undefined,
     // A statement costs more than the parent's columns repeated on each member's row.
-    answerJoinsCollection: true
+    answerJoinsCollection: true,
+    changeLog: sqliteChangeLog
   }
 }

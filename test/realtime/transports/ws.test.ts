@@ -73,10 +73,11 @@ for (const db of DATABASES) {
     const socket = await open(t, app, { cookie: 'session=abc', authorization: 'Bearer x', 'accept-encoding': 'gzip' })
 
     const one = await socket.request('GET', '/user/1?populate=false')
+    t.match(one.headers['x-blueprints-resume'], /^[\w-]+\.[\w-]{43}$/, 'a socket read carries its resume token')
     t.same(one, {
       id: one.id,
       statusCode: 200,
-      headers: { 'content-type': 'application/json; charset=utf-8' },
+      headers: { 'content-type': 'application/json; charset=utf-8', 'x-blueprints-resume': one.headers['x-blueprints-resume'] },
       body: { id: 1, name: 'alice', age: 30, active: true, born: '1990-01-01T00:00:00.000Z', meta: { plan: 'pro' }, bestPet: 2 }
     }, 'the same JSON as over HTTP')
     t.same(socket.ws.readyState, WebSocket.OPEN)

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { notificationFrame, responseFrame } from '../../protocol.ts'
+import { notificationFrame, responseFrame, type LogPosition } from '../../protocol.ts'
 import type { SharedFrames, Transport } from '../../transport.ts'
 
 /**
@@ -39,9 +39,9 @@ export class WsTransport implements Transport {
     return this.#ws.bufferedAmount
   }
 
-  notify (model: string, data: unknown, shared: SharedFrames): void {
+  notify (model: string, data: unknown, shared: SharedFrames, at?: LogPosition): void {
     // The frame's UTF-8 bytes, made once for every socket of this endpoint that gets it.
-    const bytes = (shared.ws ??= Buffer.from(notificationFrame(model, data))) as Uint8Array
+    const bytes = (shared.ws ??= Buffer.from(notificationFrame(model, data, at))) as Uint8Array
     this.#ws.send(bytes, TEXT)
   }
 

@@ -1,0 +1,61 @@
+/**
+ * The change log's statements on PostgreSQL (see ../change-log.ts). Positions come from a
+ * sequence, taken by each write after its work, while it holds its locks: two writes that touch a
+ * common row take them in their commit order. Writes that touch nothing in common may commit in
+ * another order than their positions; a reader therefore never passes a position it has not seen
+ * settled: `settle` inserts an empty row at each missing position, and PostgreSQL makes that
+ * insert wait for a transaction still inserting the same position — until it commits (the
+ * position holds its change set, and the empty row is not inserted) or rolls back (the empty row
+ * takes the position for good). A write whose position was settled empty before it inserted its
+ * row takes the next one (`ON CONFLICT DO NOTHING`, then again).
+ *
+ * @module
+ */
+import { sql } from 'kysely'
+import { logOperations, type ChangeLogSql, type LogIdentity } from '../change-log.ts'
+import type { Executor } from '../rows.ts'
+import { POSTGRES } from './postgres-fragments.ts'
+
+/** The change log's statements for `table` (letters, digits and `_`: checked by the option schema). */
+export function postgresChangeLog (name: string): ChangeLogSql {
+  const log = sql.id(name)
+  const epochs = sql.id(`${name}_epoch`)
+  const sequence = `${name}_position`
+  const next = sql.raw(`'"${sequence}"'`)
+  const APPEND = POSTGRES.statement(sql`INSERT INTO ${log} (position, envelope, at) VALUES (nextval(${next}), ${''}, ${0}) ON CONFLICT DO NOTHING
+    RETURNING position`)
+  const statements = {
+    read: POSTGRES.statement(sql`SELECT position, envelope FROM ${log} WHERE position > ${0} ORDER BY position LIMIT ${0}`),
+    settle: POSTGRES.statement(sql`WITH s AS (SELECT g FROM generate_series(${0}::bigint, ${0}::bigint) AS g)
+      INSERT INTO ${log} (position, envelope, at) SELECT g, NULL, ${0}::bigint FROM s ORDER BY g ON CONFLICT DO NOTHING`),
+    bounds: POSTGRES.statement(sql`SELECT COALESCE(min(position), 0) AS oldest, COALESCE(max(position), 0) AS newest FROM ${log}`),
+    prune: POSTGRES.statement(sql`DELETE FROM ${log} WHERE position IN (SELECT position FROM ${log}
+      WHERE position <= (SELECT max(position) FROM ${log}) - ${0}::bigint OR at < ${0}::bigint ORDER BY position LIMIT ${0}) RETURNING 1`)
+  }
+  return {
+    async open (run: Executor, made: LogIdentity, tables: boolean): Promise<LogIdentity> {
+      if (tables) {
+        // Instances that start together wait for each other: CREATE … IF NOT EXISTS is not safe
+        // against another session creating the same table at the same time.
+        await run(POSTGRES.statement(sql`SELECT pg_advisory_xact_lock(hashtext(${`fastify-blueprints:${name}`}))`))
+        await run(POSTGRES.statement(sql`CREATE TABLE IF NOT EXISTS ${log} (position bigint PRIMARY KEY, envelope text, at bigint NOT NULL)`))
+        await run(POSTGRES.statement(sql`CREATE SEQUENCE IF NOT EXISTS ${sql.id(sequence)}`))
+        await run(POSTGRES.statement(sql`CREATE TABLE IF NOT EXISTS ${epochs}
+          (one integer PRIMARY KEY CHECK (one = 1), epoch text NOT NULL, secret text NOT NULL)`))
+      }
+      await run(POSTGRES.statement(sql`INSERT INTO ${epochs} (one, epoch, secret) VALUES (1, ${made.epoch}, ${made.secret}) ON CONFLICT DO NOTHING`))
+      // The log and its sequence are read too: a table missing fails here rather than at a write.
+      const [row] = await run(POSTGRES.statement(sql`SELECT epoch, secret,
+        (SELECT last_value FROM ${sql.id(sequence)}) AS last, (SELECT count(*) FROM ${log} WHERE false) AS none FROM ${epochs} WHERE one = 1`))
+      return { epoch: row.epoch as string, secret: row.secret as string }
+    },
+    async append (run: Executor, envelope: string, at: number): Promise<number> {
+      for (;;) {
+        const [row] = await run({ sql: APPEND.sql, params: [envelope, at] })
+        // Settled empty by a reader between nextval() and the insert: the next position.
+        if (row !== undefined) return Number(row.position)
+      }
+    },
+    ...logOperations(statements)
+  }
+}
