@@ -1,6 +1,8 @@
 // Crash benchmark: committed writes whose notification never reaches another instance when the
 // writing instance is killed (`kill -9`) in the middle of a burst, per broker; and, without a kill,
-// how long after the HTTP answer a notification reaches the other instance.
+// how long after the HTTP answer a notification reaches the other instance. With CRASH_DISTURB
+// (below), PostgreSQL or Redis is restarted during the bursts instead, with sockets on both
+// instances: no socket may close, and none may miss a committed write.
 //
 // Run: npm run bench:crash (or: npm exec -- node bench/realtime/crash.ts). It needs PostgreSQL
 // (127.0.0.1:5432, user postgres; PGHOST, PGPORT, PGUSER, PGPASSWORD override) and, for the Redis
@@ -56,7 +58,34 @@
 //
 // Knobs (environment): CRASH_CHECKOUT, CRASH_BROKERS, CRASH_BURSTS (5), CRASH_WRITES (200),
 // CRASH_IN_FLIGHT (16), CRASH_WARMUP (32), CRASH_SERIAL (100), CRASH_SETTLE_MS (3000). A watchdog
-// stops the run after TIME_LIMIT_MINUTES.
+// stops the run after CRASH_TIME_LIMIT_MINUTES (5; 10 for the restarts below).
+//
+// The disturbance, CRASH_DISTURB: `kill` (the default: everything above), or the restart of a
+// service both instances depend on, which must close no socket and lose no committed write
+// ("Restart PostgreSQL, restart Redis … each during a burst: 0 sockets closed, 0 notifications
+// lost, compared with the change sets that committed"):
+// - `redis-restart` (brokers: redis unless CRASH_BROKERS says otherwise): Redis is stopped
+//   (`redis-cli shutdown nosave`), CRASH_OUTAGE_MS (1500) later started again (`redis-server
+//   --daemonize yes …`, the command line of the CI's Redis), and is back when it answers PING.
+// - `pg-restart` (brokers: postgres,redis): PostgreSQL is stopped (`pg_ctlcluster … main stop`,
+//   fast mode: open transactions are rolled back, connections dropped), CRASH_OUTAGE_MS later
+//   started again (`pg_ctlcluster … main start`), and is back when pg_isready says so.
+// Then A is not killed: at the k-th answer of a burst (k as above) the restart starts, and the
+// burst goes on meanwhile: PATCHes go on being sent through A (after an answer other than 200,
+// the burst pauses 100 ms, so that an outage is not a busy loop), past CRASH_WRITES while the
+// service is away, until CRASH_TAIL (4 × CRASH_IN_FLIGHT) more have been sent after it came back
+// (at most 5 × CRASH_WRITES in all). Writes that fail meanwhile (5xx, a reset) are expected: what
+// counts is what committed (the trigger). A second socket, on A, follows the same pets as B's;
+// both must hear the sentinels (sent again until answered 200, 15 s at most). Reported per
+// restart and per socket: the committed writes it never heard; for the committed writes sent
+// before the service was back that it had not heard by then, how long after the service was back
+// the last of them arrived; per socket over the run: closes (with their codes), positions
+// strictly increasing, none twice. The servers' logger is set to CRASH_LOG_LEVEL ('warn' for the
+// restarts; for `kill` only when set) by rewriting `Fastify()` in server.ts as it is loaded (a
+// module hook: the checkout is not edited); their log lines are printed once per phase (repeats
+// counted), with their time after the start of the restart. PostgreSQL and Redis are started
+// again at the end of the run, whatever happens (also on a failure, a signal or the watchdog),
+// and the report says whether they answer (pg_isready, redis-cli ping).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
@@ -64,7 +93,8 @@ import { Agent, request } from 'node:http'
 import { cpus, loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
+import { createInterface } from 'node:readline'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import pg from 'pg'
 import WebSocket from 'ws'
 import { seedPostgres } from '../seed.ts'
@@ -74,17 +104,38 @@ const env = process.env
 const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
 const CHECKOUT = resolve(env.CRASH_CHECKOUT ?? fileURLToPath(new URL('../..', import.meta.url)))
 const SERVER = join(CHECKOUT, 'bench/realtime/server.ts')
-const BROKERS = list(env.CRASH_BROKERS, 'postgres,redis')
 const BURSTS = Number(env.CRASH_BURSTS ?? 5)
 const WRITES = Number(env.CRASH_WRITES ?? 200)
 const IN_FLIGHT = Number(env.CRASH_IN_FLIGHT ?? 16)
 const WARMUP = Number(env.CRASH_WARMUP ?? 32)
 const SERIAL = Number(env.CRASH_SERIAL ?? 100)
 const SETTLE_MS = Number(env.CRASH_SETTLE_MS ?? 3000)
+const DISTURBANCES = ['kill', 'redis-restart', 'pg-restart'] as const
+type Disturbance = typeof DISTURBANCES[number]
+const DISTURB = (env.CRASH_DISTURB ?? 'kill') as Disturbance
+if (!DISTURBANCES.includes(DISTURB)) throw new Error(`CRASH_DISTURB: unknown disturbance ${String(DISTURB)} (${DISTURBANCES.join(', ')})`)
+/** A service is restarted during the bursts (A is not killed). */
+const RESTART = DISTURB !== 'kill'
+const BROKERS = list(env.CRASH_BROKERS, DISTURB === 'redis-restart' ? 'redis' : 'postgres,redis')
+/** Milliseconds between the end of the stop command and the start command. */
+const OUTAGE_MS = Number(env.CRASH_OUTAGE_MS ?? 1500)
+/** Writes sent after the service came back, before a restart burst ends. */
+const TAIL = Number(env.CRASH_TAIL ?? 4 * IN_FLIGHT)
+/** A restart burst sends at most this many writes. */
+const MAX_WRITES = 5 * WRITES
+/** After an answer other than 200 in a restart burst, no write is sent for this long. */
+const FAILED_PAUSE_MS = 100
+/**
+ * Once WRITES are sent and the service is still away, one write every this many ms (writes that
+ * do not need the service, as with Redis away, would otherwise reach MAX_WRITES before it is back).
+ */
+const AWAY_PACE_MS = 10
+/** The servers' logger level (undefined: server.ts as it is, without a logger). */
+const LOG_LEVEL = env.CRASH_LOG_LEVEL ?? (RESTART ? 'warn' : undefined)
 /** The new code's change log table (its default name), read only for a diagnostic of the arrival order. */
 const LOG_TABLE = 'blueprints_log'
 const SENTINEL_MS = 15_000
-const TIME_LIMIT_MINUTES = 5
+const TIME_LIMIT_MINUTES = Number(env.CRASH_TIME_LIMIT_MINUTES ?? (RESTART ? 10 : 5))
 /** The pets B's socket follows, and the writes' targets. */
 const PET_IDS = Array.from({ length: 50 }, (_, i) => i + 1)
 /** Every value, database name and channel of this run carries it. */
@@ -132,6 +183,8 @@ async function abort (why: string, code: number): Promise<never> {
   killAll()
   // A database being created now is in `databases` by then.
   await sleep(1000)
+  // PostgreSQL and Redis may be down (a restart under way): other work on this machine needs them.
+  if (RESTART) console.error(`bench:crash: ${await ensureServices().catch((err: unknown) => `could not check the services: ${(err as Error).message}`)}`)
   await within(dropDatabases(), 20_000, 'dropping the databases').catch((err: unknown) => {
     console.error(`bench:crash: could not drop ${[...databases].join(', ')}: ${(err as Error).message}`)
   })
@@ -141,6 +194,119 @@ async function abort (why: string, code: number): Promise<never> {
 process.on('exit', killAll)
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { void abort(`${signal}, stopping`, 130) })
 setTimeout(() => { void abort(`time limit of ${TIME_LIMIT_MINUTES} minutes reached, stopping`, 1) }, TIME_LIMIT_MINUTES * 60_000).unref()
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL and Redis, for the restarts (CRASH_DISTURB): stopped and started with the machine's
+// own commands; whatever happens, they are started again (see ensureServices).
+
+const REDIS_HOST = env.REDIS_HOST ?? '127.0.0.1'
+const REDIS_PORT = env.REDIS_PORT ?? '6379'
+/** The command line the CI starts Redis with (it keeps nothing on disk). */
+const REDIS_START = ['--daemonize', 'yes', '--bind', '127.0.0.1', '-::1', '--port', '6379', '--save', '', '--appendonly', 'no', '--dir', '/var/lib/redis', '--logfile', '/var/log/redis/ci.log']
+
+/** The PostgreSQL cluster's version, as `$(ls /etc/postgresql)` gives it. */
+function pgVersion (): string {
+  const versions = existsSync('/etc/postgresql') ? readdirSync('/etc/postgresql') : []
+  if (versions.length !== 1) throw new Error(`expected one PostgreSQL version in /etc/postgresql, found: ${versions.join(', ') || 'none'}`)
+  return versions[0]
+}
+
+/**
+ * Runs a command; resolves with its exit code (null when it could not run) and output. It runs in
+ * a session of its own (a daemon it starts is not in this process's group), and the exit is what
+ * is waited for, not the end of its output (a daemon may keep it open).
+ */
+async function run (command: string, args: readonly string[], ms = 60_000): Promise<{ code: number | null, output: string }> {
+  return await within(new Promise(resolve => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => { output += String(chunk) })
+    child.stderr.on('data', (chunk: Buffer) => { output += String(chunk) })
+    child.once('error', err => { resolve({ code: null, output: err.message }) })
+    child.once('exit', code => { setImmediate(() => { resolve({ code, output: output.trim() }) }) })
+  }), ms, `${command} ${args.join(' ')}`)
+}
+
+const redisUp = async (): Promise<boolean> => (await run('redis-cli', ['-h', REDIS_HOST, '-p', REDIS_PORT, 'ping'], 10_000)).output === 'PONG'
+const pgUp = async (): Promise<boolean> => (await run('pg_isready', ['-h', pgConfig.host, '-p', String(pgConfig.port)], 10_000)).code === 0
+const stopRedis = async (): Promise<{ code: number | null, output: string }> => await run('redis-cli', ['-h', REDIS_HOST, '-p', REDIS_PORT, 'shutdown', 'nosave'])
+const startRedis = async (): Promise<{ code: number | null, output: string }> => await run('redis-server', REDIS_START)
+const pgCluster = async (action: 'start' | 'stop'): Promise<{ code: number | null, output: string }> =>
+  await run('pg_ctlcluster', ['--skip-systemctl-redirect', pgVersion(), 'main', action], 120_000)
+
+/** Resolves once `up()` holds (polled every 50 ms); rejects after `ms`. */
+async function until (up: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!await up().catch(() => false)) {
+    if (Date.now() > deadline) throw new Error(`${what}: not up after ${ms / 1000} s`)
+    await sleep(50)
+  }
+}
+
+/**
+ * Starts PostgreSQL and Redis if they do not answer (after a grace of 5 s: one may be starting),
+ * and says how they are. Never throws for a service that stays down: the report says so.
+ */
+async function ensureServices (): Promise<string> {
+  const said: string[] = []
+  const services = [
+    { name: 'PostgreSQL', up: pgUp, start: async () => await pgCluster('start'), answer: 'pg_isready: accepting connections' },
+    { name: 'Redis', up: redisUp, start: startRedis, answer: 'redis-cli ping: PONG' }
+  ]
+  for (const service of services) {
+    try {
+      let started = ''
+      if (!await service.up()) {
+        await until(service.up, 5000, service.name).catch(async () => {
+          const { code, output } = await service.start()
+          started = ` (it was down: started again, exit ${code}${output === '' ? '' : `, ${output.replaceAll('\n', ' ')}`})`
+        })
+        await until(service.up, 60_000, service.name)
+      }
+      said.push(`${service.name}: ${service.answer}${started}`)
+    } catch (err) {
+      said.push(`${service.name}: DOWN (${(err as Error).message})`)
+    }
+  }
+  return said.join('; ')
+}
+
+/** One restart of a service: when it was stopped, when it answered again. */
+interface Outage {
+  /** Before the stop command. */
+  readonly downAt: bigint
+  /** The service answers again (after the start command). */
+  readonly backAt: bigint
+  /** What the commands said (exit codes, output). */
+  readonly steps: string[]
+}
+
+/** Stops the service of this run's disturbance, waits OUTAGE_MS, starts it again (also when stopping failed). */
+async function restartService (): Promise<Outage> {
+  const redis = DISTURB === 'redis-restart'
+  const steps: string[] = []
+  const step = (what: string, { code, output }: { code: number | null, output: string }, from: bigint): void => {
+    steps.push(`${what} ${elapsedMs(from, process.hrtime.bigint()).toFixed(0)} ms, exit ${code}${output === '' ? '' : ` (${output.replaceAll('\n', ' ').slice(0, 200)})`}`)
+  }
+  const downAt = process.hrtime.bigint()
+  let backAt = downAt
+  try {
+    step('stop', redis ? await stopRedis() : await pgCluster('stop'), downAt)
+    await sleep(OUTAGE_MS)
+  } finally {
+    // Back is when it answers, which for PostgreSQL comes before `pg_ctlcluster start` returns.
+    const starting = process.hrtime.bigint()
+    const start = (redis ? startRedis() : pgCluster('start')).then(result => { step('start', result, starting) })
+    try {
+      await until(redis ? redisUp : pgUp, 60_000, redis ? 'Redis' : 'PostgreSQL')
+      backAt = process.hrtime.bigint()
+    } finally {
+      await start
+    }
+    steps.push(`answering ${elapsedMs(starting, backAt).toFixed(0)} ms after the start command`)
+  }
+  return { downAt, backAt, steps }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Server processes, as bench/realtime/run.ts starts them.
@@ -170,16 +336,71 @@ interface Server {
   kill (): void
 }
 
+/**
+ * A module hook for the server processes (with LOG_LEVEL): server.ts is loaded with `Fastify()`
+ * replaced by `Fastify({ logger: { level } })`, so that the plugin's warnings and errors are seen
+ * (the checkout is not edited). Says so on stderr when server.ts has no `Fastify()`.
+ */
+const LOGGER_HOOK = LOG_LEVEL === undefined
+  ? undefined
+  : 'data:text/javascript,' + encodeURIComponent(`
+import { registerHooks } from 'node:module'
+registerHooks({
+  load (url, context, nextLoad) {
+    const loaded = nextLoad(url, context)
+    if (url !== ${JSON.stringify(pathToFileURL(SERVER).href)}) return loaded
+    const source = String(loaded.source)
+    const logged = source.replace('Fastify()', ${JSON.stringify(`Fastify({ logger: { level: ${JSON.stringify(LOG_LEVEL)} } })`)})
+    if (logged === source) process.stderr.write('bench:crash: no Fastify() in server.ts: its logger stays off\\n')
+    return { ...loaded, source: logged }
+  }
+})`)
+
+/**
+ * The servers' log lines (with LOG_LEVEL): each distinct line (level, message, error) is printed
+ * once per phase, with its time after the start of the latest restart; repeats are counted and
+ * printed at the end of the phase.
+ */
+class LogSink {
+  readonly #counts = new Map<string, number>()
+  /** The start of the latest restart. */
+  mark: bigint | undefined
+
+  line (label: string, text: string): void {
+    // Stack frames of an error printed on stderr.
+    if (text.trim() === '' || /^\s+at /.test(text)) return
+    let key = text.slice(0, 300)
+    try {
+      const entry = JSON.parse(text) as { level?: number, msg?: string, err?: { type?: string, message?: string, code?: string }, res?: { statusCode?: number } }
+      const level = ({ 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' } as Record<number, string>)[entry.level ?? 0] ?? String(entry.level)
+      const err = entry.err === undefined ? '' : ` [${entry.err.type ?? 'Error'}${entry.err.code === undefined ? '' : ` ${entry.err.code}`}: ${(entry.err.message ?? '').slice(0, 200)}]`
+      key = `${level} ${entry.msg ?? ''}${err}${entry.res?.statusCode === undefined ? '' : ` (answered ${entry.res.statusCode})`}`
+    } catch {}
+    key = `[${label}] ${key}`
+    const count = (this.#counts.get(key) ?? 0) + 1
+    this.#counts.set(key, count)
+    if (count === 1) console.log(`    log ${this.mark === undefined ? '' : `t+${elapsedMs(this.mark, process.hrtime.bigint()).toFixed(0)} ms `}${key}`)
+  }
+
+  /** The end of a phase: the repeats. */
+  flush (): void {
+    for (const [key, count] of this.#counts) if (count > 1) console.log(`    log ×${count} in the phase: ${key}`)
+    this.#counts.clear()
+  }
+}
+const sink = new LogSink()
+
 async function startServer (label: string, broker: string, database: string, channel: string): Promise<Server> {
   const code = fingerprint()
   if (code !== CODE) mixed.push(`${label}: ${code}`)
-  const child = spawn(process.execPath, [SERVER, '--broker', broker, '--apps', '1'], {
+  const child = spawn(process.execPath, [...(LOGGER_HOOK === undefined ? [] : ['--import', LOGGER_HOOK]), SERVER, '--broker', broker, '--apps', '1'], {
     cwd: CHECKOUT,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: ['ignore', LOGGER_HOOK === undefined ? 'inherit' : 'pipe', LOGGER_HOOK === undefined ? 'inherit' : 'pipe', 'ipc'],
     serialization: 'advanced',
     env: { ...env, BENCH_RT_PG_DB: database, BENCH_RT_CHANNEL: channel }
   })
   children.add(child)
+  for (const stream of [child.stdout, child.stderr]) if (stream !== null) createInterface({ input: stream }).on('line', line => { sink.line(label, line) })
   const exited = new Promise<never>((_resolve, reject) => {
     child.once('exit', (code, signal) => {
       children.delete(child)
@@ -282,8 +503,92 @@ async function burst (port: number, phase: string, count: number, kill?: { after
   return writes
 }
 
+/** A write of a restart burst: also when it was sent. */
+interface SentWrite extends Write {
+  readonly sentAt: bigint
+}
+
+/**
+ * A burst through `port` during which the service is restarted (see the file's comment): the
+ * restart starts in the callback of the `after`-th answer, and writes go on being sent (after an
+ * answer other than 200, none for FAILED_PAUSE_MS) until WRITES are sent, the service is back and
+ * TAIL more were sent since; at most MAX_WRITES. Resolves once the last answer arrived and the
+ * service is back (or its restart failed: `failed`).
+ */
+async function restartBurst (port: number, phase: string, after: number): Promise<{ writes: SentWrite[], outage?: Outage, failed?: string }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT })
+  const writes: SentWrite[] = []
+  let next = 0
+  let done = 0
+  let running = 0
+  let pausedUntil = 0
+  let paused: NodeJS.Timeout | undefined
+  let restart: Promise<Outage> | undefined
+  let over = false
+  let sentAfter = 0
+  const more = (): boolean => next < MAX_WRITES && (next < WRITES || !over || sentAfter < TAIL)
+  await new Promise<void>(resolve => {
+    const launch = (): void => {
+      for (;;) {
+        const wait = pausedUntil - Date.now()
+        if (wait > 0 && more()) {
+          paused ??= setTimeout(() => { paused = undefined; launch() }, wait)
+          return
+        }
+        if (running >= IN_FLIGHT || !more()) break
+        const i = next++
+        // Past WRITES while the service is away: paced (see AWAY_PACE_MS).
+        if (next > WRITES && !over) pausedUntil = Math.max(pausedUntil, Date.now() + AWAY_PACE_MS)
+        if (over) sentAfter++
+        const write: SentWrite = { value: `${phase}:${i}:${TAG}`, pet: PET_IDS[i % PET_IDS.length], status: 0, answeredAt: 0n, sentAt: process.hrtime.bigint() }
+        writes.push(write)
+        running++
+        http(agent, port, 'PATCH', `/pet/${write.pet}`, { name: write.value }).then(answer => {
+          write.status = answer.status
+          write.answeredAt = answer.answeredAt
+          if (answer.status !== 200) write.error = answer.text.slice(0, 200)
+        }, (err: unknown) => {
+          write.error = (err as Error).message
+        }).finally(() => {
+          running--
+          done++
+          if (write.status !== 200) pausedUntil = Math.max(pausedUntil, Date.now() + FAILED_PAUSE_MS)
+          if (restart === undefined && done >= after) {
+            sink.mark = process.hrtime.bigint()
+            restart = restartService()
+            restart.then(() => {}, () => {}).finally(() => { over = true; launch() })
+          }
+          launch()
+        })
+      }
+      if (running === 0 && !more()) resolve()
+    }
+    launch()
+  })
+  agent.destroy()
+  let outage: Outage | undefined
+  let failed: string | undefined
+  try {
+    outage = await (restart as Promise<Outage>)
+  } catch (err) {
+    failed = (err as Error).message
+  }
+  const notOk = writes.filter(w => w.status !== 200)
+  if (notOk.length > 0) {
+    const kinds = new Map<string, number>()
+    for (const w of notOk) {
+      // The error's code when the answer names one (the answer is cut at 200 characters: not parsed).
+      const said = /"code":"([^"]+)"/.exec(w.error ?? '')?.[1] ?? (w.error ?? '').slice(0, 120)
+      const kind = w.status === 0 ? `error ${said}` : `${w.status} ${said}`
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1)
+    }
+    console.log(`  note: ${phase}: ${notOk.length} PATCHes not answered 200: ${[...kinds].map(([kind, n]) => `${n}× ${kind}`).join('; ')}`)
+  }
+  return { writes, outage, failed }
+}
+
 // ---------------------------------------------------------------------------------------------
-// B's socket
+// The sockets
 
 /** What B's socket heard: per value, the first receipt and how often; per frame, its log position. */
 class Listener {
@@ -294,6 +599,10 @@ class Listener {
   readonly arrivals: Array<{ value: string, position: number | undefined }> = []
   frames = 0
   unexpected = 0
+  /** Closes this process did not ask for (end()), with their codes; and the socket's errors. */
+  readonly closes: Array<{ code: number, reason: string, at: bigint }> = []
+  readonly errors: string[] = []
+  #ending = false
   /** Per phase (the value's prefix), `updated` frames of pets that carried no position. */
   readonly unpositioned = new Map<string, number>()
   #waiters = new Map<string, () => void>()
@@ -304,6 +613,8 @@ class Listener {
 
   constructor (ws: WebSocket) {
     this.ws = ws
+    ws.on('close', (code, reason) => { if (!this.#ending) this.closes.push({ code, reason: String(reason), at: process.hrtime.bigint() }) })
+    ws.on('error', err => { this.errors.push(err.message) })
     ws.on('message', data => {
       const at = process.hrtime.bigint()
       const message = JSON.parse(String(data)) as {
@@ -342,6 +653,12 @@ class Listener {
     return new Listener(ws)
   }
 
+  /** Closes the socket (the end of the run: not counted as a close). */
+  end (): void {
+    this.#ending = true
+    this.ws.terminate()
+  }
+
   /** A request frame; resolves with its response frame. */
   async ask (method: string, url: string): Promise<{ statusCode: number, body: unknown }> {
     const id = ++this.#next
@@ -358,7 +675,7 @@ class Listener {
   async hear (value: string, ms: number): Promise<void> {
     if (this.heard.has(value)) return
     try {
-      await within(new Promise<void>(resolve => this.#waiters.set(value, resolve)), ms, `B's socket hearing ${value}`)
+      await within(new Promise<void>(resolve => this.#waiters.set(value, resolve)), ms, `the socket hearing ${value}`)
     } finally {
       this.#waiters.delete(value)
     }
@@ -371,22 +688,53 @@ class Listener {
 interface BurstOutcome {
   readonly phase: string
   readonly sent: number
-  /** k: A was killed in the callback of the k-th answer (undefined: no kill). */
+  /** k: A was killed (or the restart started) in the callback of the k-th answer (undefined: neither). */
   readonly killAfter: number | undefined
   readonly committed: number
+  /** The committed values themselves. */
+  readonly committedValues: ReadonlySet<string>
   /** Committed, never heard by B within the quiescence bound. */
   readonly lost: string[]
+  /** The same per socket: B, and in the restarts A. */
+  readonly lostOn: ReadonlyMap<string, string[]>
   readonly lostAnswered200: number
   readonly answered200: number
   /** Answered 200 but not in crash_committed (must be 0). */
   readonly answeredNotCommitted: number
   /** Committed, not answered 200 (in flight at the kill), and heard / lost. */
   readonly unansweredCommitted: number
-  /** Heard by B but never committed (must be 0). */
+  /** Heard by B (or, in the restarts, A) but never committed (must be 0). */
   readonly phantom: number
   readonly sentinels: string
   /** Committed writes of a kill burst whose notification B heard only after A was killed: per write, whether its frame carried a position. */
   readonly heardAfterKill: boolean[]
+}
+
+/** A restart burst: its BurstOutcome, the restart, and per socket how it caught up. */
+interface RestartOutcome {
+  readonly burst: BurstOutcome
+  readonly outage?: Outage
+  /** Why the restart failed (then the run stops). */
+  readonly failed?: string
+  /**
+   * Per socket: the committed writes sent before the service was back that the socket had not
+   * heard by then (`pending`), how many of them it never heard, and when the last of them arrived,
+   * in ms after the service was back (undefined when none was pending or some never arrived).
+   */
+  readonly catchUp: ReadonlyMap<string, { pending: number, never: number, lastMs: number | undefined }>
+}
+
+/** One socket over the run. */
+interface SocketOutcome {
+  readonly name: string
+  readonly closes: ReadonlyArray<{ code: number, reason: string, at: bigint }>
+  readonly errors: readonly string[]
+  readonly positions: BrokerOutcome['positions']
+  readonly unpositioned: Map<string, number>
+  readonly logOrder: LogOrder | string
+  readonly late: number
+  readonly duplicateValues: number
+  readonly unexpected: number
 }
 
 interface BrokerOutcome {
@@ -408,6 +756,10 @@ interface BrokerOutcome {
   readonly duplicateValues: number
   readonly unexpected: number
   readonly failed?: string
+  /** The restart bursts (CRASH_DISTURB other than kill). */
+  readonly restarts: RestartOutcome[]
+  /** Every socket (B; and A in the restarts), over the run. */
+  readonly sockets: SocketOutcome[]
 }
 
 /** The committed values of a phase: rows the trigger wrote in the writes' own transactions. */
@@ -425,10 +777,19 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
   databases.add(database)
   await admin.query(`create database "${database}"`)
   await admin.end()
-  const db = new pg.Client({ ...pgConfig, database })
-  // Dropping the database (with force, on abort) ends this connection: not an error of the run.
-  db.on('error', () => {})
-  await db.connect()
+  const connect = async (): Promise<pg.Client> => {
+    const client = new pg.Client({ ...pgConfig, database })
+    // Dropping the database (with force, on abort), or a restart of PostgreSQL, ends this connection: not an error of the run.
+    client.on('error', () => {})
+    await client.connect()
+    return client
+  }
+  /** A new connection, after a restart of PostgreSQL ended this one. */
+  const reconnect = async (old: pg.Client): Promise<pg.Client> => {
+    await within(old.end(), 5000, 'closing a connection').catch(() => {})
+    return await connect()
+  }
+  let db = await connect()
   let seeded = performance.now()
   await seedPostgres(db)
   // See the file's comment: a row here if and only if the UPDATE that set that name committed.
@@ -444,13 +805,16 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
 
   const servers: Server[] = []
   let listener: Listener | undefined
+  /** The sockets, by the instance they are on: B; and A in the restarts. */
+  const listeners = new Map<string, Listener>()
   const bursts: BurstOutcome[] = []
+  const restarts: RestartOutcome[] = []
   let noKill: BurstOutcome | undefined
   let latency: ReturnType<typeof distribution> | undefined
   let serialLatency: ReturnType<typeof distribution> | undefined
   let failed: string | undefined
-  /** Per phase, the committed values B had not heard at the phase's bound (late arrivals are counted at the end). */
-  const lostAtBound: string[] = []
+  /** Per socket and phase, the committed values it had not heard at the phase's bound (late arrivals are counted at the end). */
+  const lostAtBound = new Map<string, string[]>([['B', []], ['A', []]])
   try {
     const b = await startServer(`${broker}-B`, broker, database, channel)
     servers.push(b)
@@ -458,28 +822,54 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
     servers.push(a)
     console.log(`\n## ${broker}: database ${database} (seeded in ${(seeded / 1000).toFixed(1)} s), B on :${b.port}, A on :${a.port}`)
     listener = await Listener.open(b.port)
-    for (const id of PET_IDS) {
-      const read = await listener.ask('GET', `/pet/${id}?populate=false`)
-      if (read.statusCode !== 200) throw new Error(`subscribing read of pet ${id} answered ${read.statusCode}`)
+    listeners.set('B', listener)
+    // A is not killed in the restarts: a socket there must not miss anything either.
+    if (RESTART) listeners.set('A', await Listener.open(a.port))
+    for (const [name, socket] of listeners) {
+      for (const id of PET_IDS) {
+        const read = await socket.ask('GET', `/pet/${id}?populate=false`)
+        if (read.statusCode !== 200) throw new Error(`subscribing read of pet ${id} on ${name} answered ${read.statusCode}`)
+      }
     }
     const heard = listener
     const bAgent = new Agent({ keepAlive: true, maxSockets: 1 })
     let sentinels = 0
 
-    /** A sentinel write through one instance, heard by B's socket. */
+    /**
+     * A sentinel write through one instance, heard by every socket. In the restarts it is sent
+     * again until it is answered 200 (the instance's connections may still be coming back).
+     */
     const sentinel = async (port: number, via: string): Promise<string> => {
       const value = `sentinel-${via}:${sentinels++}:${TAG}`
-      const agent = port === b.port ? bAgent : new Agent({ keepAlive: false })
       const started = process.hrtime.bigint()
-      const answer = await http(agent, port, 'PATCH', `/pet/${PET_IDS[0]}`, { name: value })
-      if (agent !== bAgent) agent.destroy()
-      if (answer.status !== 200) throw new Error(`sentinel through ${via} answered ${answer.status}: ${answer.text.slice(0, 200)}`)
-      try {
-        await heard.hear(value, SENTINEL_MS)
-      } catch {
-        return `${via}: NOT heard within ${SENTINEL_MS / 1000} s`
+      for (let attempt = 1; ; attempt++) {
+        const agent = port === b.port ? bAgent : new Agent({ keepAlive: false })
+        let answer: Answer | undefined
+        let problem = ''
+        try {
+          answer = await http(agent, port, 'PATCH', `/pet/${PET_IDS[0]}`, { name: value })
+          problem = `${answer.status}: ${answer.text.slice(0, 200)}`
+        } catch (err) {
+          if (!RESTART) throw err
+          problem = (err as Error).message
+        } finally {
+          if (agent !== bAgent) agent.destroy()
+        }
+        if (answer?.status === 200) break
+        if (!RESTART || elapsedMs(started, process.hrtime.bigint()) > SENTINEL_MS) throw new Error(`sentinel through ${via} answered ${problem} (attempt ${attempt})`)
+        await sleep(200)
       }
-      return `${via}: ${elapsedMs(started, (heard.heard.get(value) as { at: bigint }).at).toFixed(0)} ms`
+      const said: string[] = []
+      for (const [name, socket] of listeners) {
+        const who = listeners.size > 1 ? `${name} ` : ''
+        try {
+          await socket.hear(value, SENTINEL_MS)
+          said.push(`${who}${elapsedMs(started, (socket.heard.get(value) as { at: bigint }).at).toFixed(0)} ms`)
+        } catch {
+          said.push(`${who}NOT heard within ${SENTINEL_MS / 1000} s`)
+        }
+      }
+      return `${via}: ${said.join(' / ')}`
     }
 
     /** Sentinels through B and A, the settle bound, then the phase's figures. */
@@ -488,15 +878,19 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
       await sleep(SETTLE_MS)
       const committed = await committedValues(db, phase)
       const byValue = new Map(writes.map(w => [w.value, w]))
-      const lost = [...committed].filter(v => !heard.heard.has(v))
-      const heardOfPhase = writes.filter(w => heard.heard.has(w.value))
-      lostAtBound.push(...lost)
+      const lostOn = new Map([...listeners].map(([name, socket]) => [name, [...committed].filter(v => !socket.heard.has(v))]))
+      const lost = lostOn.get('B') as string[]
+      for (const [name, values] of lostOn) lostAtBound.get(name)?.push(...values)
+      const heardOfPhase = writes.filter(w => [...listeners.values()].some(socket => socket.heard.has(w.value)))
+      sink.flush()
       return {
         phase,
         sent: writes.length,
         killAfter,
         committed: committed.size,
+        committedValues: committed,
         lost,
+        lostOn,
         lostAnswered200: lost.filter(v => byValue.get(v)?.status === 200).length,
         answered200: writes.filter(w => w.status === 200).length,
         answeredNotCommitted: writes.filter(w => w.status === 200 && !committed.has(w.value)).length,
@@ -517,25 +911,59 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
     const latencies = calm.filter(w => w.status === 200 && heard.heard.has(w.value))
       .map(w => elapsedMs(w.answeredAt, (heard.heard.get(w.value) as { at: bigint }).at))
     latency = distribution(latencies)
-    console.log(`  no kill, ${IN_FLIGHT} in flight: ${noKill.committed} committed, ${noKill.lost.length} not heard by B; answer → B's notification p50 ${latency.p50.toFixed(2)} ms, p90 ${latency.p90.toFixed(2)} ms (sentinels ${noKill.sentinels})`)
+    const onA = (o: BurstOutcome): string => listeners.has('A') ? ` (${o.lostOn.get('A')?.length} by A's socket)` : ''
+    console.log(`  no kill, ${IN_FLIGHT} in flight: ${noKill.committed} committed, ${noKill.lost.length} not heard by B${onA(noKill)}; answer → B's notification p50 ${latency.p50.toFixed(2)} ms, p90 ${latency.p90.toFixed(2)} ms (sentinels ${noKill.sentinels})`)
     // The same without concurrency, for reference: one PATCH in flight.
     const serial = await burst(a.port, `serial-${broker}`, SERIAL, undefined, 1)
     const serialOutcome = await settle(`serial-${broker}`, serial, undefined)
     serialLatency = distribution(serial.filter(w => w.status === 200 && heard.heard.has(w.value))
       .map(w => elapsedMs(w.answeredAt, (heard.heard.get(w.value) as { at: bigint }).at)))
-    console.log(`  no kill, 1 in flight: ${serialOutcome.committed} committed, ${serialOutcome.lost.length} not heard by B; answer → B's notification p50 ${serialLatency.p50.toFixed(2)} ms, p90 ${serialLatency.p90.toFixed(2)} ms`)
+    console.log(`  no kill, 1 in flight: ${serialOutcome.committed} committed, ${serialOutcome.lost.length} not heard by B${onA(serialOutcome)}; answer → B's notification p50 ${serialLatency.p50.toFixed(2)} ms, p90 ${serialLatency.p90.toFixed(2)} ms`)
 
     for (let i = 0; i < BURSTS; i++) {
+      const at = Math.ceil(WRITES * 0.05) + Math.floor(Math.random() * Math.floor(WRITES * 0.9))
+      if (RESTART) {
+        const phase = `${DISTURB}${i + 1}-${broker}`
+        const { writes, outage, failed: restartFailed } = await restartBurst(a.port, phase, at)
+        // The restart of PostgreSQL ended this process's connection too.
+        if (DISTURB === 'pg-restart') db = await reconnect(db)
+        if (restartFailed !== undefined) throw new Error(`${phase}: the restart failed: ${restartFailed}`)
+        const outcome = await settle(phase, writes, at, outage?.downAt)
+        sink.mark = undefined
+        const catchUp = new Map<string, { pending: number, never: number, lastMs: number | undefined }>()
+        if (outage !== undefined) {
+          for (const [name, socket] of listeners) {
+            const pending = writes.filter(w => outcome.committedValues.has(w.value) && w.sentAt < outage.backAt && !((socket.heard.get(w.value)?.at ?? outage.backAt) < outage.backAt))
+            const arrivals = pending.map(w => socket.heard.get(w.value)?.at).filter(t => t !== undefined)
+            const never = pending.length - arrivals.length
+            catchUp.set(name, { pending: pending.length, never, lastMs: pending.length === 0 || never > 0 ? undefined : Math.max(...arrivals.map(t => elapsedMs(outage.backAt, t))) })
+          }
+        }
+        restarts.push({ burst: outcome, outage, catchUp })
+        bursts.push(outcome)
+        const perSocket = (f: (name: string) => string): string => [...listeners.keys()].map(f).join(', ')
+        const caught = (name: string): string => {
+          const c = catchUp.get(name)
+          if (c === undefined) return `${name} —`
+          return `${name} ${c.pending}${c.pending === 0 ? '' : c.never > 0 ? ` (${c.never} NEVER arrived)` : ` (the last ${(c.lastMs as number).toFixed(0)} ms after)`}`
+        }
+        console.log(`  restart ${i + 1}: at answer ${at}; ${DISTURB === 'pg-restart' ? 'PostgreSQL' : 'Redis'} away ${outage === undefined ? '?' : elapsedMs(outage.downAt, outage.backAt).toFixed(0)} ms ` +
+          `(${outage?.steps.join('; ') ?? ''}); ${outcome.sent} sent, ${outcome.answered200} answered 200, ${outcome.committed} committed (${outcome.unansweredCommitted} of them not answered 200); ` +
+          `never heard: ${perSocket(name => `${name} ${outcome.lostOn.get(name)?.length}`)}; committed, sent before the service was back and not heard by then: ${perSocket(caught)}; ` +
+          `sentinels ${outcome.sentinels}`)
+        continue
+      }
       const phase = `kill${i + 1}-${broker}`
-      const killAfter = Math.ceil(WRITES * 0.05) + Math.floor(Math.random() * Math.floor(WRITES * 0.9))
+      const killAfter = at
       const victim = a
       let killedAt = 0n
-      const writes = await burst(a.port, phase, WRITES, { after: killAfter, fn: () => { killedAt = process.hrtime.bigint(); victim.kill() } })
+      const writes = await burst(a.port, phase, WRITES, { after: killAfter, fn: () => { killedAt = process.hrtime.bigint(); sink.mark = killedAt; victim.kill() } })
       await within(victim.exited.catch(() => {}), 10_000, `A exiting after SIGKILL (${phase})`)
       servers.splice(servers.indexOf(victim), 1)
       a = await startServer(`${broker}-A${i + 2}`, broker, database, channel)
       servers.push(a)
       const outcome = await settle(phase, writes, killAfter, killedAt)
+      sink.mark = undefined
       bursts.push(outcome)
       console.log(`  burst ${i + 1}: killed at answer ${killAfter}, ${outcome.sent} sent, ${outcome.answered200} answered 200, ${outcome.committed} committed ` +
         `(${outcome.unansweredCommitted} of them unanswered), ${outcome.lost.length} never reached B (${outcome.lostAnswered200} answered 200); ` +
@@ -546,20 +974,43 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
     failed = (err as Error).message
     console.log(`  FAILED: ${failed}`)
   } finally {
-    listener?.ws.terminate()
+    for (const socket of listeners.values()) socket.end()
     for (const server of servers) await server.stop()
+    sink.flush()
   }
-  let logOrder: LogOrder | string
+  const sockets: SocketOutcome[] = []
+  let logOrder: LogOrder | string = 'not checked'
   try {
-    logOrder = await logOrderCheck(db, listener?.arrivals ?? [])
+    // A restart may have ended the connection (also one that failed half-way).
+    if (DISTURB === 'pg-restart') db = await reconnect(db)
+    for (const [name, socket] of listeners) {
+      let order: LogOrder | string
+      try {
+        order = await logOrderCheck(db, socket.arrivals)
+      } catch (err) {
+        order = (err as Error).message
+      }
+      if (name === 'B') logOrder = order
+      sockets.push({
+        name,
+        closes: socket.closes,
+        errors: socket.errors,
+        positions: positionCheck(socket.positions, socket.frames),
+        unpositioned: socket.unpositioned,
+        logOrder: order,
+        late: (lostAtBound.get(name) ?? []).filter(v => socket.heard.has(v)).length,
+        duplicateValues: [...socket.heard.values()].filter(h => h.times > 1).length,
+        unexpected: socket.unexpected
+      })
+    }
   } catch (err) {
     logOrder = (err as Error).message
   } finally {
-    await db.end()
+    await db.end().catch(() => {})
   }
 
   const positions = positionCheck(listener?.positions ?? [], listener?.frames ?? 0)
-  const late = lostAtBound.filter(v => listener?.heard.has(v) === true).length
+  const late = (lostAtBound.get('B') ?? []).filter(v => listener?.heard.has(v) === true).length
   return {
     broker,
     bursts,
@@ -572,7 +1023,9 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
     logOrder,
     duplicateValues: [...(listener?.heard.values() ?? [])].filter(h => h.times > 1).length,
     unexpected: listener?.unexpected ?? 0,
-    failed
+    failed,
+    restarts,
+    sockets
   }
 }
 
@@ -650,40 +1103,40 @@ function positionCheck (positions: ReadonlyArray<{ position: number, epoch: stri
 
 const started = Date.now()
 const load = (): string => loadavg().map(n => n.toFixed(2)).join(' ')
-console.log('# fastify-blueprints crash benchmark (kill -9 of the writing instance)')
+const SERVICE = DISTURB === 'pg-restart' ? 'PostgreSQL' : 'Redis'
+console.log(RESTART ? `# fastify-blueprints crash benchmark (${SERVICE} restarted during the bursts)` : '# fastify-blueprints crash benchmark (kill -9 of the writing instance)')
 console.log(`checkout under test: ${CHECKOUT} (src/ and server.ts hash ${CODE})`)
 console.log(`Node ${process.version}, ${cpus().length} CPUs; load average at start: ${load()}`)
-console.log(`${BURSTS} bursts of ${WRITES} PATCHes through A (${IN_FLIGHT} in flight) on pets ${PET_IDS[0]}–${PET_IDS[PET_IDS.length - 1]}, socket on B; settle ${SETTLE_MS} ms after the sentinels; run tag ${TAG}`)
+if (RESTART) {
+  console.log(`${BURSTS} bursts of ${WRITES} PATCHes through A (${IN_FLIGHT} in flight, more while ${SERVICE} is away, then ${TAIL} after it is back) on pets ` +
+    `${PET_IDS[0]}–${PET_IDS[PET_IDS.length - 1]}, sockets on B and A; ${SERVICE} away ${OUTAGE_MS} ms (plus its stop and start); settle ${SETTLE_MS} ms after the sentinels; ` +
+    `servers' log level ${LOG_LEVEL ?? 'off'}; run tag ${TAG}`)
+  console.log(`services at the start: ${await ensureServices()}`)
+} else console.log(`${BURSTS} bursts of ${WRITES} PATCHes through A (${IN_FLIGHT} in flight) on pets ${PET_IDS[0]}–${PET_IDS[PET_IDS.length - 1]}, socket on B; settle ${SETTLE_MS} ms after the sentinels; run tag ${TAG}`)
 
 const outcomes: BrokerOutcome[] = []
+let services: string | undefined
 try {
   for (const broker of BROKERS) {
     halt()
     outcomes.push(await runBroker(broker))
   }
 } finally {
+  // Whatever happened: PostgreSQL and Redis run again (other work on this machine needs them).
+  if (RESTART) services = await ensureServices()
   await dropDatabases()
 }
 
-const sum = (bursts: BurstOutcome[], f: (b: BurstOutcome) => number): number => bursts.reduce((total, b) => total + f(b), 0)
-console.log(`\n## Summary (checkout ${CHECKOUT})`)
-console.log(`\n| broker | kill bursts: committed | never reached B | of which answered 200 | answered 200, not committed | heard, not committed | no kill: committed / not heard | answer → B p50 / p90, ${IN_FLIGHT} in flight | 1 in flight |`)
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
-for (const o of outcomes) {
-  const lat = (v: number | undefined): string => v === undefined || Number.isNaN(v) ? '—' : `${v.toFixed(2)} ms`
-  console.log(`| ${o.broker}${o.failed === undefined ? '' : ' (FAILED)'} | ${sum(o.bursts, b => b.committed)} | ${sum(o.bursts, b => b.lost.length)} | ${sum(o.bursts, b => b.lostAnswered200)} | ` +
-    `${sum(o.bursts, b => b.answeredNotCommitted)} | ${sum(o.bursts, b => b.phantom)} | ${o.noKill === undefined ? '—' : `${o.noKill.committed} / ${o.noKill.lost.length}`} | ${lat(o.latency?.p50)} / ${lat(o.latency?.p90)} | ${lat(o.serialLatency?.p50)} / ${lat(o.serialLatency?.p90)} |`)
-}
-console.log('\nPositions on B\'s socket (frames carrying "position", arrival order over the whole run, per epoch):')
-for (const o of outcomes) {
+/** What a socket's frames say about positions (arrival order over the whole run). */
+function describe (who: string, o: Pick<SocketOutcome, 'positions' | 'unpositioned' | 'logOrder' | 'duplicateValues' | 'late' | 'unexpected'>, broker: string, failed?: string): void {
   const p = o.positions
   const line = p.carried === 0
     ? `no frame carries a position (${p.frames} notification frames)`
     : `${p.carried} of ${p.frames} frames carry one, ${p.epochs} epoch(s); strictly increasing: ${p.regressions === 0 ? 'yes' : `NO (${p.regressions} frames not above their predecessor)`}; ` +
       `a position twice: ${p.duplicates === 0 ? 'no' : `YES (${p.duplicates})`}${p.firstProblem === undefined ? '' : `; first: ${p.firstProblem}`}`
-  console.log(`- ${o.broker}: ${line}`)
+  console.log(`- ${who}: ${line}`)
   if (p.carried > 0 && o.unpositioned.size > 0) {
-    console.log(`  frames without a position, by phase: ${[...o.unpositioned].map(([phase, n]) => `${phase.replace(`-${o.broker}`, '')} ${n}`).join(', ')}`)
+    console.log(`  frames without a position, by phase: ${[...o.unpositioned].map(([phase, n]) => `${phase.replace(`-${broker}`, '')} ${n}`).join(', ')}`)
   }
   const l = o.logOrder
   if (typeof l !== 'string') {
@@ -695,8 +1148,57 @@ for (const o of outcomes) {
   if (o.duplicateValues > 0) extra.push(`${o.duplicateValues} writes heard more than once`)
   if (o.late > 0) extra.push(`${o.late} writes heard only after their burst's bound (counted as never reached)`)
   if (o.unexpected > 0) extra.push(`${o.unexpected} unexpected frames`)
-  if (o.failed !== undefined) extra.push(`failed: ${o.failed}`)
+  if (failed !== undefined) extra.push(`failed: ${failed}`)
   if (extra.length > 0) console.log(`  ${extra.join('; ')}`)
+}
+const closed = (s: SocketOutcome): string => s.closes.length === 0 ? '0' : `${s.closes.length} (${s.closes.map(c => `${c.code}${c.reason === '' ? '' : ` "${c.reason}"`}`).join(', ')})`
+
+const sum = (bursts: BurstOutcome[], f: (b: BurstOutcome) => number): number => bursts.reduce((total, b) => total + f(b), 0)
+console.log(`\n## Summary (checkout ${CHECKOUT})`)
+if (!RESTART) {
+  console.log(`\n| broker | kill bursts: committed | never reached B | of which answered 200 | answered 200, not committed | heard, not committed | no kill: committed / not heard | answer → B p50 / p90, ${IN_FLIGHT} in flight | 1 in flight |`)
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const o of outcomes) {
+    const lat = (v: number | undefined): string => v === undefined || Number.isNaN(v) ? '—' : `${v.toFixed(2)} ms`
+    console.log(`| ${o.broker}${o.failed === undefined ? '' : ' (FAILED)'} | ${sum(o.bursts, b => b.committed)} | ${sum(o.bursts, b => b.lost.length)} | ${sum(o.bursts, b => b.lostAnswered200)} | ` +
+      `${sum(o.bursts, b => b.answeredNotCommitted)} | ${sum(o.bursts, b => b.phantom)} | ${o.noKill === undefined ? '—' : `${o.noKill.committed} / ${o.noKill.lost.length}`} | ${lat(o.latency?.p50)} / ${lat(o.latency?.p90)} | ${lat(o.serialLatency?.p50)} / ${lat(o.serialLatency?.p90)} |`)
+  }
+  console.log('\nPositions on B\'s socket (frames carrying "position", arrival order over the whole run, per epoch):')
+  for (const o of outcomes) describe(o.broker, o, o.broker, o.failed)
+  const closes = outcomes.flatMap(o => o.sockets.filter(s => s.closes.length > 0).map(s => `${o.broker}: ${closed(s)}`))
+  console.log(`\nB's socket closed: ${closes.length === 0 ? 'never' : closes.join('; ')}`)
+} else {
+  const socketNames = ['B', 'A']
+  const restartSum = (o: BrokerOutcome, f: (r: RestartOutcome) => number): number => o.restarts.reduce((total, r) => total + f(r), 0)
+  console.log(`\n${SERVICE} restarted during each burst. "Never heard": committed writes (the trigger) a socket had not heard at the burst's bound. "Caught up": over the restarts, ` +
+    `the committed writes sent before ${SERVICE} was back that a socket had not heard by then, and the latest arrival of the last of them after ${SERVICE} was back.`)
+  console.log(`\n| broker | restarts | sent | answered 200 | committed | committed, not answered 200 | never heard: B / A | sockets closed: B / A | caught up: B / A | answered 200, not committed | heard, not committed |`)
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const o of outcomes) {
+    const bySocket = (f: (name: string) => string): string => socketNames.map(f).join(' / ')
+    const caught = (name: string): string => {
+      const c = o.restarts.map(r => r.catchUp.get(name)).filter(x => x !== undefined)
+      const pending = c.reduce((total, x) => total + x.pending, 0)
+      const never = c.reduce((total, x) => total + x.never, 0)
+      if (never > 0) return `${pending}, ${never} NEVER`
+      const last = Math.max(...c.filter(x => x.lastMs !== undefined).map(x => x.lastMs as number))
+      return pending === 0 ? '0' : `${pending}, last +${last.toFixed(0)} ms`
+    }
+    const socket = (name: string): SocketOutcome | undefined => o.sockets.find(s => s.name === name)
+    console.log(`| ${o.broker}${o.failed === undefined ? '' : ' (FAILED)'} | ${o.restarts.length} | ${restartSum(o, r => r.burst.sent)} | ${restartSum(o, r => r.burst.answered200)} | ` +
+      `${restartSum(o, r => r.burst.committed)} | ${restartSum(o, r => r.burst.unansweredCommitted)} | ${bySocket(name => String(restartSum(o, r => r.burst.lostOn.get(name)?.length ?? 0)))} | ` +
+      `${bySocket(name => { const s = socket(name); return s === undefined ? '—' : closed(s) })} | ${bySocket(caught)} | ${restartSum(o, r => r.burst.answeredNotCommitted)} | ${restartSum(o, r => r.burst.phantom)} |`)
+  }
+  console.log('\nPositions on each socket (frames carrying "position", arrival order over the whole run, per epoch):')
+  for (const o of outcomes) {
+    for (const s of o.sockets) describe(`${o.broker}, socket on ${s.name}`, s, o.broker, s.name === 'B' ? o.failed : undefined)
+    if (o.sockets.length === 0 && o.failed !== undefined) console.log(`- ${o.broker}: failed: ${o.failed}`)
+    for (const s of o.sockets) {
+      if (s.closes.length > 0) console.log(`  ${o.broker}: the socket on ${s.name} was CLOSED: ${closed(s)}`)
+      if (s.errors.length > 0) console.log(`  ${o.broker}: the socket on ${s.name} had errors: ${s.errors.join('; ')}`)
+    }
+  }
+  console.log(`\nServices at the end: ${services ?? '?'}`)
 }
 if (mixed.length > 0) console.log(`\nWARNING: the checkout's code changed during the run (hash ${CODE} at the start); these servers started with other code: ${mixed.join(', ')}`)
 console.log(`\nTotal time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)

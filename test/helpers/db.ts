@@ -65,7 +65,7 @@ export async function destroyOrm (db: Database, orm: MikroORM): Promise<void> {
  * (and what it may settle and prune), which runs whenever its poll comes. A write's own row in the
  * log (`INSERT … VALUES`) is counted.
  */
-const BACKGROUND = /FROM "blueprints_log"|INSERT INTO "blueprints_log" \(position, envelope, at\)\s+SELECT/
+const BACKGROUND = /FROM "blueprints_log"|WITH l AS \(SELECT pg_advisory_xact_lock\(|WITH RECURSIVE g\(n\)/
 
 /**
  * Counts the SQL statements run on `orm`'s database from now on (each still runs), BEGIN and

@@ -164,8 +164,8 @@ for (const db of DATABASES) {
 
 // Transactions on the pool are pipelined (src/sql/transactions.ts): what a write issues before it
 // first waits leaves with BEGIN in one write to the socket, and the server runs it in order. The
-// change log's row follows once the change set is known (it needs the write's results), then
-// COMMIT.
+// change log's row follows once the change set is known (it needs the write's results), and
+// COMMIT right behind it, without waiting for its answer.
 if (DATABASES.includes('postgres')) {
   t.test('postgres: a many-to-many write and its answer reach the server in one write to the socket, the log row and COMMIT in two more', async t => {
     const { app, orm } = await build(t, 'postgres')

@@ -33,27 +33,46 @@ export interface CommitRecordsSetup {
 
 
 /**
+ * What a write read and recorded for realtime in its transaction: the envelope (under a policy
+ * with the records its changes name), and with a change log the position it was recorded at —
+ * a promise: the log's statement goes out with COMMIT, without waiting for its answer.
+ */
+interface Recorded {
+  readonly envelope: Envelope
+  readonly position: Promise<number> | undefined
+}
+
+/**
  * Realtime's subscriber of the commit feed: publishes each committed change set (not awaited).
  * With a change log, the change set is first recorded in it, in the write's own transaction.
  */
-export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSubscriber<Envelope> {
+export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSubscriber<Recorded> {
   const log = hub.changeLog
-  // The envelope, as the write's transaction read and recorded it: under a policy with the records
-  // its changes name, with a change log at its position there.
-  const record = async (changes: readonly Change[], run: Executor, context: ChangeContext): Promise<Envelope> => {
+  const record = async (changes: readonly Change[], run: Executor, context: ChangeContext): Promise<Recorded> => {
     const envelope = envelopeOf(changes, context.origin, setup.policed() ? await namedRecords(setup, run, changes) : undefined)
-    // Last in the transaction: a position is held as briefly as it can be (see sql/change-log.ts).
-    return log === undefined ? envelope : { position: await log.append(run, envelope), ...envelope }
+    if (log === undefined) return { envelope, position: undefined }
+    // Last in the transaction (a position is held as briefly as it can be, see sql/change-log.ts),
+    // and not waited for: COMMIT follows it at once. If it fails, the transaction is aborted and
+    // COMMIT says so: the write fails, and nothing is published.
+    const position = log.append(run, envelope)
+    position.catch(() => {})
+    return { envelope, position }
   }
   return {
     // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
-    // ioredis may hold a command for seconds). Publications still leave in commit order.
+    // ioredis may hold a command for seconds).
     awaited: false,
     get beforeCommit () { return log !== undefined || setup.policed() ? record : undefined },
     committed (changes, context, recorded) {
-      hub.publishChanges(recorded ?? envelopeOf(changes, context.origin, undefined)).catch((err: unknown) => {
-        setup.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it')
-      })
+      void publish(recorded ?? { envelope: envelopeOf(changes, context.origin, undefined), position: undefined })
+    }
+  }
+
+  async function publish ({ envelope, position }: Recorded): Promise<void> {
+    try {
+      await hub.publishChanges(position === undefined ? envelope : { position: await position, ...envelope })
+    } catch (err) {
+      setup.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it')
     }
   }
 }

@@ -3,11 +3,12 @@
  * sequence, taken by each write after its work, while it holds its locks: two writes that touch a
  * common row take them in their commit order. Writes that touch nothing in common may commit in
  * another order than their positions; a reader therefore never passes a position it has not seen
- * settled: `settle` inserts an empty row at each missing position, and PostgreSQL makes that
- * insert wait for a transaction still inserting the same position — until it commits (the
- * position holds its change set, and the empty row is not inserted) or rolls back (the empty row
- * takes the position for good). A write whose position was settled empty before it inserted its
- * row takes the next one (`ON CONFLICT DO NOTHING`, then again).
+ * settled. A write takes its position under a shared advisory lock of the log, held until it
+ * commits or rolls back; `settle` takes the same lock exclusively — it waits for every write that
+ * holds a position and has not ended — then fills each position still missing with an empty row,
+ * for good: no write can take one of those positions any more (the sequence has passed them), so
+ * a write's own insert never meets an empty row, and its statement can go out with COMMIT
+ * without waiting for its answer.
  *
  * @module
  */
@@ -22,15 +23,24 @@ export function postgresChangeLog (name: string): ChangeLogSql {
   const epochs = sql.id(`${name}_epoch`)
   const sequence = `${name}_position`
   const next = sql.raw(`'"${sequence}"'`)
-  const APPEND = POSTGRES.statement(sql`INSERT INTO ${log} (position, envelope, at) VALUES (nextval(${next}), ${''}, ${0}) ON CONFLICT DO NOTHING
-    RETURNING position`)
+  // The log's advisory lock: two keys, the plugin's and the table's (a name of letters, digits and _).
+  const lock = sql.raw(`hashtext('fastify-blueprints'), hashtext('${name}')`)
+  // The lock first (a subquery the planner keeps apart, OFFSET 0), then the position.
+  const APPEND = POSTGRES.statement(sql`INSERT INTO ${log} (position, envelope, at)
+    SELECT nextval(${next}), ${''}, ${0}::bigint FROM (SELECT pg_advisory_xact_lock_shared(${lock}) OFFSET 0) AS l RETURNING position`)
   const statements = {
     read: POSTGRES.statement(sql`SELECT position, envelope FROM ${log} WHERE position > ${0} ORDER BY position LIMIT ${0}`),
-    settle: POSTGRES.statement(sql`WITH s AS (SELECT g FROM generate_series(${0}::bigint, ${0}::bigint) AS g)
+    // One statement, its own transaction: the exclusive lock is held until its empty rows are in.
+    settle: POSTGRES.statement(sql`WITH l AS (SELECT pg_advisory_xact_lock(${lock})),
+      s AS (SELECT g FROM l, generate_series(${0}::bigint, ${0}::bigint) AS g)
       INSERT INTO ${log} (position, envelope, at) SELECT g, NULL, ${0}::bigint FROM s ORDER BY g ON CONFLICT DO NOTHING`),
     bounds: POSTGRES.statement(sql`SELECT COALESCE(min(position), 0) AS oldest, COALESCE(max(position), 0) AS newest FROM ${log}`),
-    prune: POSTGRES.statement(sql`DELETE FROM ${log} WHERE position IN (SELECT position FROM ${log}
-      WHERE position <= (SELECT max(position) FROM ${log}) - ${0}::bigint OR at < ${0}::bigint ORDER BY position LIMIT ${0}) RETURNING 1`)
+    // By the primary key: the last position to delete is the newest less maxEntries, or the one
+    // before the first change set young enough (change sets are about as old as their positions).
+    prune: POSTGRES.statement(sql`DELETE FROM ${log} WHERE position IN (SELECT position FROM ${log} WHERE position <= GREATEST(
+      (SELECT max(position) FROM ${log}) - ${0}::bigint,
+      COALESCE((SELECT position FROM ${log} WHERE at >= ${0}::bigint ORDER BY position LIMIT 1) - 1, (SELECT max(position) FROM ${log})))
+      ORDER BY position LIMIT ${0}) RETURNING 1`)
   }
   return {
     async open (run: Executor, made: LogIdentity, tables: boolean): Promise<LogIdentity> {
@@ -50,11 +60,8 @@ export function postgresChangeLog (name: string): ChangeLogSql {
       return { epoch: row.epoch as string, secret: row.secret as string }
     },
     async append (run: Executor, envelope: string, at: number): Promise<number> {
-      for (;;) {
-        const [row] = await run({ sql: APPEND.sql, params: [envelope, at] })
-        // Settled empty by a reader between nextval() and the insert: the next position.
-        if (row !== undefined) return Number(row.position)
-      }
+      const [row] = await run({ sql: APPEND.sql, params: [envelope, at] })
+      return Number(row.position)
     },
     ...logOperations(statements)
   }

@@ -21,8 +21,11 @@ export function sqliteChangeLog (name: string): ChangeLogSql {
     settle: SQLITE.statement(sql`WITH RECURSIVE g(n) AS (SELECT ${0} UNION ALL SELECT n + 1 FROM g WHERE n < ${0})
       INSERT OR IGNORE INTO ${log} (position, envelope, at) SELECT n, NULL, ${0} FROM g`),
     bounds: SQLITE.statement(sql`SELECT COALESCE(min(position), 0) AS oldest, COALESCE(max(position), 0) AS newest FROM ${log}`),
-    prune: SQLITE.statement(sql`DELETE FROM ${log} WHERE position IN (SELECT position FROM ${log}
-      WHERE position <= (SELECT max(position) FROM ${log}) - ${0} OR at < ${0} ORDER BY position LIMIT ${0}) RETURNING 1`)
+    // By the primary key, as on PostgreSQL (see postgres-change-log.ts).
+    prune: SQLITE.statement(sql`DELETE FROM ${log} WHERE position IN (SELECT position FROM ${log} WHERE position <= max(
+      (SELECT max(position) FROM ${log}) - ${0},
+      COALESCE((SELECT position FROM ${log} WHERE at >= ${0} ORDER BY position LIMIT 1) - 1, (SELECT max(position) FROM ${log})))
+      ORDER BY position LIMIT ${0}) RETURNING 1`)
   }
   return {
     async open (run: Executor, made: LogIdentity, tables: boolean): Promise<LogIdentity> {
