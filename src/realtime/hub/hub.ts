@@ -41,8 +41,6 @@ interface Link {
  */
 export type NamedRecords = ReadonlyArray<readonly Record<string, unknown>[] | undefined>
 
-/** Change sets read from the log per statement for sockets that resume. */
-const RESUME_PAGE = 1000
 /** Positions read from the log at most for sockets that resume: one that missed more reads again. */
 const MAX_LOADED = 20_000
 
@@ -287,9 +285,11 @@ export class Hub {
       older = missed.envelopes
       upTo = missed.upTo
     }
+    // Only what this resume subscribes anew is replayed: a record the socket follows already (an
+    // earlier resumed read named it too) has had its missed notifications, once.
     const added = new Set<string>()
     for (const [identity, ids] of Object.entries(point.records)) {
-      for (const id of ids) if (this.subscriptions.subscribe(connection, identity, id) !== 'full') added.add(recordKey(identity, id))
+      for (const id of ids) if (this.subscriptions.subscribe(connection, identity, id) === 'added') added.add(recordKey(identity, id))
     }
     const watched = point.watched !== undefined && this.subscriptions.watch(connection, point.watched) ? point.watched : undefined
     this.#replay(connection, [...older, ...this.#recent.afterPosition(upTo)], added, watched)
@@ -318,15 +318,10 @@ export class Hub {
   async #load (log: ChangeLog, from: number): Promise<Missed | undefined> {
     const { oldest } = await log.bounds()
     if (oldest > from + 1 || this.#recent.floor - from > MAX_LOADED) return undefined
-    const envelopes: Envelope[] = []
-    let upTo = from
-    while (upTo < this.#recent.floor) {
-      const rows = await log.read(upTo, RESUME_PAGE)
-      if (rows.length === 0) break
-      for (const row of rows) if (row.envelope !== undefined) envelopes.push(row.envelope)
-      upTo = rows[rows.length - 1].position
-    }
-    return { envelopes, upTo }
+    // At most one row per position up to what this instance keeps (at most MAX_LOADED of them).
+    const rows = await log.read(from, this.#recent.floor - from)
+    const envelopes = rows.map(row => row.envelope).filter((envelope): envelope is Envelope => envelope !== undefined)
+    return { envelopes, upTo: Math.max(from, ...rows.map(row => row.position)) }
   }
 
   /** `app.blueprints.subscribe()`: returns how many of the records the socket is now subscribed to. */

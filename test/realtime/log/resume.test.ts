@@ -84,6 +84,22 @@ for (const db of DATABASES) {
     ordered(t, second)
   })
 
+  t.test(`${db}: two resumed reads that name the same record: what it missed comes once`, async t => {
+    const broker = new MemoryBroker()
+    const { app } = await build(t, db, { plugin: { realtime: { broker, log: { poll: 0 } } } })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const urls = ['/user/1?populate=false', '/user?where={"id":{"in":[1,2]}}&populate=false']
+    const first = await open(t, app)
+    const reads = [await first.request('GET', urls[0]), await first.request('GET', urls[1])]
+    await first.close()
+    t.equal((await app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 77 } })).statusCode, 200)
+    const second = await open(t, app)
+    // What it missed is sent as each read resumes, before its answer.
+    for (const [i, read] of reads.entries()) t.equal((await second.request('GET', urls[i], undefined, resuming(read))).statusCode, 204, urls[i])
+    t.same(await before(second, sentinel(app, 'user', 2), undefined, 0), [{ event: 'user', data: { verb: 'updated', id: 1, data: { age: 77 }, previous: { age: 30 } } }],
+      'once, though both reads name user 1')
+  })
+
   t.test(`${db}: an instance that started later resumes from the change log; beyond its retention, the read runs`, async t => {
     const broker = new MemoryBroker()
     const { app, orm } = await build(t, db, { plugin: { realtime: { broker, log: { poll: 0 } } } })
@@ -122,12 +138,13 @@ for (const db of DATABASES) {
     t.match(reread.headers[RESUME], /\./, 'with a new token')
     // A client that applied all but the last two change sets: the log still holds what it missed.
     const late = second.frames.at(-3) as { epoch: string, position: number }
-    const current = await third.request('GET', '/user/1?populate=false', undefined, {
+    const fourth = await open(t, fresh)
+    const current = await fourth.request('GET', '/user/1?populate=false', undefined, {
       [RESUME]: user.headers[RESUME] as string, [POSITION]: `${late.epoch}:${late.position}`
     })
     t.equal(current.statusCode, 204, 'from a position the log still holds, it resumes')
-    await third.until(2)
-    t.same(third.notices.map(n => n.data.data.age), [119, 120], 'the two it missed')
+    await fourth.until(2)
+    t.same(fourth.notices.map(n => n.data.data.age), [119, 120], 'the two it missed')
     const notLogged = await third.request('GET', '/user/1?populate=false', undefined, { [RESUME]: user.headers[RESUME] as string, [POSITION]: 'another-log:3' })
     t.equal(notLogged.statusCode, 200, 'a position of another log is ignored (the token\'s own counts, pruned here): the read runs')
   })
