@@ -141,6 +141,34 @@ for (const db of DATABASES) {
     t.same(await before(socket, sentinel(app, 'user', 1)), [{ event: 'user', data: { unlogged: true } }])
   })
 
+  t.test(`${db}: a hole inside what the log holds (a write that rolled back after taking its position) is settled, and reading goes on`, async t => {
+    const { app, orm, broker } = await setup(t, db)
+    const socket = await reading(t, app, '/user/1', '/user/2')
+    await patch(app, 1, 75)
+    await socket.until(1)
+    const first = socket.frames[0].position as number
+    broker.lose = 2
+    await patch(app, 1, 76)
+    await patch(app, 2, 77)
+    // The first lost one never was, as if its write had rolled back after taking its position.
+    await orm.em.getConnection().execute('DELETE FROM blueprints_log WHERE position = ?', [first + 1])
+    await broker.reconnected()
+    await socket.until(2)
+    t.same(ages(socket), [[1, 75], [2, 77]], 'the hole is passed over once settled; what follows it arrives')
+    // A hole between two change sets read together.
+    const last = socket.frames[1].position as number
+    broker.lose = 3
+    await patch(app, 1, 78)
+    await patch(app, 2, 79)
+    await patch(app, 1, 80)
+    await orm.em.getConnection().execute('DELETE FROM blueprints_log WHERE position = ?', [last + 2])
+    await broker.reconnected()
+    await socket.until(4)
+    t.same(ages(socket).slice(2), [[1, 78], [1, 80]], 'before the hole and after it')
+    t.same(await before(socket, sentinel(app, 'user', 1)), [], 'nothing else')
+    inOrder(t, socket)
+  })
+
   t.test(`${db}: a hole the log no longer covers closes the sockets (4010); a failed reading is logged`, async t => {
     const { app, orm, broker, logged } = await setup(t, db, { maxEntries: 1 })
     const socket = await reading(t, app, '/user/1')
