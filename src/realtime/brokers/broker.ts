@@ -38,6 +38,11 @@ export interface Envelope {
    * Absent without a log (`realtime.log: false`).
    */
   readonly position?: number
+  /**
+   * The epoch of the change log that gave `position` (see docs/reliability.md): an instance whose
+   * log has another epoch (another database) delivers the envelope as it comes, out of its order.
+   */
+  readonly epoch?: string
   /** Id of the socket whose request caused it; that socket is not notified. */
   readonly origin?: string
   readonly items: readonly EnvelopeItem[]

@@ -39,7 +39,9 @@ export interface CommitRecordsSetup {
  */
 interface Recorded {
   readonly envelope: Envelope
+  /** With a change log: the position, and the log's epoch. */
   readonly position: Promise<number> | undefined
+  readonly epoch?: string
 }
 
 /**
@@ -56,7 +58,7 @@ export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSu
     // COMMIT says so: the write fails, and nothing is published.
     const position = log.append(run, envelope)
     position.catch(() => {})
-    return { envelope, position }
+    return { envelope, position, epoch: log.epoch }
   }
   return {
     // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
@@ -68,9 +70,9 @@ export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSu
     }
   }
 
-  async function publish ({ envelope, position }: Recorded): Promise<void> {
+  async function publish ({ envelope, position, epoch }: Recorded): Promise<void> {
     try {
-      await hub.publishChanges(position === undefined ? envelope : { position: await position, ...envelope })
+      await hub.publishChanges(position === undefined ? envelope : { position: await position, epoch, ...envelope })
     } catch (err) {
       setup.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it')
     }

@@ -169,7 +169,7 @@ export class Hub {
       await this.#options.broker.publish(envelope)
       return
     }
-    await this.publishChanges({ position: await log.appendAlone(envelope), ...envelope })
+    await this.publishChanges({ position: await log.appendAlone(envelope), epoch: log.epoch, ...envelope })
   }
 
   /**

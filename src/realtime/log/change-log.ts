@@ -100,7 +100,10 @@ export class ChangeLog {
   async read (after: number, limit: number): Promise<Logged[]> {
     const rows = await this.#sql.read(this.#run, after, limit)
     // The envelope is stored without its position, which it got by being stored.
-    return rows.map(({ position, envelope }) => ({ position, envelope: envelope === null ? undefined : { position, ...JSON.parse(envelope) as Envelope } }))
+    return rows.map(({ position, envelope }) => ({
+      position,
+      envelope: envelope === null ? undefined : { position, epoch: this.epoch, ...JSON.parse(envelope) as Envelope }
+    }))
   }
 
   /** Waits until positions `from`…`to` hold what they will hold for good (see `ChangeLogSql.settle`). */

@@ -82,10 +82,11 @@ export class LogFollower {
 
   /** An envelope from the broker: handed on in its turn, or dropped when it was already. */
   receive (envelope: Envelope): void {
-    const position = envelope.position
-    if (position === undefined) {
-      // From an instance without a log: it has no place in the order.
-      this.#options.deliver(envelope)
+    const { position, epoch, ...unordered } = envelope
+    if (position === undefined || epoch !== this.#options.log.epoch) {
+      // From an instance without a log, or with another (another database): it has no place in
+      // this order, and its position means nothing here.
+      this.#options.deliver(unordered)
       return
     }
     if (position <= this.#applied) return

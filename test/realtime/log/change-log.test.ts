@@ -78,7 +78,7 @@ for (const db of DATABASES) {
     await t.rejects(rolledBack, /rolled back/)
     const after = await append(opened, log, envelope(5))
     const read = await log.read(0, 100)
-    t.same(read.filter(row => row.envelope !== undefined).map(row => row.envelope), [1, 2, 3, 4, after].map((n, i) => ({ position: n, ...envelope(i + 1) })),
+    t.same(read.filter(row => row.envelope !== undefined).map(row => row.envelope), [1, 2, 3, 4, after].map((n, i) => ({ position: n, epoch: log.epoch, ...envelope(i + 1) })),
       'every committed change set, in order, with its position')
     t.same(await log.read(2, 2), read.slice(2, 4), 'from a position, at most `limit`')
     // Whatever the database left at the rolled-back position (a hole on PostgreSQL, whose sequence
@@ -144,7 +144,7 @@ if (DATABASES.includes('postgres')) {
       else await t.rejects(write, /rolled back/)
       await settling
       const [row] = await log.read(holding - 1, 1)
-      t.same(row, { position: holding, envelope: outcome === 'commits' ? { position: holding, ...envelope(1) } : undefined }, `the write ${outcome}: the position holds what it committed`)
+      t.same(row, { position: holding, envelope: outcome === 'commits' ? { position: holding, epoch: log.epoch, ...envelope(1) } : undefined }, `the write ${outcome}: the position holds what it committed`)
     }
   })
 }

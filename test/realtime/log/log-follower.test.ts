@@ -230,3 +230,18 @@ t.test('without a change log, under a policy, a write reads the records its chan
   t.same(await before(socket, sentinel(app, 'user', 1)), [{ event: 'user', data: { verb: 'updated', id: 1, data: { age: 96 }, previous: { age: 30 } } }])
   t.same(socket.frames.map(frame => frame.position), [undefined, undefined], 'no positions without a log')
 })
+
+t.test('an envelope of another log (an instance on another database) is delivered as it comes, without a position', async t => {
+  const broker = new MemoryBroker()
+  const one = await build(t, 'sqlite', { plugin: { realtime: { broker, log: { poll: 0 } } } })
+  const other = await build(t, 'sqlite', { plugin: { realtime: { broker, log: { poll: 0 } } } })
+  await one.app.listen({ port: 0, host: '127.0.0.1' })
+  const socket = await reading(t, one.app, '/user/1')
+  // Each database's log starts at 1: without its epoch, the other's position would pass for one's own.
+  await patch(other.app, 1, 97)
+  await patch(one.app, 1, 98)
+  t.same(await before(socket, sentinel(one.app, 'user', 1)).then(() => ages(socket)), [[1, 97], [1, 98]], 'both, each once')
+  t.same(socket.frames.filter(frame => frame.data.verb === 'updated').map(frame => frame.position === undefined), [true, false],
+    'the other log\'s without a position; this log\'s with its own')
+})
+
