@@ -38,10 +38,9 @@ export interface CommitRecordsSetup {
  * a promise: the log's statement goes out with COMMIT, without waiting for its answer.
  */
 interface Recorded {
+  /** With a change log, stamped with the log's epoch. */
   readonly envelope: Envelope
-  /** With a change log: the position, and the log's epoch. */
   readonly position: Promise<number> | undefined
-  readonly epoch?: string
 }
 
 /**
@@ -58,7 +57,7 @@ export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSu
     // COMMIT says so: the write fails, and nothing is published.
     const position = log.append(run, envelope)
     position.catch(() => {})
-    return { envelope, position, epoch: log.epoch }
+    return { envelope: { epoch: log.epoch, ...envelope }, position }
   }
   return {
     // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
@@ -70,9 +69,9 @@ export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSu
     }
   }
 
-  async function publish ({ envelope, position, epoch }: Recorded): Promise<void> {
+  async function publish ({ envelope, position }: Recorded): Promise<void> {
     try {
-      await hub.publishChanges(position === undefined ? envelope : { position: await position, epoch, ...envelope })
+      await hub.publishChanges(position === undefined ? envelope : { position: await position, ...envelope })
     } catch (err) {
       setup.log.error({ err }, 'fastify-blueprints: a change set was dropped before the broker took it')
     }

@@ -18,12 +18,7 @@ export class RecentEnvelopes {
   readonly #ring: Array<Envelope | undefined> = new Array(RECENT)
   #sequence = 0
   /** Every envelope after this log position is kept (those with a position). */
-  #floor: number
-
-  /** @param floor - the log position the instance starts after. */
-  constructor (floor = 0) {
-    this.#floor = floor
-  }
+  #floor = 0
 
   /** How many envelopes were received in all (the number of the last one). */
   get sequence (): number {
