@@ -26,40 +26,48 @@ export function openOnPool (pool: NativePool): Open {
     const mode = client.pipeline
     client.pipeline = true
     let broken: Error | undefined
-    try {
-      // What `body` issues before it first waits goes out with BEGIN in one write to the socket.
-      const stream = client.connection?.stream
-      stream?.cork()
-      let done
-      try {
-        const begun = client.query('BEGIN')
-        // Its failure (a broken connection) fails the statements behind it as well; it is read
-        // again before COMMIT and ROLLBACK.
-        begun.catch(() => {})
-        let context: Kysely<never> | undefined
-        done = body({
-          runner: client as unknown as QueryRunner,
-          commit: async () => {
-            await begun
-            const committed = await client.query('COMMIT') as { command?: string }
-            // COMMIT in a transaction a statement aborted rolls back instead (and says so).
-            if (committed.command === 'ROLLBACK') throw new Error('the transaction was aborted before COMMIT')
-            return committed
-          },
-          rollback: async () => {
-            try {
-              await begun
-              return await client.query('ROLLBACK')
-            } catch (err) {
-              broken = err as Error
-              throw err
-            }
-          },
-          context: () => (context ??= onClient(client))
-        })
-      } finally {
-        stream?.uncork()
+    // Every statement issued in one turn of the event loop goes out in one write to the socket:
+    // BEGIN with what `body` issues before it first waits, the change log's row with COMMIT.
+    const stream = client.connection?.stream
+    let corked = false
+    const uncork = (): void => {
+      corked = false
+      stream?.uncork()
+    }
+    const send = (query: Parameters<NativeClient['query']>[0]): Promise<{ rows: unknown[] }> => {
+      if (stream !== undefined && !corked) {
+        corked = true
+        stream.cork()
+        process.nextTick(uncork)
       }
+      return client.query(query)
+    }
+    try {
+      const begun = send('BEGIN')
+      // Its failure (a broken connection) fails the statements behind it as well; it is read
+      // again before COMMIT and ROLLBACK.
+      begun.catch(() => {})
+      let context: Kysely<never> | undefined
+      const done = body({
+        runner: { query: send } as unknown as QueryRunner,
+        commit: async () => {
+          await begun
+          const committed = await send('COMMIT') as { command?: string }
+          // COMMIT in a transaction a statement aborted rolls back instead (and says so).
+          if (committed.command === 'ROLLBACK') throw new Error('the transaction was aborted before COMMIT')
+          return committed
+        },
+        rollback: async () => {
+          try {
+            await begun
+            return await send('ROLLBACK')
+          } catch (err) {
+            broken = err as Error
+            throw err
+          }
+        },
+        context: () => (context ??= onClient(client))
+      })
       return await done
     } finally {
       client.pipeline = mode
