@@ -5,7 +5,7 @@
  * @module
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/core'
-import type { Database } from '../sql/database.ts'
+import type { Database, Snapshot } from '../sql/database.ts'
 import type { Dialect } from '../sql/dialect.ts'
 import { LinkWriter } from '../sql/links.ts'
 import { RecordWriter } from '../sql/writes.ts'
@@ -48,6 +48,11 @@ export interface Requester {
    * socket's id); a write hands it to the commit feed with its changes (`ChangeContext.origin`).
    */
   readonly origin: string | undefined
+  /**
+   * What carried the request asks of a read's statements: that they see one snapshot (see
+   * `Database.read`); `undefined` for most requests.
+   */
+  readonly snapshot?: Snapshot | undefined
 }
 
 /** The actions that write. */

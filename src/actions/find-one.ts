@@ -8,6 +8,7 @@ import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
 import { byPrimaryKey } from '../sql/records.ts'
+import type { Snapshot } from '../sql/database.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { type ActionContext } from './context.ts'
 import { parseId } from '../models/identity.ts'
@@ -16,11 +17,14 @@ import { parseId } from '../models/identity.ts'
  * Finds the record whose primary key is `rawId`. Of the query, `select`, `omit`, `populate` and
  * `populateLimit` apply, and `where` narrows the match (a `parseBlueprintOptions` hook can use it
  * to hide records: a record outside `where` is a 404 like a missing one). Under a `policy`, a
- * record it hides is a 404 too, and the answer shows what it lets the requester see.
+ * record it hides is a 404 too, and the answer shows what it lets the requester see. With a
+ * `snapshot`, its statements see one snapshot (see `Database.read`).
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND and the coded 400s of the criteria pipeline.
  */
-export async function findOne (ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, policy: Policy | undefined): Promise<JsonRecord> {
+export async function findOne (
+  ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, policy: Policy | undefined, snapshot?: Snapshot
+): Promise<JsonRecord> {
   const id = parseId(model, rawId, 'id')
   const pk = model.primaryKey.name
   const narrowed = Object.keys(query.where).length > 0
@@ -35,7 +39,7 @@ export async function findOne (ctx: ActionContext, model: Model, rawId: string, 
   // The collections' statements leave with the record's, on the key (see `ReadOptions.together`): a
   // hand-written server would send them in parallel too.
   const where = narrowed ? criteria.where : byPrimaryKey(model, id)
-  const [record] = await ctx.loader.find(ctx.run, model, { ...criteria, where }, { policy, together: { key: id } })
+  const [record] = await ctx.database.read(snapshot, run => ctx.loader.find(run, model, { ...criteria, where }, { policy, together: { key: id } }), true)
   if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   return record
 }

@@ -8,6 +8,7 @@ import type { BlueprintQuery, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_ASSOCIATION_EMPTY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
+import type { Snapshot } from '../sql/database.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { type ActionContext } from './context.ts'
 import { parseId } from '../models/identity.ts'
@@ -20,10 +21,11 @@ import { parseId } from '../models/identity.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (no parent), BP_ERR_ASSOCIATION_EMPTY
  * (singular association empty or dangling) and the coded 400s of the criteria pipeline. Under a
  * `policy`, a parent it hides is a BP_ERR_RECORD_NOT_FOUND and a child it hides is not there, as
- * if missing; an association it hides is refused (BP_ERR_ATTRIBUTE_NOT_ALLOWED).
+ * if missing; an association it hides is refused (BP_ERR_ATTRIBUTE_NOT_ALLOWED). With a
+ * `snapshot`, its statements see one snapshot (see `Database.read`).
  */
 export async function populate (
-  ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined
+  ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined, snapshot?: Snapshot
 ): Promise<JsonRecord[] | JsonRecord> {
   // An association the requester's view hides is an attribute it may not read.
   if (policy !== undefined) checkAssociation(policy, model, association.name)
@@ -32,17 +34,19 @@ export async function populate (
   const fold = ctx.bounds.caseInsensitive
   if (association.kind === 'collection') {
     const criteria = validateFind({ ...query, populate: false }, child, ctx.bounds)
-    const parent = await ctx.loader.column(ctx.run, model, id, model.primaryKey.column, policy, fold)
-    if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
-    return ctx.loader.children(ctx.run, association, parent.value, criteria, policy)
+    return await ctx.database.read(snapshot, async run => {
+      const parent = await ctx.loader.column(run, model, id, model.primaryKey.column, policy, fold)
+      if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+      return await ctx.loader.children(run, association, parent.value, criteria, policy)
+    })
   }
-  const parent = await ctx.loader.column(ctx.run, model, id, association.column, policy, fold)
-  if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
-  const record = parent.value === null
-    ? undefined
-    : (await ctx.loader.find(
-        ctx.run, child, validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.bounds), { policy }
-      ))[0]
+  const record = await ctx.database.read(snapshot, async run => {
+    const parent = await ctx.loader.column(run, model, id, association.column, policy, fold)
+    if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+    if (parent.value === null) return undefined
+    const criteria = validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.bounds)
+    return (await ctx.loader.find(run, child, criteria, { policy }))[0]
+  })
   // Empty, dangling, or hidden by the policy: the same answer.
   if (record === undefined) throw new BP_ERR_ASSOCIATION_EMPTY(model.identity, rawId, association.name)
   return record

@@ -81,6 +81,10 @@ export class Connection implements BlueprintSocket {
   readonly #limits: ConnectionLimits
   /** Of the requests received, those running that closing waits for (see {@link beginRequest}). */
   #running = 0
+  /** Reads that subscribed the socket and whose answers are not sent yet (see {@link hold}). */
+  #holding = 0
+  /** Notifications kept back meanwhile, in order. */
+  #held: Array<Parameters<Transport['notify']>> = []
 
   /** A socket that `transport` carries, open from now on among the sockets of `home`. */
   constructor (
@@ -107,8 +111,29 @@ export class Connection implements BlueprintSocket {
    */
   notify (model: string, data: unknown, shared: SharedFrames, at?: LogPosition): boolean {
     if (!this.#writable()) return false
-    this.#transport.notify(model, data, shared, at)
+    if (this.#holding > 0) this.#held.push([model, data, shared, at])
+    else this.#transport.notify(model, data, shared, at)
     return true
+  }
+
+  /**
+   * A read subscribes the socket before its answer is sent: what the socket is told from then on
+   * is about changes the answer does not show, and is kept back until the answer is out (see
+   * {@link letGo}), so that a client applies it to the answer rather than have the answer undo it.
+   */
+  hold (): void {
+    this.#holding++
+  }
+
+  /** A read's answer is out (or will not be): once no read holds them, the notifications kept back go out, in order. */
+  letGo (): void {
+    if (--this.#holding > 0) return
+    const held = this.#held
+    this.#held = []
+    for (const frame of held) {
+      if (!this.#writable()) return
+      this.#transport.notify(...frame)
+    }
   }
 
   /** Answers a request (see `Transport.reply`), guarded like {@link notify}. */

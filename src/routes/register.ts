@@ -8,7 +8,7 @@ import type { ActionContext, Requester } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, ModelOptions, RouteHooks, RouteSettings } from './route-options.ts'
 import type { RouteHandler, RouteInput, RouteSpec } from './route-spec.ts'
-import { originOf } from './origin.ts'
+import { originOf, snapshotOf } from './origin.ts'
 import { policyOf, routeModels } from './policy.ts'
 import { describeRoute } from './descriptions.ts'
 import { ROUTES } from './table.ts'
@@ -75,11 +75,13 @@ function withRequester (handler: RouteHandler, input: RouteInput, action: Bluepr
     // Not async itself: the handler's own promise is the answer.
     return (request, reply) => {
       const origin = originOf(request)
-      return handler(request, reply, origin === undefined ? ANYONE : { policy: undefined, origin })
+      return handler(request, reply, origin === undefined ? ANYONE : { policy: undefined, origin, snapshot: snapshotOf(request) })
     }
   }
   const models = routeModels(input)
-  return async (request, reply) => await handler(request, reply, { policy: await policyOf(input, request, action, models), origin: originOf(request) })
+  return async (request, reply) => await handler(request, reply, {
+    policy: await policyOf(input, request, action, models), origin: originOf(request), snapshot: snapshotOf(request)
+  })
 }
 
 /** An HTTP request without a policy (most of them): one object for all. */

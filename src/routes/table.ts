@@ -77,15 +77,15 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     }),
     handler: input => {
       const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))
-      return async (request, reply, { policy }) => {
+      return async (request, reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
         const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
         const counted = parseCount(request.query as QueryString)
         // Without a policy or a count there is nothing to wait for: no await, no promise.
-        if (policy === undefined && !counted) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined))
+        if (policy === undefined && !counted) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined, snapshot))
         const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
-        if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy))
-        const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy))
+        if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy, snapshot))
+        const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy, snapshot))
         reply.header(TOTAL_COUNT, String(total))
         return records
       }
@@ -103,7 +103,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     }),
     handler: input => {
       const flat = Type.Ref(childSchemaId(input.model.identity))
-      return async (request, reply, { policy }) => {
+      return async (request, reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         const query: BlueprintQuery = {
@@ -116,9 +116,9 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           populateLimit: input.options.limits.populateLimit
         }
         const id = (request.params as { id: string }).id
-        if (policy === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query, undefined))
+        if (policy === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query, undefined, snapshot))
         const customised = await checked(input, request, query, { action: 'findOne', model: input.model }, policy)
-        return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, policy))
+        return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, policy, snapshot))
       }
     }
   },
@@ -146,7 +146,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const association = input.association as Association
       const child = association.target
       const context: RouteQuery = { action: 'populate', model: child, parent: { model: input.model, association: association.name } }
-      return async (request, _reply, { policy }) => {
+      return async (request, _reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         let query: BlueprintQuery
@@ -160,7 +160,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           query = { where: {}, limit: 1, skip: 0, sort: [], ...parseFields(raw), populate: false, populateLimit: 0 }
         }
         const id = (request.params as { id: string }).id
-        return populate(input.ctx, input.model, association, id, policy === undefined ? query : await checked(input, request, query, context, policy), policy)
+        const checkedQuery = policy === undefined ? query : await checked(input, request, query, context, policy)
+        return populate(input.ctx, input.model, association, id, checkedQuery, policy, snapshot)
       }
     }
   }

@@ -51,6 +51,8 @@ export interface ChangeLogSql {
   append (run: Executor, envelope: string, at: number): Promise<number>
   /** Up to `limit` rows after `after`, in position order. */
   read (run: Executor, after: number, limit: number): Promise<LogRow[]>
+  /** Every position after `after` that holds a row (a read's snapshot: what it reflects). */
+  positions (run: Executor, after: number): Promise<number[]>
   /**
    * Settles positions `from`…`to` (inclusive): each one that holds no committed change set is
    * filled with `NULL`, after waiting for a write still holding it to commit or roll back. Once it
@@ -73,18 +75,22 @@ export interface ChangeLogSql {
  */
 export interface LogStatements {
   readonly read: Statement
+  readonly positions: Statement
   readonly settle: Statement
   readonly bounds: Statement
   readonly prune: Statement
 }
 
 /** The operations of {@link ChangeLogSql} that run one of the dialect's {@link LogStatements} as they are. */
-export function logOperations (statements: LogStatements): Pick<ChangeLogSql, 'read' | 'settle' | 'bounds' | 'prune'> {
+export function logOperations (statements: LogStatements): Pick<ChangeLogSql, 'read' | 'positions' | 'settle' | 'bounds' | 'prune'> {
   const bind = (statement: Statement, params: unknown[]): Statement => ({ sql: statement.sql, params })
   return {
     async read (run, after, limit) {
       const rows = await run(bind(statements.read, [after, limit]))
       return rows.map(row => ({ position: Number(row.position), envelope: row.envelope as string | null }))
+    },
+    async positions (run, after) {
+      return (await run(bind(statements.positions, [after]))).map(row => Number(row.position))
     },
     async settle (run, from, to, at) {
       await run(bind(statements.settle, [from, to, at]))

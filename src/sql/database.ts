@@ -33,6 +33,15 @@ export interface Committed<T> {
   readonly ticket: number
 }
 
+/**
+ * What a read asks of {@link Database.read}: that all its statements see one snapshot of the
+ * database, and `beside` too, whose statements are issued first in it (realtime reads there which
+ * change sets of its log the read reflects).
+ */
+export interface Snapshot {
+  readonly beside: (run: Executor) => Promise<void>
+}
+
 /** Statements and transactions on one ORM's connection pool. */
 export class Database {
   /** Runs one statement outside any transaction. */
@@ -77,6 +86,63 @@ export class Database {
     }
     await pause(attempt)
     return await this.transaction(work, attempt + 1)
+  }
+
+  /**
+   * Runs the statements of a read: outside any transaction, each on its own (the default), or,
+   * with a `snapshot`, all of them in one read-only transaction that sees one snapshot, `beside`
+   * first (see {@link Snapshot}). `atOnce`: `work` issues all its statements before it first
+   * waits (one statement, or statements issued together), so that COMMIT leaves with them; a
+   * statement issued later fails.
+   *
+   * @throws the coded error of a failed statement (see `failures.ts`), or what `work` threw.
+   */
+  read<T> (snapshot: Snapshot | undefined, work: (run: Executor) => Promise<T>, atOnce = false): Promise<T> {
+    return snapshot === undefined ? work(this.run) : this.#snapshot(snapshot, work, atOnce)
+  }
+
+  /**
+   * The answer is handed back as soon as the statements are done: COMMIT (of a transaction that
+   * changed nothing) does not hold it up, and the connection goes back to the pool after it.
+   */
+  async #snapshot<T> ({ beside }: Snapshot, work: (run: Executor) => Promise<T>, atOnce: boolean): Promise<T> {
+    return await new Promise<T>((resolve, reject) => {
+      let failed: { error: unknown } | undefined
+      this.#open(async transaction => {
+        const inside = this.#executor(transaction.runner, true)
+        let ended = false
+        const run: Executor = statement => ended
+          ? Promise.reject(new Error('fastify-blueprints: a statement was issued after its snapshot ended'))
+          : inside(statement)
+        try {
+          let committed: Promise<unknown> | undefined
+          try {
+            const first = beside(run)
+            first.catch(() => {})
+            const pending = work(run)
+            if (atOnce) {
+              ended = true
+              committed = transaction.commit()
+              committed.catch(() => {})
+            }
+            const result = await pending
+            await first
+            resolve(result)
+          } catch (err) {
+            failed = { error: err }
+            throw err
+          }
+          ended = true
+          await (committed ?? transaction.commit())
+        } catch (err) {
+          await Promise.allSettled([transaction.rollback()])
+          throw err
+        }
+      }, true).catch((err: unknown) => {
+        // After the answer, a failed COMMIT changes nothing of it (reject does nothing then).
+        reject(failed?.error === err ? err : this.#failure(err))
+      })
+    })
   }
 
   async #once<T> (work: (run: Executor, context: () => unknown) => Promise<T>): Promise<Committed<T>> {

@@ -21,8 +21,12 @@ export interface OpenTransaction {
   context (): unknown
 }
 
-/** Opens a transaction on a connection of its own, runs `body`, and gives the connection back. */
-export type Open = <T>(body: (transaction: OpenTransaction) => Promise<T>) => Promise<T>
+/**
+ * Opens a transaction on a connection of its own, runs `body`, and gives the connection back.
+ * `snapshot`: a read-only transaction whose statements all see one snapshot of the database
+ * (PostgreSQL's REPEATABLE READ; a SQLite transaction sees one already).
+ */
+export type Open = <T>(body: (transaction: OpenTransaction) => Promise<T>, snapshot?: boolean) => Promise<T>
 
 /** A Kysely transaction, as far as this module uses it. */
 interface KyselyTransaction extends QueryRunner {
@@ -33,14 +37,22 @@ interface KyselyTransaction extends QueryRunner {
 /** Kysely's instance, as far as this module uses it. */
 export interface TransactionalKysely extends QueryRunner, ConnectionLender {
   connection (): {
-    execute<T> (work: (connection: QueryRunner & { startTransaction (): { execute (): Promise<KyselyTransaction> } }) => Promise<T>): Promise<T>
+    execute<T> (work: (connection: QueryRunner & { startTransaction (): TransactionBuilder }) => Promise<T>): Promise<T>
   }
+}
+
+/** Kysely's builder of a transaction (its dialect turns the settings into its BEGIN, or ignores them). */
+interface TransactionBuilder {
+  setIsolationLevel (level: 'repeatable read'): TransactionBuilder
+  setAccessMode (mode: 'read only'): TransactionBuilder
+  execute (): Promise<KyselyTransaction>
 }
 
 /** Transactions through Kysely (`connection().startTransaction()`). */
 export function openWithKysely (kysely: TransactionalKysely): Open {
-  return async body => await kysely.connection().execute(async connection => {
-    const transaction = await connection.startTransaction().execute()
+  return async (body, snapshot) => await kysely.connection().execute(async connection => {
+    const builder = connection.startTransaction()
+    const transaction = await (snapshot === true ? builder.setIsolationLevel('repeatable read').setAccessMode('read only') : builder).execute()
     return await body({
       runner: transaction,
       commit: async () => await transaction.commit().execute(),

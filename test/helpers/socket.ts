@@ -5,7 +5,14 @@ import type { FastifyInstance } from 'fastify'
 import WebSocket from 'ws'
 import { deadline } from './wait.ts'
 
-export interface Frame { id: string | number | null, statusCode: number, headers: Record<string, unknown>, body: any }
+export interface Frame {
+  id: string | number | null
+  statusCode: number
+  headers: Record<string, unknown>
+  body: any
+  /** How many notifications had arrived before this answer (not enumerable: frames compare without it). */
+  readonly noticesBefore?: number
+}
 export interface Notice { event: string, data: any }
 /** A notification frame whole: with a change log, its `position` and `epoch` too. */
 export interface NoticeFrame extends Notice { position?: number, epoch?: string }
@@ -56,6 +63,7 @@ export async function connect (url: string, options: WebSocket.ClientOptions = {
     const resolve = waiting.get(frame.id)
     if (resolve !== undefined) {
       waiting.delete(frame.id)
+      Object.defineProperty(frame, 'noticesBefore', { value: notices.length })
       resolve(frame)
     } else {
       rawWaiters.shift()?.(frame)

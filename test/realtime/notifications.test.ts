@@ -131,16 +131,28 @@ for (const db of DATABASES) {
 }
 
 for (const db of DATABASES) {
-  t.test(`${db}: what changes while a socket's read runs still reaches it`, async t => {
-    // parseBlueprintOptions runs after the read arrived and before its query: a write made there
-    // commits in the window between the two. It goes over real HTTP, as another client's would.
-    let during: (() => Promise<unknown>) | undefined
+  t.test(`${db}: a socket hears exactly what its read's answer does not reflect, however long the read`, async t => {
+    // Under a policy, parseBlueprintOptions checks a socket read's query right before its statements
+    // run (`view` false): a write made there (`early`) commits before the read's snapshot, and the
+    // answer reflects it. Realtime then asks the hook for the views the socket keeps (`view` true),
+    // after the statements and before the socket is subscribed: a write made there (`late`)
+    // commits in between. Writes go over real HTTP, as another client's would.
+    let early: (() => Promise<unknown>) | undefined
+    let late: (() => Promise<unknown>) | undefined
+    const checked = new WeakSet<object>()
     const app = await listening(t, db, {
       plugin: {
-        parseBlueprintOptions: async (_request, query) => {
-          const work = during
-          during = undefined
-          await work?.()
+        parseBlueprintOptions: async (request, query, context) => {
+          let step: (() => Promise<unknown>) | undefined
+          if (context.view !== true) {
+            checked.add(request)
+            step = early
+            early = undefined
+          } else if (checked.has(request)) {
+            step = late
+            late = undefined
+          }
+          await step?.()
           return query
         }
       }
@@ -149,34 +161,46 @@ for (const db of DATABASES) {
     const http = async (method: string, url: string, body?: unknown): Promise<any> => (await fetch(base + url, body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).json()
     const socket = await open(t, app)
 
-    during = () => http('PATCH', '/user/1', { age: 77 })
-    t.equal((await socket.request('GET', '/user/1?populate=false')).body.age, 77)
-    t.same(await socket.until(1), [notice('user', { verb: 'updated', id: 1, data: { age: 77 }, previous: { age: 30 } })],
-      'replayed once the socket is subscribed (at least once: this one was already in the answer)')
+    early = async () => await http('PATCH', '/user/1', { age: 77 })
+    late = async () => await http('PATCH', '/user/1', { age: 78 })
+    // What the answer does not reflect comes after it, as a client applies it.
+    let from = socket.notices.length
+    const user = await socket.request('GET', '/user/1?populate=false')
+    t.equal(user.body.age, 77, 'the answer reflects the first write')
+    t.equal(user.noticesBefore, from, 'nothing is sent before the answer')
+    t.same(await before(socket, sentinel(app, 'user', 1), undefined, from), [notice('user', { verb: 'updated', id: 1, data: { age: 78 }, previous: { age: 77 } })],
+      'the socket hears the second, once, and not the first')
 
-    let fresh: any
-    during = async () => {
-      fresh = await http('POST', '/pet', { name: 'Flash', species: 'snail' })
-      await http('POST', '/tag', { slug: 'new', label: 'New' })
-      await http('DELETE', `/pet/${fresh.id as number}`)
+    let first: any
+    let second: any
+    early = async () => {
+      first = await http('POST', '/pet', { name: 'Early', species: 'snail' })
+      await http('DELETE', `/pet/${first.id as number}`)
     }
+    late = async () => {
+      second = await http('POST', '/pet', { name: 'Flash', species: 'snail' })
+      await http('POST', '/tag', { slug: 'new', label: 'New' })
+      await http('DELETE', `/pet/${second.id as number}`)
+    }
+    from = socket.notices.length
     const pets = await socket.request('GET', '/pet?populate=false')
-    t.notOk(pets.body.some((pet: { id: number }) => pet.id === fresh.id))
-    t.same((await socket.until(3)).slice(1), [
-      notice('pet', { verb: 'created', id: fresh.id, data: fresh }),
-      notice('pet', { verb: 'destroyed', id: fresh.id, previous: fresh })
-    ], 'a find replays created (it now watches pets, not tags) and what followed')
-    t.equal(app.blueprints.stats().subscriptions, 1 + pets.body.length, 'not subscribed to the destroyed pet')
+    t.equal(pets.noticesBefore, from, 'nothing is sent before the answer')
+    t.notOk(pets.body.some((pet: { id: number }) => pet.id === first.id || pet.id === second.id))
+    t.same(await before(socket, sentinel(app, 'user', 1), undefined, from), [
+      notice('pet', { verb: 'created', id: second.id, data: second }),
+      notice('pet', { verb: 'destroyed', id: second.id, previous: second })
+    ], 'a find hears created (it now watches pets, not tags) and what followed, of what its answer does not reflect only')
+    t.equal(app.blueprints.stats().subscriptions, 1 + pets.body.length, 'user 1 and the pets: not the destroyed one')
 
-    during = async () => {
+    late = async () => {
       for (let n = 0; n < RECENT + 88; n++) await app.blueprints.publish('user', 2, { n })
       // The in-process broker delivers on the next turn of the event loop: let it.
       await new Promise(resolve => setImmediate(resolve))
     }
-    await socket.request('GET', '/user/2?populate=false')
-    await socket.until(3 + RECENT)
-    t.same(socket.notices.slice(3).map(n => n.data.n), Array.from({ length: RECENT }, (_, i) => 88 + i),
-      `the last ${RECENT} envelopes are kept for replay`)
-    t.same(await before(socket, sentinel(app, 'user', 2)), [], 'and nothing else')
+    from = socket.notices.length
+    // Thousands of publications happen inside this read: a longer bound than a read's.
+    t.equal((await socket.request('GET', '/user/2?populate=false', undefined, undefined, 60_000)).noticesBefore, from, 'nothing is sent before the answer')
+    t.same(await before(socket, sentinel(app, 'user', 2), undefined, from).then(notices => notices.map(n => n.data.n)), Array.from({ length: RECENT + 88 }, (_, i) => i),
+      `more than the ${RECENT} envelopes an instance keeps: the rest are read from the change log`)
   })
 }

@@ -17,7 +17,7 @@ import { Connection, type BlueprintSocket } from '../socket.ts'
 import { InFlight } from '../virtual-request/in-flight.ts'
 import { RecentEnvelopes } from './replay-ring.ts'
 import { Outbox } from './outbox.ts'
-import type { ChangeLog } from '../log/change-log.ts'
+import type { ChangeLog, ReflectedChanges } from '../log/change-log.ts'
 import { LogFollower } from '../log/log-follower.ts'
 import type { ResumePoint } from '../log/resume-token.ts'
 import { CLOSE, type LogPosition } from '../protocol.ts'
@@ -40,6 +40,13 @@ interface Link {
  * checked); see commit-records.ts.
  */
 export type NamedRecords = ReadonlyArray<readonly Record<string, unknown>[] | undefined>
+
+/**
+ * Milliseconds a socket's read waits at most for its instance to deliver the change sets its
+ * answer reflects (they have committed: the broker or the log brings them at once, unless the log
+ * cannot be read); past it, the socket is closed to read again.
+ */
+export const READ_WAIT = 5000
 
 /** Positions read from the log at most for sockets that resume: one that missed more reads again. */
 const MAX_LOADED = 20_000
@@ -216,12 +223,39 @@ export class Hub {
   /**
    * Subscribes a socket to what a read returned: the records, and the records populated inside
    * them; a find also watches its model for new records; populate subscribes to the parent too.
-   * Then it replays what this instance received since the read arrived (`since`) about those
-   * records: a change committed between the read's query and this subscription reaches the
-   * socket (one committed just before the query may arrive twice: at least once, never lost).
-   * Returns what the read subscribed the socket to (see {@link Subscribed}).
+   * Then it replays what the read's answer does not reflect about the records it subscribed anew:
+   * - with the change log and the read's snapshot (`reflected`, see log/change-log.ts): exactly
+   *   the change sets the answer does not reflect, none twice, however long the read took (those
+   *   this instance no longer keeps are read from the log). It first waits until this instance
+   *   has delivered every change set the answer reflects, so that the socket hears those before
+   *   the answer and nothing of them after it;
+   * - otherwise: what this instance received since the read arrived (`since`): a change committed
+   *   between the read's query and this subscription reaches the socket (one committed just before
+   *   the query may arrive twice: at least once).
+   * Returns what the read subscribed the socket to (see {@link Subscribed}), the log position the
+   * socket is now up to (`undefined` without the snapshot), and whether the socket's
+   * notifications are held from the subscription on (`Connection.hold`): the caller lets them go
+   * once the read's answer is out (not when the socket was closed instead).
    */
-  subscribeRead (connection: Connection, read: Read, result: unknown, since: number): Subscribed {
+  async subscribeRead (
+    connection: Connection, read: Read, result: unknown, since: number, reflected?: ReflectedChanges
+  ): Promise<Subscribed & { readonly position: number | undefined, readonly held: boolean }> {
+    const visible = reflected?.visible
+    let missed: Missed | undefined
+    if (reflected !== undefined && visible !== undefined) {
+      let top = reflected.after
+      for (const position of visible) if (position > top) top = position
+      const reached = await (this.#follower as LogFollower).reach(top, READ_WAIT)
+      missed = reached ? await this.#missedFrom(reflected.after) : undefined
+      if (missed === undefined) {
+        // The log no longer holds what the read did not reflect (a retention shorter than the
+        // read), or cannot be read.
+        connection.close(CLOSE.MISSED, 'notifications were missed; read again')
+        return { complete: true, records: {}, watched: undefined, position: undefined, held: false }
+      }
+    }
+    // From here on, what the socket is told is kept back until the read's answer is out.
+    connection.hold()
     const subscriptions = this.subscriptions
     // Keys of the records this read subscribed anew (not those the socket held already), for the
     // replay; usually none, once a socket reads the same records again.
@@ -257,8 +291,18 @@ export class Hub {
       }
     }
     const watchedAnew = watched !== undefined && subscriptions.watch(connection, watched) ? watched : undefined
-    if (added.size > 0 || watchedAnew !== undefined) this.#replay(connection, this.#recent.after(since), added, watchedAnew)
-    return { complete, records, watched }
+    if (added.size > 0 || watchedAnew !== undefined) {
+      if (missed === undefined) this.#replay(connection, this.#recent.after(since), added, watchedAnew)
+      else {
+        const reflects = new Set(visible)
+        const unreflected = [...missed.envelopes, ...this.#recent.afterPosition(missed.upTo)].filter(envelope => !reflects.has(envelope.position as number))
+        // Envelopes without a position (an instance of another log, or none) have no place in the
+        // snapshot: those that arrived since the read began are replayed, at least once.
+        const unordered = [...this.#recent.after(since)].filter(envelope => envelope.position === undefined)
+        this.#replay(connection, [...unreflected, ...unordered], added, watchedAnew)
+      }
+    }
+    return { complete, records, watched, position: missed === undefined ? undefined : this.position, held: true }
   }
 
   /**
@@ -270,21 +314,8 @@ export class Hub {
    * changing nothing, when the log no longer holds what was missed (the read must run again).
    */
   async resume (connection: Connection, point: ResumePoint, from: number): Promise<number | undefined> {
-    const log = this.#options.changeLog as ChangeLog
-    let older: readonly Envelope[] = []
-    let upTo = from
-    if (from < this.#recent.floor) {
-      let missed = await this.#missedSince(log, from)
-      /* c8 ignore next 5 -- what was read for earlier resumes no longer joins up with what this
-         instance keeps: more than RECENT envelopes arrived since; read again, as a first read is */
-      if (missed !== undefined && missed.upTo < this.#recent.floor) {
-        this.#loaded = undefined
-        missed = await this.#missedSince(log, from)
-      }
-      if (missed === undefined || missed.upTo < this.#recent.floor) return undefined
-      older = missed.envelopes
-      upTo = missed.upTo
-    }
+    const missed = await this.#missedFrom(from)
+    if (missed === undefined) return undefined
     // Only what this resume subscribes anew is replayed: a record the socket follows already (an
     // earlier resumed read named it too) has had its missed notifications, once.
     const added = new Set<string>()
@@ -292,8 +323,27 @@ export class Hub {
       for (const id of ids) if (this.subscriptions.subscribe(connection, identity, id) === 'added') added.add(recordKey(identity, id))
     }
     const watched = point.watched !== undefined && this.subscriptions.watch(connection, point.watched) ? point.watched : undefined
-    this.#replay(connection, [...older, ...this.#recent.afterPosition(upTo)], added, watched)
+    this.#replay(connection, [...missed.envelopes, ...this.#recent.afterPosition(missed.upTo)], added, watched)
     return this.position
+  }
+
+  /**
+   * The change sets after position `from` that this instance no longer keeps, read from the log
+   * (none when it keeps them all), and the position they go up to: the kept envelopes after it
+   * follow them. `undefined` when the log no longer holds them. Synchronous callers use the
+   * result at once, before another envelope can arrive.
+   */
+  async #missedFrom (from: number): Promise<Missed | undefined> {
+    if (from >= this.#recent.floor) return { envelopes: [], upTo: from }
+    const log = this.#options.changeLog as ChangeLog
+    let missed = await this.#missedSince(log, from)
+    /* c8 ignore next 5 -- what was read for earlier resumes no longer joins up with what this
+       instance keeps: more than RECENT envelopes arrived since; read again, as a first read is */
+    if (missed !== undefined && missed.upTo < this.#recent.floor) {
+      this.#loaded = undefined
+      missed = await this.#missedSince(log, from)
+    }
+    return missed === undefined || missed.upTo < this.#recent.floor ? undefined : missed
   }
 
   /**

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { BP_ERR_INVALID_OPTION } from '../../errors.ts'
 import type { ChangeLogSql, LogBounds, LogIdentity } from '../../sql/change-log.ts'
-import type { Database } from '../../sql/database.ts'
+import type { Database, Snapshot } from '../../sql/database.ts'
 import type { Dialect } from '../../sql/dialect.ts'
 import type { Executor } from '../../sql/rows.ts'
 import type { Envelope } from '../brokers/broker.ts'
@@ -36,6 +36,22 @@ export interface Logged {
   readonly position: number
   /** `undefined`: the position holds no change set (a write that rolled back after taking it). */
   readonly envelope: Envelope | undefined
+}
+
+/**
+ * A read's snapshot (see `Snapshot` in sql/database.ts) that finds, in it, which positions after
+ * `after` hold a row: the change sets the read's answer reflects, beside those up to `after`.
+ */
+export class ReflectedChanges implements Snapshot {
+  readonly after: number
+  /** Found once the read ran (`undefined`: it did not run its statements). */
+  visible: readonly number[] | undefined
+  readonly beside: (run: Executor) => Promise<void>
+
+  constructor (sql: ChangeLogSql, after: number) {
+    this.after = after
+    this.beside = async run => { this.visible = await sql.positions(run, after) }
+  }
 }
 
 /** Rows deleted per pruning statement: short statements, so that writes never wait long. */
@@ -89,6 +105,14 @@ export class ChangeLog {
   /** Records a change set in the transaction of `run`; resolves with its position. */
   async append (run: Executor, envelope: Envelope): Promise<number> {
     return await this.#sql.append(run, JSON.stringify(envelope), Date.now())
+  }
+
+  /**
+   * A snapshot for a read that starts now, when every change set up to `after` has committed (an
+   * instance's last position delivered): once the read ran in it, it knows what the read reflects.
+   */
+  reflected (after: number): ReflectedChanges {
+    return new ReflectedChanges(this.#sql, after)
   }
 
   /** Records a change set on its own (app data given to `publish()`). */

@@ -46,6 +46,9 @@ export class LogFollower {
   #reading: Promise<void> | undefined
   #again = false
   #pruned = 0
+  /** Reads waiting for a position to be handed on (see {@link reach}), with it. */
+  #waiting: Array<{ readonly position: number, readonly reached: (reached: boolean) => void, readonly timers: readonly NodeJS.Timeout[] }> = []
+  #stopped = false
 
   constructor (options: FollowerOptions) {
     this.#options = options
@@ -72,8 +75,36 @@ export class LogFollower {
     }
   }
 
+  /**
+   * Resolves with true once every position up to `position` is handed on (or the follower stops),
+   * with false when that takes more than `within` milliseconds. A position that has committed is
+   * handed on soon: the broker brings it, or a read of the log soon after — unless the log cannot
+   * be read.
+   */
+  async reach (position: number, within: number): Promise<boolean> {
+    if (position <= this.#applied || this.#stopped) return true
+    return await new Promise<boolean>(resolve => {
+      const waiter = {
+        position,
+        reached: resolve,
+        timers: [
+          // Not brought by the broker in the time a gap waits (its publisher died, or the broker is
+          // slow): read from the log.
+          setTimeout(() => { void this.catchUp() }, GAP_WAIT),
+          setTimeout(() => {
+            this.#waiting = this.#waiting.filter(other => other !== waiter)
+            resolve(false)
+          }, within)
+        ]
+      }
+      this.#waiting.push(waiter)
+    })
+  }
+
   /** Stops reading (a reading under way finishes). */
   async stop (): Promise<void> {
+    this.#stopped = true
+    this.#reached(Infinity)
     clearInterval(this.#poll)
     clearTimeout(this.#gap)
     this.#ahead.clear()
@@ -170,6 +201,17 @@ export class LogFollower {
     this.#applied = position
     this.#ahead.delete(position)
     if (envelope !== undefined) this.#options.deliver(envelope)
+    if (this.#waiting.length > 0) this.#reached(position)
+  }
+
+  /** Lets go of the reads waiting for a position up to `position`. */
+  #reached (position: number): void {
+    const due = this.#waiting.filter(waiter => waiter.position <= position)
+    this.#waiting = this.#waiting.filter(waiter => waiter.position > position)
+    for (const { reached, timers } of due) {
+      for (const timer of timers) clearTimeout(timer)
+      reached(true)
+    }
   }
 
   /**

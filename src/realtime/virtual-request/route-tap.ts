@@ -19,6 +19,8 @@ import type { BlueprintRouteConfig } from '../../routes/register.ts'
 import type { Hub, Read } from '../hub/hub.ts'
 import { POSITION_HEADER, RESUME_HEADER, RESUMED_HEADER, SUBSCRIPTION_LIMIT } from '../protocol.ts'
 import { readPosition, readToken, signToken } from '../log/resume-token.ts'
+import type { ReflectedChanges } from '../log/change-log.ts'
+import { SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 
 /** A blueprint read route, as the tap resolves it from its `config.blueprint`. */
@@ -59,8 +61,11 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     }) as RouteHandlerMethod
     async function tapped (scope: SocketRequest, read: ReadRoute | undefined, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
       if (read !== undefined && await resumed(scope, read, request, reply)) return reply
+      // With the change log, the read runs in one snapshot that tells which change sets it reflects.
+      const reflected = read === undefined ? undefined : hub.changeLog?.reflected(hub.position)
+      if (reflected !== undefined) (request.raw as WithOrigin)[SNAPSHOT] = reflected
       const result = await handler(request, reply)
-      if (read !== undefined) await subscribe(scope, read, request, reply, result)
+      if (read !== undefined) await subscribe(scope, read, request, reply, result, reflected)
       // A request that the route makes in turn (`app.inject()`) runs in the same async scope: only
       // the socket's own request keeps its serialisation.
       if (scope.raw === request.raw) keepSerialized(scope, reply)
@@ -73,16 +78,21 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
    * read's resume token. Under a policy, it first records on the socket the request's view of
    * each model whose records its notifications can carry (see {@link views}).
    */
-  async function subscribe (scope: SocketRequest, read: ReadRoute, request: FastifyRequest, reply: FastifyReply, result: unknown): Promise<void> {
+  async function subscribe (
+    scope: SocketRequest, read: ReadRoute, request: FastifyRequest, reply: FastifyReply, result: unknown, reflected: ReflectedChanges | undefined
+  ): Promise<void> {
     await views(scope, read, request)
     const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined
     const subscribed: Read = { action: read.action, model: read.model, association: read.association, parentId }
-    const { complete, records, watched } = hub.subscribeRead(scope.connection, subscribed, result, scope.since)
+    const { complete, records, watched, position, held } = await hub.subscribeRead(scope.connection, subscribed, result, scope.since, reflected)
+    // What the socket is told from its subscription on waits for the answer (see `Connection.hold`).
+    if (held) scope.holds = (scope.holds ?? 0) + 1
     if (!complete) reply.header(SUBSCRIPTION_LIMIT.header, SUBSCRIPTION_LIMIT.value)
     const log = hub.changeLog
-    // A read that did not answer 200 has nothing to resume; one cut by the limit is read again.
-    if (log === undefined || !complete || reply.statusCode !== 200) return
-    const token = signToken({ epoch: log.epoch, position: scope.at, issued: Date.now(), url: request.url, records, watched }, log.secret)
+    // A read that did not answer 200 has nothing to resume; one cut by the limit is read again, as
+    // is one whose socket the hub closed (see `Hub.subscribeRead`).
+    if (log === undefined || !complete || reply.statusCode !== 200 || (reflected?.visible !== undefined && position === undefined)) return
+    const token = signToken({ epoch: log.epoch, position: position ?? scope.at, issued: Date.now(), url: request.url, records, watched }, log.secret)
     if (token !== undefined) reply.header(RESUME_HEADER, token)
   }
 

@@ -23,6 +23,8 @@ export interface SocketAnswer {
   readonly headers: Record<string, unknown>
   /** The body as JSON text: what Fastify serialised as JSON as is, other text as a JSON string. */
   readonly bodyJson: string
+  /** How many reads of the request hold the socket's notifications until this answer is out (`Connection.hold`). */
+  readonly holds?: number
 }
 
 /**
@@ -38,12 +40,14 @@ export async function answerSocketRequest (
 ): Promise<void> {
   connection.pending++
   let counted = false
+  let answer: SocketAnswer | undefined
   try {
     if (ready !== undefined && !await ready) return
     counted = connection.beginRequest()
-    const answer = connection.refusal ?? await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
+    answer = connection.refusal ?? await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
     connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
   } finally {
+    for (let n = answer?.holds ?? 0; n > 0; n--) connection.letGo()
     connection.pending--
     if (counted) connection.endRequest()
   }
@@ -74,12 +78,14 @@ export async function runSocketRequest (
   const tooLarge = headProblem(app.server, url, headers)
   if (tooLarge !== undefined) return errorAnswer(new BP_ERR_HEADERS_TOO_LARGE(tooLarge))
   const scope: SocketRequest = { connection, since: hub.sequence, at: hub.position }
+  // Never rejects: the app's router answers every failure (a hold taken is let go with the answer).
   const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => {
     scope.raw = raw
     // The origin of the writes it makes (see routes/origin.ts): the socket is not told of them.
     ;(raw as WithOrigin)[ORIGIN] = connection.id
   }))
-  return socketAnswer(answer, scope.serialized)
+  const socketAnswered = socketAnswer(answer, scope.serialized)
+  return scope.holds === undefined ? socketAnswered : { ...socketAnswered, holds: scope.holds }
 }
 
 /**

@@ -24,6 +24,8 @@ export interface SocketRequest {
    * turn (`app.inject()`) runs in the same async scope, and must not record its serialisation.
    */
   raw?: object
+  /** How many reads of the request hold the socket's notifications until its answer is out (`Connection.hold`). */
+  holds?: number
 }
 
 /**

@@ -30,6 +30,7 @@ export function postgresChangeLog (name: string): ChangeLogSql {
     SELECT nextval(${next}), ${''}, ${0}::bigint FROM (SELECT pg_advisory_xact_lock_shared(${lock}) OFFSET 0) AS l RETURNING position`)
   const statements = {
     read: POSTGRES.statement(sql`SELECT position, envelope FROM ${log} WHERE position > ${0} ORDER BY position LIMIT ${0}`),
+    positions: POSTGRES.statement(sql`SELECT position FROM ${log} WHERE position > ${0}`),
     // One statement, its own transaction: the exclusive lock is held until its empty rows are in.
     settle: POSTGRES.statement(sql`WITH l AS (SELECT pg_advisory_xact_lock(${lock})),
       s AS (SELECT g FROM l, generate_series(${0}::bigint, ${0}::bigint) AS g)

@@ -21,7 +21,7 @@ import type { Open } from '../transactions.ts'
  * broke, or that could not be rolled back, is destroyed rather than lent again.
  */
 export function openOnPool (pool: NativePool): Open {
-  return async body => {
+  return async (body, snapshot) => {
     const client = await pool.connect() as PooledClient
     const mode = client.pipeline
     client.pipeline = true
@@ -43,7 +43,7 @@ export function openOnPool (pool: NativePool): Open {
       return client.query(query)
     }
     try {
-      const begun = send('BEGIN')
+      const begun = send(snapshot === true ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN')
       // Its failure (a broken connection) fails the statements behind it as well; it is read
       // again before COMMIT and ROLLBACK.
       begun.catch(() => {})
@@ -51,8 +51,11 @@ export function openOnPool (pool: NativePool): Open {
       const done = body({
         runner: { query: send } as unknown as QueryRunner,
         commit: async () => {
+          // Sent at once (with what was issued in the same turn), read once BEGIN is known to be good.
+          const sent = send('COMMIT')
+          sent.catch(() => {})
           await begun
-          const committed = await send('COMMIT') as { command?: string }
+          const committed = await sent as { command?: string }
           // COMMIT in a transaction a statement aborted rolls back instead (and says so).
           if (committed.command === 'ROLLBACK') throw new Error('the transaction was aborted before COMMIT')
           return committed

@@ -18,6 +18,7 @@ export function sqliteChangeLog (name: string): ChangeLogSql {
   const APPEND = SQLITE.statement(sql`INSERT INTO ${log} (envelope, at) VALUES (${''}, ${0}) RETURNING position`)
   const statements = {
     read: SQLITE.statement(sql`SELECT position, envelope FROM ${log} WHERE position > ${0} ORDER BY position LIMIT ${0}`),
+    positions: SQLITE.statement(sql`SELECT position FROM ${log} WHERE position > ${0}`),
     settle: SQLITE.statement(sql`WITH RECURSIVE g(n) AS (SELECT ${0} UNION ALL SELECT n + 1 FROM g WHERE n < ${0})
       INSERT OR IGNORE INTO ${log} (position, envelope, at) SELECT n, NULL, ${0} FROM g`),
     bounds: SQLITE.statement(sql`SELECT COALESCE(min(position), 0) AS oldest, COALESCE(max(position), 0) AS newest FROM ${log}`),

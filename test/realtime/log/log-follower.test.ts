@@ -15,6 +15,7 @@ import { connectionsFor } from '../../../src/sql/prepared.ts'
 import type { OrmConnection } from '../../../src/sql/runners.ts'
 import type { TransactionalKysely } from '../../../src/sql/transactions.ts'
 import { ChangeLog } from '../../../src/realtime/log/change-log.ts'
+import { LogFollower } from '../../../src/realtime/log/log-follower.ts'
 import { build, DATABASES, type Database as Db } from '../../helpers/app.ts'
 import { before, open, sentinel } from '../../helpers/realtime.ts'
 import type { TestSocket } from '../../helpers/socket.ts'
@@ -192,6 +193,54 @@ for (const db of DATABASES) {
     await eventually('the warning', () => logged.some(line => /reading the change log failed/.test(line.msg)))
   })
 
+  t.test(`${db}: a read whose answer reflects a change set the broker has not brought waits for it, read from the log: heard before the answer, not after`, async t => {
+    const { app, broker } = await setup(t, db)
+    broker.holding = true
+    await patch(app, 1, 85)
+    const socket = await open(t, app)
+    const answer = await socket.request('GET', '/user/1?populate=false')
+    t.equal(answer.body.age, 85, 'the answer reflects it')
+    t.same(socket.notices, [], 'and the socket, which did not follow user 1 then, is not told of it')
+    // The broker brings it at last: the instance had read it from the log already.
+    for (const envelope of broker.held.splice(0)) await broker.inner.publish(envelope)
+    broker.holding = false
+    await patch(app, 1, 86)
+    t.same(await before(socket, sentinel(app, 'user', 1)).then(() => ages(socket)), [[1, 86]], 'what followed, once')
+    inOrder(t, socket)
+  })
+
+  t.test(`${db}: a read whose answer reflects a change set its instance cannot deliver (held by the broker, the log unreadable) closes its socket (4010)`, async t => {
+    const broker = new UnreliableBroker()
+    let late: (() => Promise<unknown>) | undefined
+    const checked = new WeakSet<object>()
+    const { app, orm } = await build(t, db, {
+      plugin: {
+        realtime: { broker, log: { poll: 0 } },
+        // After the read's statements, before its subscription (see read-stream.test.ts).
+        parseBlueprintOptions: async (request, query, context) => {
+          if (context.view !== true) checked.add(request)
+          else if (checked.has(request)) {
+            const step = late
+            late = undefined
+            await step?.()
+          }
+          return query
+        }
+      },
+      logger: { level: 'error' }
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const connection = orm.em.getConnection()
+    const socket = await open(t, app)
+    const closed = new Promise<number>(resolve => { socket.ws.once('close', code => { resolve(code) }) })
+    broker.holding = true
+    await patch(app, 1, 87)
+    late = async () => await connection.execute('ALTER TABLE blueprints_log RENAME TO blueprints_log_away')
+    void socket.request('GET', '/user/1?populate=false', undefined, undefined, 30_000).catch(() => {})
+    t.equal(await deadline(closed, 30_000, 'the socket to be closed'), 4010, 'closed after READ_WAIT: its client reads again')
+    await connection.execute('ALTER TABLE blueprints_log_away RENAME TO blueprints_log')
+  })
+
   t.test(`${db}: an instance that starts later begins after the newest change set`, async t => {
     const { app, orm, broker } = await setup(t, db)
     for (const age of [91, 92]) await patch(app, 1, age)
@@ -205,6 +254,25 @@ for (const db of DATABASES) {
     inOrder(t, socket)
   })
 }
+
+t.test('a follower that stops lets go of the reads waiting for a position, and of any that asks after', async t => {
+  const { app, orm } = await build(t, DATABASES[0], { plugin: { realtime: { log: { poll: 0 } } } })
+  const dialect = dialectFor(orm.em.getPlatform())
+  const kysely = (orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
+  const database = new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }),
+    await connectionsFor(dialect, kysely, orm as unknown as OrmConnection))
+  const log = await ChangeLog.open(database, dialect, { table: 'blueprints_log', create: false, maxEntries: 10, maxAge: 86_400_000, poll: 0 }, app.log)
+  const follower = new LogFollower({ log, deliver: () => {}, lost: () => {}, logger: app.log })
+  await follower.start()
+  t.equal(await follower.reach(follower.applied + 1_000, 30), false, 'a position no write took: not reached within the time given')
+  let waited: boolean | undefined
+  const waiting = follower.reach(follower.applied + 1_000, 60_000).then(reached => { waited = reached })
+  t.equal(waited, undefined, 'the read waits')
+  await follower.stop()
+  await waiting
+  t.equal(waited, true, 'stopping lets it go')
+  t.equal(await follower.reach(follower.applied + 1_000, 60_000), true, 'and a read that asks after the stop is not held')
+})
 
 t.test('a broker that takes nothing: the poll still brings every change set, and publish() resolves (it is in the log)', async t => {
   const inner = new MemoryBroker()
