@@ -2,6 +2,7 @@
 // one write, up to a sentinel: never a fixed wait.
 import { isDeepStrictEqual } from 'node:util'
 import type { FastifyInstance } from 'fastify'
+import type { BlueprintsOptions } from '../../src/index.ts'
 import { build, type BuildOptions, type Database } from './app.ts'
 import { connect, socketUrl, type Notice, type TestSocket } from './socket.ts'
 import type { Teardown } from './wait.ts'
@@ -82,4 +83,35 @@ function isSentinel (notice: Notice): boolean {
 export async function settled (app: FastifyInstance, sockets: number): Promise<ReturnType<FastifyInstance['blueprints']['stats']>> {
   for (let i = 0; i < 250 && app.blueprints.stats().sockets !== sockets; i++) await new Promise(resolve => setTimeout(resolve, 20))
   return app.blueprints.stats()
+}
+
+/** Work a test runs at one moment of a socket's read (see {@link ReadSteps}). */
+export type Step = () => Promise<unknown>
+
+/**
+ * A `parseBlueprintOptions` hook (it lets everything be seen) that runs work at two moments of a
+ * socket read: `early` when the hook checks the read's query, right before its statements run (a
+ * write made there commits before the read's snapshot, and the answer reflects it), and `late`
+ * when realtime then asks it for the views the socket keeps, after the statements and before the
+ * socket is subscribed (a write made there commits in between). Each step runs once, for the next
+ * read that reaches it.
+ */
+export class ReadSteps {
+  early: Step | undefined
+  late: Step | undefined
+  readonly #checked = new WeakSet<object>()
+
+  readonly hook: NonNullable<BlueprintsOptions['parseBlueprintOptions']> = async (request, query, context) => {
+    let step: Step | undefined
+    if (context.view !== true) {
+      this.#checked.add(request)
+      step = this.early
+      this.early = undefined
+    } else if (this.#checked.has(request)) {
+      step = this.late
+      this.late = undefined
+    }
+    await step?.()
+    return query
+  }
 }

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Change } from '../../src/index.ts'
 import { DATABASES } from '../helpers/app.ts'
 import { heardAsTheTableSays } from '../helpers/change-table.ts'
-import { before, listening, open, sentinel, settled } from '../helpers/realtime.ts'
+import { before, listening, open, ReadSteps, sentinel, settled } from '../helpers/realtime.ts'
 import type { Notice, TestSocket } from '../helpers/socket.ts'
 
 type Tap = Test
@@ -137,32 +137,14 @@ for (const db of DATABASES) {
     // answer reflects it. Realtime then asks the hook for the views the socket keeps (`view` true),
     // after the statements and before the socket is subscribed: a write made there (`late`)
     // commits in between. Writes go over real HTTP, as another client's would.
-    let early: (() => Promise<unknown>) | undefined
-    let late: (() => Promise<unknown>) | undefined
-    const checked = new WeakSet<object>()
-    const app = await listening(t, db, {
-      plugin: {
-        parseBlueprintOptions: async (request, query, context) => {
-          let step: (() => Promise<unknown>) | undefined
-          if (context.view !== true) {
-            checked.add(request)
-            step = early
-            early = undefined
-          } else if (checked.has(request)) {
-            step = late
-            late = undefined
-          }
-          await step?.()
-          return query
-        }
-      }
-    })
+    const steps = new ReadSteps()
+    const app = await listening(t, db, { plugin: { parseBlueprintOptions: steps.hook } })
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
     const http = async (method: string, url: string, body?: unknown): Promise<any> => (await fetch(base + url, body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).json()
     const socket = await open(t, app)
 
-    early = async () => await http('PATCH', '/user/1', { age: 77 })
-    late = async () => await http('PATCH', '/user/1', { age: 78 })
+    steps.early = async () => await http('PATCH', '/user/1', { age: 77 })
+    steps.late = async () => await http('PATCH', '/user/1', { age: 78 })
     // What the answer does not reflect comes after it, as a client applies it.
     let from = socket.notices.length
     const user = await socket.request('GET', '/user/1?populate=false')
@@ -173,11 +155,11 @@ for (const db of DATABASES) {
 
     let first: any
     let second: any
-    early = async () => {
+    steps.early = async () => {
       first = await http('POST', '/pet', { name: 'Early', species: 'snail' })
       await http('DELETE', `/pet/${first.id as number}`)
     }
-    late = async () => {
+    steps.late = async () => {
       second = await http('POST', '/pet', { name: 'Flash', species: 'snail' })
       await http('POST', '/tag', { slug: 'new', label: 'New' })
       await http('DELETE', `/pet/${second.id as number}`)
@@ -192,7 +174,7 @@ for (const db of DATABASES) {
     ], 'a find hears created (it now watches pets, not tags) and what followed, of what its answer does not reflect only')
     t.equal(app.blueprints.stats().subscriptions, 1 + pets.body.length, 'user 1 and the pets: not the destroyed one')
 
-    late = async () => {
+    steps.late = async () => {
       for (let n = 0; n < RECENT + 88; n++) await app.blueprints.publish('user', 2, { n })
       // The in-process broker delivers on the next turn of the event loop: let it.
       await new Promise(resolve => setImmediate(resolve))

@@ -17,7 +17,7 @@ import type { TransactionalKysely } from '../../../src/sql/transactions.ts'
 import { ChangeLog } from '../../../src/realtime/log/change-log.ts'
 import { LogFollower } from '../../../src/realtime/log/log-follower.ts'
 import { build, DATABASES, type Database as Db } from '../../helpers/app.ts'
-import { before, open, sentinel } from '../../helpers/realtime.ts'
+import { before, open, ReadSteps, sentinel } from '../../helpers/realtime.ts'
 import type { TestSocket } from '../../helpers/socket.ts'
 import { deadline, eventually } from '../../helpers/wait.ts'
 
@@ -211,31 +211,16 @@ for (const db of DATABASES) {
 
   t.test(`${db}: a read whose answer reflects a change set its instance cannot deliver (held by the broker, the log unreadable) closes its socket (4010)`, async t => {
     const broker = new UnreliableBroker()
-    let late: (() => Promise<unknown>) | undefined
-    const checked = new WeakSet<object>()
-    const { app, orm } = await build(t, db, {
-      plugin: {
-        realtime: { broker, log: { poll: 0 } },
-        // After the read's statements, before its subscription (see read-stream.test.ts).
-        parseBlueprintOptions: async (request, query, context) => {
-          if (context.view !== true) checked.add(request)
-          else if (checked.has(request)) {
-            const step = late
-            late = undefined
-            await step?.()
-          }
-          return query
-        }
-      },
-      logger: { level: 'error' }
-    })
+    const steps = new ReadSteps()
+    const { app, orm } = await build(t, db, { plugin: { realtime: { broker, log: { poll: 0 } }, parseBlueprintOptions: steps.hook }, logger: { level: 'error' } })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const connection = orm.em.getConnection()
     const socket = await open(t, app)
     const closed = new Promise<number>(resolve => { socket.ws.once('close', code => { resolve(code) }) })
     broker.holding = true
     await patch(app, 1, 87)
-    late = async () => await connection.execute('ALTER TABLE blueprints_log RENAME TO blueprints_log_away')
+    // After the read's statements, before its subscription.
+    steps.late = async () => await connection.execute('ALTER TABLE blueprints_log RENAME TO blueprints_log_away')
     void socket.request('GET', '/user/1?populate=false', undefined, undefined, 30_000).catch(() => {})
     t.equal(await deadline(closed, 30_000, 'the socket to be closed'), 4010, 'closed after READ_WAIT: its client reads again')
     await connection.execute('ALTER TABLE blueprints_log_away RENAME TO blueprints_log')

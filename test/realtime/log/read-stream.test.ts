@@ -8,7 +8,7 @@
 import t from 'tap'
 import fc from 'fast-check'
 import { build, DATABASES } from '../../helpers/app.ts'
-import { before, listening, open, sentinel } from '../../helpers/realtime.ts'
+import { before, listening, open, ReadSteps, sentinel } from '../../helpers/realtime.ts'
 import { RECENT } from '../../../src/realtime/hub/replay-ring.ts'
 import { deadline } from '../../helpers/wait.ts'
 
@@ -110,26 +110,12 @@ for (const db of DATABASES) {
     // Under a policy, realtime asks parseBlueprintOptions for the socket's views after the read's
     // statements and before the socket is subscribed: app data published there is more than the
     // instance keeps, and pruned from the log (maxEntries 1) before the subscription.
-    let late: (() => Promise<unknown>) | undefined
-    const checked = new WeakSet<object>()
-    const { app, orm } = await build(t, db, {
-      plugin: {
-        realtime: { log: { maxEntries: 1, poll: 0 } },
-        parseBlueprintOptions: async (request, query, context) => {
-          if (context.view !== true) checked.add(request)
-          else if (checked.has(request)) {
-            const step = late
-            late = undefined
-            await step?.()
-          }
-          return query
-        }
-      }
-    })
+    const steps = new ReadSteps()
+    const { app, orm } = await build(t, db, { plugin: { realtime: { log: { maxEntries: 1, poll: 0 } }, parseBlueprintOptions: steps.hook } })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const socket = await open(t, app)
     const closed = new Promise<number>(resolve => { socket.ws.once('close', code => { resolve(code) }) })
-    late = async () => {
+    steps.late = async () => {
       for (let n = 0; n <= RECENT; n++) await app.blueprints.publish('user', 2, { n })
       // The in-process broker delivers on the next turn of the event loop: let it.
       await new Promise(resolve => setImmediate(resolve))
