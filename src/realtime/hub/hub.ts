@@ -16,6 +16,7 @@ import type { Broker, Envelope } from '../brokers/broker.ts'
 import { Connection, type BlueprintSocket } from '../socket.ts'
 import { InFlight } from '../virtual-request/in-flight.ts'
 import { RecentEnvelopes } from './replay-ring.ts'
+import { MissedChanges, type Missed } from './missed.ts'
 import { Outbox } from './outbox.ts'
 import type { ChangeLog, ReflectedChanges } from '../log/change-log.ts'
 import { LogFollower } from '../log/log-follower.ts'
@@ -47,15 +48,6 @@ export type NamedRecords = ReadonlyArray<readonly Record<string, unknown>[] | un
  * cannot be read); past it, the socket is closed to read again.
  */
 export const READ_WAIT = 5000
-
-/** Positions read from the log at most for sockets that resume: one that missed more reads again. */
-const MAX_LOADED = 20_000
-
-/** Change sets read from the log: the envelopes, and the position read up to. */
-interface Missed {
-  readonly envelopes: readonly Envelope[]
-  readonly upTo: number
-}
 
 /** What a read subscribed a socket to. */
 export interface Subscribed {
@@ -103,8 +95,8 @@ export class Hub {
   readonly #outbox: Outbox
   readonly #delivery: Delivery
   readonly #follower: LogFollower | undefined
-  /** The change sets last read from the log for sockets resuming (see {@link resume}). */
-  #loaded: { readonly from: number, readonly missed: Promise<Missed | undefined> } | undefined
+  /** What the instance no longer keeps, read back from the change log (with a log). */
+  readonly #missed: MissedChanges | undefined
 
   constructor (options: HubOptions) {
     this.#options = options
@@ -115,7 +107,8 @@ export class Hub {
     const log = options.changeLog
     this.#follower = log === undefined
       ? undefined
-      : new LogFollower({ log, deliver: envelope => { this.#deliver(envelope) }, lost: () => { this.#missed() }, logger: options.log })
+      : new LogFollower({ log, deliver: envelope => { this.#deliver(envelope) }, lost: () => { this.#readAgain() }, logger: options.log })
+    this.#missed = log === undefined ? undefined : new MissedChanges(this.#recent, log)
   }
 
   /** The change log, if there is one. */
@@ -189,12 +182,12 @@ export class Hub {
     if (envelope.missed !== true) {
       if (follower === undefined) this.#deliver(envelope)
       else follower.receive(envelope)
-    } else if (follower === undefined) this.#missed()
+    } else if (follower === undefined) this.#readAgain()
     else void follower.catchUp()
   }
 
   /** What the sockets show may be stale, with nothing to tell them what changed: they read again. */
-  #missed (): void {
+  #readAgain (): void {
     for (const connection of this.subscriptions.sockets()) connection.close(CLOSE.MISSED, 'notifications were missed; read again')
   }
 
@@ -246,7 +239,7 @@ export class Hub {
       let top = reflected.after
       for (const position of visible) if (position > top) top = position
       const reached = await (this.#follower as LogFollower).reach(top, READ_WAIT)
-      missed = reached ? await this.#missedFrom(reflected.after) : undefined
+      missed = reached ? await (this.#missed as MissedChanges).from(reflected.after) : undefined
       if (missed === undefined) {
         // The log no longer holds what the read did not reflect (a retention shorter than the
         // read), or cannot be read.
@@ -314,7 +307,7 @@ export class Hub {
    * changing nothing, when the log no longer holds what was missed (the read must run again).
    */
   async resume (connection: Connection, point: ResumePoint, from: number): Promise<number | undefined> {
-    const missed = await this.#missedFrom(from)
+    const missed = await (this.#missed as MissedChanges).from(from)
     if (missed === undefined) return undefined
     // Only what this resume subscribes anew is replayed: a record the socket follows already (an
     // earlier resumed read named it too) has had its missed notifications, once.
@@ -325,53 +318,6 @@ export class Hub {
     const watched = point.watched !== undefined && this.subscriptions.watch(connection, point.watched) ? point.watched : undefined
     this.#replay(connection, [...missed.envelopes, ...this.#recent.afterPosition(missed.upTo)], added, watched)
     return this.position
-  }
-
-  /**
-   * The change sets after position `from` that this instance no longer keeps, read from the log
-   * (none when it keeps them all), and the position they go up to: the kept envelopes after it
-   * follow them. `undefined` when the log no longer holds them. Synchronous callers use the
-   * result at once, before another envelope can arrive.
-   */
-  async #missedFrom (from: number): Promise<Missed | undefined> {
-    if (from >= this.#recent.floor) return { envelopes: [], upTo: from }
-    const log = this.#options.changeLog as ChangeLog
-    let missed = await this.#missedSince(log, from)
-    /* c8 ignore next 5 -- what was read for earlier resumes no longer joins up with what this
-       instance keeps: more than RECENT envelopes arrived since; read again, as a first read is */
-    if (missed !== undefined && missed.upTo < this.#recent.floor) {
-      this.#loaded = undefined
-      missed = await this.#missedSince(log, from)
-    }
-    return missed === undefined || missed.upTo < this.#recent.floor ? undefined : missed
-  }
-
-  /**
-   * The change sets after `from` up to what this instance keeps, read from the log; undefined
-   * when the log no longer holds them. What was read is kept and shared: a herd of sockets
-   * resuming from about the same position (an instance restarted behind a load balancer) costs
-   * one read of the log.
-   */
-  async #missedSince (log: ChangeLog, from: number): Promise<Missed | undefined> {
-    let loaded = this.#loaded
-    if (loaded === undefined || loaded.from > from) this.#loaded = loaded = { from, missed: this.#load(log, from) }
-    let missed = await loaded.missed
-    if (missed === undefined && loaded.from < from) {
-      // Pruned for an earlier position: perhaps not for this one.
-      this.#loaded = loaded = { from, missed: this.#load(log, from) }
-      missed = await loaded.missed
-    }
-    return missed === undefined ? undefined : { envelopes: missed.envelopes.filter(envelope => (envelope.position as number) > from), upTo: missed.upTo }
-  }
-
-  /** Reads the change sets after `from` up to what this instance keeps (at most {@link MAX_LOADED} positions). */
-  async #load (log: ChangeLog, from: number): Promise<Missed | undefined> {
-    const { oldest } = await log.bounds()
-    if (oldest > from + 1 || this.#recent.floor - from > MAX_LOADED) return undefined
-    // At most one row per position up to what this instance keeps (at most MAX_LOADED of them).
-    const rows = await log.read(from, this.#recent.floor - from)
-    const envelopes = rows.map(row => row.envelope).filter((envelope): envelope is Envelope => envelope !== undefined)
-    return { envelopes, upTo: Math.max(from, ...rows.map(row => row.position)) }
   }
 
   /** `app.blueprints.subscribe()`: returns how many of the records the socket is now subscribed to. */
