@@ -49,10 +49,20 @@ export class RecentEnvelopes {
     }
   }
 
-  /** The kept envelopes after log position `position` (at least {@link floor}), oldest first. */
+  /**
+   * The kept envelopes after log position `position` (at least {@link floor}), oldest first. Those
+   * with a position arrive in position order (log-follower.ts): the walk starts from the newest and
+   * goes back only as far as `position`, not over the whole ring.
+   */
   * afterPosition (position: number): Generator<Envelope> {
-    for (const envelope of this.after(0)) {
-      if (envelope.position !== undefined && envelope.position > position) yield envelope
+    let first = this.#sequence + 1
+    for (const oldest = Math.max(1, this.#sequence - RECENT + 1); first > oldest; first--) {
+      const before = (this.#ring[(first - 1) % RECENT] as Envelope).position
+      if (before !== undefined && before <= position) break
+    }
+    for (let sequence = first; sequence <= this.#sequence; sequence++) {
+      const envelope = this.#ring[sequence % RECENT] as Envelope
+      if (envelope.position !== undefined) yield envelope
     }
   }
 }

@@ -6,7 +6,7 @@
 // sign, for another url or another log, or older than the log's retention, makes the read run;
 // and a resumed socket is filtered by its own request's policy, whatever records the token names.
 import t, { type Test } from 'tap'
-import Fastify from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import blueprints, { MemoryBroker } from '../../../src/index.ts'
 import { buildRegistry } from '../../../src/models/registry.ts'
 import { dialectFor } from '../../../src/sql/dialect.ts'
@@ -108,14 +108,19 @@ for (const db of DATABASES) {
     const user = await first.request('GET', '/user/1?populate=false')
     await app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 100 } })
     await first.until(1)
+    /** Another instance of the app on the same database and broker. */
+    const instance = async (): Promise<FastifyInstance> => {
+      const other = Fastify()
+      t.teardown(() => other.close())
+      await other.register(blueprints, { orm, realtime: { broker, log: { poll: 0 } } })
+      await other.listen({ port: 0, host: '127.0.0.1' })
+      return other
+    }
     const offline = resuming(user, first)
     await first.close()
     for (let age = 101; age <= 120; age++) await app.inject({ method: 'PATCH', url: '/user/1', payload: { age } })
 
-    const later = Fastify()
-    t.teardown(() => later.close())
-    await later.register(blueprints, { orm, realtime: { broker, log: { poll: 0 } } })
-    await later.listen({ port: 0, host: '127.0.0.1' })
+    const later = await instance()
     const second = await open(t, later)
     const resumed = await second.request('GET', '/user/1?populate=false', undefined, offline)
     t.equal(resumed.statusCode, 204, 'resumed from the log')
@@ -128,10 +133,7 @@ for (const db of DATABASES) {
 
     await (await changeLog(orm, 5)).prune()
     // Another instance that starts now (the one above keeps what it read for the resumes to come).
-    const fresh = Fastify()
-    t.teardown(() => fresh.close())
-    await fresh.register(blueprints, { orm, realtime: { broker, log: { poll: 0 } } })
-    await fresh.listen({ port: 0, host: '127.0.0.1' })
+    const fresh = await instance()
     const third = await open(t, fresh)
     const reread = await third.request('GET', '/user/1?populate=false', undefined, offline)
     t.same([reread.statusCode, reread.body.age], [200, 120], 'the log no longer holds what was missed: the read runs')
