@@ -92,6 +92,14 @@ export const BP_ERR_INVALID_SKIP = createError<'BP_ERR_INVALID_SKIP', 400, [stri
 export const BP_ERR_INVALID_COUNT = createError<'BP_ERR_INVALID_COUNT', 400, [string]>(
   'BP_ERR_INVALID_COUNT', 'The `count` parameter must be true or false; got %s', 400, undefined, NO_STACK)
 
+/** `follow` is neither `true` nor `false`. 400. */
+export const BP_ERR_INVALID_FOLLOW = createError<'BP_ERR_INVALID_FOLLOW', 400, [string]>(
+  'BP_ERR_INVALID_FOLLOW', 'The `follow` parameter must be true or false; got %s', 400, undefined, NO_STACK)
+
+/** A followed find's `limit` is above what a socket may follow (`realtime.maxSubscriptions`). 400. */
+export const BP_ERR_FOLLOW_LIMIT = createError<'BP_ERR_FOLLOW_LIMIT', 400, [string, string]>(
+  'BP_ERR_FOLLOW_LIMIT', 'The `limit` of a followed find must be at most %s (realtime.maxSubscriptions); got %s', 400, undefined, NO_STACK)
+
 /** `sort` has the wrong shape or direction. 400. */
 export const BP_ERR_INVALID_SORT = createError<'BP_ERR_INVALID_SORT', 400, [string]>(
   'BP_ERR_INVALID_SORT', 'Invalid `sort`: %s', 400, undefined, NO_STACK)
@@ -214,6 +222,8 @@ export const errors = {
   BP_ERR_INVALID_ENCODING,
   BP_ERR_INVALID_SKIP,
   BP_ERR_INVALID_COUNT,
+  BP_ERR_INVALID_FOLLOW,
+  BP_ERR_FOLLOW_LIMIT,
   BP_ERR_INVALID_SORT,
   BP_ERR_SELECT_AND_OMIT,
   BP_ERR_INVALID_POPULATE,

@@ -108,3 +108,61 @@ export interface Destroyed<R = Record<string, unknown>> {
  * ```
  */
 export type ChangeMessage<R = Record<string, unknown>> = AddedTo | RemovedFrom | Updated<R> | Created<R> | Destroyed<R>
+
+/**
+ * A record entered a followed query's result (see docs/live.md): `data` is the record as the find
+ * answers it (`select`, `omit`, `populate` applied); `index` is its place in the result once the
+ * earlier messages of the query are applied (a client inserts it there, without sorting).
+ *
+ * @example
+ * ```ts
+ * client.on<Entered>('task', ({ query, index, data }) => { lists.get(query)?.splice(index, 0, data) })
+ * ```
+ */
+export interface Entered<R = Record<string, unknown>> {
+  readonly verb: 'entered'
+  /** The followed query (the `x-blueprints-query` header of the find's answer). */
+  readonly query: string
+  readonly id: Id
+  readonly index: number
+  readonly data: R
+}
+
+/**
+ * A record of a followed query's result changed, or moved in its order: `data` is the whole record
+ * as the find answers it now, `index` its new place (a client removes it, then inserts it there).
+ */
+export interface Changed<R = Record<string, unknown>> {
+  readonly verb: 'changed'
+  readonly query: string
+  readonly id: Id
+  readonly index: number
+  readonly data: R
+}
+
+/** A record left a followed query's result (it no longer matches, moved off the page, or was destroyed). */
+export interface Left {
+  readonly verb: 'left'
+  readonly query: string
+  readonly id: Id
+}
+
+/**
+ * The server stopped following a query: running it again for the socket answered `statusCode`
+ * rather than 200 (the requester may no longer read it). A client reads it again to know.
+ */
+export interface Ended {
+  readonly verb: 'ended'
+  readonly query: string
+  readonly statusCode: number
+}
+
+/**
+ * A message of a followed query (`data` of a notification frame whose event is the query's model).
+ *
+ * @example
+ * ```ts
+ * client.on('task', (message: LiveMessage) => { if (message.verb === 'left') console.log(message.query, message.id) })
+ * ```
+ */
+export type LiveMessage<R = Record<string, unknown>> = Entered<R> | Changed<R> | Left | Ended

@@ -91,6 +91,8 @@ const REALTIME = Type.Union([
     maxPayload: Type.Optional(count(1)),
     maxPending: Type.Optional(count(1)),
     maxSubscriptions: Type.Optional(count(0)),
+    maxFollows: Type.Optional(count(0)),
+    maxQueries: Type.Optional(count(0)),
     maxBufferedBytes: Type.Optional(count(1)),
     pingInterval: Type.Optional(count(0)),
     sailsIo: Type.Optional(Type.Union([

@@ -86,6 +86,8 @@ t.test('invalid options are refused at registration with a coded error', async t
       maxPayload: 1_048_576,
       maxPending: 32,
       maxSubscriptions: 1000,
+      maxFollows: 16,
+      maxQueries: 10_000,
       maxBufferedBytes: 4_194_304,
       pingInterval: 30_000,
       sailsIo: { enabled: false, path: '/socket.io' },

@@ -6,7 +6,7 @@
  * @module
  */
 import {
-  BP_ERR_INVALID_COUNT, BP_ERR_INVALID_JSON, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP,
+  BP_ERR_INVALID_COUNT, BP_ERR_INVALID_FOLLOW, BP_ERR_INVALID_JSON, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP,
   BP_ERR_INVALID_SORT, BP_ERR_INVALID_WHERE, BP_ERR_PARAMETER_NOT_ALLOWED, BP_ERR_SELECT_AND_OMIT
 } from '../errors.ts'
 import type { Model } from '../models/model.ts'
@@ -60,6 +60,19 @@ export function parseCount (query: QueryString): boolean {
   if (value === undefined || value === 'false') return false
   if (value === 'true') return true
   throw new BP_ERR_INVALID_COUNT(describe(single(query, 'count')))
+}
+
+/**
+ * `follow`: whether a socket's find follows its query (docs/live.md). Not part of the query:
+ * `parseBlueprintOptions` does not see it; over HTTP it means nothing.
+ *
+ * @throws BP_ERR_INVALID_FOLLOW for anything but `true` and `false`.
+ */
+export function parseFollow (query: QueryString): boolean {
+  const value = query.follow
+  if (value === undefined || value === 'false') return false
+  if (value === 'true') return true
+  throw new BP_ERR_INVALID_FOLLOW(describe(single(query, 'follow')))
 }
 
 /** `select`, `omit`: comma lists, not both. */

@@ -117,6 +117,8 @@ export function findQuery (model: Model, populate: 'used' | 'ignored'): TSchema 
   // A find's only: what a populate's children number is not counted.
   if (populate === 'used') properties.count = Type.Optional(Type.Boolean({ description: 'true: the total number of records matching `where` (whatever ' +
     'limit and skip) in the X-Total-Count response header; one more statement' }))
+  if (populate === 'used') properties.follow = Type.Optional(Type.Boolean({ description: 'over a socket, true: the socket follows the query — it is told ' +
+    'of records that enter, change in and leave the result (docs/live.md); ignored over HTTP' }))
   return Type.Object(properties)
 }
 

@@ -62,8 +62,21 @@ export interface RealtimeOptions {
   readonly maxPayload?: number
   /** Requests of one socket running at once; more are answered 429. Default 32. */
   readonly maxPending?: number
-  /** Record subscriptions of one socket; reads beyond it subscribe no more records. Default 1000. */
+  /**
+   * Record subscriptions of one socket; reads beyond it subscribe no more records. Also the
+   * largest `limit` of a followed find (docs/live.md). Default 1000.
+   */
   readonly maxSubscriptions?: number
+  /**
+   * Queries one socket follows at most (`follow=true`, docs/live.md); a find beyond it answers
+   * without following, with the header `x-blueprints-follow: limit-reached`. Default 16.
+   */
+  readonly maxFollows?: number
+  /**
+   * Distinct queries the sockets of one instance follow at most (sockets that follow the same
+   * query count once); beyond it a find answers as beyond `maxFollows`. Default 10 000.
+   */
+  readonly maxQueries?: number
   /** Bytes waiting to be written to one socket before it is dropped (slow reader). Default 4 MiB. */
   readonly maxBufferedBytes?: number
   /** Milliseconds between pings; a socket that did not answer the previous one is dropped. 0 turns pings off. Default 30 000. */
@@ -133,6 +146,8 @@ export interface ResolvedRealtime {
   readonly maxPayload: number
   readonly maxPending: number
   readonly maxSubscriptions: number
+  readonly maxFollows: number
+  readonly maxQueries: number
   readonly maxBufferedBytes: number
   readonly pingInterval: number
   /** The socket.io endpoint, or false. */
@@ -160,6 +175,8 @@ export const DEFAULT_REALTIME = Object.freeze({
   maxPayload: 1_048_576,
   maxPending: 32,
   maxSubscriptions: 1000,
+  maxFollows: 16,
+  maxQueries: 10_000,
   maxBufferedBytes: 4_194_304,
   pingInterval: 30_000,
   sailsIo: Object.freeze({ enabled: false, path: '/socket.io' }),
@@ -199,6 +216,8 @@ export function resolveRealtime (value: boolean | RealtimeOptions | undefined, p
     maxPayload: given.maxPayload ?? DEFAULT_REALTIME.maxPayload,
     maxPending: given.maxPending ?? DEFAULT_REALTIME.maxPending,
     maxSubscriptions: given.maxSubscriptions ?? DEFAULT_REALTIME.maxSubscriptions,
+    maxFollows: given.maxFollows ?? DEFAULT_REALTIME.maxFollows,
+    maxQueries: given.maxQueries ?? DEFAULT_REALTIME.maxQueries,
     maxBufferedBytes: given.maxBufferedBytes ?? DEFAULT_REALTIME.maxBufferedBytes,
     pingInterval: given.pingInterval ?? DEFAULT_REALTIME.pingInterval,
     sailsIo: sailsIoPath === false ? false : Object.freeze({ path: sailsIoPath }),

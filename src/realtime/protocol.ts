@@ -70,6 +70,12 @@ export const POSITION_HEADER = 'x-blueprints-position'
 /** The header of a read's answer that resumed it (204, no body): the position it resumed from. */
 export const RESUMED_HEADER = 'x-blueprints-resumed'
 
+/** The header of a followed find's answer that names its query, as the query's messages do (docs/live.md). */
+export const QUERY_HEADER = 'x-blueprints-query'
+
+/** The response header of a find that asked to follow its query, when a limit left it unfollowed. */
+export const FOLLOW_LIMIT = Object.freeze({ header: 'x-blueprints-follow', value: 'limit-reached' })
+
 /** The response header a read carries when the socket's subscription limit left records out. */
 export const SUBSCRIPTION_LIMIT = Object.freeze({ header: 'x-blueprints-subscriptions', value: 'limit-reached' })
 

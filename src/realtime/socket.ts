@@ -14,6 +14,7 @@ import type { ModelView } from '../criteria/types.ts'
 import { Holdings, type SubscriptionRegistry } from './hub/subscriptions.ts'
 import type { SharedFrames, Transport } from './transport.ts'
 import type { LogPosition } from './protocol.ts'
+import type { LiveQueries } from './live/live-queries.ts'
 
 /**
  * A connected socket, as app code sees it (`app.blueprints.socketOf(request)`, the `authorize`
@@ -44,6 +45,8 @@ export interface ConnectionLimits {
 export interface SocketHome {
   readonly subscriptions: SubscriptionRegistry<Connection>
   readonly requests: InFlight
+  /** The queries sockets follow. */
+  readonly live: Pick<LiveQueries, 'release'>
 }
 
 /**
@@ -161,12 +164,13 @@ export class Connection implements BlueprintSocket {
   }
 
   /**
-   * The socket went away (its transport closed), the one teardown: its subscriptions and watches
-   * end, it is no longer among the open sockets, and closing no longer waits for its requests
-   * (their answers have nowhere to go).
+   * The socket went away (its transport closed), the one teardown: its subscriptions, watches and
+   * followed queries end, it is no longer among the open sockets, and closing no longer waits for
+   * its requests (their answers have nowhere to go).
    */
   release (): void {
     this.#home.subscriptions.release(this)
+    this.#home.live.release(this)
     this.#home.requests.delete(this)
   }
 

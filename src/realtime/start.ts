@@ -11,7 +11,9 @@ import type { CommitFeed } from '../actions/commit-feed.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import type { RecordLoader } from '../sql/records.ts'
 import type { Broker } from './brokers/broker.ts'
-import { commitSubscriber } from './hub/commit-records.ts'
+import { commitSubscriber, recordsByKey } from './hub/commit-records.ts'
+import { runSocketRequest } from './virtual-request/run-request.ts'
+import type { Bounds } from '../criteria/validate.ts'
 import { Hub } from './hub/hub.ts'
 import { ChangeLog } from './log/change-log.ts'
 import type { Database } from '../sql/database.ts'
@@ -50,6 +52,8 @@ export interface RealtimeSetup {
   readonly policed: () => boolean
   /** The socket's view under the app's policy (`undefined` without one; see virtual-request/route-tap.ts). */
   readonly policyOf: ReadPolicy | undefined
+  /** What a find's query may be (see `FollowSetup`). */
+  readonly bounds: Bounds
   /** Where the change log is kept. */
   readonly database: Database
   readonly dialect: Dialect
@@ -66,11 +70,18 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     maxSubscriptions: options.maxSubscriptions,
     fold: setup.fold,
     cap: setup.populateLimit,
-    log: app.log
+    log: app.log,
+    live: {
+      maxPerSocket: options.maxFollows,
+      maxQueries: options.maxQueries,
+      refresh: async member => await runSocketRequest(app, hub, member.connection, 'GET', member.url, member.headers, undefined, true),
+      current: async (model, ids) => await setup.database.read(undefined, async run => await recordsByKey(setup.loader, run, model, ids), true)
+    }
   })
+  const follow = { bounds: setup.bounds, maxRecords: options.maxSubscriptions }
   const realtime: Realtime = {
     hub,
-    tap: routes => { tapRoutes(routes, hub, setup.registry, setup.policyOf) }
+    tap: routes => { tapRoutes(routes, hub, setup.registry, setup.policyOf, follow) }
   }
   // socket.io is loaded first: registration fails before anything starts when it is missing.
   const io = options.sailsIo === false ? undefined : await loadSocketIo()

@@ -9,6 +9,7 @@
  */
 import type { FastifyRequest } from 'fastify'
 import type { Snapshot } from '../sql/database.ts'
+import type { BlueprintQuery } from '../criteria/types.ts'
 
 /** The key of the origin on a raw request (`request.raw`). */
 export const ORIGIN: unique symbol = Symbol('fastify-blueprints.origin')
@@ -20,10 +21,23 @@ export const ORIGIN: unique symbol = Symbol('fastify-blueprints.origin')
  */
 export const SNAPSHOT: unique symbol = Symbol('fastify-blueprints.snapshot')
 
-/** A raw request that may carry an origin, and a snapshot for its read. */
+/**
+ * The key of the query a find ran, as the app's policy left it, on the raw request of a request
+ * that has an origin: realtime follows that query (docs/live.md).
+ */
+export const QUERY: unique symbol = Symbol('fastify-blueprints.query')
+
+/** A raw request that may carry an origin, a snapshot for its read, and the query its find ran. */
 export interface WithOrigin {
   [ORIGIN]?: string
   [SNAPSHOT]?: Snapshot
+  [QUERY]?: BlueprintQuery
+}
+
+/** Keeps the query a find ran on a request that has an origin (see {@link QUERY}). */
+export function ranQuery (request: FastifyRequest, query: BlueprintQuery): void {
+  const raw = request.raw as WithOrigin
+  if (raw[ORIGIN] !== undefined) raw[QUERY] = query
 }
 
 /** The origin of `request` (`undefined` for a plain HTTP request). */

@@ -16,7 +16,7 @@ import { populate } from '../actions/populate.ts'
 import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
 import { update } from '../actions/update.ts'
-import { parseCount, parseFields, parseFind, parsePopulate, type QueryString } from '../criteria/parse.ts'
+import { parseCount, parseFields, parseFollow, parseFind, parsePopulate, type QueryString } from '../criteria/parse.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
 import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON, BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, CollectionAssociation } from '../models/model.ts'
@@ -26,6 +26,7 @@ import { checked, type RouteQuery } from './policy.ts'
 import { checkQueryEncoding } from './validation.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { routePath } from '../models/identity.ts'
+import { ranQuery } from './origin.ts'
 
 /**
  * The error body every route documents for 4xx answers. Its fields are optional and further
@@ -81,9 +82,15 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         checkQueryEncoding(request.url)
         const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
         const counted = parseCount(request.query as QueryString)
+        // Checked here for every request; realtime follows the query of a socket's find.
+        parseFollow(request.query as QueryString)
         // Without a policy or a count there is nothing to wait for: no await, no promise.
-        if (policy === undefined && !counted) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined, snapshot))
+        if (policy === undefined && !counted) {
+          ranQuery(request, parsed)
+          return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined, snapshot))
+        }
         const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
+        ranQuery(request, query)
         if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy, snapshot))
         const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy, snapshot))
         reply.header(TOTAL_COUNT, String(total))

@@ -108,18 +108,23 @@ async function namedRecords (setup: CommitRecordsSetup, run: Executor, changes: 
   }
   const found = new Map<Model, Map<string, JsonRecord>>()
   for (const [model, ids] of wanted) {
-    const records = await loader.find(run, model, {
-      where: { kind: 'in', target: model.primaryKey, negate: false, values: [...ids].map(id => coerce(model.primaryKey.type, id)) },
-      limit: Infinity,
-      skip: 0,
-      sort: [],
-      projection: loader.plainProjection(model),
-      caseInsensitive: false
-    })
+    const records = await recordsByKey(loader, run, model, [...ids])
     found.set(model, new Map(records.map(record => [String(record[model.primaryKey.name]), record])))
   }
   // Every record named exists: the write has just updated or linked it.
   return named.map(entry => entry === undefined
     ? undefined
     : entry.ids.map(id => (found.get(entry.model) as Map<string, JsonRecord>).get(String(id)) as JsonRecord))
+}
+
+/** The records of `model` with these keys, plain (no association populated), in no order. */
+export async function recordsByKey (loader: RecordLoader, run: Executor, model: Model, ids: readonly Id[]): Promise<JsonRecord[]> {
+  return await loader.find(run, model, {
+    where: { kind: 'in', target: model.primaryKey, negate: false, values: ids.map(id => coerce(model.primaryKey.type, id)) },
+    limit: Infinity,
+    skip: 0,
+    sort: [],
+    projection: loader.plainProjection(model),
+    caseInsensitive: false
+  })
 }

@@ -25,6 +25,7 @@ import { CLOSE, type LogPosition } from '../protocol.ts'
 import { SubscriptionRegistry } from './subscriptions.ts'
 import { Delivery, type EnvelopePass, verbOf, type Authorize } from './delivery.ts'
 import type { SharedFrames } from '../transport.ts'
+import { LiveQueries, type LiveOptions } from '../live/live-queries.ts'
 
 export type { Authorize, Notification } from './delivery.ts'
 
@@ -81,12 +82,16 @@ export interface HubOptions {
   readonly log: FastifyBaseLogger
   /** The change log (`undefined` with `realtime.log: false`); see log/change-log.ts. */
   readonly changeLog: ChangeLog | undefined
+  /** What followed queries need (see live/live-queries.ts). */
+  readonly live: Pick<LiveOptions, 'refresh' | 'current' | 'maxPerSocket' | 'maxQueries'>
 }
 
 export class Hub {
   readonly subscriptions: SubscriptionRegistry<Connection>
   /** The sockets with requests in flight on this instance's endpoints (closing waits for them). */
   readonly requests = new InFlight()
+  /** The queries this instance's sockets follow (see live/live-queries.ts). */
+  readonly live: LiveQueries
   readonly #options: HubOptions
   #stop: (() => Promise<void>) | undefined
   readonly #registry: ModelRegistry
@@ -104,6 +109,12 @@ export class Hub {
     this.subscriptions = new SubscriptionRegistry<Connection>(options.maxSubscriptions)
     this.#outbox = new Outbox(options.broker, options.log)
     this.#delivery = new Delivery({ ...options, subscriptions: this.subscriptions })
+    this.live = new LiveQueries({
+      ...options.live,
+      allowed: (connection, model, message) => this.#delivery.allowsLive(connection, model, message),
+      fold: options.fold,
+      log: options.log
+    })
     const log = options.changeLog
     this.#follower = log === undefined
       ? undefined
@@ -211,6 +222,19 @@ export class Hub {
       if (verb === 'destroyed') pass.after.push(() => { this.subscriptions.drop(item.model, item.id) })
     }
     for (const end of pass.after) end()
+    this.live.receive(envelope)
+  }
+
+  /**
+   * Resolves once this instance has delivered every change set committed before the call (with a
+   * change log: up to its newest position; without one: those its broker has brought) and the
+   * queries its sockets follow have run again for them.
+   */
+  async settled (): Promise<void> {
+    const log = this.#options.changeLog
+    if (log !== undefined) await (this.#follower as LogFollower).reach((await log.bounds()).newest, READ_WAIT)
+    else await new Promise(resolve => setImmediate(resolve))
+    await this.live.settled()
   }
 
   /**

@@ -22,6 +22,8 @@ import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
 import { SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
+import { followRead, type FollowSetup } from '../live/follow-read.ts'
+import type { QueryString } from '../../criteria/parse.ts'
 
 /** A blueprint read route, as the tap resolves it from its `config.blueprint`. */
 export interface ReadRoute {
@@ -39,7 +41,7 @@ export type ReadPolicy = (read: ReadRoute, request: FastifyRequest, models: Iter
 const READS: ReadonlySet<string> = new Set(['find', 'findOne', 'populate'])
 
 /** Taps every blueprint route registered in `routes` from now on (see the module's comment). */
-export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelRegistry, policyOf: ReadPolicy | undefined): void {
+export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelRegistry, policyOf: ReadPolicy | undefined, follow: FollowSetup): void {
   // Per model, every model whose records can reach a socket after reading it (kept).
   const reachable = new Map<Model, ReadonlySet<Model>>()
   routes.addHook('onRoute', route => {
@@ -60,6 +62,9 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
       return scope === undefined ? handler(request, reply) : tapped(scope, read, request, reply)
     }) as RouteHandlerMethod
     async function tapped (scope: SocketRequest, read: ReadRoute | undefined, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+      // A followed query run again, or a socket's find that follows its query (docs/live.md).
+      const follows = scope.refresh === true || (read?.action === 'find' && scope.raw === request.raw && (request.query as QueryString).follow === 'true')
+      if (follows) return await followed(scope, read as ReadRoute, request, reply)
       if (read !== undefined && await resumed(scope, read, request, reply)) return reply
       // With the change log, the read runs in one snapshot that tells which change sets it reflects.
       const reflected = read === undefined ? undefined : hub.changeLog?.reflected(hub.position)
@@ -71,7 +76,28 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
       if (scope.raw === request.raw) keepSerialized(scope, reply)
       return result
     }
+    /**
+     * A find that follows its query subscribes to no record and watches no model: its socket is
+     * told what enters, changes in and leaves its result. Run again for its group (`refresh`), it
+     * only keeps its serialisation.
+     */
+    async function followed (scope: SocketRequest, read: ReadRoute, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+      const result = await handler(request, reply)
+      if (scope.refresh === true) keepSerialized(scope, reply)
+      else if (reply.statusCode === 200) {
+        await views(scope, read, request)
+        followRead(hub, follow, scope, read.model, modelsOf(read.model), request, reply, result)
+      }
+      return result
+    }
   })
+
+  /** The models whose records can reach a socket after reading `model`'s (see {@link reachableFrom}), kept. */
+  function modelsOf (model: Model): ReadonlySet<Model> {
+    let models = reachable.get(model)
+    if (models === undefined) reachable.set(model, models = reachableFrom(hub, model))
+    return models
+  }
 
   /**
    * Subscribes the socket of `scope` to what a read answered, and, with a change log, hands it the
@@ -103,8 +129,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
    */
   async function views (scope: SocketRequest, read: ReadRoute, request: FastifyRequest): Promise<void> {
     if (policyOf === undefined) return
-    let models = reachable.get(read.model)
-    if (models === undefined) reachable.set(read.model, models = reachableFrom(hub, read.model))
+    const models = modelsOf(read.model)
     const policy = await policyOf(read, request, models)
     for (const model of models) scope.connection.views.set(model.identity, policy.view(model))
   }

@@ -54,13 +54,15 @@ export async function answerSocketRequest (
 }
 
 /**
- * Runs `method url` for `connection`: `headers` are the request's own (names in any case), over
+ * Runs `method url` for `connection` (`refresh`: as a followed query's find run again, see
+ * `SocketRequest.refresh`): `headers` are the request's own (names in any case), over
  * the connection's, but for those that describe the connection (`fromConnection`); a `body` is
  * sent as JSON. A request whose url and headers an HTTP request could not carry to the app's
  * server is answered 431 `BP_ERR_HEADERS_TOO_LARGE` without entering the router.
  */
 export async function runSocketRequest (
-  app: FastifyInstance, hub: Hub, connection: Connection, method: string, url: string, own: Readonly<Record<string, unknown>> | undefined, body: unknown
+  app: FastifyInstance, hub: Hub, connection: Connection, method: string, url: string, own: Readonly<Record<string, unknown>> | undefined, body: unknown,
+  refresh?: true
 ): Promise<SocketAnswer> {
   const headers: Record<string, string | string[] | undefined> = { ...connection.headers }
   if (own !== undefined) {
@@ -77,7 +79,9 @@ export async function runSocketRequest (
   }
   const tooLarge = headProblem(app.server, url, headers)
   if (tooLarge !== undefined) return errorAnswer(new BP_ERR_HEADERS_TOO_LARGE(tooLarge))
-  const scope: SocketRequest = { connection, since: hub.sequence, at: hub.position }
+  const scope: SocketRequest = refresh === undefined
+    ? { connection, since: hub.sequence, at: hub.position }
+    : { connection, since: hub.sequence, at: hub.position, refresh }
   // Never rejects: the app's router answers every failure (a hold taken is let go with the answer).
   const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => {
     scope.raw = raw

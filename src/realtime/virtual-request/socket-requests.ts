@@ -26,6 +26,11 @@ export interface SocketRequest {
   raw?: object
   /** How many reads of the request hold the socket's notifications until its answer is out (`Connection.hold`). */
   holds?: number
+  /**
+   * A followed query's find run again for its group (live/live-queries.ts), as one of its
+   * followers: it subscribes nothing and follows nothing.
+   */
+  readonly refresh?: true
 }
 
 /**

@@ -1,0 +1,363 @@
+/**
+ * Followed queries (docs/live.md): the sockets of one instance that asked a find to follow its
+ * query, grouped by query — the sockets whose finds have the same effective query and the same
+ * policy views share one group, whatever their number. Each group holds its current result.
+ *
+ * After each change set this instance receives, the groups it can concern are found without a
+ * query per group: those whose result holds a record it names (their own records or populated
+ * ones, indexed by key), and those a record it creates, moves or destroys can match (by the
+ * criteria pipeline's matcher, tried only on the groups its values can match, see live-index.ts).
+ * A concerned group runs its find again, once for all its followers and once for the change sets
+ * that arrived meanwhile, through the app's router as one of its followers (the same hooks,
+ * policy and serialisation as the follower's own read), and its followers are sent the
+ * difference (live-diff.ts). A record whose changed attributes no group reads (in `where` or
+ * `sort`) is not looked at; an `updated` whose record the change set does not carry is read, once
+ * per change set and model, to know whether it now matches.
+ *
+ * @module
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import { matches } from '../../criteria/matches.ts'
+import type { WhereNode } from '../../criteria/types.ts'
+import type { ChangeMessage, Id, LiveMessage } from '../../messages.ts'
+import type { Model } from '../../models/model.ts'
+import type { Envelope } from '../brokers/broker.ts'
+import type { Connection } from '../socket.ts'
+import type { SharedFrames } from '../transport.ts'
+import { diff, liveRecords, type LiveRecord } from './live-diff.ts'
+import { ModelQueries } from './live-index.ts'
+
+/** A socket following a query, with the request its find was (what a refresh sends again). */
+export interface Member {
+  readonly connection: Connection
+  readonly url: string
+  /** The request's own headers. */
+  readonly headers: Readonly<Record<string, unknown>>
+}
+
+/** A find run again for a group: its status and its body as JSON text. */
+export interface Refreshed {
+  readonly statusCode: number
+  readonly bodyJson: string
+}
+
+/** What the followed queries need of the hub. */
+export interface LiveOptions {
+  /** Runs a member's find again (through the app's router, as the member). */
+  readonly refresh: (member: Member) => Promise<Refreshed>
+  /** Reads the current records of `model` with these keys (plain: no associations populated). */
+  readonly current: (model: Model, ids: readonly Id[]) => Promise<ReadonlyArray<Readonly<Record<string, unknown>>>>
+  /** Whether a socket may be sent a message (the `authorize` option). */
+  readonly allowed: (connection: Connection, model: string, message: LiveMessage) => boolean
+  /** Matching ignores ASCII case (the `caseInsensitive` option). */
+  readonly fold: boolean
+  /** Queries one socket follows at most. */
+  readonly maxPerSocket: number
+  /** Distinct queries followed on this instance at most. */
+  readonly maxQueries: number
+  readonly log: FastifyBaseLogger
+}
+
+/** A find that asks to follow its query, as realtime's route tap hands it over. */
+export interface FollowRequest {
+  readonly model: Model
+  /** What tells the query apart: its effective criteria and the policy's views (equal keys, one group). */
+  readonly key: string
+  /** What a record must match to be in the result: the query's `where` and the policy's. */
+  readonly where: WhereNode
+  /** The attributes its `where` and `sort` read. */
+  readonly fields: readonly string[]
+  readonly member: Member
+  /** The find's answer, parsed. */
+  readonly answer: readonly unknown[]
+  /** Whether change sets arrived since the find began (the group it starts runs at once). */
+  readonly stale: boolean
+}
+
+/** One group: a distinct followed query and its followers. */
+class Group {
+  readonly id: string
+  readonly key: string
+  readonly model: Model
+  readonly where: WhereNode
+  readonly fields: readonly string[]
+  records: LiveRecord[]
+  /** The keys its records (and the records populated in them) have, by model identity. */
+  held = new Map<string, Set<Id>>()
+  readonly members = new Map<Connection, Member>()
+  /** A refresh is waiting for its turn, or running. */
+  scheduled = false
+  running = false
+  /** A change set concerned it since its refresh began. */
+  dirty = false
+  dropped = false
+
+  constructor (id: string, request: FollowRequest, records: LiveRecord[]) {
+    this.id = id
+    this.key = request.key
+    this.model = request.model
+    this.where = request.where
+    this.fields = request.fields
+    this.records = records
+  }
+}
+
+/** The followed queries of one hub. */
+export class LiveQueries {
+  readonly #options: LiveOptions
+  readonly #byKey = new Map<string, Group>()
+  readonly #byModel = new Map<string, ModelQueries<Group>>()
+  readonly #byRecord = new Map<string, Map<Id, Set<Group>>>()
+  readonly #bySocket = new Map<Connection, Set<Group>>()
+  #next = 0
+  /** Refreshes and reads under way; see {@link settled}. */
+  #busy = 0
+  #idle: Array<() => void> = []
+
+  constructor (options: LiveOptions) {
+    this.#options = options
+  }
+
+  /** Distinct queries followed on this instance. */
+  get size (): number {
+    return this.#byKey.size
+  }
+
+  /**
+   * A socket follows the query of a find it just ran: it joins the group of that query (made from
+   * its answer when there is none), and is sent, after its answer, what turns the answer into the
+   * group's result (usually nothing). Returns the query's id, or `undefined` when a limit
+   * (`maxFollows`, `maxQueries`) leaves it unfollowed.
+   */
+  follow (request: FollowRequest): string | undefined {
+    const { connection } = request.member
+    const mine = this.#bySocket.get(connection)
+    let group = this.#byKey.get(request.key)
+    const member = group?.members.has(connection) === true
+    if (!member && (mine?.size ?? 0) >= this.#options.maxPerSocket) return undefined
+    const answer = liveRecords(request.answer, request.model.primaryKey.name)
+    if (group === undefined) {
+      if (this.#byKey.size >= this.#options.maxQueries) return undefined
+      group = new Group(`q${++this.#next}`, request, answer)
+      this.#byKey.set(group.key, group)
+      let queries = this.#byModel.get(group.model.identity)
+      if (queries === undefined) this.#byModel.set(group.model.identity, queries = new ModelQueries())
+      queries.add(group, group.fields)
+      this.#index(group, answer)
+      if (request.stale) this.#schedule(group)
+    } else {
+      this.#send(group, diff(group.id, answer, group.records), [connection])
+    }
+    group.members.set(connection, request.member)
+    if (mine === undefined) this.#bySocket.set(connection, new Set([group]))
+    else mine.add(group)
+    return group.id
+  }
+
+  /** A socket went away: it follows nothing more (a group left without followers ends). */
+  release (connection: Connection): void {
+    const groups = this.#bySocket.get(connection)
+    if (groups === undefined) return
+    this.#bySocket.delete(connection)
+    for (const group of groups) {
+      group.members.delete(connection)
+      if (group.members.size === 0) this.#drop(group)
+    }
+  }
+
+  /** Resolves once no refresh or read is under way (every change set received so far has been told). */
+  async settled (): Promise<void> {
+    if (this.#busy === 0) return
+    await new Promise<void>(resolve => { this.#idle.push(resolve) })
+  }
+
+  /** A change set this instance received: the groups it can concern run again (see the module's comment). */
+  receive (envelope: Envelope): void {
+    if (this.#byKey.size === 0) return
+    let unread: Map<string, Array<{ readonly id: Id, readonly previous: Readonly<Record<string, unknown>> | undefined }>> | undefined
+    for (const item of envelope.items) {
+      if (item.kind !== 'change') continue
+      const holding = this.#byRecord.get(item.model)?.get(item.id)
+      if (holding !== undefined) for (const group of holding) this.#schedule(group)
+      const queries = this.#byModel.get(item.model)
+      if (queries === undefined) continue
+      const message = item.message as ChangeMessage
+      if (message.verb === 'created') this.#tryOn(queries, message.data)
+      else if (message.verb === 'destroyed') this.#tryOn(queries, message.previous)
+      else if (message.verb === 'updated' && queries.reads(Object.keys(message.data))) {
+        const record = item.records?.[0]
+        if (record !== undefined) this.#tryMoved(queries, record, message.previous)
+        else {
+          unread ??= new Map()
+          let entries = unread.get(item.model)
+          if (entries === undefined) unread.set(item.model, entries = [])
+          entries.push({ id: item.id, previous: message.previous })
+        }
+      }
+    }
+    if (unread !== undefined) void this.#readThenTry(unread)
+  }
+
+  /** Schedules the groups that `record` (as the change left it, and as it was) matches. */
+  #tryMoved (queries: ModelQueries<Group>, record: Readonly<Record<string, unknown>>, previous: Readonly<Record<string, unknown>> | undefined): void {
+    this.#tryOn(queries, record)
+    if (previous !== undefined) this.#tryOn(queries, { ...record, ...previous })
+  }
+
+  /** Schedules the groups whose `where` a record matches. */
+  #tryOn (queries: ModelQueries<Group>, record: Readonly<Record<string, unknown>>): void {
+    for (const group of queries.candidates(record)) {
+      if (matches(group.where, record, this.#options.fold)) this.#schedule(group)
+    }
+  }
+
+  /** Reads the records of `updated` changes that came without them, then tries them. */
+  async #readThenTry (unread: Map<string, Array<{ readonly id: Id, readonly previous: Readonly<Record<string, unknown>> | undefined }>>): Promise<void> {
+    this.#busy++
+    try {
+      for (const [identity, entries] of unread) {
+        const queries = this.#byModel.get(identity)
+        if (queries === undefined) continue
+        const model = (queries.queries.values().next().value as Group).model
+        try {
+          const records = await this.#options.current(model, entries.map(entry => entry.id))
+          const byKey = new Map(records.map(record => [String(record[model.primaryKey.name]), record]))
+          for (const { id, previous } of entries) {
+            // A record gone since: its `destroyed` is tried in turn.
+            const record = byKey.get(String(id))
+            if (record !== undefined) this.#tryMoved(queries, record, previous)
+          }
+        } catch (err) {
+          // Not known: every group of the model runs again.
+          this.#options.log.warn({ err, model: identity }, 'fastify-blueprints: reading changed records for followed queries failed; they run again')
+          for (const group of queries.queries) this.#schedule(group)
+        }
+      }
+    } finally {
+      this.#done()
+    }
+  }
+
+  /** Runs a group again once the change sets at hand are received (one run for all of them). */
+  #schedule (group: Group): void {
+    group.dirty = true
+    if (group.scheduled || group.running) return
+    group.scheduled = true
+    this.#busy++
+    setImmediate(() => { void this.#refresh(group) })
+  }
+
+  async #refresh (group: Group): Promise<void> {
+    group.scheduled = false
+    group.running = true
+    try {
+      while (group.dirty && !group.dropped) {
+        group.dirty = false
+        const [member] = group.members.values()
+        let answer: Refreshed
+        try {
+          answer = await this.#options.refresh(member)
+        } catch (err) {
+          this.#options.log.error({ err, query: group.id }, 'fastify-blueprints: running a followed query again failed')
+          answer = { statusCode: 500, bodyJson: 'null' }
+        }
+        if (group.dropped) break
+        if (answer.statusCode !== 200) {
+          this.#send(group, [{ verb: 'ended', query: group.id, statusCode: answer.statusCode }], group.members.keys())
+          this.#end(group)
+          break
+        }
+        const records = liveRecords(JSON.parse(answer.bodyJson) as unknown[], group.model.primaryKey.name)
+        const messages = diff(group.id, group.records, records)
+        this.#unindex(group)
+        group.records = records
+        this.#index(group, records)
+        this.#send(group, messages, group.members.keys())
+      }
+    } finally {
+      group.running = false
+      this.#done()
+    }
+  }
+
+  /** Sends messages to sockets (each encoded once for all). */
+  #send (group: Group, messages: readonly LiveMessage[], to: Iterable<Connection>): void {
+    if (messages.length === 0) return
+    const identity = group.model.identity
+    const sockets = [...to]
+    for (const message of messages) {
+      const frame: SharedFrames = {}
+      for (const connection of sockets) {
+        if (this.#options.allowed(connection, identity, message)) connection.notify(identity, message, frame)
+      }
+    }
+  }
+
+  /** Files the keys of a group's records (and of the records populated in them). */
+  #index (group: Group, records: readonly LiveRecord[]): void {
+    const held = new Map<string, Set<Id>>()
+    const add = (identity: string, id: unknown): void => {
+      if (id === undefined || id === null) return
+      let ids = held.get(identity)
+      if (ids === undefined) held.set(identity, ids = new Set())
+      ids.add(id as Id)
+    }
+    const model = group.model
+    const associations = [...model.singulars.values(), ...model.collections.values()]
+    for (const record of records) {
+      add(model.identity, record.id)
+      for (const { name, target } of associations) {
+        const value = record.data[name]
+        if (value === null || typeof value !== 'object') continue
+        for (const child of Array.isArray(value) ? value as Array<Record<string, unknown>> : [value as Record<string, unknown>]) {
+          add(target.identity, child[target.primaryKey.name])
+        }
+      }
+    }
+    group.held = held
+    for (const [identity, ids] of held) {
+      let byId = this.#byRecord.get(identity)
+      if (byId === undefined) this.#byRecord.set(identity, byId = new Map())
+      for (const id of ids) {
+        let set = byId.get(id)
+        if (set === undefined) byId.set(id, set = new Set())
+        set.add(group)
+      }
+    }
+  }
+
+  #unindex (group: Group): void {
+    for (const [identity, ids] of group.held) {
+      const byId = this.#byRecord.get(identity) as Map<Id, Set<Group>>
+      for (const id of ids) {
+        const set = byId.get(id) as Set<Group>
+        set.delete(group)
+        if (set.size === 0) byId.delete(id)
+      }
+      if (byId.size === 0) this.#byRecord.delete(identity)
+    }
+    group.held = new Map()
+  }
+
+  /** A group whose refresh did not answer 200: its followers follow it no more. */
+  #end (group: Group): void {
+    for (const connection of group.members.keys()) this.#bySocket.get(connection)?.delete(group)
+    this.#drop(group)
+  }
+
+  #drop (group: Group): void {
+    group.dropped = true
+    this.#byKey.delete(group.key)
+    const queries = this.#byModel.get(group.model.identity) as ModelQueries<Group>
+    queries.delete(group, group.fields)
+    if (queries.queries.size === 0) this.#byModel.delete(group.model.identity)
+    this.#unindex(group)
+  }
+
+  #done (): void {
+    if (--this.#busy > 0) return
+    const idle = this.#idle
+    this.#idle = []
+    for (const resolve of idle) resolve()
+  }
+}
