@@ -7,7 +7,9 @@ import { Jobs } from './jobs.ts'
 import { BlueprintsClientError, count, type ClientOptions, type Status, type WebSocketConstructor } from './options.ts'
 import { RememberedReads } from './reads.ts'
 import { withQuery } from '../realtime/protocol.ts'
-import type { Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
+import type { LiveRecordOf, Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
+import { LiveResult } from './live.ts'
+import type { LiveMessage } from '../messages.ts'
 
 /**
  * A connection to the websocket endpoint of fastify-blueprints. Made by `connect()`. `Models`
@@ -95,15 +97,68 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * ```
    */
   async request<T = unknown> (method: Method, url: string, data?: unknown, options: RequestOptions = {}): Promise<BlueprintsResponse<T>> {
-    if (this.#connection.status === 'closed') throw new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client is closed')
+    return await new Promise<BlueprintsResponse<T>>((resolve, reject) => {
+      this.#send(method, url, data, options, resolve as (response: BlueprintsResponse) => void, reject)
+    })
+  }
+
+  /**
+   * Sends a request (see {@link request}); `done` is called with its answer as it arrives, before
+   * the frames after it are handled.
+   */
+  #send (method: Method, url: string, data: unknown, options: RequestOptions, done: (response: BlueprintsResponse) => void, fail: (err: Error) => void): void {
+    if (this.#connection.status === 'closed') {
+      fail(new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client is closed'))
+      return
+    }
     const inQuery = method === 'GET' || method === 'DELETE'
     const full = inQuery ? withQuery(url, data as Query | undefined) : url
     // A copy: the headers are re-sent with each resync, and the caller may change its object.
     const headers = options.headers === undefined ? undefined : { ...options.headers }
     const frame = JSON.stringify({ method, url: full, body: inQuery ? undefined : data, headers })
-    return await new Promise<BlueprintsResponse<T>>((resolve, reject) => {
-      this.#connection.send({ method, url: full, headers, frame, resync: false, done: resolve, fail: reject })
+    this.#connection.send({ method, url: full, headers, frame, resync: false, done, fail })
+  }
+
+  /**
+   * Runs a find that follows its query (`follow=true`, docs/live.md) and resolves with its live
+   * result: the find's records, kept current as the server says what enters, changes in and
+   * leaves the result (sorted and paged as the query asks), and read again after a reconnect.
+   * Rejects with `BP_CLIENT_NOT_FOLLOWED` (its `response` the answer) when the find was answered
+   * with an error, or not followed (a server limit). Bound to models, its records are typed.
+   *
+   * @param url - The find's path (`/task`, the route prefix included).
+   * @example
+   * ```ts
+   * const open = await client.live('/task', { where: { project: 3, done: false }, sort: 'id DESC', limit: 20 })
+   * open.onChange(records => { render(records) })
+   * ```
+   */
+  async live<U extends string> (url: U, query: Query = {}, options: RequestOptions = {}): Promise<LiveResult<LiveRecordOf<Models, Prefix, U>>> {
+    const full = withQuery(url, { ...query, follow: 'true' })
+    const path = full.slice(0, full.indexOf('?'))
+    const result = new LiveResult<LiveRecordOf<Models, Prefix, U>>()
+    // Listening before the answer: the query's first messages may follow it in the same read of the socket.
+    const off = this.on<LiveMessage>(path.slice(path.lastIndexOf('/') + 1), message => {
+      if (typeof (message as { query?: unknown }).query === 'string') result.receive(message as LiveMessage<LiveRecordOf<Models, Prefix, U>>)
     })
+    const offResync = this.onResync((resynced, response) => { if (resynced === full) result.answered(response) })
+    const read = (answered: (response: BlueprintsResponse) => void, fail: (err: Error) => void): void => {
+      this.#send('GET', full, undefined, options, answered, fail)
+    }
+    result.attach({
+      read: answered => { read(answered, () => {}) },
+      stop: () => {
+        off()
+        offResync()
+        this.forget(full)
+      }
+    })
+    const followed = await new Promise<BlueprintsResponse | undefined>((resolve, reject) => {
+      read(response => { resolve(result.answered(response) ? undefined : response) }, reject)
+    })
+    if (followed === undefined) return result
+    result.close()
+    throw new BlueprintsClientError('BP_CLIENT_NOT_FOLLOWED', `the find of ${url} was answered ${followed.statusCode}, not followed`, followed)
   }
 
   /**

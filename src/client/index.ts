@@ -23,9 +23,11 @@ import type { Unbound } from './typed.ts'
 
 export { BlueprintsClient } from './blueprints-client.ts'
 export type { AddedTo, BlueprintsResponse, ChangeMessage, Created, Destroyed, Id, Method, RemovedFrom, Updated } from './messages.ts'
+export type { Changed, Ended, Entered, Left, LiveMessage } from './messages.ts'
+export { LiveResult, applyMessages } from './live.ts'
 export { BlueprintsClientError } from './options.ts'
 export type { ClientErrorCode, ClientOptions, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike } from './options.ts'
-export type { ModelMap, Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
+export type { LiveRecordOf, ModelMap, Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
 
 /**
  * Connects to the websocket endpoint of fastify-blueprints (`${prefix}/socket` by default). The

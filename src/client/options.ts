@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { BlueprintsResponse } from './messages.ts'
 
 /**
  * The part of a standard `WebSocket` the client uses. The browser's and Node's global
@@ -125,14 +126,16 @@ export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
  *   may or may not have happened; or the client gave up (`reconnect: false`, or the server closed
  *   the socket because a frame was too large);
  * - `BP_CLIENT_CLOSED`: `close()` was called, or the request was made after the client closed;
- * - `BP_CLIENT_REFUSED`: the app refused the socket (close code 4003); the client does not retry.
+ * - `BP_CLIENT_REFUSED`: the app refused the socket (close code 4003); the client does not retry;
+ * - `BP_CLIENT_NOT_FOLLOWED`: `live()`'s find was answered, but not followed (an error status, or
+ *   a limit of the server: `maxFollows`, `maxQueries`); the error's `response` is the answer.
  *
  * @example
  * ```ts
  * const code: ClientErrorCode = 'BP_CLIENT_DISCONNECTED'
  * ```
  */
-export type ClientErrorCode = 'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'BP_CLIENT_REFUSED'
+export type ClientErrorCode = 'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'BP_CLIENT_REFUSED' | 'BP_CLIENT_NOT_FOLLOWED'
 
 /**
  * The error a request rejects with when it gets no answer (see {@link ClientErrorCode}).
@@ -148,11 +151,14 @@ export type ClientErrorCode = 'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'B
  */
 export class BlueprintsClientError extends Error {
   readonly code: ClientErrorCode
+  /** The answer, for `BP_CLIENT_NOT_FOLLOWED`. */
+  readonly response: BlueprintsResponse | undefined
 
-  constructor (code: ClientErrorCode, message: string) {
+  constructor (code: ClientErrorCode, message: string, response?: BlueprintsResponse) {
     super(message)
     this.name = 'BlueprintsClientError'
     this.code = code
+    this.response = response
   }
 }
 

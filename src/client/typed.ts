@@ -37,6 +37,18 @@ export type ReadAnswer<Models, Prefix extends string, U extends string> =
         : unknown
 
 /**
+ * The record type of a live result of `url` (see `BlueprintsClient.live`): the records of the find's
+ * model when the client is bound to it, else a plain record.
+ *
+ * @example
+ * ```ts
+ * type Open = LiveRecordOf<{ task: Task }, '/api', '/api/task'> // Task
+ * ```
+ */
+export type LiveRecordOf<Models, Prefix extends string, U extends string> =
+  ReadAnswer<Models, Prefix, U> extends Array<infer R> ? R & object : Record<string, unknown>
+
+/**
  * Query parameters as an object, as sails.io.js' `data`: a string is sent as it is, anything else
  * as JSON text (`{ where: { age: { '>': 30 } }, limit: 10 }`); `undefined` values are left out.
  *

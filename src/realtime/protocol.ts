@@ -72,6 +72,8 @@ export const RESUMED_HEADER = 'x-blueprints-resumed'
 
 /** The header of a followed find's answer that names its query, as the query's messages do (docs/live.md). */
 export const QUERY_HEADER = 'x-blueprints-query'
+/** The header of a followed find's answer that names the records' primary key (what messages' `id` is the value of). */
+export const KEY_HEADER = 'x-blueprints-key'
 
 /** The response header of a find that asked to follow its query, when a limit left it unfollowed. */
 export const FOLLOW_LIMIT = Object.freeze({ header: 'x-blueprints-follow', value: 'limit-reached' })

@@ -1,6 +1,6 @@
 // Type tests of the client (`fastify-blueprints/client`).
 import { describe, expect, test } from 'tstyche'
-import { BlueprintsClient, connect, type BlueprintsResponse, type ChangeMessage, type Status } from '../../src/client/index.ts'
+import { BlueprintsClient, connect, type BlueprintsResponse, type ChangeMessage, type LiveMessage, type LiveResult, type Status } from '../../src/client/index.ts'
 
 describe('client', () => {
   const client = connect('ws://localhost:3000/socket')
@@ -52,5 +52,20 @@ describe('client', () => {
     client.on<{ verb: 'typing' }>('user', message => { expect(message.verb).type.toBe<'typing'>() })
     expect(client.status).type.toBe<Status>()
     expect(client.onStatus(() => {})).type.toBe<() => void>()
+  })
+
+  test('live results are typed by the find\'s model', () => {
+    interface Task { id: number, title: string, done: boolean }
+    const bound = connect<{ task: Task }, '/api'>('ws://x/api/socket')
+    expect(bound.live('/api/task', { where: { done: false }, limit: 20 })).type.toBe<Promise<LiveResult<Task>>>()
+    expect(client.live('/task')).type.toBe<Promise<LiveResult<Record<string, unknown>>>>()
+    expect(bound.live('/api/task', 'limit=2')).type.toRaiseError()
+    void bound.live('/api/task').then(open => {
+      expect(open.records).type.toBe<readonly Task[]>()
+      open.onChange((records, messages) => {
+        expect(records).type.toBe<readonly Task[]>()
+        expect(messages).type.toBe<ReadonlyArray<LiveMessage<Task>>>()
+      })
+    })
   })
 })

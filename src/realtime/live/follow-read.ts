@@ -15,7 +15,7 @@ import { BP_ERR_FOLLOW_LIMIT } from '../../errors.ts'
 import type { Model } from '../../models/model.ts'
 import { QUERY, type WithOrigin } from '../../routes/origin.ts'
 import type { Hub } from '../hub/hub.ts'
-import { FOLLOW_LIMIT, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER } from '../protocol.ts'
+import { FOLLOW_LIMIT, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER } from '../protocol.ts'
 import type { SocketRequest } from '../virtual-request/socket-requests.ts'
 
 /** What following needs besides the hub. */
@@ -69,7 +69,7 @@ export function followRead (
     stale: hub.sequence !== scope.since
   })
   if (id === undefined) reply.header(FOLLOW_LIMIT.header, FOLLOW_LIMIT.value)
-  else reply.header(QUERY_HEADER, id)
+  else reply.header(QUERY_HEADER, id).header(KEY_HEADER, model.primaryKey.name)
 }
 
 /** The names of the attributes a filter reads. */

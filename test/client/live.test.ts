@@ -1,0 +1,89 @@
+// client.live(): a followed find's records kept current on the client — entries, changes and
+// leaves as other requests make them; read again after a reconnect; read again after the server
+// ends the query; refused (BP_CLIENT_NOT_FOLLOWED) when the find is not followed.
+import type { Duplex } from 'node:stream'
+import type { AddressInfo } from 'node:net'
+import t from 'tap'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { BlueprintsClientError, connect, type BlueprintsClient, type LiveMessage } from '../../src/client/index.ts'
+import { build, DATABASES } from '../helpers/app.ts'
+import { deadline } from '../helpers/wait.ts'
+
+interface Pet { id: number, name: string, species: string, owner: number | null }
+
+async function listen (app: FastifyInstance, sockets: Set<Duplex>): Promise<string> {
+  app.server.on('upgrade', (_request, socket: Duplex) => { sockets.add(socket) })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return `ws://127.0.0.1:${(app.server.address() as AddressInfo).port}/socket`
+}
+
+/** What `app` has sent the client is in, once this request's answer is (one ordered stream). */
+async function caughtUp (app: FastifyInstance, client: BlueprintsClient<{ pet: Pet }>): Promise<void> {
+  await app.blueprints.settled()
+  await client.get('/pet/1')
+}
+
+for (const db of DATABASES) {
+  t.test(`${db}: a live result holds the query's records as writes change them`, async t => {
+    let deny = false
+    const { app } = await build(t, db, {
+      plugin: { hooks: { preHandler: async (request: FastifyRequest, reply) => { if (deny && request.url.includes('follow=true')) await reply.code(403).send({ message: 'no' }) } } }
+    })
+    const sockets = new Set<Duplex>()
+    const client = connect<{ pet: Pet }>(await listen(app, sockets), { reconnect: { initialDelay: 10, maxDelay: 50 } })
+    t.teardown(async () => { await client.close() })
+    const cats = await client.live('/pet', { where: { species: 'cat' }, sort: 'name ASC', populate: false })
+    t.same(cats.records.map(pet => pet.id), [5, 2], 'the find\'s answer: Kitty, Tom')
+    t.match(cats.query, /^q\d+$/)
+    const seen: Array<{ ids: number[], verbs: string[] }> = []
+    cats.onChange((records, messages: ReadonlyArray<LiveMessage<Pet>>) => { seen.push({ ids: records.map(pet => pet.id), verbs: messages.map(m => m.verb) }) })
+
+    const created = await app.inject({ method: 'POST', url: '/pet', payload: { name: 'Abby', species: 'cat' } })
+    await app.inject({ method: 'PATCH', url: '/pet/2', payload: { species: 'dog' } })
+    await caughtUp(app, client)
+    t.same(cats.records.map(pet => pet.id), [created.json().id, 5], 'Abby entered first by name, Tom left')
+    t.same(seen.flatMap(change => change.verbs).sort(), ['entered', 'left'])
+
+    // A reconnect reads the query again, with what changed meanwhile.
+    for (const socket of sockets) socket.destroy()
+    await app.inject({ method: 'PATCH', url: '/pet/4', payload: { species: 'cat' } })
+    await deadline(new Promise<void>(resolve => { const off = client.onStatus(status => { if (status === 'open') { off(); resolve() } }) }), 5000, 'the reconnect')
+    await caughtUp(app, client)
+    t.same(cats.records.map(pet => pet.id), [created.json().id, 4, 5], 'Fido became a cat while the client was away')
+    t.same(seen.at(-1)?.verbs, [], 'the fresh answer replaced the records')
+
+    // The server ends a query whose find is now refused; the client reads it again, refused too.
+    deny = true
+    await app.inject({ method: 'PATCH', url: '/pet/5', payload: { name: 'Kit' } })
+    await caughtUp(app, client)
+    t.same(seen.at(-1)?.verbs, ['ended'])
+    t.equal(cats.query, undefined, 'not followed any more')
+    t.same(cats.records.map(pet => pet.id), [created.json().id, 4, 5], 'the records stay as they were')
+
+    // Closed: no handler is called any more.
+    deny = false
+    const count = seen.length
+    cats.close()
+    await app.inject({ method: 'PATCH', url: '/pet/4', payload: { name: 'Fidelio' } })
+    await caughtUp(app, client)
+    t.equal(seen.length, count)
+  })
+
+  t.test(`${db}: a find that is not followed rejects with its answer`, async t => {
+    const { app } = await build(t, db, { plugin: { realtime: { maxFollows: 1 } } })
+    const client = connect<{ pet: Pet }>(await listen(app, new Set()), { reconnect: false })
+    t.teardown(async () => { await client.close() })
+    await client.live('/pet')
+    const beyond = await client.live('/pet', { where: { species: 'dog' } }).catch((err: unknown) => err) as BlueprintsClientError
+    t.ok(beyond instanceof BlueprintsClientError)
+    t.equal(beyond.code, 'BP_CLIENT_NOT_FOLLOWED')
+    t.equal(beyond.response?.statusCode, 200)
+    t.equal(beyond.response?.headers['x-blueprints-follow'], 'limit-reached')
+    const invalid = await client.live('/pet', { where: '{"nope":1}' }).catch((err: unknown) => err) as BlueprintsClientError
+    t.equal(invalid.code, 'BP_CLIENT_NOT_FOLLOWED')
+    t.equal(invalid.response?.statusCode, 400)
+    await client.close()
+    const closed = await client.live('/pet').catch((err: unknown) => err) as BlueprintsClientError
+    t.equal(closed.code, 'BP_CLIENT_CLOSED')
+  })
+}
