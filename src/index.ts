@@ -23,6 +23,7 @@ export type { Broker, BrokerLog, Envelope, EnvelopeHandler, EnvelopeItem } from 
 export type { BlueprintSocket } from './realtime/socket.ts'
 export type { Authorize, Notification } from './realtime/hub/hub.ts'
 export type { RealtimeStats } from './realtime/hub/subscriptions.ts'
+export type { FollowStats } from './realtime/live/live-queries.ts'
 export type { BlueprintQuery, SortDirection } from './criteria/types.ts'
 export type {
   AssociationInfo, AttributeInfo, AttributeType, BlueprintModels, CollectionInfo, ModelInfo, SingularInfo, Skipped

@@ -23,6 +23,7 @@ import type { BlueprintSocket } from './realtime/socket.ts'
 import type { Hub } from './realtime/hub/hub.ts'
 import { socketRequests } from './realtime/virtual-request/socket-requests.ts'
 import type { RealtimeStats } from './realtime/hub/subscriptions.ts'
+import type { FollowStats } from './realtime/live/live-queries.ts'
 import { refuseRouteClash } from './realtime/options.ts'
 import { startRealtime, type Realtime } from './realtime/start.ts'
 import { BP_ERR_INVALID_OPTION, BP_ERR_REALTIME_DISABLED } from './errors.ts'
@@ -95,6 +96,8 @@ export interface Blueprints {
   socketOf (request: FastifyRequest): BlueprintSocket | undefined
   /** Counts of this instance's sockets and subscriptions. */
   stats (): RealtimeStats
+  /** Counts of the queries this instance's sockets follow (docs/live.md). */
+  followed (): FollowStats
   /**
    * Resolves once this instance has delivered to its sockets every change committed before the
    * call (with the change log: up to its newest position) and the queries its sockets follow have
@@ -247,6 +250,7 @@ function decoration (registry: ModelRegistry, notifier: Notifier, realtime: Real
     unsubscribe: (socket, identity, ids) => { enabled('unsubscribe()').unsubscribe(socket, identity, ids) },
     socketOf: () => socketRequests.getStore()?.connection,
     stats: () => hub?.subscriptions.stats() ?? { sockets: 0, subscriptions: 0, records: 0, watches: 0 },
+    followed: () => hub?.live.stats() ?? { queries: 0, follows: 0 },
     settled: async () => { await hub?.settled() }
   }
 }

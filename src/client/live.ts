@@ -105,7 +105,8 @@ export class LiveResult<R extends object = Record<string, unknown>> {
 
   /** @internal A message of the query's model. */
   receive (message: LiveMessage<R>): void {
-    if (this.#closed || this.#query === undefined || message.query !== this.#query) return
+    // Another live result's, or one of a query this result no longer follows (after `ended`).
+    if (message.query !== this.#query) return
     if (message.verb === 'ended') {
       // The server no longer follows it: read it again (the new answer replaces the records; a
       // refused one leaves them, unfollowed).

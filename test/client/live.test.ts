@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { BlueprintsClientError, connect, type BlueprintsClient, type LiveMessage } from '../../src/client/index.ts'
+import { applyMessages, BlueprintsClientError, connect, type BlueprintsClient, type LiveMessage } from '../../src/client/index.ts'
 import { build, DATABASES } from '../helpers/app.ts'
 import { deadline } from '../helpers/wait.ts'
 
@@ -23,6 +23,17 @@ async function caughtUp (app: FastifyInstance, client: BlueprintsClient<{ pet: P
   await client.get('/pet/1')
 }
 
+t.test('applyMessages: the client\'s rule', async t => {
+  const records = [{ id: 1 }, { id: 2 }, { id: 3 }]
+  const messages: LiveMessage[] = [
+    { verb: 'left', query: 'q1', id: 2 },
+    { verb: 'changed', query: 'q1', id: 3, index: 0, data: { id: 3, moved: true } },
+    { verb: 'entered', query: 'q1', id: 4, index: 9, data: { id: 4 } },
+    { verb: 'ended', query: 'q1', statusCode: 403 }
+  ]
+  t.same(applyMessages(records, messages, 'id'), [{ id: 3, moved: true }, { id: 1 }, { id: 4 }], 'an index past the end appends; ended changes nothing')
+})
+
 for (const db of DATABASES) {
   t.test(`${db}: a live result holds the query's records as writes change them`, async t => {
     let deny = false
@@ -35,6 +46,8 @@ for (const db of DATABASES) {
     const cats = await client.live('/pet', { where: { species: 'cat' }, sort: 'name ASC', populate: false })
     t.same(cats.records.map(pet => pet.id), [5, 2], 'the find\'s answer: Kitty, Tom')
     t.match(cats.query, /^q\d+$/)
+    // Another live result of the same model: its messages are not the cats'.
+    const dogs = await client.live('/pet', { where: { species: 'dog' }, sort: 'id', populate: false })
     const seen: Array<{ ids: number[], verbs: string[] }> = []
     cats.onChange((records, messages: ReadonlyArray<LiveMessage<Pet>>) => { seen.push({ ids: records.map(pet => pet.id), verbs: messages.map(m => m.verb) }) })
 
@@ -43,6 +56,8 @@ for (const db of DATABASES) {
     await caughtUp(app, client)
     t.same(cats.records.map(pet => pet.id), [created.json().id, 5], 'Abby entered first by name, Tom left')
     t.same(seen.flatMap(change => change.verbs).sort(), ['entered', 'left'])
+    t.same(dogs.records.map(pet => pet.id), [1, 2, 4], 'Tom entered the dogs')
+    dogs.close()
 
     // A reconnect reads the query again, with what changed meanwhile.
     for (const socket of sockets) socket.destroy()

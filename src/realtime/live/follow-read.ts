@@ -78,10 +78,12 @@ function collect (node: WhereNode, names: Set<string>): void {
   else if ('target' in node) names.add(node.target.name)
 }
 
-/** JSON of a group's key: 64-bit integers, sets and `Infinity` kept apart from what they would become. */
+/**
+ * JSON of a group's key: a policy's views hold 64-bit integers (which JSON cannot write) and sets
+ * (which it writes as `{}`).
+ */
 function keyed (_key: string, value: unknown): unknown {
   if (typeof value === 'bigint') return `${value}n`
   if (value instanceof Set) return [...value as Set<unknown>]
-  if (typeof value === 'number' && !Number.isFinite(value)) return String(value)
   return value
 }

@@ -24,7 +24,8 @@ export interface Term {
 /**
  * The key of a value of `target` that equal values share, as the matcher compares them
  * (criteria/matches.ts): a date by its instant, a 64-bit integer by its digits, a number or a
- * boolean by its number, a text as it is; `undefined` for null and for JSON values (never filed).
+ * boolean by its number, a text as it is; `undefined` for null. (A JSON attribute has no
+ * equality: the criteria pipeline refuses one.)
  */
 export function valueKey (target: Target, value: unknown): string | undefined {
   let v = value
@@ -32,23 +33,18 @@ export function valueKey (target: Target, value: unknown): string | undefined {
   if (target.key !== undefined && typeof v === 'object' && v !== null && !(v instanceof Date)) v = (v as Record<string, unknown>)[target.key]
   if (v === null || v === undefined) return undefined
   switch (target.type) {
-    case 'date': {
-      const time = v instanceof Date ? v.getTime() : Date.parse(String(v))
-      return Number.isNaN(time) ? undefined : `d${time}`
-    }
+    // A record's date is ISO text, a filter's a Date.
+    case 'date': return `d${v instanceof Date ? v.getTime() : Date.parse(String(v))}`
     case 'bigint': return `b${String(v)}`
     case 'string': return `s${String(v)}`
-    case 'json': return undefined
     default: return `n${Number(v)}`
   }
 }
 
 /** The first equality that `where` requires of every record it matches, if any (through nested `and`s). */
 export function termOf (where: WhereNode): Term | undefined {
-  if (where.kind === 'compare' && where.op === '=') {
-    const key = valueKey(where.target, where.value)
-    return key === undefined ? undefined : { target: where.target, key }
-  }
+  // A filter's value is never null (`{ a: null }` is a null test).
+  if (where.kind === 'compare' && where.op === '=') return { target: where.target, key: valueKey(where.target, where.value) as string }
   if (where.kind !== 'and') return undefined
   for (const item of where.items) {
     const term = termOf(item)

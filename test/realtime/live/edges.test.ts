@@ -1,0 +1,147 @@
+// Following a query at its edges: the parameter over HTTP and when it is wrong; the limits (a
+// followed find's limit, follows per socket, distinct queries per instance); sockets that share a
+// query; what a closed socket leaves; `authorize` on a query's messages; a record that enters
+// between a find's statements and its following; a socket that reads the same query again.
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { DATABASES, build } from '../../helpers/app.ts'
+import { listening, open, ReadSteps, settled } from '../../helpers/realtime.ts'
+import type { TestSocket } from '../../helpers/socket.ts'
+import type { Notification } from '../../../src/index.ts'
+import { defineEntity, p } from '@mikro-orm/core'
+
+const q = (value: unknown): string => encodeURIComponent(JSON.stringify(value))
+const CATS = `/pet?where=${q({ species: 'cat' })}&populate=false&sort=id`
+
+/** The messages of `query` that `socket` had heard when `app` settled (one ordered stream). */
+async function heard (app: FastifyInstance, socket: TestSocket, query: unknown, from = 0): Promise<unknown[]> {
+  await app.blueprints.settled()
+  const barrier = await socket.request('GET', '/pet/1?populate=false')
+  return socket.notices.slice(from, barrier.noticesBefore).filter(n => n.data.query === query).map(n => n.data)
+}
+
+for (const db of DATABASES) {
+  t.test(`${db}: follow over HTTP, and wrong values`, async t => {
+    const { app } = await build(t, db)
+    const plain = await app.inject(CATS)
+    const followed = await app.inject(`${CATS}&follow=true`)
+    t.equal(followed.statusCode, 200)
+    t.same(followed.json(), plain.json(), 'over HTTP it changes nothing')
+    t.equal(followed.headers['x-blueprints-query'], undefined)
+    t.equal((await app.inject(`${CATS}&follow=false`)).statusCode, 200)
+    const wrong = await app.inject(`${CATS}&follow=yes`)
+    t.equal(wrong.statusCode, 400)
+    t.match(wrong.json(), { code: 'BP_ERR_INVALID_FOLLOW', message: /`follow`.*"yes"/ })
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 })
+  })
+
+  t.test(`${db}: the limits`, async t => {
+    const app = await listening(t, db, { plugin: { realtime: { maxFollows: 3, maxQueries: 3, maxSubscriptions: 50 } } })
+    const a = await open(t, app)
+    const b = await open(t, app)
+    for (const limit of ['Infinity', '51']) {
+      const refused = await a.request('GET', `/pet?limit=${limit}&follow=true`)
+      t.equal(refused.statusCode, 400)
+      t.match(refused.body, { code: 'BP_ERR_FOLLOW_LIMIT', message: new RegExp(`at most 50 .*got ${limit}`) })
+    }
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 }, 'nothing followed')
+    const first = await a.request('GET', `${CATS}&follow=true`)
+    const same = await b.request('GET', `/pet?populate=false&sort=id&where=${q({ species: 'cat' })}&follow=true`)
+    t.equal(same.headers['x-blueprints-query'], first.headers['x-blueprints-query'], 'the same query from another socket, written otherwise: one group')
+    t.equal(first.headers['x-blueprints-key'], 'id')
+    t.same(app.blueprints.followed(), { queries: 1, follows: 2 })
+    const again = await a.request('GET', `${CATS}&follow=true`)
+    t.equal(again.headers['x-blueprints-query'], first.headers['x-blueprints-query'], 'a socket that reads its query again follows it once')
+    t.same(app.blueprints.followed(), { queries: 1, follows: 2 })
+    t.equal((await a.request('GET', '/pet?limit=50&follow=true')).headers['x-blueprints-follow'], undefined)
+    t.match((await b.request('GET', '/pet?limit=8&follow=true')).headers['x-blueprints-query'], /^q\d+$/, 'a third distinct query')
+    const beyond = await b.request('GET', '/pet?limit=9&follow=true')
+    t.equal(beyond.headers['x-blueprints-follow'], 'limit-reached', 'beyond maxQueries')
+    t.equal((await a.request('GET', '/pet?limit=8&follow=true')).headers['x-blueprints-follow'], undefined, 'a query followed already is no new query')
+    const fourth = await a.request('GET', '/pet?limit=7&follow=true')
+    t.equal(fourth.statusCode, 200, 'beyond maxFollows the find still answers')
+    t.equal(fourth.headers['x-blueprints-follow'], 'limit-reached')
+    t.equal(fourth.headers['x-blueprints-query'], undefined)
+    t.same(app.blueprints.followed(), { queries: 3, follows: 5 })
+    await a.close()
+    await settled(app, 1)
+    // (b follows CATS and the page of 8.)
+    t.same(app.blueprints.followed(), { queries: 2, follows: 2 }, 'a closed socket follows nothing: the query only it followed ends')
+    await app.blueprints.publish('pet', 5, { note: 'app data' })
+    t.same(await heard(app, b, same.headers['x-blueprints-query']), [], 'published data is no change of a query')
+    await b.close()
+    await settled(app, 0)
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 })
+  })
+
+  t.test(`${db}: authorize is asked about each message`, async t => {
+    const asked: Notification[] = []
+    const app = await listening(t, db, {
+      plugin: { realtime: { authorize: (_socket, notification) => { if (notification.kind === 'live') asked.push(notification); return notification.id !== 2 } } }
+    })
+    const socket = await open(t, app)
+    const answer = await socket.request('GET', `${CATS}&follow=true`)
+    const query = answer.headers['x-blueprints-query']
+    await app.inject({ method: 'PATCH', url: '/pet/2', payload: { species: 'dog' } })
+    await app.inject({ method: 'PATCH', url: '/pet/5', payload: { name: 'Kit' } })
+    const kitty = (await app.inject('/pet/5?populate=false')).json()
+    t.same(await heard(app, socket, query), [{ verb: 'changed', query, id: 5, index: 0, data: kitty }], 'the left of pet 2 was refused')
+    t.same(asked.map(n => [n.verb, n.id, n.model]), [['left', 2, 'pet'], ['changed', 5, 'pet']])
+  })
+
+  t.test(`${db}: a record that enters between a find's statements and its following is heard`, async t => {
+    const steps = new ReadSteps()
+    const app = await listening(t, db, { plugin: { parseBlueprintOptions: steps.hook } })
+    const socket = await open(t, app)
+    let created: { id: number } | undefined
+    steps.late = async () => {
+      created = (await app.inject({ method: 'POST', url: '/pet', payload: { name: 'Late', species: 'cat' } })).json()
+      // Delivered before the socket follows: the query, new, runs again at once.
+      await app.blueprints.settled()
+    }
+    const answer = await socket.request('GET', `${CATS}&follow=true`)
+    t.same(answer.body.map((pet: { id: number }) => pet.id), [2, 5], 'the answer does not show it')
+    t.same(app.blueprints.followed(), { queries: 1, follows: 1 })
+    const query = answer.headers['x-blueprints-query']
+    const late = (await app.inject(`/pet/${created?.id as number}?populate=false`)).json()
+    t.same(await heard(app, socket, query), [{ verb: 'entered', query, id: late.id, index: 2, data: late }])
+  })
+
+  t.test(`${db}: a socket that goes away while its query runs again`, async t => {
+    let gate: { entered: () => void, open: Promise<void> } | undefined
+    const app = await listening(t, db, {
+      plugin: { hooks: { preHandler: async request => { if (gate !== undefined && request.url.includes('follow=true')) { gate.entered(); await gate.open } } } }
+    })
+    const socket = await open(t, app)
+    await socket.request('GET', `${CATS}&follow=true`)
+    let release: () => void = () => {}
+    const entered = new Promise<void>(resolve => { gate = { entered: resolve, open: new Promise(resolve => { release = resolve }) } })
+    await app.inject({ method: 'PATCH', url: '/pet/2', payload: { species: 'dog' } })
+    await entered
+    await socket.close()
+    await settled(app, 0)
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 }, 'its query ended with it')
+    release()
+    await app.blueprints.settled()
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 }, 'the run that finished after is dropped')
+  })
+
+  t.test(`${db}: a policy whose views hold 64-bit integers`, async t => {
+    const Counter = defineEntity({ name: 'Counter', properties: { id: p.integer().primary(), hits: p.bigint().nullable() } })
+    const app = await listening(t, db, {
+      entities: [Counter],
+      seed: false,
+      plugin: { parseBlueprintOptions: async (_request, query, context) => context.view === true ? { ...query, where: { hits: { '>': '5' } } } : query }
+    })
+    const socket = await open(t, app)
+    const answer = await socket.request('GET', '/counter?follow=true')
+    const query = answer.headers['x-blueprints-query']
+    t.match(query, /^q\d+$/)
+    const low = (await app.inject({ method: 'POST', url: '/counter', payload: { hits: '2' } })).json()
+    const high = (await app.inject({ method: 'POST', url: '/counter', payload: { hits: '9007199254740993' } })).json()
+    await app.blueprints.settled()
+    const barrier = await socket.request('GET', '/counter?limit=1')
+    const messages = socket.notices.slice(0, barrier.noticesBefore).filter(n => n.data.query === query).map(n => n.data)
+    t.same(messages, [{ verb: 'entered', query, id: high.id, index: 0, data: high }], `the hidden counter ${String(low.id)} never entered`)
+  })
+}
