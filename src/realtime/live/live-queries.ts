@@ -308,24 +308,29 @@ export class LiveQueries {
   /** Files the keys of a group's records (and of the records populated in them). */
   #index (group: Group, records: readonly LiveRecord[]): void {
     const held = new Map<string, Set<Id>>()
-    // Every record answered has its key, a populated one too.
-    const add = (identity: string, id: unknown): void => {
+    const add = (identity: string, id: Id): void => {
       let ids = held.get(identity)
       if (ids === undefined) held.set(identity, ids = new Set())
-      ids.add(id as Id)
+      ids.add(id)
     }
-    const model = group.model
-    const associations = [...model.singulars.values(), ...model.collections.values()]
-    for (const record of records) {
-      add(model.identity, record.id)
-      for (const { name, target } of associations) {
-        const value = record.data[name]
-        if (value === null || typeof value !== 'object') continue
-        for (const child of Array.isArray(value) ? value as Array<Record<string, unknown>> : [value as Record<string, unknown>]) {
-          add(target.identity, child[target.primaryKey.name])
-        }
+    // A record answered, and every record it names: those populated in it (and what they name in
+    // turn), and those its singular associations point at by key — a record destroyed can change
+    // a record that only names it (a foreign key set to null in the database, with no change of
+    // its own).
+    const walk = (model: Model, record: Readonly<Record<string, unknown>>): void => {
+      add(model.identity, record[model.primaryKey.name] as Id)
+      for (const { name, target } of model.singulars.values()) {
+        const value = record[name]
+        if (value === null || value === undefined) continue
+        if (typeof value === 'object') walk(target, value as Record<string, unknown>)
+        else add(target.identity, value as Id)
+      }
+      for (const { name, target } of model.collections.values()) {
+        const value = record[name]
+        if (Array.isArray(value)) for (const child of value as Array<Record<string, unknown>>) walk(target, child)
       }
     }
+    for (const record of records) walk(group.model, record.data)
     group.held = held
     for (const [identity, ids] of held) {
       let byId = this.#byRecord.get(identity)
