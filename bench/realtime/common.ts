@@ -35,10 +35,16 @@ export interface ServerReady { readonly type: 'ready', readonly ports: number[] 
  * What the fan-out sockets speak: the plugin's JSON frames on `/socket`, or the sails.io.js
  * protocol on `/socket.io` (Engine.IO 3 and socket.io packets, as socket.io-client 2 sends them).
  */
-export type Protocol = 'ws' | 'sails-io'
+export type Protocol = 'ws' | 'sails-io' | 'bare'
 
 export type ClientRequest =
-  | { readonly type: 'connect', readonly protocol: Protocol, readonly url: string, readonly count: number, readonly concurrency: number, readonly subscribe: string }
+  /**
+   * `subscribe`: the read each socket sends (a list: socket i sends item i modulo its length); none
+   * with protocol `bare` (the bare `ws` server of the live part has no requests).
+   */
+  | { readonly type: 'connect', readonly protocol: Protocol, readonly url: string, readonly count: number, readonly concurrency: number, readonly subscribe: string | readonly string[] }
+  /** How many of the process's sockets the write that sets `age` concerns (default: all). */
+  | { readonly type: 'expect', readonly age: number, readonly count: number }
   | { readonly type: 'times' }
   | { readonly type: 'close' }
 

@@ -31,7 +31,23 @@ let notifications = 0
 let cpuAtConnected: NodeJS.CpuUsage | undefined
 
 /** A notification as the plugin's endpoint frames it. */
-interface Frame { event?: string, data?: { verb?: string, id?: number, data?: { age?: number } } }
+interface Frame { event?: string, data?: { verb?: string, id?: number, data?: { age?: number, name?: string } } }
+
+/** Sockets each write concerns, when not all of them (the live part's writes). */
+const expected = new Map<number, number>()
+
+/** The write a notification is about: `age` (user 1's), or a pet's `name` `w<n>` (the live part's). */
+function tagOf (frame: Frame): number | undefined {
+  const data = frame.data?.data
+  if (typeof data?.age === 'number') return data.age
+  const name = data?.name
+  return typeof name === 'string' && name.startsWith('w') ? Number(name.slice(1)) : undefined
+}
+
+/** Says `delivered` once the sockets a write concerns all have it. */
+function check (age: number): void {
+  if ((received.get(age) ?? 0) === (expected.get(age) ?? sockets.length)) tell({ type: 'delivered', age })
+}
 
 /** The notification in a socket.io event packet (`42["user",{…}]`), as a Frame; undefined for other packets. */
 function sailsFrame (text: string): Frame | undefined {
@@ -40,7 +56,10 @@ function sailsFrame (text: string): Frame | undefined {
   return { event, data }
 }
 
-/** Handles one frame of socket `index` once it is subscribed: only notifications of user 1 are expected. */
+/**
+ * Handles one frame of socket `index` once it is subscribed: notifications of user 1 (`age`), or of
+ * the live part's pet writes (`name` `w<n>`); a followed query's `left` is not stamped.
+ */
 function notification (index: number, data: WebSocket.RawData, protocol: Protocol): void {
   // Stamped before any parsing, so that the client's own work counts as little as possible.
   const at = process.hrtime.bigint()
@@ -48,9 +67,11 @@ function notification (index: number, data: WebSocket.RawData, protocol: Protoco
   // Engine.IO's pongs (`3`) answer the pings below.
   if (protocol === 'sails-io' && text === '3') return
   notifications++
-  const frame = (protocol === 'ws' ? JSON.parse(text) : sailsFrame(text) ?? {}) as Frame
-  const age = frame.data?.data?.age
-  if (frame.event !== 'user' || frame.data?.verb !== 'updated' || frame.data.id !== 1 || typeof age !== 'number') {
+  const frame = (protocol === 'sails-io' ? sailsFrame(text) ?? {} : JSON.parse(text)) as Frame
+  // A followed query's `left` (the live part: the record leaves one query as it enters another).
+  if (frame.data?.verb === 'left') return
+  const age = tagOf(frame)
+  if ((frame.event !== 'user' && frame.event !== 'pet') || age === undefined) {
     unexpected++
     return
   }
@@ -61,9 +82,8 @@ function notification (index: number, data: WebSocket.RawData, protocol: Protoco
     return
   }
   slots[index] = at
-  const count = (received.get(age) ?? 0) + 1
-  received.set(age, count)
-  if (count === sockets.length) tell({ type: 'delivered', age })
+  received.set(age, (received.get(age) ?? 0) + 1)
+  check(age)
 }
 
 /** Opens one socket and subscribes it; resolves once its subscribing read answered 200. */
@@ -82,6 +102,10 @@ async function open (protocol: Protocol, url: string, index: number, subscribe: 
       ws.on('message', data => { notification(index, data, protocol) })
       ws.on('error', () => { unexpected++ })
       resolve()
+    }
+    if (protocol === 'bare') {
+      ws.once('open', () => { subscribed('', true) })
+      return
     }
     if (protocol === 'ws') {
       ws.once('open', () => { ws.send(JSON.stringify({ id: 1, method: 'GET', url: subscribe })) })
@@ -105,14 +129,17 @@ async function open (protocol: Protocol, url: string, index: number, subscribe: 
 // 85 s): one timer pings every sails-io socket.
 let pinging: ReturnType<typeof setInterval> | undefined
 
-async function connect (protocol: Protocol, url: string, count: number, concurrency: number, subscribe: string): Promise<void> {
+async function connect (protocol: Protocol, url: string, count: number, concurrency: number, subscribe: string | readonly string[]): Promise<void> {
   if (protocol === 'sails-io') pinging ??= setInterval(() => { for (const ws of sockets) if (ws?.readyState === WebSocket.OPEN) ws.send('2') }, 20_000)
   const started = performance.now()
   sockets.length = count
   let next = 0
   // `concurrency` workers, each setting up one socket after the other: a bounded SYN/upgrade burst.
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
-    while (next < count) await open(protocol, url, next++, subscribe)
+    while (next < count) {
+      const index = next++
+      await open(protocol, url, index, typeof subscribe === 'string' ? subscribe : subscribe[index % subscribe.length])
+    }
   }))
   cpuAtConnected = process.cpuUsage()
   tell({ type: 'connected', ms: performance.now() - started })
@@ -123,6 +150,9 @@ process.on('message', (request: ClientRequest) => {
     connect(request.protocol, request.url, request.count, request.concurrency, request.subscribe).catch((err: unknown) => {
       tell({ type: 'failed', message: (err as Error).message })
     })
+  } else if (request.type === 'expect') {
+    expected.set(request.age, request.count)
+    check(request.age)
   } else if (request.type === 'times') {
     const cpu = process.cpuUsage(cpuAtConnected)
     tell({ type: 'times', times: [...times], unexpected, cpuMicros: cpu.user + cpu.system, notifications })

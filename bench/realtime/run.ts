@@ -34,7 +34,17 @@
 //    interleaved rounds; reports socket.io ÷ /socket of the last socket's receipt (the fan-out's
 //    time; target ≤ 1.5) and of the server CPU per write.
 //
-// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io,herd; BENCH_RT_HERD (5000), BENCH_RT_HERD_ROUNDS (2); BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
+// 6. Live queries. LIVE_N (10 000) sockets following queries on pets: an owner and a species each,
+//    1 000 distinct and then 10 distinct (BENCH_RT_LIVE_DISTINCT), plus three range queries; each
+//    write moves one pet between the two queries of its owner (cat ↔ dog), which 10 sockets
+//    follow each: latency until those of the query it enters have `entered`, and the server's CPU
+//    per change. Then the same 10 000 sockets following one query, told `changed` by a rename of
+//    the pet; the same rename to 10 000 sockets subscribed to the pet by id; and a bare `ws`
+//    server (bare-server.ts) broadcasting the same frame to 10 000 sockets: the transport's limit.
+//
+//    BENCH_RT_LIVE_ROUNDS (3) interleaved rounds of the five cases; ratios are medians of per-round ratios.
+//
+// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io,herd,live; BENCH_RT_LIVE_N, BENCH_RT_LIVE_WRITES (100), BENCH_RT_LIVE_DISTINCT, BENCH_RT_LIVE_ROUNDS; BENCH_RT_HERD (5000), BENCH_RT_HERD_ROUNDS (2); BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
 // (3), BENCH_RT_WARMUP (2 s); BENCH_RT_FANOUT (1000,10000: the values of N); BENCH_RT_FANOUT_CLIENTS
 // (client processes, 1); BENCH_RT_WRITES (25 per N); BENCH_RT_CROSS_WRITES (200);
 // BENCH_RT_BROKERS=redis,postgres,memory; BENCH_RT_CPU_PROF=<dir> (V8 CPU profiles of the servers
@@ -57,7 +67,7 @@ import {
 
 const env = process.env
 const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
-const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd')
+const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd,live')
 const ROUNDS = Number(env.BENCH_RT_ROUNDS ?? 5)
 const SECONDS = Number(env.BENCH_RT_SECONDS ?? 3)
 const WARMUP_SECONDS = Number(env.BENCH_RT_WARMUP ?? 2)
@@ -81,7 +91,7 @@ const PROFILES = env.BENCH_RT_CPU_PROF
 const PROFILED_WRITES = 50
 const CONNECT_CONCURRENCY = 100
 const WARM_SOCKETS = 500
-const TIME_LIMIT_MINUTES = 8
+const TIME_LIMIT_MINUTES = 8 + (list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd,live').includes('live') ? 10 : 0)
 const SUBSCRIBE = '/user/1?populate=false'
 const TARGETS = { ratio: 1.0, fanoutP99: 50, rssPerSocket: 10 * 1024, crossP99: 20, sailsIo: 1.5 }
 const SAILS_IO_N = Number(env.BENCH_RT_SAILS_IO_N ?? 1000)
@@ -427,14 +437,20 @@ const marginalRss = (small: Fanout, large: Fanout): number =>
 interface Written { age: number, sentAt: bigint, answeredAt: bigint }
 
 /** Starts `processes` client processes holding `n` sockets in all, and waits until all are subscribed. */
-async function connectClients (port: number, n: number, processes: number, into: Client[], protocol: Protocol = 'ws'): Promise<number> {
+async function connectClients (
+  port: number, n: number, processes: number, into: Client[], protocol: Protocol = 'ws', subscribe: string | readonly string[] = SUBSCRIBE
+): Promise<number> {
   const started = performance.now()
   const clients = Array.from({ length: processes }, (_, i) => startClient(i))
   into.push(...clients)
   const share = (i: number): number => Math.floor(n / processes) + (i < n % processes ? 1 : 0)
   const connected = clients.map(async client => await client.next('connected'))
-  const url = protocol === 'ws' ? `ws://127.0.0.1:${port}/socket` : `ws://127.0.0.1:${port}/socket.io/?EIO=3&transport=websocket&__sails_io_sdk_version=1.2.1&__sails_io_sdk_platform=node&__sails_io_sdk_language=javascript`
-  clients.forEach((client, i) => client.send({ type: 'connect', protocol, url, count: share(i), concurrency: CONNECT_CONCURRENCY, subscribe: SUBSCRIBE }))
+  const url = protocol === 'ws'
+    ? `ws://127.0.0.1:${port}/socket`
+    : protocol === 'bare'
+      ? `ws://127.0.0.1:${port}/`
+      : `ws://127.0.0.1:${port}/socket.io/?EIO=3&transport=websocket&__sails_io_sdk_version=1.2.1&__sails_io_sdk_platform=node&__sails_io_sdk_language=javascript`
+  clients.forEach((client, i) => client.send({ type: 'connect', protocol, url, count: share(i), concurrency: CONNECT_CONCURRENCY, subscribe }))
   await within(Promise.all(connected), 180_000, `connecting ${n} sockets`)
   return performance.now() - started
 }
@@ -838,6 +854,202 @@ async function herds (): Promise<Herd[]> {
 
 // ---------------------------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------------------------
+// 6. Live queries: followers of many distinct queries, of one query, id subscriptions, bare ws
+
+const LIVE_N = Number(env.BENCH_RT_LIVE_N ?? 10_000)
+const LIVE_WRITES = Number(env.BENCH_RT_LIVE_WRITES ?? 100)
+const LIVE_ROUNDS = Number(env.BENCH_RT_LIVE_ROUNDS ?? 3)
+const LIVE_DISTINCT = list(env.BENCH_RT_LIVE_DISTINCT, '1000,10').map(Number)
+/** Followers of each of the two queries a write moves its pet between, in the distinct-queries cases. */
+const LIVE_CONCERNED = 10
+const SPECIES = ['cat', 'dog', 'bird', 'fish', 'rabbit']
+/** Range queries (no equality to file them under): tried on every change, matched by none of the writes. */
+const RANGES = [{ id: { '>': 49_000 } }, { name: { '>=': 'zz' } }, { owner: { '>': 9_000 } }]
+const RANGE_SOCKETS = 30
+
+interface LiveCase {
+  readonly label: string
+  /** Sockets each write concerns. */
+  readonly concerned: number
+  /** Distinct queries the sockets follow (0: none). */
+  readonly queries: number
+  readonly latency: Distribution
+  /** Per write: when the last concerned socket had it. */
+  readonly complete: Distribution
+  readonly serverCpuPerWrite: number
+  readonly serverSystemShare: number
+  readonly unexpected: number
+}
+
+const followUrl = (where: object): string => `/pet?where=${encodeURIComponent(JSON.stringify(where))}&populate=false&follow=true`
+
+/**
+ * One case: `n` sockets connected to a fresh server (the plugin's, or the bare `ws` one), each
+ * sending its item of `subscribe`; LIVE_WRITES writes after warm-up writes, each timed until the
+ * sockets it concerns (`concerned(age)`) have it.
+ */
+async function liveCase (
+  label: string, server: Server, protocol: Protocol, subscribe: readonly string[], write: (age: number) => Promise<Answer>, concerned: (age: number) => number,
+  queries: number
+): Promise<LiveCase> {
+  const clients: Client[] = []
+  try {
+    const port = server.ports[0]
+    await connectClients(port, LIVE_N, 1, clients, protocol, subscribe)
+    const one = async (): Promise<Written> => {
+      const age = nextAge++
+      for (const client of clients) client.send({ type: 'expect', age, count: concerned(age) })
+      const delivered = clients.map(async client => await client.next('delivered', message => message.type === 'delivered' && message.age === age))
+      const answer = await write(age)
+      if (answer.status !== 200) throw new Error(`${label}: the write answered ${answer.status}: ${answer.text.slice(0, 300)}`)
+      await within(Promise.all(delivered), 30_000, `${label}: the write ${age}`)
+      return { age, sentAt: answer.sentAt, answeredAt: answer.answeredAt }
+    }
+    for (let i = 0; i < FANOUT_WARMUP_WRITES; i++) await one()
+    const cpuBefore = cpuTimes(server.pid)
+    const writes: Written[] = []
+    for (let i = 0; i < LIVE_WRITES; i++) {
+      writes.push(await one())
+      await sleep(20)
+    }
+    const cpuAfter = cpuTimes(server.pid)
+    if (PROFILES !== undefined) {
+      await profiled([server], `live-${label.replace(/[^a-z0-9]+/gi, '-')}`, async () => {
+        for (let i = 0; i < PROFILED_WRITES; i++) {
+          await one()
+          await sleep(20)
+        }
+        return `${PROFILED_WRITES} writes, ${label}`
+      })
+    }
+    const cpu = cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system
+    const [client] = clients
+    const reply = client.next('times')
+    client.send({ type: 'times' })
+    const times = await within(reply, 30_000, 'live client times') as Extract<ClientMessage, { type: 'times' }>
+    const byAge = new Map(times.times)
+    const latencies: number[] = []
+    const complete: number[] = []
+    for (const { age, sentAt } of writes) {
+      let last = 0
+      for (const at of byAge.get(age) as BigInt64Array) {
+        if (at === 0n) continue
+        const ms = elapsedMs(sentAt, at)
+        latencies.push(ms)
+        if (ms > last) last = ms
+      }
+      complete.push(last)
+    }
+    return {
+      label,
+      concerned: concerned(writes[0].age),
+      queries,
+      latency: distribution(latencies),
+      complete: distribution(complete),
+      serverCpuPerWrite: cpu / LIVE_WRITES,
+      serverSystemShare: (cpuAfter.system - cpuBefore.system) / cpu,
+      unexpected: times.unexpected
+    }
+  } finally {
+    await closeClients(clients)
+    await server.stop()
+  }
+}
+
+async function startBare (): Promise<Server> {
+  const child = spawn(process.execPath, [here('./bare-server.ts')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
+  const exited = track(child, 'bare ws server')
+  exited.catch(() => {})
+  const ready = new Promise<ServerReady>(resolve => { child.on('message', (message: ServerReady) => { resolve(message) }) })
+  const { ports } = await within(Promise.race([ready, exited]), 30_000, 'bare ws server start')
+  return {
+    pid: child.pid as number,
+    ports,
+    async ask () { throw new Error('the bare ws server answers no requests') },
+    async stop () {
+      if (child.exitCode !== null) return
+      child.kill('SIGTERM')
+      await within(exited.catch(() => {}), 15_000, 'bare ws server stop').catch(() => { child.kill('SIGKILL') })
+    }
+  }
+}
+
+async function lives (): Promise<LiveCase[][]> {
+  console.log(`\n## 6. Live queries: ${LIVE_N} sockets following queries, against id subscriptions and a bare ws broadcast (one server process, MemoryBroker)`)
+  // The pet the writes change: a cat of an owner among the first 200 (whose queries exist in every case).
+  const probe = await startServer('live-probe', 'memory')
+  let pet: { id: number, owner: number, name: string }
+  try {
+    const found = await ok(probe.ports[0], 'GET', `/pet?where=${encodeURIComponent(JSON.stringify({ owner: { '<=': 200 }, species: 'cat', id: { '<': 49_000 } }))}&populate=false&limit=1&sort=id`)
+    pet = (JSON.parse(found.text) as Array<typeof pet>)[0]
+    await ok(probe.ports[0], 'PATCH', `/pet/${pet.id}`, { species: 'cat' })
+  } finally {
+    await probe.stop()
+  }
+  // Each case is a function that starts its server and runs; the rounds run them in turn.
+  const cases: Array<() => Promise<LiveCase>> = []
+  // Many distinct queries (an owner and a species each), the written pet moving between two of them.
+  for (const distinct of LIVE_DISTINCT) {
+    const target = [followUrl({ owner: pet.owner, species: 'cat' }), followUrl({ owner: pet.owner, species: 'dog' })]
+    const others: string[] = []
+    for (let owner = 1; others.length < distinct - 2; owner++) {
+      for (const species of SPECIES) {
+        if (owner === pet.owner && (species === 'cat' || species === 'dog')) continue
+        if (others.length < distinct - 2) others.push(followUrl({ owner, species }))
+      }
+    }
+    const urls: string[] = []
+    for (const url of target) for (let i = 0; i < LIVE_CONCERNED; i++) urls.push(url)
+    for (const range of RANGES) for (let i = 0; i < RANGE_SOCKETS / RANGES.length; i++) urls.push(followUrl(range))
+    for (let i = 0; urls.length < LIVE_N; i++) urls.push(others[i % others.length])
+    cases.push(async () => {
+      let species = 'cat'
+      const server = await startServer(`live-${distinct}`, 'memory')
+      // The pet starts each case a cat.
+      await ok(server.ports[0], 'PATCH', `/pet/${pet.id}`, { species })
+      return await liveCase(`${distinct} distinct queries (+${RANGES.length} ranges)`, server, 'ws', urls, async age => {
+        species = species === 'cat' ? 'dog' : 'cat'
+        return await http(server.ports[0], 'PATCH', `/pet/${pet.id}`, { species, name: `w${age}` })
+      }, () => LIVE_CONCERNED, distinct + RANGES.length)
+    })
+  }
+  const rename = (port: number) => async (age: number): Promise<Answer> => await http(port, 'PATCH', `/pet/${pet.id}`, { name: `w${age}` })
+  cases.push(async () => {
+    const server = await startServer('live-one', 'memory')
+    return await liveCase(`${LIVE_N} followers of one query`, server, 'ws', [followUrl({ owner: pet.owner })], rename(server.ports[0]), () => LIVE_N, 1)
+  })
+  cases.push(async () => {
+    const server = await startServer('live-ids', 'memory')
+    return await liveCase(`${LIVE_N} id subscriptions`, server, 'ws', [`/pet/${pet.id}?populate=false`], rename(server.ports[0]), () => LIVE_N, 0)
+  })
+  // The frame an id-subscribed socket gets for the same write, with a change log's position and epoch.
+  const frame = (age: number): object => ({ event: 'pet', data: { verb: 'updated', id: pet.id, data: { name: `w${age}` }, previous: { name: `w${age - 1}` } }, position: 100_000 + age, epoch: 'Xk3v9qLw0aQb' })
+  cases.push(async () => {
+    const bare = await startBare()
+    return await liveCase(`bare ws broadcast to ${LIVE_N}`, bare, 'bare', [''], async age => await http(bare.ports[0], 'POST', '/broadcast', frame(age)), () => LIVE_N, 0)
+  })
+  // Interleaved rounds, each in another order (the first case of one round is the last of the next).
+  const rounds: LiveCase[][] = []
+  for (let round = 0; round < LIVE_ROUNDS; round++) {
+    const order = cases.map((_, i) => (i + round) % cases.length)
+    if (round % 2 === 1) order.reverse()
+    const outcome: LiveCase[] = []
+    for (const i of order) outcome[i] = await cases[i]()
+    rounds.push(outcome)
+  }
+  const outcomes = rounds.flat()
+  const ms = (value: number): string => `${value.toFixed(1)} ms`
+  console.log(`\n${LIVE_ROUNDS} interleaved rounds; ${LIVE_WRITES} writes per case after ${FANOUT_WARMUP_WRITES} warm-up writes; latency = receipt at a concerned socket − send of the write`)
+  console.log('\n| round | case | queries | sockets per write | p50 | p90 | p99 | last socket (median) | server CPU per write | in the kernel |')
+  console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const [r, c] of outcomes.map((c, i) => [Math.floor(i / cases.length) + 1, c] as const)) {
+    console.log(`| ${r} | ${c.label} | ${c.queries} | ${c.concerned} | ${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${ms(c.latency.p99)} | ${ms(c.complete.p50)} | ${ms(c.serverCpuPerWrite * 1000)} | ${Math.round(c.serverSystemShare * 100)}% |`)
+  }
+  for (const c of outcomes) if (c.unexpected > 0) console.log(`  warning: ${c.label}: ${c.unexpected} unexpected frames at the clients`)
+  return rounds
+}
+
 const started = Date.now()
 const load = (): string => loadavg().map(n => n.toFixed(2)).join(' ')
 console.log('# fastify-blueprints realtime benchmark')
@@ -845,9 +1057,9 @@ console.log(`Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model 
 console.log(`load average at start: ${load()}`)
 if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
 
-const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout, herd?: Herd[] } = {}
+const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout, herd?: Herd[], live?: LiveCase[][] } = {}
 if (ONLY.includes('throughput')) results.throughput = await throughput()
-else if (ONLY.some(part => part === 'fanout' || part === 'cross' || part === 'sails-io' || part === 'herd')) {
+else if (ONLY.some(part => part === 'fanout' || part === 'cross' || part === 'sails-io' || part === 'herd' || part === 'live')) {
   // The other parts use the seeded database: seed it once with a short-lived server.
   const seeder = await startServer('seed', 'memory', { seed: true })
   await seeder.stop()
@@ -856,6 +1068,7 @@ if (ONLY.includes('fanout')) results.fanout = await fanouts()
 if (ONLY.includes('cross')) results.cross = await crosses()
 if (ONLY.includes('sails-io')) results.sailsIo = await sailsIoFanouts()
 if (ONLY.includes('herd')) results.herd = await herds()
+if (ONLY.includes('live')) results.live = await lives()
 
 console.log('\n## Summary against the targets')
 const verdict = (met: boolean): string => met ? 'met' : 'MISSED'
@@ -886,6 +1099,21 @@ for (const how of ['resume', 'read again'] as const) {
   const runs = herded.filter(h => h.how === how)
   if (runs.length > 0) console.log(`- herd of ${HERD}, ${how}: all caught up in ${(median(runs.map(h => h.ms)) / 1000).toFixed(2)} s (median), ${median(runs.map(h => h.queries))} queries to PostgreSQL`)
 }
+const liveRounds = results.live ?? []
+/** The median over the rounds of a ratio of two cases of each round (undefined when a case is missing). */
+const roundRatio = (a: (c: LiveCase) => boolean, b: (c: LiveCase) => boolean, value: (c: LiveCase) => number): number | undefined => {
+  const ratios = liveRounds.flatMap(round => {
+    const [x, y] = [round.find(a), round.find(b)]
+    return x === undefined || y === undefined ? [] : [value(x) / value(y)]
+  })
+  return ratios.length === 0 ? undefined : median(ratios)
+}
+const cpuRatio = roundRatio(c => c.queries === LIVE_DISTINCT[0] + RANGES.length, c => c.queries === LIVE_DISTINCT[1] + RANGES.length, c => c.serverCpuPerWrite)
+if (cpuRatio !== undefined) console.log(`- live: server CPU per change, ${LIVE_DISTINCT[0]} ÷ ${LIVE_DISTINCT[1]} distinct queries (median of per-round ratios): ${cpuRatio.toFixed(2)} (target ≤ 1.5): ${verdict(cpuRatio <= 1.5)}`)
+const followRatio = roundRatio(c => c.queries === 1, c => c.label.endsWith('id subscriptions'), c => c.latency.p99)
+if (followRatio !== undefined) console.log(`- live: p99 to ${LIVE_N} followers ÷ to ${LIVE_N} id subscriptions (median of per-round ratios): ${followRatio.toFixed(2)} (target ≤ 1.2): ${verdict(followRatio <= 1.2)}`)
+const bareRatio = roundRatio(c => c.label.endsWith('id subscriptions'), c => c.label.startsWith('bare'), c => c.latency.p99)
+if (bareRatio !== undefined) console.log(`- live: p99 of the id-subscription fan-out ÷ the bare ws broadcast (median of per-round ratios): ${bareRatio.toFixed(2)} (target ≤ 1.2): ${verdict(bareRatio <= 1.2)}`)
 console.log(`\nTotal time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)
 agent.destroy()
 process.exit(0)

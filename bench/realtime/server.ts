@@ -119,7 +119,7 @@ process.on('message', (request: ServerRequest) => {
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' })
     reply({ memory: process.memoryUsage() })
   } else if (request.type === 'stats') {
-    reply({ stats: apps.map(app => app.blueprints.stats()) })
+    reply({ stats: apps.map(app => ({ ...app.blueprints.stats(), ...app.blueprints.followed() })) })
   } else if (request.type === 'queries') {
     reply({ queries })
   } else {

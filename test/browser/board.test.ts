@@ -73,6 +73,42 @@ t.test('two pages of the board: a change in one shows in the other', { skip }, a
   t.same(errors, [], 'no error in either page')
 })
 
+t.test('two pages of the board: ticking a task in one moves it between the followed lists of the other', { skip }, async t => {
+  const { base, browser } = await boardAndBrowser(t)
+  const context = await browser.newContext()
+  await context.addCookies([{ name: 'board_user', value: '1', url: base }])
+  const errors: string[] = []
+  const page = async (): Promise<Page> => {
+    const opened = await context.newPage()
+    opened.on('pageerror', error => { errors.push(error.message) })
+    await opened.goto(base)
+    await opened.locator('#open li').first().waitFor()
+    return opened
+  }
+  const [a, b] = [await page(), await page()]
+  const ids = async (list: string): Promise<string[]> => await b.locator(`#${list} li`).evaluateAll(items => items.map(item => (item as unknown as { dataset: { id?: string } }).dataset.id as string))
+  t.same(await ids('open'), ['2', '3', '5', '11', '12'], 'the open tasks of the website')
+  t.same(await ids('done'), ['1', '4'], 'its done tasks')
+
+  // A click, not check(): the box's item leaves the list as it is ticked.
+  await a.getByLabel('close: Fix the broken footer links').click()
+  await b.locator('#done li[data-id="2"]').waitFor({ timeout: 10_000 })
+  t.same(await ids('done'), ['1', '2', '4'], 'task 2 entered the done list of page B in its place')
+  t.same(await ids('open'), ['3', '5', '11', '12'], 'and left its open list')
+
+  await a.getByLabel('reopen: Sketch the home page').click()
+  await b.locator('#open li[data-id="1"]').waitFor({ timeout: 10_000 })
+  t.same(await ids('open'), ['1', '3', '5', '11', '12'], 'task 1, reopened in page A, entered the open list of page B first')
+
+  await b.locator('#project').selectOption({ label: 'Mobile app' })
+  await b.locator('#open li[data-id="6"]').waitFor({ timeout: 10_000 })
+  t.same(await ids('open'), ['6', '7', '8', '9', '10'], 'another project followed')
+  t.same(await ids('done'), [])
+  mkdirSync(SHOTS, { recursive: true })
+  await b.screenshot({ path: new URL('board-lists.png', SHOTS).pathname, fullPage: true })
+  t.same(errors, [], 'no error in either page')
+})
+
 t.test('a label colour that is no plain #rrggbb never reaches a style, whatever the socket says', { skip }, async t => {
   const { base, browser } = await boardAndBrowser(t)
   const page = await browser.newPage()

@@ -1,6 +1,8 @@
 // The board's page: the package's browser client (served from its sources by app.ts, no build
 // step) runs every request over one websocket; what it reads subscribes it, and what other tabs
-// change arrives as notifications, upon which the page reads again.
+// change arrives as notifications, upon which the page reads again. The project's open and done
+// tasks are two followed queries (client.live): the server says which tasks enter and leave each
+// list, and the lists are kept from that alone.
 import { connect } from '/lib/client/index.ts'
 
 const PAGE_SIZE = 5
@@ -105,7 +107,35 @@ $('user').addEventListener('change', () => {
   void client.close()
   client = open()
   void refresh()
+  void follow()
 })
+
+// The followed lists of the chosen project: one live result per list.
+let lists = []
+async function follow () {
+  for (const list of lists) list.close()
+  const project = Number($('project').value)
+  lists = await Promise.all([false, true].map(async done => {
+    const live = await client.live('/api/task', { where: { project, done }, sort: 'id ASC', populate: false, limit: 100 })
+    const render = records => { $(done ? 'done' : 'open').replaceChildren(...records.map(item)) }
+    render(live.records)
+    live.onChange(render)
+    return live
+  }))
+}
+
+function item (task) {
+  const li = document.createElement('li')
+  li.dataset.id = task.id
+  const box = li.appendChild(document.createElement('input'))
+  box.type = 'checkbox'
+  box.checked = task.done
+  box.setAttribute('aria-label', `${task.done ? 'reopen' : 'close'}: ${task.title}`)
+  box.addEventListener('change', () => { void write('PATCH', `/api/task/${task.id}`, { done: box.checked }) })
+  li.append(` ${task.title}`)
+  return li
+}
+$('project').addEventListener('change', () => { void follow() })
 
 // Each user with what they may change: the tasks of their projects (a viewer nothing).
 const { body: users } = await client.get('/api/user', { select: 'name,role', populate: 'projects' })
@@ -118,4 +148,11 @@ $('user').replaceChildren(...[{ id: '', name: 'nobody (read only)' }, ...users].
   return option
 }))
 state.labels = (await client.get('/api/label', { sort: 'name ASC' })).body
-await refresh()
+const { body: projects } = await client.get('/api/project', { select: 'name', populate: false })
+$('project').replaceChildren(...projects.map(project => {
+  const option = document.createElement('option')
+  option.value = project.id
+  option.textContent = project.name
+  return option
+}))
+await Promise.all([refresh(), follow()])
