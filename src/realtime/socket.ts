@@ -14,7 +14,6 @@ import type { ModelView } from '../criteria/types.ts'
 import { Holdings, type SubscriptionRegistry } from './hub/subscriptions.ts'
 import type { SharedFrames, Transport } from './transport.ts'
 import type { LogPosition } from './protocol.ts'
-import type { LiveQueries } from './live/live-queries.ts'
 
 /**
  * A connected socket, as app code sees it (`app.blueprints.socketOf(request)`, the `authorize`
@@ -45,8 +44,8 @@ export interface ConnectionLimits {
 export interface SocketHome {
   readonly subscriptions: SubscriptionRegistry<Connection>
   readonly requests: InFlight
-  /** The queries sockets follow. */
-  readonly live: Pick<LiveQueries, 'release'>
+  /** The queries sockets follow (live/live-queries.ts): a socket that goes away follows none. */
+  readonly live: { release (connection: Connection): void }
 }
 
 /**

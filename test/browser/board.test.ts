@@ -28,7 +28,11 @@ async function boardAndBrowser (t: Test): Promise<{ base: string, browser: Brows
   return { base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`, browser }
 }
 
-t.test('two pages of the board: a change in one shows in the other', { skip }, async t => {
+/**
+ * Two pages of the board as Ada (user 1), each loaded (socket open, the table and the followed
+ * lists shown), and the errors either page throws.
+ */
+async function twoPages (t: Test): Promise<{ a: Page, b: Page, errors: string[] }> {
   const { base, browser } = await boardAndBrowser(t)
   const context = await browser.newContext()
   await context.addCookies([{ name: 'board_user', value: '1', url: base }])
@@ -39,9 +43,14 @@ t.test('two pages of the board: a change in one shows in the other', { skip }, a
     await opened.goto(base)
     await opened.locator('#status', { hasText: 'socket open' }).waitFor()
     await opened.locator('tr.task').first().waitFor()
+    await opened.locator('#open li').first().waitFor()
     return opened
   }
-  const [a, b] = [await page(), await page()]
+  return { a: await page(), b: await page(), errors }
+}
+
+t.test('two pages of the board: a change in one shows in the other', { skip }, async t => {
+  const { a, b, errors } = await twoPages(t)
   t.equal(await b.locator('#page').textContent(), 'page 1 of 3 — 12 tasks', 'paging with the total count')
   t.equal(await b.locator('tr.task').count(), 5)
   t.equal(await b.locator('tr.task[data-id="2"].done').count(), 0, 'task 2 is not done yet')
@@ -74,18 +83,7 @@ t.test('two pages of the board: a change in one shows in the other', { skip }, a
 })
 
 t.test('two pages of the board: ticking a task in one moves it between the followed lists of the other', { skip }, async t => {
-  const { base, browser } = await boardAndBrowser(t)
-  const context = await browser.newContext()
-  await context.addCookies([{ name: 'board_user', value: '1', url: base }])
-  const errors: string[] = []
-  const page = async (): Promise<Page> => {
-    const opened = await context.newPage()
-    opened.on('pageerror', error => { errors.push(error.message) })
-    await opened.goto(base)
-    await opened.locator('#open li').first().waitFor()
-    return opened
-  }
-  const [a, b] = [await page(), await page()]
+  const { a, b, errors } = await twoPages(t)
   const ids = async (list: string): Promise<string[]> => await b.locator(`#${list} li`).evaluateAll(items => items.map(item => (item as unknown as { dataset: { id?: string } }).dataset.id as string))
   t.same(await ids('open'), ['2', '3', '5', '11', '12'], 'the open tasks of the website')
   t.same(await ids('done'), ['1', '4'], 'its done tasks')

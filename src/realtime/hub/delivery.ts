@@ -14,7 +14,7 @@ import type { SharedFrames } from '../transport.ts'
 import type { LogPosition } from '../protocol.ts'
 import { NOTHING_VISIBLE, visibleMessage } from './visibility.ts'
 import { recordKey } from '../../models/identity.ts'
-import type { ChangeMessage, Id, LiveMessage } from '../../messages.ts'
+import type { ChangeMessage, Id } from '../../messages.ts'
 
 /**
  * A notification on its way to a socket, as `realtime.authorize` is asked about it: what the
@@ -38,13 +38,6 @@ export type Notification = {
   readonly verb: ChangeMessage['verb']
   /** The change message, as a socket that may see all of it is sent it. */
   readonly message: ChangeMessage
-} | {
-  /** A message of a followed query (docs/live.md); `ended` is not asked about. */
-  readonly kind: 'live'
-  readonly model: string
-  readonly id: Id
-  readonly verb: 'entered' | 'changed' | 'left'
-  readonly message: Exclude<LiveMessage, { readonly verb: 'ended' }>
 } | {
   readonly kind: 'publish'
   /** Identity of the record's model (the frame's event). */
@@ -142,12 +135,6 @@ export class Delivery {
     connection.notify(item.model, message, message === item.message ? frame : {}, pass.at)
   }
 
-  /** Whether a socket may be sent a message of a query it follows (`authorize`; `ended` always). */
-  allowsLive (connection: Connection, model: string, message: LiveMessage): boolean {
-    if (this.#options.authorize === undefined || message.verb === 'ended') return true
-    return this.#asked(connection, { kind: 'live', model, id: message.id, verb: message.verb, message }, model, message.id)
-  }
-
   #notification (item: EnvelopeItem): Notification {
     let notification = this.#notifications.get(item)
     if (notification === undefined) this.#notifications.set(item, notification = notificationOf(item))
@@ -155,17 +142,13 @@ export class Delivery {
   }
 
   #allowed (connection: Connection, item: EnvelopeItem): boolean {
-    if (this.#options.authorize === undefined) return true
-    return this.#asked(connection, this.#notification(item), item.model, item.id)
-  }
-
-  #asked (connection: Connection, notification: Notification, model: string, id: Id): boolean {
-    const authorize = this.#options.authorize as Authorize
+    const authorize = this.#options.authorize
+    if (authorize === undefined) return true
     let answer: unknown
     try {
-      answer = authorize(connection, notification)
+      answer = authorize(connection, this.#notification(item))
     } catch (err) {
-      this.#options.log.error({ err, socket: connection.id, model, id }, 'fastify-blueprints: authorize threw; the notification was ' +
+      this.#options.log.error({ err, socket: connection.id, model: item.model, id: item.id }, 'fastify-blueprints: authorize threw; the notification was ' +
         'not sent')
       return false
     }
@@ -174,7 +157,7 @@ export class Delivery {
       // An async function is refused at registration; a function that returns a promise is
       // told here, once: every notification it was asked about was dropped.
       this.#toldAsync = true
-      this.#options.log.error({ socket: connection.id, model }, 'fastify-blueprints: authorize returned a promise; it must answer true or ' +
+      this.#options.log.error({ socket: connection.id, model: item.model }, 'fastify-blueprints: authorize returned a promise; it must answer true or ' +
         'false at once, so notifications are not sent')
     }
     return false

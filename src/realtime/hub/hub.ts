@@ -111,7 +111,6 @@ export class Hub {
     this.#delivery = new Delivery({ ...options, subscriptions: this.subscriptions })
     this.live = new LiveQueries({
       ...options.live,
-      allowed: (connection, model, message) => this.#delivery.allowsLive(connection, model, message),
       fold: options.fold,
       log: options.log
     })

@@ -47,8 +47,6 @@ export interface LiveOptions {
   readonly refresh: (member: Member) => Promise<Refreshed>
   /** Reads the current records of `model` with these keys (plain: no associations populated). */
   readonly current: (model: Model, ids: readonly Id[]) => Promise<ReadonlyArray<Readonly<Record<string, unknown>>>>
-  /** Whether a socket may be sent a message (the `authorize` option). */
-  readonly allowed: (connection: Connection, model: string, message: LiveMessage) => boolean
   /** Matching ignores ASCII case (the `caseInsensitive` option). */
   readonly fold: boolean
   /** Queries one socket follows at most. */
@@ -292,16 +290,17 @@ export class LiveQueries {
     }
   }
 
-  /** Sends messages to sockets (each encoded once for all). */
+  /**
+   * Sends messages to sockets (each encoded once for all). `authorize` is not asked: a followed
+   * query's messages are what its find answers the follower (its hooks and policy ran for it).
+   */
   #send (group: Group, messages: readonly LiveMessage[], to: Iterable<Connection>): void {
     if (messages.length === 0) return
     const identity = group.model.identity
     const sockets = [...to]
     for (const message of messages) {
       const frame: SharedFrames = {}
-      for (const connection of sockets) {
-        if (this.#options.allowed(connection, identity, message)) connection.notify(identity, message, frame)
-      }
+      for (const connection of sockets) connection.notify(identity, message, frame)
     }
   }
 
