@@ -146,4 +146,16 @@ for (const db of DATABASES) {
     const messages = socket.notices.slice(0, barrier.noticesBefore).filter(n => n.data.query === query).map(n => n.data)
     t.same(messages, [{ verb: 'entered', query, id: high.id, index: 0, data: high }], `the hidden counter ${String(low.id)} never entered`)
   })
+
+  t.test(`${db}: without the change log, and without realtime`, async t => {
+    const app = await listening(t, db, { plugin: { realtime: { log: false } } })
+    const socket = await open(t, app)
+    const answer = await socket.request('GET', `${CATS}&follow=true`)
+    const query = answer.headers['x-blueprints-query']
+    const created = (await app.inject({ method: 'POST', url: '/pet', payload: { name: 'Zoe', species: 'cat' } })).json()
+    t.same(await heard(app, socket, query), [{ verb: 'entered', query, id: created.id, index: 2, data: created }], 'settled() waits for the broker\'s turn')
+    const { app: off } = await build(t, db, { plugin: { realtime: false } })
+    await off.blueprints.settled()
+    t.same(off.blueprints.followed(), { queries: 0, follows: 0 }, 'realtime off: nothing to wait for, nothing followed')
+  })
 }
