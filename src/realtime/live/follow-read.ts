@@ -1,9 +1,10 @@
 /**
  * A socket's find that asks to follow its query (`follow=true`, docs/live.md), as realtime's
  * route tap hands it to the followed queries: the query the find ran (as the app's policy left
- * it) and the socket's views make the group's key; the query's `where` and the policy's view of
- * the model make what a record must match; the answer, as the route's schema serialised it, is
- * where the socket's result starts.
+ * it), the socket's views and (unless `sharedQueries: 'policy'`) the requester make the group's
+ * key; the query's `where` and the policy's view of the model make what a record must match; the
+ * answer, as the route's schema serialised it after the app's hooks, is where the socket's result
+ * starts.
  *
  * @module
  */
@@ -23,18 +24,20 @@ export interface FollowSetup {
   readonly bounds: Bounds
   /** Records a followed result may hold (`realtime.maxSubscriptions`). */
   readonly maxRecords: number
+  /** Which followers share a group (`realtime.sharedQueries`). */
+  readonly share: 'requester' | 'policy'
 }
 
 /**
- * Has the socket of `scope` follow the query of a find that answered `result`, and says so in
- * the answer's headers: the query's id (`x-blueprints-query`), or that a limit left it
- * unfollowed. `models`: the find's model and those reachable from it, whose views the socket
- * keeps (set just before, under a policy).
+ * Has the socket of `scope` follow the query of a find that answered 200, as its answer is
+ * serialised, and says so in the answer's headers: the query's id (`x-blueprints-query`), or that
+ * a limit left it unfollowed. `models`: the find's model and those reachable from it, whose views
+ * the socket keeps (set just before, under a policy).
  *
  * @throws BP_ERR_FOLLOW_LIMIT for a `limit` above `maxRecords`.
  */
 export function followRead (
-  hub: Hub, setup: FollowSetup, scope: SocketRequest, model: Model, models: Iterable<Model>, request: FastifyRequest, reply: FastifyReply, result: unknown
+  hub: Hub, setup: FollowSetup, scope: SocketRequest, model: Model, models: Iterable<Model>, request: FastifyRequest, reply: FastifyReply
 ): void {
   const query = (request.raw as WithOrigin)[QUERY] as BlueprintQuery
   const criteria = validateFind(query, model, setup.bounds)
@@ -45,31 +48,38 @@ export function followRead (
   const fields = new Set<string>()
   collect(where, fields)
   for (const { target } of criteria.sort) fields.add(target.name)
-  // The answer as the route's schema serialises it: what the socket is sent, once.
-  const serialize = reply.getSerializationFunction('200') as (value: unknown) => string
-  const text = serialize(result)
-  scope.serialized = text
-  reply.serializer(() => text)
   const views = [...models].map(each => [each.identity, connection.views.get(each.identity)])
-  // Where the `where` came from (a parameter or `where`) changes only the names in errors.
   const { whereFrom: _from, ...ran } = query
   const headers: Record<string, unknown> = { ...request.headers }
   delete headers[RESUME_HEADER]
   delete headers[POSITION_HEADER]
-  // What the socket is told from here on waits for the answer (see `Connection.hold`).
+  // Who asks, as the app's hooks see it: unless the app says its policy alone tells requesters
+  // apart, sockets share a group only when their requests look the same to the app (a hook may
+  // shape an answer by requester: a group's runs are made as one of its followers).
+  const requester = setup.share === 'policy' ? undefined : [request.ip, headers]
+  const key = JSON.stringify([model.identity, ran, views, requester], keyed)
+  // What the socket is told from its joining on waits for the answer (see `Connection.hold`).
   connection.hold()
   scope.holds = (scope.holds ?? 0) + 1
-  const id = hub.live.follow({
-    model,
-    key: JSON.stringify([model.identity, ran, views], keyed),
-    where,
-    fields: [...fields],
-    member: { connection, url: request.url, headers },
-    answer: JSON.parse(text) as unknown[],
-    stale: hub.sequence !== scope.since
+  // The socket joins as its answer is serialised (after the app's preSerialization hooks): the
+  // group starts from, or the socket is brought to the group's result from, what it is sent.
+  const serialize = reply.getSerializationFunction('200') as (value: unknown) => string
+  reply.serializer((value: unknown) => {
+    const text = serialize(value)
+    scope.serialized = text
+    const id = hub.live.follow({
+      model,
+      key,
+      where,
+      fields: [...fields],
+      member: { connection, url: request.url, headers },
+      answer: JSON.parse(text) as unknown[],
+      stale: hub.sequence !== scope.since
+    })
+    if (id === undefined) reply.header(FOLLOW_LIMIT.header, FOLLOW_LIMIT.value)
+    else reply.header(QUERY_HEADER, id).header(KEY_HEADER, model.primaryKey.name)
+    return text
   })
-  if (id === undefined) reply.header(FOLLOW_LIMIT.header, FOLLOW_LIMIT.value)
-  else reply.header(QUERY_HEADER, id).header(KEY_HEADER, model.primaryKey.name)
 }
 
 /** The names of the attributes a filter reads. */

@@ -86,7 +86,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
       if (scope.refresh === true) keepSerialized(scope, reply)
       else if (reply.statusCode === 200) {
         await views(scope, read, request)
-        followRead(hub, follow, scope, read.model, modelsOf(read.model), request, reply, result)
+        followRead(hub, follow, scope, read.model, modelsOf(read.model), request, reply)
       }
       return result
     }

@@ -4,7 +4,8 @@
 // between a find's statements and its following; a socket that reads the same query again.
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { DATABASES, build } from '../../helpers/app.ts'
+import { DATABASES, bareApp, build } from '../../helpers/app.ts'
+import blueprints from '../../../src/index.ts'
 import { listening, open, ReadSteps, settled } from '../../helpers/realtime.ts'
 import type { TestSocket } from '../../helpers/socket.ts'
 import { defineEntity, p } from '@mikro-orm/core'
@@ -157,5 +158,36 @@ for (const db of DATABASES) {
     const { app: off } = await build(t, db, { plugin: { realtime: false } })
     await off.blueprints.settled()
     t.same(off.blueprints.followed(), { queries: 0, follows: 0 }, 'realtime off: nothing to wait for, nothing followed')
+  })
+
+  t.test(`${db}: an app hook that shapes answers by requester shapes each follower's`, async t => {
+    for (const share of ['requester', 'policy'] as const) {
+      const { app, orm } = await bareApp(t, db)
+      // A field only admins are shown, removed by an app-wide hook (not by the plugin's policy).
+      app.addHook('preSerialization', async (request, _reply, payload) => {
+        if (request.headers['x-admin'] === '1' || !Array.isArray(payload)) return payload
+        return (payload as Array<Record<string, unknown>>).map(({ age: _age, ...rest }) => rest)
+      })
+      await app.register(blueprints, { orm, realtime: { sharedQueries: share } })
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const admin = await open(t, app, { 'x-admin': '1' })
+      const user = await open(t, app)
+      const url = '/user?populate=false&sort=id&limit=3&select=name,age&follow=true'
+      const seen = await admin.request('GET', url)
+      const shown = await user.request('GET', url)
+      t.equal(seen.body[0].age, 30, 'the admin is shown ages')
+      t.equal(shown.body[0].age, undefined, 'the user is not, in its answer')
+      await app.inject({ method: 'PATCH', url: '/user/1', payload: { name: 'Alicia', age: 31 } })
+      const toAdmin = await heard(app, admin, seen.headers['x-blueprints-query'])
+      const toUser = await heard(app, user, shown.headers['x-blueprints-query'])
+      t.same(toAdmin, [{ verb: 'changed', query: seen.headers['x-blueprints-query'], id: 1, index: 0, data: { id: 1, name: 'Alicia', age: 31 } }])
+      if (share === 'requester') {
+        t.same(app.blueprints.followed(), { queries: 2, follows: 2 }, 'requesters that look different to the app: a group each')
+        t.same(toUser, [{ verb: 'changed', query: shown.headers['x-blueprints-query'], id: 1, index: 0, data: { id: 1, name: 'Alicia' } }], 'nor in its messages')
+      } else {
+        t.same(app.blueprints.followed(), { queries: 1, follows: 2 }, "sharedQueries: 'policy' shares the group, made as one of them: for apps whose policy alone tells requesters apart")
+      }
+      await app.close()
+    }
   })
 }
