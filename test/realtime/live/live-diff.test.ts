@@ -4,7 +4,6 @@
 // second, every message applies to what is held at its turn (a `left` or `changed` names a held
 // record, an `entered` one not held, every index within the list), and a record whose place and
 // content stay the same is not named.
-import { isDeepStrictEqual } from 'node:util'
 import t from 'tap'
 import fc from 'fast-check'
 import { diff, liveRecords } from '../../../src/realtime/live/live-diff.ts'
@@ -24,7 +23,7 @@ t.test('applying diff(before, after) to before gives after', async t => {
       if (message.verb !== 'left' && message.verb !== 'ended' && message.index > held.length - (at === -1 ? 0 : 1)) return false
       applyMessages(held, [message as never], 'id')
     }
-    if (!isDeepStrictEqual(held, after)) return false
+    if (JSON.stringify(held) !== JSON.stringify(after)) return false
     // A record in the same place with the same content, with nothing before it named, is left alone.
     const untouched = after.findIndex((r, i) => before[i]?.id !== r.id || before[i].v !== r.v)
     const prefix = untouched === -1 ? Math.min(before.length, after.length) : untouched
