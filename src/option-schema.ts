@@ -93,7 +93,6 @@ const REALTIME = Type.Union([
     maxSubscriptions: Type.Optional(count(0)),
     maxFollows: Type.Optional(count(0)),
     maxQueries: Type.Optional(count(0)),
-    sharedQueries: Type.Optional(Type.Union([Type.Literal('requester'), Type.Literal('policy')], { description: "must be 'requester' or 'policy'" })),
     maxBufferedBytes: Type.Optional(count(1)),
     pingInterval: Type.Optional(count(0)),
     sailsIo: Type.Optional(Type.Union([

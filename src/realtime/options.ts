@@ -77,16 +77,6 @@ export interface RealtimeOptions {
    * query count once); beyond it a find answers as beyond `maxFollows`. Default 10 000.
    */
   readonly maxQueries?: number
-  /**
-   * Which sockets that follow the same query share one group, whose query runs once for all of
-   * them (docs/live.md): `'requester'` — those whose requests look the same to the app (the same
-   * headers, from the same address), so that an app hook that shapes answers by requester (a
-   * `preSerialization` that removes a field for some users) shapes theirs; `'policy'` — any whose
-   * finds ran the same query under the same policy views, for apps that tell requesters apart only
-   * through `parseBlueprintOptions` (one run for every user following a query). Default
-   * `'requester'`.
-   */
-  readonly sharedQueries?: 'requester' | 'policy'
   /** Bytes waiting to be written to one socket before it is dropped (slow reader). Default 4 MiB. */
   readonly maxBufferedBytes?: number
   /** Milliseconds between pings; a socket that did not answer the previous one is dropped. 0 turns pings off. Default 30 000. */
@@ -158,7 +148,6 @@ export interface ResolvedRealtime {
   readonly maxSubscriptions: number
   readonly maxFollows: number
   readonly maxQueries: number
-  readonly sharedQueries: 'requester' | 'policy'
   readonly maxBufferedBytes: number
   readonly pingInterval: number
   /** The socket.io endpoint, or false. */
@@ -188,7 +177,6 @@ export const DEFAULT_REALTIME = Object.freeze({
   maxSubscriptions: 1000,
   maxFollows: 16,
   maxQueries: 10_000,
-  sharedQueries: 'requester',
   maxBufferedBytes: 4_194_304,
   pingInterval: 30_000,
   sailsIo: Object.freeze({ enabled: false, path: '/socket.io' }),
@@ -230,7 +218,6 @@ export function resolveRealtime (value: boolean | RealtimeOptions | undefined, p
     maxSubscriptions: given.maxSubscriptions ?? DEFAULT_REALTIME.maxSubscriptions,
     maxFollows: given.maxFollows ?? DEFAULT_REALTIME.maxFollows,
     maxQueries: given.maxQueries ?? DEFAULT_REALTIME.maxQueries,
-    sharedQueries: given.sharedQueries ?? DEFAULT_REALTIME.sharedQueries,
     maxBufferedBytes: given.maxBufferedBytes ?? DEFAULT_REALTIME.maxBufferedBytes,
     pingInterval: given.pingInterval ?? DEFAULT_REALTIME.pingInterval,
     sailsIo: sailsIoPath === false ? false : Object.freeze({ path: sailsIoPath }),

@@ -78,7 +78,7 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
       current: async (model, ids) => await setup.database.read(undefined, async run => await recordsByKey(setup.loader, run, model, ids), true)
     }
   })
-  const follow = { bounds: setup.bounds, maxRecords: options.maxSubscriptions, share: options.sharedQueries }
+  const follow = { bounds: setup.bounds, maxRecords: options.maxSubscriptions }
   const realtime: Realtime = {
     hub,
     tap: routes => { tapRoutes(routes, hub, setup.registry, setup.policyOf, follow) }

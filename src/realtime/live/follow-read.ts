@@ -1,14 +1,13 @@
 /**
  * A socket's find that asks to follow its query (`follow=true`, docs/live.md), as realtime's
  * route tap hands it to the followed queries: the query the find ran (as the app's policy left
- * it), the socket's views and (unless `sharedQueries: 'policy'`) the requester make the group's
- * key; the query's `where` and the policy's view of the model make what a record must match; the
- * answer, as the route's schema serialised it after the app's hooks, is where the socket's result
- * starts.
+ * it), the socket's views and the requester make the group's key; the query's `where` and the
+ * policy's view of the model make what a record must match; the answer, as the socket is sent it
+ * after every hook of the app, is where the socket's result starts.
  *
  * @module
  */
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import type { Bounds } from '../../criteria/validate.ts'
 import { validateFind } from '../../criteria/validate.ts'
 import type { BlueprintQuery, WhereNode } from '../../criteria/types.ts'
@@ -18,27 +17,29 @@ import { QUERY, type WithOrigin } from '../../routes/origin.ts'
 import type { Hub } from '../hub/hub.ts'
 import { FOLLOW_LIMIT, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER } from '../protocol.ts'
 import type { SocketRequest } from '../virtual-request/socket-requests.ts'
+import type { SocketAnswer } from '../virtual-request/run-request.ts'
+import type { FollowRequest } from './live-queries.ts'
+import { parsed } from './live-diff.ts'
+
+/** A find that follows its query, until its answer is known (see {@link joinGroup}). */
+export type PendingFollow = Omit<FollowRequest, 'answer' | 'stale'>
 
 /** What following needs besides the hub. */
 export interface FollowSetup {
   readonly bounds: Bounds
   /** Records a followed result may hold (`realtime.maxSubscriptions`). */
   readonly maxRecords: number
-  /** Which followers share a group (`realtime.sharedQueries`). */
-  readonly share: 'requester' | 'policy'
 }
 
 /**
- * Has the socket of `scope` follow the query of a find that answered 200, as its answer is
- * serialised, and says so in the answer's headers: the query's id (`x-blueprints-query`), or that
- * a limit left it unfollowed. `models`: the find's model and those reachable from it, whose views
- * the socket keeps (set just before, under a policy).
+ * Prepares the socket of `scope` to follow the query of a find that answered 200: the group's key
+ * (the query the find ran, the socket's views of `models` — the find's model and those reachable
+ * from it, set just before under a policy — and the requester), and what a record must match. It
+ * joins once the answer is known (see {@link joinGroup}).
  *
  * @throws BP_ERR_FOLLOW_LIMIT for a `limit` above `maxRecords`.
  */
-export function followRead (
-  hub: Hub, setup: FollowSetup, scope: SocketRequest, model: Model, models: Iterable<Model>, request: FastifyRequest, reply: FastifyReply
-): void {
+export function followRead (setup: FollowSetup, scope: SocketRequest, model: Model, models: Iterable<Model>, request: FastifyRequest): void {
   const query = (request.raw as WithOrigin)[QUERY] as BlueprintQuery
   const criteria = validateFind(query, model, setup.bounds)
   if (criteria.limit > setup.maxRecords) throw new BP_ERR_FOLLOW_LIMIT(String(setup.maxRecords), String(query.limit))
@@ -48,39 +49,54 @@ export function followRead (
   const fields = new Set<string>()
   collect(where, fields)
   for (const { target } of criteria.sort) fields.add(target.name)
+  // The populated models whose records the socket's views filter, with what those views read.
+  const shown = new Map<string, Set<string>>()
+  for (const { association } of [...criteria.projection.singulars.filter(singular => singular.populate), ...criteria.projection.collections]) {
+    const filter = connection.views.get(association.target.identity)?.where
+    if (filter === undefined || filter.kind === 'all') continue
+    const read = new Set<string>()
+    collect(filter, read)
+    shown.set(association.target.identity, read)
+  }
   const views = [...models].map(each => [each.identity, connection.views.get(each.identity)])
   const { whereFrom: _from, ...ran } = query
   const headers: Record<string, unknown> = { ...request.headers }
   delete headers[RESUME_HEADER]
   delete headers[POSITION_HEADER]
-  // Who asks, as the app's hooks see it: unless the app says its policy alone tells requesters
-  // apart, sockets share a group only when their requests look the same to the app (a hook may
-  // shape an answer by requester: a group's runs are made as one of its followers).
-  const requester = setup.share === 'policy' ? undefined : [request.ip, headers]
+  // Who asks, as the app's hooks see it: sockets share a group only when their requests look the
+  // same to the app (its hooks may shape an answer by requester, and a group's runs are made as
+  // one of its followers).
+  const requester = [request.ip, headers]
   const key = JSON.stringify([model.identity, ran, views, requester], keyed)
   // What the socket is told from its joining on waits for the answer (see `Connection.hold`).
   connection.hold()
   scope.holds = (scope.holds ?? 0) + 1
-  // The socket joins as its answer is serialised (after the app's preSerialization hooks): the
-  // group starts from, or the socket is brought to the group's result from, what it is sent.
-  const serialize = reply.getSerializationFunction('200') as (value: unknown) => string
-  reply.serializer((value: unknown) => {
-    const text = serialize(value)
-    scope.serialized = text
-    const id = hub.live.follow({
-      model,
-      key,
-      where,
-      fields: [...fields],
-      member: { connection, url: request.url, headers },
-      answer: JSON.parse(text) as unknown[],
-      stale: hub.sequence !== scope.since
-    })
-    if (id === undefined) reply.header(FOLLOW_LIMIT.header, FOLLOW_LIMIT.value)
-    else reply.header(QUERY_HEADER, id).header(KEY_HEADER, model.primaryKey.name)
-    return text
-  })
+  scope.follow = { model, key, where, fields: [...fields], shown, member: { connection, url: request.url, headers } }
 }
+
+/**
+ * The socket of `scope` joins the group of the find it asked to follow (`scope.follow`), with its
+ * answer as the socket is sent it — after every hook of the app, `onSend` included — and the
+ * answer says so: the query's id and the records' key, or why it is not followed (a limit, or an
+ * answer that is no JSON list of records: an `onSend` hook compressed or wrapped it).
+ */
+export function joinGroup (hub: Hub, scope: SocketRequest, answer: SocketAnswer): SocketAnswer {
+  const pending = scope.follow as PendingFollow
+  if (answer.statusCode !== 200) return answer
+  const records = parsed(answer.bodyJson)
+  const id = records === undefined ? undefined : hub.live.follow({ ...pending, answer: records, stale: hub.sequence !== scope.since })
+  const headers: Record<string, unknown> = { ...answer.headers }
+  if (records === undefined) headers[FOLLOW_LIMIT.header] = NOT_A_LIST
+  else if (id === undefined) headers[FOLLOW_LIMIT.header] = FOLLOW_LIMIT.value
+  else {
+    headers[QUERY_HEADER] = id
+    headers[KEY_HEADER] = pending.model.primaryKey.name
+  }
+  return { ...answer, headers }
+}
+
+/** The value of `x-blueprints-follow` for an answer that is no JSON list of records. */
+export const NOT_A_LIST = 'not-a-list'
 
 /** The names of the attributes a filter reads. */
 function collect (node: WhereNode, names: Set<string>): void {

@@ -15,6 +15,16 @@ export interface LiveRecord {
   readonly data: Readonly<Record<string, unknown>>
 }
 
+/**
+ * The records of a find's answer as JSON text (as a socket is sent it); `undefined` when it is no
+ * list of records (an app's `onSend` hook compressed or wrapped it).
+ */
+export function parsed (bodyJson: string): Array<Record<string, unknown>> | undefined {
+  // A socket answer's body is always JSON text (see `socketAnswer`).
+  const body: unknown = JSON.parse(bodyJson)
+  return Array.isArray(body) && body.every(record => typeof record === 'object' && record !== null && !Array.isArray(record)) ? body : undefined
+}
+
 /** The records of a find's answer (its JSON array), keyed by `primaryKey`. */
 export function liveRecords (body: readonly unknown[], primaryKey: string): LiveRecord[] {
   return (body as Array<Record<string, unknown>>).map(data => ({ id: data[primaryKey] as Id, json: JSON.stringify(data), data }))

@@ -24,7 +24,7 @@ import type { Model } from '../../models/model.ts'
 import type { Envelope } from '../brokers/broker.ts'
 import type { Connection } from '../socket.ts'
 import type { SharedFrames } from '../transport.ts'
-import { diff, liveRecords, type LiveRecord } from './live-diff.ts'
+import { diff, liveRecords, parsed, type LiveRecord } from './live-diff.ts'
 import { ModelQueries } from './live-index.ts'
 
 /** A socket following a query, with the request its find was (what a refresh sends again). */
@@ -73,6 +73,11 @@ export interface FollowRequest {
   readonly where: WhereNode
   /** The attributes its `where` and `sort` read. */
   readonly fields: readonly string[]
+  /**
+   * The models whose records the query populates under a policy view that hides some of them, with
+   * the attributes that view reads: a change to one can show or hide a populated record.
+   */
+  readonly shown: ReadonlyMap<string, ReadonlySet<string>>
   readonly member: Member
   /** The find's answer, parsed. */
   readonly answer: readonly unknown[]
@@ -93,6 +98,13 @@ class Group {
   readonly model: Model
   readonly where: WhereNode
   readonly fields: readonly string[]
+  readonly shown: ReadonlyMap<string, ReadonlySet<string>>
+  /**
+   * The models that singular associations its `where` or `sort` reads point at without a
+   * collection back: destroying one of their records sets those keys to null in the database, and
+   * no change says so.
+   */
+  readonly silent: ReadonlySet<string>
   records: LiveRecord[]
   /** The keys its records (and the records populated in them) have, by model identity. */
   held = new Map<string, Set<Id>>()
@@ -110,6 +122,11 @@ class Group {
     this.model = request.model
     this.where = request.where
     this.fields = request.fields
+    this.shown = request.shown
+    this.silent = new Set(request.fields.flatMap(name => {
+      const association = request.model.singulars.get(name)
+      return association !== undefined && association.via === undefined ? [association.target.identity] : []
+    }))
     this.records = records
   }
 }
@@ -121,6 +138,8 @@ export class LiveQueries {
   readonly #byModel = new Map<string, ModelQueries<Group>>()
   readonly #byRecord = new Map<string, Map<Id, Set<Group>>>()
   readonly #bySocket = new Map<Connection, Set<Group>>()
+  /** Groups by the models they watch besides their records (see `Group.shown`, `Group.silent`). */
+  readonly #byWatched = new Map<string, Set<Group>>()
   #next = 0
   /** Refreshes and reads under way; see {@link settled}. */
   #busy = 0
@@ -157,6 +176,11 @@ export class LiveQueries {
       let queries = this.#byModel.get(group.model.identity)
       if (queries === undefined) this.#byModel.set(group.model.identity, queries = new ModelQueries())
       queries.add(group, group.fields)
+      for (const identity of watchedBy(group)) {
+        let set = this.#byWatched.get(identity)
+        if (set === undefined) this.#byWatched.set(identity, set = new Set())
+        set.add(group)
+      }
       this.#index(group, answer)
       if (request.stale) this.#schedule(group)
     } else {
@@ -193,9 +217,11 @@ export class LiveQueries {
       if (item.kind !== 'change') continue
       const holding = this.#byRecord.get(item.model)?.get(item.id)
       if (holding !== undefined) for (const group of holding) this.#schedule(group)
+      const message = item.message as ChangeMessage
+      const watching = this.#byWatched.get(item.model)
+      if (watching !== undefined) this.#tryWatching(watching, item.model, message)
       const queries = this.#byModel.get(item.model)
       if (queries === undefined) continue
-      const message = item.message as ChangeMessage
       if (message.verb === 'created') this.#tryOn(queries, message.data)
       else if (message.verb === 'destroyed') this.#tryOn(queries, message.previous)
       else if (message.verb === 'updated' && queries.reads(Object.keys(message.data))) {
@@ -210,6 +236,21 @@ export class LiveQueries {
       }
     }
     if (unread !== undefined) void this.#readThenTry(unread)
+  }
+
+  /**
+   * Schedules the groups that watch a change's model besides their records: those whose populated
+   * records of it a policy view filters, when an attribute that view reads changed; those whose
+   * `where` or `sort` reads a key that its destruction set to null without a change.
+   */
+  #tryWatching (watching: ReadonlySet<Group>, identity: string, message: ChangeMessage): void {
+    for (const group of watching) {
+      const read = group.shown.get(identity)
+      const concerned = message.verb === 'destroyed'
+        ? group.silent.has(identity)
+        : read !== undefined && message.verb === 'updated' && Object.keys(message.data).some(name => read.has(name))
+      if (concerned) this.#schedule(group)
+    }
   }
 
   /** Schedules the groups that `record` (as the change left it, and as it was) matches. */
@@ -272,18 +313,28 @@ export class LiveQueries {
         // Never rejects: the app's router answers every failure (a 500 ends the query).
         const answer = await this.#options.refresh(member)
         if (group.dropped) break
-        if (answer.statusCode !== 200) {
+        // A run that is not answered 200 with a list of records (a hook refuses the follower now,
+        // or turned the answer into something else) ends the query.
+        const body = answer.statusCode === 200 ? parsed(answer.bodyJson) : undefined
+        if (body === undefined) {
           this.#send(group, [{ verb: 'ended', query: group.id, statusCode: answer.statusCode }], group.members.keys())
           this.#end(group)
           break
         }
-        const records = liveRecords(JSON.parse(answer.bodyJson) as unknown[], group.model.primaryKey.name)
+        const records = liveRecords(body, group.model.primaryKey.name)
         const messages = diff(group.id, group.records, records)
         this.#unindex(group)
         group.records = records
         this.#index(group, records)
         this.#send(group, messages, group.members.keys())
       }
+    /* c8 ignore start -- nothing in a run throws (a run never rejects, its body is checked); should
+       something, the query ends rather than the process */
+    } catch (err) {
+      this.#options.log.error({ err, query: group.id }, 'fastify-blueprints: a followed query failed; it ended')
+      this.#send(group, [{ verb: 'ended', query: group.id, statusCode: 500 }], group.members.keys())
+      if (!group.dropped) this.#end(group)
+    /* c8 ignore stop */
     } finally {
       group.running = false
       this.#done()
@@ -367,6 +418,11 @@ export class LiveQueries {
     const queries = this.#byModel.get(group.model.identity) as ModelQueries<Group>
     queries.delete(group, group.fields)
     if (queries.queries.size === 0) this.#byModel.delete(group.model.identity)
+    for (const identity of watchedBy(group)) {
+      const set = this.#byWatched.get(identity) as Set<Group>
+      set.delete(group)
+      if (set.size === 0) this.#byWatched.delete(identity)
+    }
     this.#unindex(group)
   }
 
@@ -376,4 +432,9 @@ export class LiveQueries {
     this.#idle = []
     for (const resolve of idle) resolve()
   }
+}
+
+/** The models a group watches besides its records (see `Group.shown` and `Group.silent`). */
+function watchedBy (group: Group): Set<string> {
+  return new Set([...group.shown.keys(), ...group.silent])
 }

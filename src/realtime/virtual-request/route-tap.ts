@@ -83,11 +83,11 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
      */
     async function followed (scope: SocketRequest, read: ReadRoute, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
       const result = await handler(request, reply)
-      if (scope.refresh === true) keepSerialized(scope, reply)
-      else if (reply.statusCode === 200) {
+      if (scope.refresh !== true && reply.statusCode === 200) {
         await views(scope, read, request)
-        followRead(hub, follow, scope, read.model, modelsOf(read.model), request, reply)
+        followRead(follow, scope, read.model, modelsOf(read.model), request)
       }
+      keepSerialized(scope, reply)
       return result
     }
   })

@@ -15,6 +15,7 @@ import { fromConnection, NOT_FORWARDED } from '../protocol.ts'
 import { headProblem } from './request-limits.ts'
 import { ORIGIN, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
+import { joinGroup } from '../live/follow-read.ts'
 
 /** A socket request's answer, ready for a frame. */
 export interface SocketAnswer {
@@ -88,7 +89,9 @@ export async function runSocketRequest (
     // The origin of the writes it makes (see routes/origin.ts): the socket is not told of them.
     ;(raw as WithOrigin)[ORIGIN] = connection.id
   }))
-  const socketAnswered = socketAnswer(answer, scope.serialized)
+  const answered = socketAnswer(answer, scope.serialized)
+  // A find that follows its query joins its group with the answer as the socket is sent it.
+  const socketAnswered = scope.follow === undefined ? answered : joinGroup(hub, scope, answered)
   return scope.holds === undefined ? socketAnswered : { ...socketAnswered, holds: scope.holds }
 }
 

@@ -6,6 +6,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Connection } from '../socket.ts'
+import type { PendingFollow } from '../live/follow-read.ts'
 
 /** What travels with a request made through a socket (AsyncLocalStorage, across the router). */
 export interface SocketRequest {
@@ -31,6 +32,8 @@ export interface SocketRequest {
    * followers: it subscribes nothing and follows nothing.
    */
   readonly refresh?: true
+  /** A find that follows its query, which the socket joins once its answer is known (live/follow-read.ts). */
+  follow?: PendingFollow
 }
 
 /**

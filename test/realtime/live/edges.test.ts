@@ -160,34 +160,85 @@ for (const db of DATABASES) {
     t.same(off.blueprints.followed(), { queries: 0, follows: 0 }, 'realtime off: nothing to wait for, nothing followed')
   })
 
-  t.test(`${db}: an app hook that shapes answers by requester shapes each follower's`, async t => {
-    for (const share of ['requester', 'policy'] as const) {
+  t.test(`${db}: app hooks that shape answers by requester shape each follower's`, async t => {
+    for (const hook of ['preSerialization', 'onSend'] as const) {
       const { app, orm } = await bareApp(t, db)
       // A field only admins are shown, removed by an app-wide hook (not by the plugin's policy).
-      app.addHook('preSerialization', async (request, _reply, payload) => {
-        if (request.headers['x-admin'] === '1' || !Array.isArray(payload)) return payload
-        return (payload as Array<Record<string, unknown>>).map(({ age: _age, ...rest }) => rest)
-      })
-      await app.register(blueprints, { orm, realtime: { sharedQueries: share } })
+      const shown = (request: { headers: Record<string, unknown> }, records: Array<Record<string, unknown>>): unknown[] =>
+        request.headers['x-admin'] === '1' ? records : records.map(({ age: _age, ...rest }) => rest)
+      if (hook === 'preSerialization') {
+        app.addHook('preSerialization', async (request, _reply, payload) => Array.isArray(payload) ? shown(request, payload) : payload)
+      } else {
+        app.addHook('onSend', async (request, _reply, payload) => typeof payload === 'string' && payload.startsWith('[')
+          ? JSON.stringify(shown(request, JSON.parse(payload)))
+          : payload)
+      }
+      await app.register(blueprints, { orm })
       await app.listen({ port: 0, host: '127.0.0.1' })
       const admin = await open(t, app, { 'x-admin': '1' })
       const user = await open(t, app)
       const url = '/user?populate=false&sort=id&limit=3&select=name,age&follow=true'
       const seen = await admin.request('GET', url)
-      const shown = await user.request('GET', url)
-      t.equal(seen.body[0].age, 30, 'the admin is shown ages')
-      t.equal(shown.body[0].age, undefined, 'the user is not, in its answer')
+      const hidden = await user.request('GET', url)
+      t.equal(seen.body[0].age, 30, `${hook}: the admin is shown ages`)
+      t.equal(hidden.body[0].age, undefined, `${hook}: the user is not, in its answer`)
+      t.same(app.blueprints.followed(), { queries: 2, follows: 2 }, `${hook}: requesters that look different to the app: a group each`)
       await app.inject({ method: 'PATCH', url: '/user/1', payload: { name: 'Alicia', age: 31 } })
-      const toAdmin = await heard(app, admin, seen.headers['x-blueprints-query'])
-      const toUser = await heard(app, user, shown.headers['x-blueprints-query'])
-      t.same(toAdmin, [{ verb: 'changed', query: seen.headers['x-blueprints-query'], id: 1, index: 0, data: { id: 1, name: 'Alicia', age: 31 } }])
-      if (share === 'requester') {
-        t.same(app.blueprints.followed(), { queries: 2, follows: 2 }, 'requesters that look different to the app: a group each')
-        t.same(toUser, [{ verb: 'changed', query: shown.headers['x-blueprints-query'], id: 1, index: 0, data: { id: 1, name: 'Alicia' } }], 'nor in its messages')
-      } else {
-        t.same(app.blueprints.followed(), { queries: 1, follows: 2 }, "sharedQueries: 'policy' shares the group, made as one of them: for apps whose policy alone tells requesters apart")
-      }
+      const [toAdmin, toUser] = [seen.headers['x-blueprints-query'], hidden.headers['x-blueprints-query']]
+      t.same(await heard(app, admin, toAdmin), [{ verb: 'changed', query: toAdmin, id: 1, index: 0, data: { id: 1, name: 'Alicia', age: 31 } }])
+      t.same(await heard(app, user, toUser), [{ verb: 'changed', query: toUser, id: 1, index: 0, data: { id: 1, name: 'Alicia' } }], `${hook}: nor in its messages`)
       await app.close()
     }
+  })
+
+  t.test(`${db}: an answer that an onSend hook makes no list of records is not followed, and ends a query when a run gets one`, async t => {
+    const { app, orm } = await bareApp(t, db)
+    let wrap = false
+    // A body wrapped in an envelope, as some apps do for their JSON (or a compression hook would).
+    app.addHook('onSend', async (request, _reply, payload) => wrap || request.headers['x-wrap'] === '1' ? `{"data":${String(payload)}}` : payload)
+    await app.register(blueprints, { orm })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const socket = await open(t, app)
+    const wrapped = await socket.request('GET', `${CATS}&follow=true`, undefined, { 'x-wrap': '1' })
+    t.equal(wrapped.statusCode, 200)
+    t.same(wrapped.body.data.map((pet: { id: number }) => pet.id), [2, 5], 'answered as the hook made it')
+    t.equal(wrapped.headers['x-blueprints-follow'], 'not-a-list')
+    t.equal(wrapped.headers['x-blueprints-query'], undefined)
+    const answer = await socket.request('GET', `${CATS}&follow=true`)
+    const query = answer.headers['x-blueprints-query']
+    t.same(app.blueprints.followed(), { queries: 1, follows: 1 })
+    wrap = true
+    await app.inject({ method: 'PATCH', url: '/pet/5', payload: { name: 'Kit' } })
+    await app.blueprints.settled()
+    wrap = false
+    t.same(await heard(app, socket, query), [{ verb: 'ended', query, statusCode: 200 }], 'its run was no list: the query ended')
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 })
+  })
+
+  t.test(`${db}: changes no change set names: a key set to null by a destroy, a populated record a policy shows again`, async t => {
+    const app = await listening(t, db, {
+      plugin: {
+        // A request with x-viewer: limited sees only active users (populated ones too).
+        parseBlueprintOptions: async (request, query, context) => request.headers['x-viewer'] === 'limited' && context.model.identity === 'user'
+          ? { ...query, where: { and: [query.where, { active: true }] } }
+          : query
+      }
+    })
+    const socket = await open(t, app)
+    // user.bestPet has no collection back on pet: destroying pet 2 sets user 1's to null, silently.
+    const noBest = await socket.request('GET', `/user?where=${encodeURIComponent(JSON.stringify({ bestPet: null }))}&populate=false&sort=id&select=name,bestPet&follow=true`)
+    const query = noBest.headers['x-blueprints-query']
+    t.notOk(noBest.body.some((user: { id: number }) => user.id === 1), 'user 1 has a best pet')
+    t.equal((await app.inject({ method: 'DELETE', url: '/pet/2' })).statusCode, 200)
+    const entered = (await heard(app, socket, query)).filter((m: any) => m.verb === 'entered')
+    t.same(entered, [{ verb: 'entered', query, id: 1, index: 0, data: { id: 1, name: 'alice', bestPet: null } }], 'user 1 entered')
+
+    const limited = await open(t, app, { 'x-viewer': 'limited' })
+    const pets = await limited.request('GET', '/pet?populate=owner&sort=id&follow=true')
+    const petsQuery = pets.headers['x-blueprints-query']
+    t.equal(pets.body.find((pet: { id: number }) => pet.id === 3).owner, null, 'Bob, inactive, is hidden as the owner of pet 3')
+    await app.inject({ method: 'PATCH', url: '/user/2', payload: { active: true } })
+    const changed = await heard(app, limited, petsQuery)
+    t.match(changed, [{ verb: 'changed', query: petsQuery, id: 3, index: 1, data: { id: 3, owner: { id: 2, name: 'Bob' } } }], 'shown once active')
   })
 }

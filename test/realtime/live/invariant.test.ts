@@ -32,7 +32,7 @@ const write: fc.Arbitrary<Write> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ name: fc.constantFrom(...NAMES), species: fc.constantFrom(...SPECIES), owner }).map(body => ({ action: 'create' as const, model: 'pet' as const, body })) },
   { weight: 1, arbitrary: fc.record({ name: fc.constantFrom(...NAMES), age: fc.option(fc.integer({ min: 18, max: 70 }), { nil: null }), active: fc.boolean() }).map(body => ({ action: 'create' as const, model: 'user' as const, body })) },
   { weight: 5, arbitrary: fc.tuple(fc.nat({ max: 40 }), fc.oneof(fc.record({ species: fc.constantFrom(...SPECIES) }), fc.record({ name: fc.constantFrom(...NAMES) }), fc.record({ owner }))).map(([target, body]) => ({ action: 'update' as const, model: 'pet' as const, target, body })) },
-  { weight: 3, arbitrary: fc.tuple(fc.nat({ max: 40 }), fc.oneof(fc.record({ age: fc.option(fc.integer({ min: 18, max: 70 }), { nil: null }) }), fc.record({ active: fc.boolean() }), fc.record({ name: fc.constantFrom(...NAMES) }))).map(([target, body]) => ({ action: 'update' as const, model: 'user' as const, target, body })) },
+  { weight: 3, arbitrary: fc.tuple(fc.nat({ max: 40 }), fc.oneof(fc.record({ age: fc.option(fc.integer({ min: 18, max: 70 }), { nil: null }) }), fc.record({ active: fc.boolean() }), fc.record({ name: fc.constantFrom(...NAMES) }), fc.record({ bestPet: owner }))).map(([target, body]) => ({ action: 'update' as const, model: 'user' as const, target, body })) },
   { weight: 1, arbitrary: fc.tuple(fc.constantFrom('pet' as const, 'user' as const), fc.nat({ max: 40 })).map(([model, target]) => ({ action: 'destroy' as const, model, target })) },
   { weight: 2, arbitrary: fc.tuple(fc.constantFrom('add' as const, 'remove' as const), fc.constantFrom('pets' as const, 'tags' as const), fc.nat({ max: 40 }), fc.nat({ max: 40 })).map(([action, collection, target, child]) => ({ action, collection, target, child })) },
   { weight: 1, arbitrary: fc.tuple(fc.nat({ max: 40 }), fc.array(fc.nat({ max: 40 }), { maxLength: 3 })).map(([target, children]) => ({ action: 'replace' as const, target, children })) }
@@ -52,14 +52,18 @@ const FOLLOWERS: Follower[] = [
   { name: 'pets by name, page 2 of 3, owners populated', via: 'ws', url: '/pet?sort=name%20ASC&limit=3&skip=1' },
   { name: 'owned pets under a policy that hides fish', via: 'ws', url: `/pet?where=${q({ owner: { '!=': null } })}&sort=id%20DESC&limit=5`, headers: { 'x-viewer': 'limited' } },
   { name: 'older users by age, selected', via: 'sails', url: `/user?where=${q({ age: { '>': 30 } })}&sort=age%20DESC&limit=4&select=name,age` },
-  { name: 'active users, everything populated', via: 'sails', url: `/user?where=${q({ active: true })}&sort=id%20DESC&limit=5` }
+  { name: 'active users, everything populated', via: 'sails', url: `/user?where=${q({ active: true })}&sort=id%20DESC&limit=5` },
+  { name: 'users without a best pet (a key no collection points back at)', via: 'ws', url: `/user?where=${q({ bestPet: null })}&populate=false&sort=id&select=name,bestPet&limit=1000` }
 ]
 
-/** The policy: a request with `x-viewer: limited` sees no fish, and no user's `meta`. */
+/** The policy: a request with `x-viewer: limited` sees no fish, and only active users, without their `meta`. */
 const policy = (request: { headers: Record<string, unknown> }, query: any, context: { model: { identity: string } }): any => {
   if (request.headers['x-viewer'] !== 'limited') return query
   if (context.model.identity === 'pet') return { ...query, where: { and: [query.where, { species: { '!=': 'fish' } }] } }
-  if (context.model.identity === 'user' && query.select === undefined) return { ...query, omit: [...(query.omit ?? []), 'meta'] }
+  if (context.model.identity === 'user') {
+    const where = { and: [query.where, { active: true }] }
+    return query.select === undefined ? { ...query, where, omit: [...(query.omit ?? []), 'meta'] } : { ...query, where }
+  }
   return query
 }
 
@@ -149,7 +153,10 @@ for (const [db, policed] of DATABASES.flatMap(db => [[db, false], [db, true]] as
             case 'update': {
               const body = w.body as Record<string, unknown>
               const target = pick(w.model === 'pet' ? pets : users, w.target)
-              status = await send(via, 'PATCH', `/${w.model}/${target}`, typeof body.owner === 'number' ? { owner: pick(users, body.owner) } : body)
+              const patch = typeof body.owner === 'number'
+                ? { owner: pick(users, body.owner) }
+                : typeof body.bestPet === 'number' ? { bestPet: pick(pets, body.bestPet) } : body
+              status = await send(via, 'PATCH', `/${w.model}/${target}`, patch)
               break
             }
             case 'destroy':
