@@ -17,12 +17,15 @@ import { QUERY, type WithOrigin } from '../../routes/origin.ts'
 import type { Hub } from '../hub/hub.ts'
 import { FOLLOW_LIMIT, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER } from '../protocol.ts'
 import type { SocketRequest } from '../virtual-request/socket-requests.ts'
-import type { SocketAnswer } from '../virtual-request/run-request.ts'
-import type { FollowRequest } from './live-queries.ts'
+import type { PendingFollow } from './live-queries.ts'
 import { parsed } from './live-diff.ts'
 
-/** A find that follows its query, until its answer is known (see {@link joinGroup}). */
-export type PendingFollow = Omit<FollowRequest, 'answer' | 'stale'>
+/** A socket request's answer, as {@link joinGroup} reads it (run-request.ts's `SocketAnswer`). */
+export interface Answered {
+  readonly statusCode: number
+  readonly headers: Record<string, unknown>
+  readonly bodyJson: string
+}
 
 /** What following needs besides the hub. */
 export interface FollowSetup {
@@ -80,7 +83,7 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
  * answer says so: the query's id and the records' key, or why it is not followed (a limit, or an
  * answer that is no JSON list of records: an `onSend` hook compressed or wrapped it).
  */
-export function joinGroup (hub: Hub, scope: SocketRequest, answer: SocketAnswer): SocketAnswer {
+export function joinGroup<A extends Answered> (hub: Hub, scope: SocketRequest, answer: A): A {
   const pending = scope.follow as PendingFollow
   if (answer.statusCode !== 200) return answer
   const records = parsed(answer.bodyJson)

@@ -56,6 +56,9 @@ export interface LiveOptions {
   readonly log: FastifyBaseLogger
 }
 
+/** A find that follows its query, until its answer is known (see `joinGroup` in follow-read.ts). */
+export type PendingFollow = Omit<FollowRequest, 'answer' | 'stale'>
+
 /** Counts of followed queries, for monitoring and tests (`app.blueprints.followed()`). */
 export interface FollowStats {
   /** Distinct queries followed on this instance (sockets that follow the same query count once). */

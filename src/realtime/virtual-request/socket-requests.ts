@@ -6,7 +6,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Connection } from '../socket.ts'
-import type { PendingFollow } from '../live/follow-read.ts'
+import type { PendingFollow } from '../live/live-queries.ts'
 
 /** What travels with a request made through a socket (AsyncLocalStorage, across the router). */
 export interface SocketRequest {
