@@ -195,7 +195,11 @@ for (const db of DATABASES) {
     const { app, orm } = await bareApp(t, db)
     let wrap = false
     // A body wrapped in an envelope, as some apps do for their JSON (or a compression hook would).
-    app.addHook('onSend', async (request, _reply, payload) => wrap || request.headers['x-wrap'] === '1' ? `{"data":${String(payload)}}` : payload)
+    app.addHook('onSend', async (request, reply, payload) => {
+      // And a hook that changes the status once the answer is made.
+      if (request.headers['x-status'] === '203') reply.code(203)
+      return wrap || request.headers['x-wrap'] === '1' ? `{"data":${String(payload)}}` : payload
+    })
     await app.register(blueprints, { orm })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const socket = await open(t, app)
@@ -204,6 +208,10 @@ for (const db of DATABASES) {
     t.same(wrapped.body.data.map((pet: { id: number }) => pet.id), [2, 5], 'answered as the hook made it')
     t.equal(wrapped.headers['x-blueprints-follow'], 'not-a-list')
     t.equal(wrapped.headers['x-blueprints-query'], undefined)
+    const other = await socket.request('GET', `${CATS}&follow=true`, undefined, { 'x-status': '203' })
+    t.equal(other.statusCode, 203)
+    t.equal(other.headers['x-blueprints-query'], undefined, 'an answer a hook made other than 200 is not followed')
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 })
     const answer = await socket.request('GET', `${CATS}&follow=true`)
     const query = answer.headers['x-blueprints-query']
     t.same(app.blueprints.followed(), { queries: 1, follows: 1 })
