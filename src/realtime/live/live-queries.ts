@@ -26,6 +26,7 @@ import type { Connection } from '../socket.ts'
 import type { SharedFrames } from '../transport.ts'
 import { diff, liveRecords, parsed, type LiveRecord } from './live-diff.ts'
 import { ModelQueries } from './live-index.ts'
+import { NamedRecords } from './named-records.ts'
 
 /** A socket following a query, with the request its find was (what a refresh sends again). */
 export interface Member {
@@ -109,8 +110,6 @@ class Group {
    */
   readonly silent: ReadonlySet<string>
   records: LiveRecord[]
-  /** The keys its records (and the records populated in them) have, by model identity. */
-  held = new Map<string, Set<Id>>()
   readonly members = new Map<Connection, Member>()
   /** A refresh is waiting for its turn, or running. */
   scheduled = false
@@ -139,7 +138,8 @@ export class LiveQueries {
   readonly #options: LiveOptions
   readonly #byKey = new Map<string, Group>()
   readonly #byModel = new Map<string, ModelQueries<Group>>()
-  readonly #byRecord = new Map<string, Map<Id, Set<Group>>>()
+  /** The groups by the records their results name. */
+  readonly #named = new NamedRecords<Group>()
   readonly #bySocket = new Map<Connection, Set<Group>>()
   /** Groups by the models they watch besides their records (see `Group.shown`, `Group.silent`). */
   readonly #byWatched = new Map<string, Set<Group>>()
@@ -184,7 +184,7 @@ export class LiveQueries {
         if (set === undefined) this.#byWatched.set(identity, set = new Set())
         set.add(group)
       }
-      this.#index(group, answer)
+      this.#named.file(group, group.model, answer)
       if (request.stale) this.#schedule(group)
     } else {
       this.#send(group, diff(group.id, answer, group.records), [connection])
@@ -218,7 +218,7 @@ export class LiveQueries {
     let unread: Map<ModelQueries<Group>, Unread> | undefined
     for (const item of envelope.items) {
       if (item.kind !== 'change') continue
-      const holding = this.#byRecord.get(item.model)?.get(item.id)
+      const holding = this.#named.naming(item.model, item.id)
       if (holding !== undefined) for (const group of holding) this.#schedule(group)
       const message = item.message as ChangeMessage
       const watching = this.#byWatched.get(item.model)
@@ -326,9 +326,8 @@ export class LiveQueries {
         }
         const records = liveRecords(body, group.model.primaryKey.name)
         const messages = diff(group.id, group.records, records)
-        this.#unindex(group)
         group.records = records
-        this.#index(group, records)
+        this.#named.file(group, group.model, records)
         this.#send(group, messages, group.members.keys())
       }
     /* c8 ignore start -- nothing in a run throws (a run never rejects, its body is checked); should
@@ -358,57 +357,6 @@ export class LiveQueries {
     }
   }
 
-  /** Files the keys of a group's records (and of the records populated in them). */
-  #index (group: Group, records: readonly LiveRecord[]): void {
-    const held = new Map<string, Set<Id>>()
-    const add = (identity: string, id: Id): void => {
-      let ids = held.get(identity)
-      if (ids === undefined) held.set(identity, ids = new Set())
-      ids.add(id)
-    }
-    // A record answered, and every record it names: those populated in it (and what they name in
-    // turn), and those its singular associations point at by key — a record destroyed can change
-    // a record that only names it (a foreign key set to null in the database, with no change of
-    // its own).
-    const walk = (model: Model, record: Readonly<Record<string, unknown>>): void => {
-      add(model.identity, record[model.primaryKey.name] as Id)
-      for (const { name, target } of model.singulars.values()) {
-        const value = record[name]
-        if (value === null || value === undefined) continue
-        if (typeof value === 'object') walk(target, value as Record<string, unknown>)
-        else add(target.identity, value as Id)
-      }
-      for (const { name, target } of model.collections.values()) {
-        const value = record[name]
-        if (Array.isArray(value)) for (const child of value as Array<Record<string, unknown>>) walk(target, child)
-      }
-    }
-    for (const record of records) walk(group.model, record.data)
-    group.held = held
-    for (const [identity, ids] of held) {
-      let byId = this.#byRecord.get(identity)
-      if (byId === undefined) this.#byRecord.set(identity, byId = new Map())
-      for (const id of ids) {
-        let set = byId.get(id)
-        if (set === undefined) byId.set(id, set = new Set())
-        set.add(group)
-      }
-    }
-  }
-
-  #unindex (group: Group): void {
-    for (const [identity, ids] of group.held) {
-      const byId = this.#byRecord.get(identity) as Map<Id, Set<Group>>
-      for (const id of ids) {
-        const set = byId.get(id) as Set<Group>
-        set.delete(group)
-        if (set.size === 0) byId.delete(id)
-      }
-      if (byId.size === 0) this.#byRecord.delete(identity)
-    }
-    group.held = new Map()
-  }
-
   /** A group whose refresh did not answer 200: its followers follow it no more. */
   #end (group: Group): void {
     for (const connection of group.members.keys()) this.#bySocket.get(connection)?.delete(group)
@@ -426,7 +374,7 @@ export class LiveQueries {
       set.delete(group)
       if (set.size === 0) this.#byWatched.delete(identity)
     }
-    this.#unindex(group)
+    this.#named.remove(group)
   }
 
   #done (): void {
