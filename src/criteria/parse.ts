@@ -56,10 +56,7 @@ function isEmpty (where: Record<string, unknown>): boolean {
  * @throws BP_ERR_INVALID_COUNT for anything but `true` and `false`.
  */
 export function parseCount (query: QueryString): boolean {
-  const value = query.count
-  if (value === undefined || value === 'false') return false
-  if (value === 'true') return true
-  throw new BP_ERR_INVALID_COUNT(describe(single(query, 'count')))
+  return flag(query, 'count', BP_ERR_INVALID_COUNT)
 }
 
 /**
@@ -69,10 +66,15 @@ export function parseCount (query: QueryString): boolean {
  * @throws BP_ERR_INVALID_FOLLOW for anything but `true` and `false`.
  */
 export function parseFollow (query: QueryString): boolean {
-  const value = query.follow
+  return flag(query, 'follow', BP_ERR_INVALID_FOLLOW)
+}
+
+/** A parameter that is `true` or `false` (absent: false); anything else is `invalid`'s error. */
+function flag (query: QueryString, name: string, invalid: new (value: string) => Error): boolean {
+  const value = query[name]
   if (value === undefined || value === 'false') return false
   if (value === 'true') return true
-  throw new BP_ERR_INVALID_FOLLOW(describe(single(query, 'follow')))
+  throw new invalid(describe(single(query, name)))
 }
 
 /** `select`, `omit`: comma lists, not both. */

@@ -23,7 +23,7 @@ import type { ReflectedChanges } from '../log/change-log.ts'
 import { SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { followRead, type FollowSetup } from '../live/follow-read.ts'
-import type { QueryString } from '../../criteria/parse.ts'
+import { parseFollow, type QueryString } from '../../criteria/parse.ts'
 
 /** A blueprint read route, as the tap resolves it from its `config.blueprint`. */
 export interface ReadRoute {
@@ -63,7 +63,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     }) as RouteHandlerMethod
     async function tapped (scope: SocketRequest, read: ReadRoute | undefined, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
       // A followed query run again, or a socket's find that follows its query (docs/live.md).
-      const follows = scope.refresh === true || (read?.action === 'find' && scope.raw === request.raw && (request.query as QueryString).follow === 'true')
+      const follows = scope.refresh === true || (read?.action === 'find' && scope.raw === request.raw && parseFollow(request.query as QueryString))
       if (follows) return await followed(scope, read as ReadRoute, request, reply)
       if (read !== undefined && await resumed(scope, read, request, reply)) return reply
       // With the change log, the read runs in one snapshot that tells which change sets it reflects.

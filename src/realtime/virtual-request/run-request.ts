@@ -80,9 +80,7 @@ export async function runSocketRequest (
   }
   const tooLarge = headProblem(app.server, url, headers)
   if (tooLarge !== undefined) return errorAnswer(new BP_ERR_HEADERS_TOO_LARGE(tooLarge))
-  const scope: SocketRequest = refresh === undefined
-    ? { connection, since: hub.sequence, at: hub.position }
-    : { connection, since: hub.sequence, at: hub.position, refresh }
+  const scope: SocketRequest = { connection, since: hub.sequence, at: hub.position, refresh }
   // Never rejects: the app's router answers every failure (a hold taken is let go with the answer).
   const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => {
     scope.raw = raw

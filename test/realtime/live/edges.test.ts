@@ -45,6 +45,7 @@ for (const db of DATABASES) {
       t.match(refused.body, { code: 'BP_ERR_FOLLOW_LIMIT', message: new RegExp(`at most 50 .*got ${limit}`) })
     }
     t.same(app.blueprints.followed(), { queries: 0, follows: 0 }, 'nothing followed')
+    t.match((await a.request('GET', `${CATS}&follow=yes`)).body, { statusCode: 400, code: 'BP_ERR_INVALID_FOLLOW' }, 'a wrong value over a socket too')
     const first = await a.request('GET', `${CATS}&follow=true`)
     const same = await b.request('GET', `/pet?populate=false&sort=id&where=${q({ species: 'cat' })}&follow=true`)
     t.equal(same.headers['x-blueprints-query'], first.headers['x-blueprints-query'], 'the same query from another socket, written otherwise: one group')
