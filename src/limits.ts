@@ -34,6 +34,11 @@ export interface Limits {
   readonly maxConstraints?: number
   /** Nesting of `and` / `or` inside `where`. Default 16. */
   readonly maxDepth?: number
+  /**
+   * Associations a `where` may follow, one inside another: `{ "pets": { "some": { "tags": { "some":
+   * … } } } }` follows two. Each step is a correlated `EXISTS` subquery. Default 3.
+   */
+  readonly maxRelationDepth?: number
   /** Nesting of objects and arrays in a JSON attribute's value and in a socket frame's body. Default 32. */
   readonly maxJsonDepth?: number
   /**
@@ -56,6 +61,7 @@ export const DEFAULT_LIMITS: ResolvedLimits = Object.freeze({
   maxValues: 10_000,
   maxConstraints: 256,
   maxDepth: 16,
+  maxRelationDepth: 3,
   maxJsonDepth: 32,
   maxPatternLength: 1_000
 })

@@ -122,6 +122,7 @@ const LIMITS = readonly(Type.Object({
   maxValues: Type.Optional(count(1)),
   maxConstraints: Type.Optional(count(1)),
   maxDepth: Type.Optional(count(1)),
+  maxRelationDepth: Type.Optional(count(0)),
   maxJsonDepth: Type.Optional(count(1)),
   maxPatternLength: Type.Optional(count(1))
 }, { additionalProperties: false, description: 'must be an object' }))

@@ -14,13 +14,19 @@ import type { Target, WhereNode } from './types.ts'
  * Whether a record (as the plugin answers it: dates as ISO text, 64-bit integers as text, a
  * populated singular association as an object) matches `node`. An attribute the record does not
  * carry makes its comparisons false.
+ *
+ * A relation filter needs the related records, which a record does not carry: it counts as
+ * `related` says — `false` where only a sure match may pass (what a policy lets a socket see),
+ * `true` where a record that may match is read again (a followed query's candidates). The tree has
+ * no negation outside relation filters, so the answer errs only on that side.
  */
-export function matches (node: WhereNode, record: Readonly<Record<string, unknown>>, fold: boolean): boolean {
+export function matches (node: WhereNode, record: Readonly<Record<string, unknown>>, fold: boolean, related = false): boolean {
   switch (node.kind) {
     case 'all': return true
     case 'none': return false
-    case 'and': return node.items.every(item => matches(item, record, fold))
-    case 'or': return node.items.some(item => matches(item, record, fold))
+    case 'and': return node.items.every(item => matches(item, record, fold, related))
+    case 'or': return node.items.some(item => matches(item, record, fold, related))
+    case 'related': return related
     case 'null': return (valueOf(node.target, record) === null) !== node.negate
     case 'compare': {
       const value = valueOf(node.target, record)

@@ -8,7 +8,7 @@
  */
 import { BP_ERR_ATTRIBUTE_NOT_ALLOWED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { BlueprintQuery, ModelView, Policy } from './types.ts'
+import type { BlueprintQuery, ModelView, Policy, WhereNode } from './types.ts'
 
 const HIDDEN = 'the policy does not let this request see it'
 
@@ -46,23 +46,82 @@ function hiddenNames (policy: Policy, model: Model): ((name: string) => boolean)
 export function checkVisible (
   query: Pick<BlueprintQuery, 'where' | 'whereFrom' | 'sort' | 'select' | 'populate'>, model: Model, policy: Policy, maxDepth: number
 ): void {
+  walk(query.where, model, policy, query.whereFrom === 'parameters' ? undefined : 'where', 0, maxDepth)
   const hidden = hiddenNames(policy, model)
   if (hidden === undefined) return
-  walk(query.where, hidden, query.whereFrom === 'parameters' ? undefined : 'where', 0, maxDepth)
   for (const { attribute } of query.sort) if (hidden(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', attribute, HIDDEN)
   for (const name of query.select ?? []) if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('select', name, HIDDEN)
   if (Array.isArray(query.populate)) for (const name of query.populate) if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('populate', name, HIDDEN)
 }
 
-/** The names of a where dictionary, `and` / `or` followed; `param` undefined: each key is its own parameter. */
-function walk (where: unknown, hidden: (name: string) => boolean, param: string | undefined, depth: number, maxDepth: number): void {
+/**
+ * The names of a where dictionary of `model`, `and` / `or` followed, and relation filters into the
+ * models they lead to; `param` undefined: each key is its own parameter.
+ */
+function walk (where: unknown, model: Model, policy: Policy, param: string | undefined, depth: number, maxDepth: number): void {
   // A malformed where is refused by its validation, with its own message.
   if (typeof where !== 'object' || where === null || depth > maxDepth) return
+  const hidden = hiddenNames(policy, model)
   for (const key of Object.keys(where)) {
     const value = (where as Record<string, unknown>)[key]
     if ((key === 'and' || key === 'or') && param !== undefined) {
-      if (Array.isArray(value)) for (const item of value) walk(item, hidden, param, depth + 1, maxDepth)
-    } else if (hidden(key)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param ?? key, key, HIDDEN)
+      if (Array.isArray(value)) for (const item of value) walk(item, model, policy, param, depth + 1, maxDepth)
+      continue
+    }
+    if (hidden?.(key) === true) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param ?? key, key, HIDDEN)
+    const association = model.collections.get(key) ?? model.singulars.get(key)
+    if (association === undefined || typeof value !== 'object' || value === null) continue
+    // A relation filter: its dictionaries are wheres of the target, under the target's view.
+    for (const quantifier of Object.keys(value)) {
+      if (RELATION_KEYS.has(quantifier)) walk((value as Record<string, unknown>)[quantifier], association.target, policy, param ?? key, depth + 1, maxDepth)
+    }
+  }
+}
+
+const RELATION_KEYS = new Set(['some', 'none', 'every', 'is', 'isNot'])
+
+/**
+ * The models a where dictionary of `model` leads to through relation filters (`model` itself left
+ * out unless a filter leads back to it), `and` / `or` followed up to `maxDepth`: the models whose
+ * views the request needs besides its route's.
+ */
+export function reachedModels (where: unknown, model: Model, maxDepth: number, into = new Set<Model>(), depth = 0): Set<Model> {
+  if (typeof where !== 'object' || where === null || depth > maxDepth) return into
+  for (const key of Object.keys(where)) {
+    const value = (where as Record<string, unknown>)[key]
+    if (key === 'and' || key === 'or') {
+      if (Array.isArray(value)) for (const item of value) reachedModels(item, model, maxDepth, into, depth + 1)
+      continue
+    }
+    const association = model.collections.get(key) ?? model.singulars.get(key)
+    if (association === undefined || typeof value !== 'object' || value === null) continue
+    for (const quantifier of Object.keys(value)) {
+      if (!RELATION_KEYS.has(quantifier)) continue
+      into.add(association.target)
+      reachedModels((value as Record<string, unknown>)[quantifier], association.target, maxDepth, into, depth + 1)
+    }
+  }
+  return into
+}
+
+/**
+ * `where` with each relation filter narrowed to the related records `policy` lets the request see
+ * (`RelatedNode.view`): a record it hides never makes another match, at any depth. The views' own
+ * conditions are the app's, taken as they are.
+ */
+export function viewedWhere (where: WhereNode, policy: Policy): WhereNode {
+  switch (where.kind) {
+    case 'and':
+    case 'or': {
+      const items = where.items.map(item => viewedWhere(item, policy))
+      return items.every((item, i) => item === where.items[i]) ? where : { kind: where.kind, items }
+    }
+    case 'related': {
+      const view = policy.view(where.association.target).where
+      return { ...where, where: viewedWhere(where.where, policy), view: view.kind === 'all' ? undefined : view }
+    }
+    default:
+      return where
   }
 }
 

@@ -6,7 +6,7 @@
  * @module
  */
 import type { PatternToken } from './like.ts'
-import type { Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
+import type { Association, Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 
 /** A sort direction. */
 export type SortDirection = 'ASC' | 'DESC'
@@ -53,6 +53,31 @@ export type WhereNode =
   | { readonly kind: 'null', readonly target: Target, readonly negate: boolean }
   | { readonly kind: 'in', readonly target: Target, readonly negate: boolean, readonly values: readonly unknown[] }
   | { readonly kind: 'match', readonly target: Target, readonly tokens: readonly PatternToken[] }
+  | RelatedNode
+
+/**
+ * How a relation filter quantifies over the related records: on a collection, `some` (at least one
+ * child matches), `none` (no child matches), `every` (no child fails; true without children); on a
+ * singular association, `is` (the record it points at matches) and `isNot` (it points at none, or
+ * at one that does not match).
+ */
+export type Quantifier = 'some' | 'none' | 'every' | 'is' | 'isNot'
+
+/** A filter on the records an association of `model` leads to (docs/criteria.md, "Related records"). */
+export interface RelatedNode {
+  readonly kind: 'related'
+  /** The model whose records the filter chooses. */
+  readonly model: Model
+  readonly association: Association
+  readonly quantifier: Quantifier
+  /** What a related record must match (on the association's target). */
+  readonly where: WhereNode
+  /**
+   * The related records a policy lets the request see (set by the reader, see `viewedWhere`): a
+   * record it hides never counts, as if it did not exist.
+   */
+  readonly view?: WhereNode
+}
 
 /** A column that a filter or a sort key reads, with the type of its values. */
 export interface Target {

@@ -10,12 +10,12 @@ import {
 } from '../errors.ts'
 import { didYouMean } from '../did-you-mean.ts'
 import type { ResolvedLimits } from '../limits.ts'
-import type { Model } from '../models/model.ts'
+import type { Association, Model } from '../models/model.ts'
 import { INVALID, coerce, describe, invalidReason, textProblem } from '../models/values.ts'
 import type { PatternToken } from './like.ts'
 import { likeTokens } from './like.ts'
 import { MODIFIERS, RETIRED_MODIFIERS, has } from './operators.ts'
-import type { Target, WhereNode } from './types.ts'
+import type { Quantifier, Target, WhereNode } from './types.ts'
 
 /**
  * Longest text of `contains`, `startsWith`, `endsWith` and `like`: SQLite refuses patterns above
@@ -38,6 +38,14 @@ interface Scope {
    * `limits.maxPatternLength`). Shared by every part of it.
    */
   readonly counts: { constraints: number, values: number, patternLength: number }
+  /** Relation filters this dictionary is inside (see `limits.maxRelationDepth`). */
+  readonly related: number
+}
+
+/** The quantifiers of a relation filter, by the kind of association they follow. */
+const QUANTIFIERS: Readonly<Record<'collection' | 'singular', readonly Quantifier[]>> = {
+  collection: ['some', 'none', 'every'],
+  singular: ['is', 'isNot']
 }
 
 /**
@@ -51,7 +59,7 @@ interface Scope {
  * BP_ERR_LIMIT_EXCEEDED beyond `limits` (constraints, `and`/`or` depth, values of `in`).
  */
 export function buildWhere (model: Model, where: unknown, limits: ResolvedLimits, param = 'where', fromParameters = false): WhereNode {
-  return dictionary({ model, param, limits, counts: { constraints: 0, values: 0, patternLength: 0 } }, where, 0, fromParameters)
+  return dictionary({ model, param, limits, counts: { constraints: 0, values: 0, patternLength: 0 }, related: 0 }, where, 0, fromParameters)
 }
 
 /** Counts one more constraint against the limit. */
@@ -72,7 +80,9 @@ export function targetOf (model: Model, name: string, param: string): Target {
     return { name, column: singular.column, type: targetPk.type, integer: targetPk.integer, nullable: singular.nullable, key: targetPk.name }
   }
   if (model.collections.has(name)) {
-    throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, `it is a collection of ${model.identity}; collections cannot be filtered or sorted`)
+    throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, param === 'sort'
+      ? `it is a collection of ${model.identity}; collections cannot be sorted by`
+      : `it is a collection of ${model.identity}; filter by its records with \`some\`, \`none\` or \`every\``)
   }
   throw new BP_ERR_UNKNOWN_ATTRIBUTE(param, name, model.identity,
     didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
@@ -88,7 +98,7 @@ function dictionary (scope: Scope, where: unknown, depth: number, named = false)
   for (const key of Object.keys(where)) {
     const value = (where as Record<string, unknown>)[key]
     if (key === 'and' || key === 'or') items.push(predicate(scope, key, value, depth))
-    else items.push(constraint(named ? { ...scope, param: key } : scope, key, value))
+    else items.push(constraint(named ? { ...scope, param: key } : scope, key, value, depth))
   }
   return combine('and', items)
 }
@@ -112,7 +122,15 @@ export function combine (kind: 'and' | 'or', nodes: WhereNode[]): WhereNode {
   return kept.length === 1 ? kept[0] : { kind, items: kept }
 }
 
-function constraint (scope: Scope, name: string, value: unknown): WhereNode {
+function constraint (scope: Scope, name: string, value: unknown, depth: number): WhereNode {
+  const collection = scope.model.collections.get(name)
+  if (collection !== undefined && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    return quantified(scope, collection, value as Record<string, unknown>, depth)
+  }
+  const singular = scope.model.singulars.get(name)
+  if (singular !== undefined && typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).some(isSingularQuantifier)) {
+    return quantified(scope, singular, value as Record<string, unknown>, depth)
+  }
   const target = targetOf(scope.model, name, scope.param)
   counted(scope)
   if (value === null) return { kind: 'null', target, negate: false }
@@ -125,6 +143,55 @@ function constraint (scope: Scope, name: string, value: unknown): WhereNode {
     return combine('and', modifiers.map(modifier => modified(scope, target, modifier, (value as Record<string, unknown>)[modifier])))
   }
   return compare(target, '=', scalar(scope, target, value))
+}
+
+function isSingularQuantifier (key: string): boolean {
+  return key === 'is' || key === 'isNot'
+}
+
+/**
+ * A relation filter: `{ "pets": { "some": {…} } }` on a collection (`some`, `none`, `every`),
+ * `{ "owner": { "is": {…} } }` on a singular association (`is`, `isNot`), each quantifier a
+ * constraint of its own, the dictionary it holds a `where` of the association's target.
+ */
+function quantified (scope: Scope, association: Association, value: Record<string, unknown>, depth: number): WhereNode {
+  const allowed = QUANTIFIERS[association.kind]
+  const keys = Object.keys(value)
+  const described = allowed.map(q => `\`${q}\``).join(', ')
+  if (keys.length === 0) throw new BP_ERR_INVALID_WHERE(`the constraint on \`${association.name}\` is an empty dictionary (use ${described})`)
+  const items: WhereNode[] = []
+  for (const key of keys) {
+    if (!(allowed as readonly string[]).includes(key)) {
+      if (association.kind === 'collection') {
+        throw new BP_ERR_UNKNOWN_MODIFIER(key, association.name, didYouMean(key, allowed) || `; a collection is filtered with ${described}`)
+      }
+      // `{ "owner": { "is": …, ">": 3 } }`: a key's modifiers and a relation filter do not mix.
+      throw new BP_ERR_INVALID_WHERE(`the constraint on \`${association.name}\` mixes ${described} with \`${key}\`; put them in an \`and\``)
+    }
+    counted(scope)
+    if (scope.related >= scope.limits.maxRelationDepth) {
+      throw new BP_ERR_LIMIT_EXCEEDED(scope.param, scope.limits.maxRelationDepth === 0
+        ? 'relation filters are turned off (limits.maxRelationDepth is 0)'
+        : `relation filters are nested deeper than ${scope.limits.maxRelationDepth} associations`)
+    }
+    const inner = value[key]
+    if (typeof inner !== 'object' || inner === null || Array.isArray(inner)) {
+      throw new BP_ERR_INVALID_WHERE(`\`${key}\` on \`${association.name}\` takes a dictionary of constraints on ${association.target.identity}, ` +
+        `got ${describe(inner)}`)
+    }
+    const where = dictionary({ ...scope, model: association.target, related: scope.related + 1 }, inner, depth + 1)
+    items.push(relation(scope.model, association, key as Quantifier, where))
+  }
+  return combine('and', items)
+}
+
+/** A relation filter, folded where its inner `where` decides it whatever the related records. */
+function relation (model: Model, association: Association, quantifier: Quantifier, where: WhereNode): WhereNode {
+  // No record matches: `some` / `is` match nothing, `none` / `isNot` everything.
+  if (where.kind === 'none' && quantifier !== 'every') return quantifier === 'some' || quantifier === 'is' ? NONE : ALL
+  // Every record matches: `every` holds, `none` means "no related record".
+  if (where.kind === 'all' && quantifier === 'every') return ALL
+  return { kind: 'related', model, association, quantifier, where }
 }
 
 /**

@@ -9,7 +9,7 @@
  * @module
  */
 import type { FastifyRequest } from 'fastify'
-import { checkVisible } from '../criteria/policy.ts'
+import { checkVisible, reachedModels } from '../criteria/policy.ts'
 import type { BlueprintQuery, ModelView, Policy } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import { buildWhere } from '../criteria/where.ts'
@@ -95,8 +95,20 @@ export async function checked (
   input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: RouteQuery, policy: Policy
 ): Promise<BlueprintQuery> {
   const { bounds } = input.ctx
+  // Relation filters reach models past the route's neighbourhood: their views are resolved too
+  // (the client's, to check what it names; the hook's answer, whose filters the reader narrows).
+  await policyOf(input, request, context.action, reached(query.where, context.model, bounds.limits.maxDepth))
   checkVisible(query, context.model, policy, bounds.limits.maxDepth)
-  return await customise(input, request, query, context)
+  const customised = await customise(input, request, query, context)
+  await policyOf(input, request, context.action, reached(customised.where, context.model, bounds.limits.maxDepth))
+  return customised
+}
+
+/** The models a where's relation filters reach, with their neighbourhoods (what checking their names reads). */
+function reached (where: unknown, model: Model, maxDepth: number): Set<Model> {
+  const models = new Set<Model>()
+  for (const target of reachedModels(where, model, maxDepth)) for (const near of neighbourhood(target)) models.add(near)
+  return models
 }
 
 /** Runs the app's parseBlueprintOptions hook on a query (there is one). */

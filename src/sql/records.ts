@@ -5,7 +5,7 @@
  * @module
  */
 import { sql } from 'kysely'
-import { hidesLink } from '../criteria/policy.ts'
+import { hidesLink, viewedWhere } from '../criteria/policy.ts'
 import type { Criteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
 import { PLAIN_READ, type ReadOptions } from './read-options.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
@@ -116,7 +116,7 @@ export class RecordLoader {
    * the request (it runs only when a request asks for it).
    */
   async count (run: Executor, model: Model, criteria: Criteria, policy: Policy | undefined): Promise<number> {
-    if (policy !== undefined) criteria = { ...criteria, where: within(criteria.where, policy.view(model).where) }
+    if (policy !== undefined) criteria = { ...criteria, where: within(viewedWhere(criteria.where, policy), policy.view(model).where) }
     if (criteria.where.kind === 'none') return 0
     const filter = criteria.where.kind === 'all' ? NOTHING : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive)}`
     const [row] = await run(this.#dialect.statement(sql`SELECT count(*) AS n FROM ${table(model)} AS t${filter}`))
@@ -153,7 +153,8 @@ export class RecordLoader {
   #viewed<C extends ChildCriteria> (model: Model, criteria: C, policy: Policy): C {
     const view = policy.view(model)
     const hidden = (association: CollectionAssociation): boolean => hidesLink(association, policy.view(association.target))
-    return { ...criteria, where: within(criteria.where, view.where), projection: this.#projections.viewed(criteria.projection, view, hidden) }
+      const projection = this.#projections.viewed(criteria.projection, view, hidden)
+    return { ...criteria, where: within(viewedWhere(criteria.where, policy), view.where), projection }
   }
 }
 

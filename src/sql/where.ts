@@ -6,9 +6,10 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { Target, WhereNode } from '../criteria/types.ts'
+import type { RelatedNode, Target, WhereNode } from '../criteria/types.ts'
 import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
+import { table } from './rows.ts'
 import { Slot, type Sql } from './statement.ts'
 
 const TRUE = sql`1=1`
@@ -56,7 +57,25 @@ export function shapeOf (node: WhereNode, dialect: Dialect, fold: boolean, shape
     case 'match':
       shape.key += `~${targetKey(node.target)}`
       shape.values.push(dialect.pattern(node.tokens, fold))
+      return
+    case 'related':
+      shape.key += `R${node.quantifier}${relationKey(node)}(`
+      if (node.view !== undefined) {
+        shape.key += 'v'
+        shapeOf(node.view, dialect, fold, shape)
+      }
+      shapeOf(node.where, dialect, fold, shape)
+      shape.key += ')'
   }
+}
+
+/** What the SQL of a relation filter's link depends on: the tables and columns it joins. */
+function relationKey ({ model, association }: RelatedNode): string {
+  const target = association.target
+  const link = association.kind === 'singular'
+    ? [association.column]
+    : [association.relation, association.parentColumn, association.pivotTable ?? '', association.childColumn ?? '']
+  return JSON.stringify([model.primaryKey.column, target.schema ?? '', target.table, target.primaryKey.column, ...link])
 }
 
 /** What the SQL of a condition on `target` depends on: its column, type and nullability. */
@@ -106,7 +125,43 @@ export function where (node: WhereNode, alias: string, dialect: Dialect, fold: b
     }
     case 'match':
       return dialect.match(dialect.cache.column(alias, node.target), slots === undefined ? dialect.pattern(node.tokens, fold) : new Slot(slots.next++), fold)
+    case 'related':
+      return related(node, alias, dialect, fold, slots)
   }
+}
+
+/**
+ * A relation filter as a correlated `EXISTS` on the related table, joined by its key (an index
+ * lookup per row where the foreign key is indexed): `some` / `is` — a related record matches;
+ * `none` / `isNot` — none does; `every` — none fails to (a condition that is unknown for a row, a
+ * comparison with null, fails, as the matcher reads it). The related records are those the view
+ * shows, if any (`RelatedNode.view`). Aliases grow with the depth (`t`, `tr`, `trr`, …).
+ */
+function related (node: RelatedNode, alias: string, dialect: Dialect, fold: boolean, slots: { next: number } | undefined): Sql {
+  const { association, model } = node
+  const target = association.target
+  const inner = `${alias}r`
+  const innerKey = dialect.cache.column(inner, target.primaryKey)
+  let from: Sql
+  let link: Sql
+  if (association.kind === 'singular') {
+    from = sql`${table(target)} AS ${sql.id(inner)}`
+    link = sql`${innerKey} = ${dialect.cache.column(alias, association)}`
+  } else if (association.relation === '1:m') {
+    from = sql`${table(target)} AS ${sql.id(inner)}`
+    link = sql`${sql.id(inner, association.parentColumn)} = ${dialect.cache.column(alias, model.primaryKey)}`
+  } else {
+    const pivot = `${inner}j`
+    const linked = sql`${innerKey} = ${sql.id(pivot, association.childColumn as string)}`
+    from = sql`${sql.id(association.pivotTable as string)} AS ${sql.id(pivot)} JOIN ${table(target)} AS ${sql.id(inner)} ON ${linked}`
+    link = sql`${sql.id(pivot, association.parentColumn)} = ${dialect.cache.column(alias, model.primaryKey)}`
+  }
+  const conditions = [link]
+  if (node.view !== undefined) conditions.push(where(node.view, inner, dialect, fold, slots))
+  if (node.quantifier === 'every') conditions.push(sql`NOT COALESCE(${where(node.where, inner, dialect, fold, slots)}, 1=0)`)
+  else if (node.where.kind !== 'all') conditions.push(where(node.where, inner, dialect, fold, slots))
+  const exists = sql`EXISTS (SELECT 1 FROM ${from} WHERE ${sql.join(conditions, sql` AND `)})`
+  return node.quantifier === 'some' || node.quantifier === 'is' ? exists : sql`NOT ${exists}`
 }
 
 /**
