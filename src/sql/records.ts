@@ -153,7 +153,7 @@ export class RecordLoader {
   #viewed<C extends ChildCriteria> (model: Model, criteria: C, policy: Policy): C {
     const view = policy.view(model)
     const hidden = (association: CollectionAssociation): boolean => hidesLink(association, policy.view(association.target))
-      const projection = this.#projections.viewed(criteria.projection, view, hidden)
+    const projection = this.#projections.viewed(criteria.projection, view, hidden)
     return { ...criteria, where: within(viewedWhere(criteria.where, policy), view.where), projection }
   }
 }

@@ -60,9 +60,11 @@ for (const db of DATABASES) {
     dogs.close()
 
     // A reconnect reads the query again, with what changed meanwhile.
+    // (Listened for before the sockets go: the client may be back before the write is answered.)
+    const reopened = new Promise<void>(resolve => { const off = client.onStatus(status => { if (status === 'open') { off(); resolve() } }) })
     for (const socket of sockets) socket.destroy()
     await app.inject({ method: 'PATCH', url: '/pet/4', payload: { species: 'cat' } })
-    await deadline(new Promise<void>(resolve => { const off = client.onStatus(status => { if (status === 'open') { off(); resolve() } }) }), 5000, 'the reconnect')
+    await deadline(reopened, 5000, 'the reconnect')
     await caughtUp(app, client)
     t.same(cats.records.map(pet => pet.id), [created.json().id, 4, 5], 'Fido became a cat while the client was away')
     t.same(seen.at(-1)?.verbs, [], 'the fresh answer replaced the records')

@@ -50,7 +50,8 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
   const view = connection.views.get(model.identity)
   const where: WhereNode = view === undefined ? criteria.where : { kind: 'and', items: [criteria.where, view.where] }
   const fields = new Set<string>()
-  collect(where, fields)
+  const related = new Set<string>()
+  collect(where, fields, related)
   for (const { target } of criteria.sort) fields.add(target.name)
   // The populated models whose records the socket's views filter, with what those views read.
   const shown = new Map<string, Set<string>>()
@@ -58,10 +59,13 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
     const filter = connection.views.get(association.target.identity)?.where
     if (filter === undefined || filter.kind === 'all') continue
     const read = new Set<string>()
-    collect(filter, read)
+    collect(filter, read, related)
     shown.set(association.target.identity, read)
   }
-  const views = [...models].map(each => [each.identity, connection.views.get(each.identity)])
+  const views = [...models].map(each => {
+    const view = connection.views.get(each.identity)
+    return [each.identity, view === undefined ? undefined : { where: named(view.where), fields: view.fields }]
+  })
   const { whereFrom: _from, ...ran } = query
   const headers: Record<string, unknown> = { ...request.headers }
   delete headers[RESUME_HEADER]
@@ -74,7 +78,7 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
   // What the socket is told from its joining on waits for the answer (see `Connection.hold`).
   connection.hold()
   scope.holds = (scope.holds ?? 0) + 1
-  scope.follow = { model, key, where, fields: [...fields], shown, member: { connection, url: request.url, headers } }
+  scope.follow = { model, key, where, fields: [...fields], shown, related, member: { connection, url: request.url, headers } }
 }
 
 /**
@@ -101,10 +105,30 @@ export function joinGroup<A extends Answered> (hub: Hub, scope: SocketRequest, a
 /** The value of `x-blueprints-follow` for an answer that is no JSON list of records. */
 export const NOT_A_LIST = 'not-a-list'
 
-/** The names of the attributes a filter reads. */
-function collect (node: WhereNode, names: Set<string>): void {
-  if ('items' in node) for (const item of node.items) collect(item, names)
-  else if ('target' in node) names.add(node.target.name)
+/**
+ * The names of the attributes of its model a filter reads (into `names`), and the models its
+ * relation filters lead to, or whose many-to-many links they read (into `related`).
+ */
+function collect (node: WhereNode, names: Set<string> | undefined, related: Set<string>): void {
+  if (node.kind === 'and' || node.kind === 'or') for (const item of node.items) collect(item, names, related)
+  else if (node.kind === 'related') {
+    const { association } = node
+    // A singular association's filter reads its key; a many-to-many one the pivot's rows, which
+    // change with links (`addedTo` / `removedFrom` of the model).
+    if (association.kind === 'singular') names?.add(association.name)
+    else if (association.relation === 'm:n') related.add(node.model.identity)
+    related.add(association.target.identity)
+    collect(node.where, undefined, related)
+  } else if ('target' in node) names?.add(node.target.name)
+}
+
+/** A filter as a group's key holds it: a relation filter's model and association (the registry's objects) by name. */
+function named (node: WhereNode): unknown {
+  if (node.kind === 'and' || node.kind === 'or') return { kind: node.kind, items: node.items.map(named) }
+  if (node.kind !== 'related') return node
+  // (A view's own filters carry no view of their own.)
+  const { model, association, where, ...rest } = node
+  return { ...rest, model: model.identity, association: association.name, where: named(where) }
 }
 
 /**

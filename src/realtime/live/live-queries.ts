@@ -82,6 +82,12 @@ export interface FollowRequest {
    * the attributes that view reads: a change to one can show or hide a populated record.
    */
   readonly shown: ReadonlyMap<string, ReadonlySet<string>>
+  /**
+   * The models whose records its relation filters (the query's, or a view's) lead to, and the
+   * models whose many-to-many links they read: the matcher cannot tell whether a change to one
+   * moves a record in or out, so any change to one runs the query again.
+   */
+  readonly related: ReadonlySet<string>
   readonly member: Member
   /** The find's answer, parsed. */
   readonly answer: readonly unknown[]
@@ -103,6 +109,7 @@ class Group {
   readonly where: WhereNode
   readonly fields: readonly string[]
   readonly shown: ReadonlyMap<string, ReadonlySet<string>>
+  readonly related: ReadonlySet<string>
   /**
    * The models that singular associations its `where` or `sort` reads point at without a
    * collection back: destroying one of their records sets those keys to null in the database, and
@@ -125,6 +132,7 @@ class Group {
     this.where = request.where
     this.fields = request.fields
     this.shown = request.shown
+    this.related = request.related
     this.silent = new Set(request.fields.flatMap(name => {
       const association = request.model.singulars.get(name)
       return association !== undefined && association.via === undefined ? [association.target.identity] : []
@@ -242,16 +250,17 @@ export class LiveQueries {
   }
 
   /**
-   * Schedules the groups that watch a change's model besides their records: those whose populated
+   * Schedules the groups that watch a change's model besides their records: those whose relation
+   * filters lead to it (any change), those whose populated
    * records of it a policy view filters, when an attribute that view reads changed; those whose
    * `where` or `sort` reads a key that its destruction set to null without a change.
    */
   #tryWatching (watching: ReadonlySet<Group>, identity: string, message: ChangeMessage): void {
     for (const group of watching) {
       const read = group.shown.get(identity)
-      const concerned = message.verb === 'destroyed'
+      const concerned = group.related.has(identity) || (message.verb === 'destroyed'
         ? group.silent.has(identity)
-        : read !== undefined && message.verb === 'updated' && Object.keys(message.data).some(name => read.has(name))
+        : read !== undefined && message.verb === 'updated' && Object.keys(message.data).some(name => read.has(name)))
       if (concerned) this.#schedule(group)
     }
   }
@@ -265,7 +274,8 @@ export class LiveQueries {
   /** Schedules the groups whose `where` a record matches. */
   #tryOn (queries: ModelQueries<Group>, record: Readonly<Record<string, unknown>>): void {
     for (const group of queries.candidates(record)) {
-      if (matches(group.where, record, this.#options.fold)) this.#schedule(group)
+      // A relation filter may match (the related records are not at hand): the query runs again.
+      if (matches(group.where, record, this.#options.fold, true)) this.#schedule(group)
     }
   }
 
@@ -385,7 +395,7 @@ export class LiveQueries {
   }
 }
 
-/** The models a group watches besides its records (see `Group.shown` and `Group.silent`). */
+/** The models a group watches besides its records (see `Group.shown`, `Group.silent` and `Group.related`). */
 function watchedBy (group: Group): Set<string> {
-  return new Set([...group.shown.keys(), ...group.silent])
+  return new Set([...group.shown.keys(), ...group.silent, ...group.related])
 }

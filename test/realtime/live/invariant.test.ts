@@ -3,7 +3,7 @@
 // chains — a follower's initial answer with the messages it then heard applied equals the same
 // find run again: the same records, in the same order, with the same populated values. Followers
 // of several kinds of query (where-only, sorted pages with limit and skip, populated, selected,
-// under a policy) on both endpoints; every message applies (a `left` names a record the follower
+// relation filters of every kind of association, nested, under a policy) on both endpoints; every message applies (a `left` names a record the follower
 // holds, an `entered` one it does not); a policy's hidden records never enter. On both databases.
 // 10 runs of up to 30 writes per case; BLUEPRINTS_LIVE_RUNS=<n> runs that many.
 import t from 'tap'
@@ -53,7 +53,13 @@ const FOLLOWERS: Follower[] = [
   { name: 'owned pets under a policy that hides fish', via: 'ws', url: `/pet?where=${q({ owner: { '!=': null } })}&sort=id%20DESC&limit=5`, headers: { 'x-viewer': 'limited' } },
   { name: 'older users by age, selected', via: 'sails', url: `/user?where=${q({ age: { '>': 30 } })}&sort=age%20DESC&limit=4&select=name,age` },
   { name: 'active users, everything populated', via: 'sails', url: `/user?where=${q({ active: true })}&sort=id%20DESC&limit=5` },
-  { name: 'users without a best pet (a key no collection points back at)', via: 'ws', url: `/user?where=${q({ bestPet: null })}&populate=false&sort=id&select=name,bestPet&limit=1000` }
+  { name: 'users without a best pet (a key no collection points back at)', via: 'ws', url: `/user?where=${q({ bestPet: null })}&populate=false&sort=id&select=name,bestPet&limit=1000` },
+  // relation filters: one-to-many, many-to-many, singular, nested, under a policy
+  { name: 'users with a cat', via: 'ws', url: `/user?where=${q({ pets: { some: { species: 'cat' } } })}&populate=false&limit=1000` },
+  { name: 'pets of active owners, by name, page 1', via: 'sails', url: `/pet?where=${q({ owner: { is: { active: true } } })}&sort=name%20ASC&limit=4` },
+  { name: 'users without the admin tag whose pets are all dogs', via: 'ws', url: `/user?where=${q({ tags: { none: { slug: 'admin' } }, pets: { every: { species: 'dog' } } })}&populate=false&select=name&limit=1000` },
+  { name: 'pets whose owner has the vip tag or a best pet that is a fish', via: 'ws', url: `/pet?where=${q({ owner: { is: { or: [{ tags: { some: { slug: 'vip' } } }, { bestPet: { is: { species: 'fish' } } }] } } })}&populate=false&limit=1000` },
+  { name: 'users with a pet they may see, under a policy', via: 'ws', url: `/user?where=${q({ pets: { some: {} } })}&sort=id%20DESC&limit=6&populate=false`, headers: { 'x-viewer': 'limited' } }
 ]
 
 /** The policy: a request with `x-viewer: limited` sees no fish, and only active users, without their `meta`. */
