@@ -44,6 +44,8 @@ interface PetAnswer { id: number, name: string, species: string, owner: UserJson
 interface Store {
   users (limit: number, populate: boolean): Promise<UserJson[]>
   user (id: number, populate: boolean): Promise<UserJson | undefined>
+  /** Users (no population) who own a pet of `species`, by id. */
+  usersWithPet (species: string, limit: number): Promise<UserJson[]>
   /** Pets of a species whose name starts with `prefix` (case-sensitive), by name then id. */
   pets (species: string, prefix: string, limit: number): Promise<PetJson[]>
   add (pet: number, tag: number): Promise<PetAnswer>
@@ -143,6 +145,7 @@ export function baselinePoolConfig (connection: pg.ClientConfig): pg.PoolConfig 
 const PG = {
   usersPopulated: `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id ORDER BY u.id LIMIT $1`,
   usersFlat: `SELECT ${USER_COLUMNS} FROM "user" u ORDER BY u.id LIMIT $1`,
+  usersWithPet: `SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT FROM pet p WHERE p.owner_id = u.id AND p.species = $1) ORDER BY u.id LIMIT $2`,
   userPopulated: `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = $1`,
   userFlat: `SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id = $1`,
   petsOfUsers: `SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id = ANY($1::int[]) ORDER BY p.owner_id, p.id`,
@@ -190,6 +193,9 @@ function postgresStore (pool: pg.Pool): Store {
       const petsOf = group(await run('petsOfUsers', [users.map(r => r[0])]), 3)
       return users.map(r => populated(r, petsOf.get(r[0]) ?? []))
     },
+    async usersWithPet (species, limit) {
+      return (await run('usersWithPet', [species, limit])).map(r => user(r))
+    },
     async user (id, populate) {
       if (!populate) {
         const [row] = await run('userFlat', [id])
@@ -223,6 +229,7 @@ function sqliteStore (db: SqliteDatabase): Store {
   const s = {
     usersPopulated: prepare(`SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id ORDER BY u.id LIMIT ?`),
     usersFlat: prepare(`SELECT ${USER_COLUMNS} FROM "user" u ORDER BY u.id LIMIT ?`),
+    usersWithPet: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT 1 FROM pet p WHERE p.owner_id = u.id AND p.species = ?) ORDER BY u.id LIMIT ?`),
     userPopulated: prepare(`SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = ?`),
     userFlat: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id = ?`),
     petsOfUsers: prepare(`SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id IN (SELECT value FROM json_each(?)) ORDER BY p.owner_id, p.id`),
@@ -258,6 +265,9 @@ function sqliteStore (db: SqliteDatabase): Store {
       if (users.length === 0) return []
       const petsOf = group(s.petsOfUsers.all(JSON.stringify(users.map(r => r[0]))) as RawRow[], 3)
       return users.map(r => populated(r, petsOf.get(r[0]) ?? []))
+    },
+    async usersWithPet (species, limit) {
+      return (s.usersWithPet.all(species, limit) as RawRow[]).map(r => user(r))
     },
     async user (id, populate) {
       const row = (populate ? s.userPopulated : s.userFlat).get(id) as RawRow | undefined
@@ -323,6 +333,21 @@ function speciesAndPrefix (raw: unknown): { species: string, prefix: string } {
   return { species: where.species, prefix: where.name.startsWith }
 }
 
+/** The one filter of users this app supports: `{"pets": {"some": {"species": "..."}}}`. */
+function petSpecies (raw: unknown): string {
+  let where: any
+  try {
+    where = JSON.parse(String(raw))
+  } catch {
+    throw badRequest('where must be JSON')
+  }
+  const some = where?.pets?.some
+  if (Object.keys(where).length !== 1 || Object.keys(where.pets).length !== 1 || typeof some?.species !== 'string' || Object.keys(some).length !== 1) {
+    throw badRequest('where must be {"pets": {"some": {"species": string}}}')
+  }
+  return some.species
+}
+
 // Response schemas: the exact shapes of the answers, for fast-json-stringify.
 const nullable = (type: string): object => ({ type: [type, 'null'] })
 const orNull = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] })
@@ -348,6 +373,10 @@ const petTag = { params: { type: 'object', properties: { id: ID, fk: ID }, requi
 function routes (store: Store): FastifyInstance {
   const app = Fastify()
   app.get<{ Querystring: Query }>('/user', async (request, reply) => {
+    if (request.query.where !== undefined) {
+      if (populateOf(request.query)) throw badRequest('a where needs populate=false')
+      return sendJson(reply, USERS, await store.usersWithPet(petSpecies(request.query.where), limitOf(request.query)))
+    }
     const populate = populateOf(request.query)
     const users = await store.users(limitOf(request.query), populate)
     return sendJson(reply, populate ? POPULATED_USERS : USERS, users)

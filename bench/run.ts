@@ -348,6 +348,7 @@ const replace = write({
 })
 
 const CATS_B = encodeURIComponent(JSON.stringify({ species: 'cat', name: { startsWith: 'b' } }))
+const CAT_OWNERS = encodeURIComponent(JSON.stringify({ pets: { some: { species: 'cat' } } }))
 const WORKLOADS: Workload[] = [
   fixedRead('a', 'GET /user?limit=30 (default populate: bestPet object, pets ≤ 30 each)', '/user?limit=30'),
   fixedRead('b', 'GET /user?limit=30&populate=false', '/user?limit=30&populate=false'),
@@ -355,7 +356,8 @@ const WORKLOADS: Workload[] = [
   rotatingRead('d', 'GET /user/:id (default populate; ids rotating over all users)', ''),
   rotatingRead('e', 'GET /user/:id?populate=false (ids rotating over all users)', '?populate=false'),
   toggle,
-  replace
+  replace,
+  fixedRead('h', 'GET /user?where={"pets":{"some":{"species":"cat"}}}&limit=30&populate=false (users with a cat: a relation filter)', `/user?where=${CAT_OWNERS}&limit=30&populate=false`)
 ].filter(w => ONLY === undefined || ONLY.includes(w.key))
 
 // Everything is bounded: a run that takes far longer than it should is stopped.

@@ -13,8 +13,9 @@
 //
 // Schema: the DDL MikroORM's schema generator writes for bench/entities.ts (table and column
 // names, types: timestamptz on PostgreSQL, epoch milliseconds and 0/1 booleans on SQLite), plus
-// the indexes a real app would have for these queries: pet(owner_id) on PostgreSQL (MikroORM
-// creates foreign-key indexes on SQLite only), and pet(species, name, id) for the filtered query,
+// the indexes a real app would have for these queries: pet(owner_id) and pet_tags(tag_id) on
+// PostgreSQL (MikroORM creates foreign-key indexes on SQLite only; pet_tags(pet_id) is the first
+// column of its primary key), and pet(species, name, id) for the filtered query,
 // with the "C" collation on PostgreSQL since both contenders sort strings by code point.
 //
 // Seeding: PostgreSQL by `unnest` of arrays, 10 000 rows a statement, on one connection (bench/run.ts
@@ -165,6 +166,7 @@ const PG_AFTER = `
   alter table "pet_tags" add constraint "pet_tags_pet_id_foreign" foreign key ("pet_id") references "pet" ("id") on update cascade on delete cascade;
   alter table "pet_tags" add constraint "pet_tags_tag_id_foreign" foreign key ("tag_id") references "tag" ("id") on update cascade on delete cascade;
   create index "pet_owner_id_index" on "pet" ("owner_id");
+  create index "pet_tags_tag_id_index" on "pet_tags" ("tag_id");
   create index "pet_species_name_index" on "pet" ("species", "name" collate "C", "id");
   select setval('tag_id_seq', ${TAGS}), setval('user_id_seq', ${USERS}), setval('pet_id_seq', ${PETS});`
 
