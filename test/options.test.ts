@@ -44,6 +44,7 @@ t.test('invalid options are refused at registration with a coded error', async t
     [{ orm, limits: 5 }, /`limits` must be an object/],
     [{ orm, limits: { maxValue: 5 } }, /unknown option `limits.maxValue` \(did you mean `maxValues`\?\)/],
     [{ orm, limits: { maxDepth: 0 } }, /`limits.maxDepth` must be a whole number from 1 up/],
+    [{ orm, limits: { maxRelationDepth: -1 } }, /`limits.maxRelationDepth` must be a whole number from 0 up/],
     [{ orm, limits: { maxJsonDepth: 2.5 } }, /`limits.maxJsonDepth`/],
     [{ orm, hooks: 5 }, /`hooks` must be an object/],
     [{ orm, hooks: { onReqest: () => {} } }, /unknown option `hooks.onReqest` \(did you mean `onRequest`\?\)/],
@@ -79,7 +80,7 @@ t.test('invalid options are refused at registration with a coded error', async t
     shortcuts: false,
     hooks: {},
     models: {},
-    limits: { defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxJsonDepth: 32, maxPatternLength: 1_000 },
+    limits: { defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxRelationDepth: 3, maxJsonDepth: 32, maxPatternLength: 1_000 },
     realtime: {
       enabled: true,
       path: '{prefix}/socket',

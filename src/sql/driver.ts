@@ -19,6 +19,8 @@ export interface ConnectionLender {
 /** The part of a better-sqlite3 (or libSQL) database handle the plugin uses. */
 export interface NativeSqlite {
   prepare (sql: string): NativeStatement
+  /** A transaction is open on the handle (whoever opened it). */
+  readonly inTransaction: boolean
 }
 
 /** A prepared better-sqlite3 statement. */

@@ -7,6 +7,7 @@
  */
 import { sql } from 'kysely'
 import type { RelatedNode, Target, WhereNode } from '../criteria/types.ts'
+import type { Association } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
 import { table } from './rows.ts'
@@ -69,14 +70,23 @@ export function shapeOf (node: WhereNode, dialect: Dialect, fold: boolean, shape
   }
 }
 
-/** What the SQL of a relation filter's link depends on: the tables and columns it joins. */
+/**
+ * What the SQL of a relation filter's link depends on: the tables and columns it joins. Kept per
+ * association (a memo of a pure function of the registry's objects, as SEPARATED below is).
+ */
 function relationKey ({ model, association }: RelatedNode): string {
-  const target = association.target
-  const link = association.kind === 'singular'
-    ? [association.column]
-    : [association.relation, association.parentColumn, association.pivotTable ?? '', association.childColumn ?? '']
-  return JSON.stringify([model.primaryKey.column, target.schema ?? '', target.table, target.primaryKey.column, ...link])
+  let key = RELATION_KEYS.get(association)
+  if (key === undefined) {
+    const target = association.target
+    const link = association.kind === 'singular'
+      ? [association.column]
+      : [association.relation, association.parentColumn, association.pivotTable ?? '', association.childColumn ?? '']
+    RELATION_KEYS.set(association, key = JSON.stringify([model.primaryKey.column, target.schema ?? '', target.table, target.primaryKey.column, ...link]))
+  }
+  return key
 }
+
+const RELATION_KEYS = new WeakMap<Association, string>()
 
 /** What the SQL of a condition on `target` depends on: its column, type and nullability. */
 function targetKey (target: Target): string {

@@ -32,6 +32,9 @@ const CASES: IdCase[] = [
   [u({ pets: { some: { name: { startsWith: 'n' } } } }), []],
   // a comparison with null fails for `every` as it does for `some`: Fido has no owner, no age
   [u({ pets: { every: { owner: { '!=': 2 } } } }), [1, 3, 4, 5, 6, 7, 8, 9, 10]],
+  // carol, a friend of alice, has no age: she is not older than 20, and alice's friends fail `every`
+  [u({ friends: { every: { age: { '>': 20 } } } }), [2, 3, 4, 5, 6, 7, 8, 9, 10]],
+  [u({ friends: { none: { age: { '<=': 20 } } } }), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]],
   // many-to-many, the owning side, a string primary key on the other
   [u({ tags: { some: { slug: 'admin' } } }), [1, 4]],
   [u({ tags: { some: { weight: { '>': 6 } } } }), [1, 4]],

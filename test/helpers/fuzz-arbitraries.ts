@@ -240,24 +240,42 @@ function validConstraint (model: ModelName, field: Field, near = false): fc.Arbi
   return fc.oneof(...options)
 }
 
-/** A valid `where` dictionary of a model, `and`/`or` nested up to `depth`. */
-export function validWhere (model: ModelName, depth = 2, near = false): fc.Arbitrary<Record<string, unknown>> {
+/**
+ * A valid `where` dictionary of a model, `and`/`or` nested up to `depth`, and relation filters
+ * (docs/criteria.md#related-records) up to `related` associations deep.
+ */
+export function validWhere (model: ModelName, depth = 2, near = false, related = 2): fc.Arbitrary<Record<string, unknown>> {
   const fields = MODELS[model].fields
   const leaf = fc.array(fc.constantFrom(...fields).chain(field => validConstraint(model, field, near).map(c => [field.name, c] as const)), { maxLength: 2 })
     .map(objectOf)
   if (depth === 0) return leaf
-  const inner = validWhere(model, depth - 1, near)
-  return fc.oneof(
+  const inner = validWhere(model, depth - 1, near, related)
+  const options: Array<fc.WeightedArbitrary<Record<string, unknown>>> = [
     { weight: 4, arbitrary: leaf },
     { weight: 2, arbitrary: fc.tuple(fc.constantFrom('and', 'or'), fc.array(inner, { maxLength: 3 }), leaf).map(([p, items, rest]) => objectOf([...Object.entries(rest), [p, items]])) }
-  )
+  ]
+  const links = relations(model)
+  if (related > 0 && links.length > 0) {
+    const filter = fc.constantFrom(...links).chain(({ name, target, quantifiers }) =>
+      fc.tuple(fc.constantFrom(...quantifiers), validWhere(target, depth - 1, near, related - 1)).map(([q, where]) => [name, objectOf([[q, where]])] as const))
+    options.push({ weight: 2, arbitrary: fc.tuple(filter, leaf).map(([[name, c], rest]) => objectOf([...Object.entries(rest), [name, c]])) })
+  }
+  return fc.oneof(...options)
+}
+
+/** The associations of a model a relation filter can follow, with their quantifiers. */
+function relations (model: ModelName): Array<{ name: string, target: ModelName, quantifiers: string[] }> {
+  return [
+    ...Object.entries(MODELS[model].collections).map(([name, target]) => ({ name, target, quantifiers: ['some', 'none', 'every'] })),
+    ...MODELS[model].fields.filter(f => f.target !== undefined).map(f => ({ name: f.name, target: f.target as ModelName, quantifiers: ['is', 'isNot'] }))
+  ]
 }
 
 const MODIFIER_NAMES = [
   '<', '<=', '>', '>=', '!=', 'in', 'nin', 'contains', 'startsWith', 'endsWith', 'like',
   'lessThan', 'lessThanOrEqual', 'greaterThan', 'greaterThanOrEqual', 'not', '!', '!==',
   '<>', '==', '=', 'IN', 'Contains', 'startswith', '$gt', '__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty',
-  '', ' ', 'like ', 'and', 'or', 'ilike', 'regex'
+  '', ' ', 'like ', 'and', 'or', 'ilike', 'regex', 'some', 'none', 'every', 'is', 'isNot', 'any', 'all', 'Some'
 ]
 const WHERE_KEYS = [
   ...ALL_NAMES, 'password', 'and', 'or', 'AND', 'Or', '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'prototype',
@@ -298,7 +316,13 @@ const RAW_WHERE = [
   '{"age":1,"age":"x"}', '{"or":[],"or":[{"age":1}]}', '{', '}', '{"age":}', '{"age":1,}', "{'age':1}", 'NaN', 'Infinity', 'undefined',
   '', ' ', 'null', 'true', '"', '[', '{"age":01}', '{"age":+1}', '{"age":.5}', '{"age":0x10}', '{"a":1}x', '\u0000', '{"name":"a"\u0000}',
   '{"__proto__":{"age":1}}', '{"constructor":{"prototype":{"age":1}}}', '{"age":{"__proto__":{"<":1}}}', '{"or":{"0":{"age":1}}}', '{"and":"x"}',
-  '{"or":[null]}', '{"or":[[]]}', '{"or":[1]}', '{"age":{}}', '{"name":{"like":""}}', '{"meta":{"plan":"pro"}}', '{"meta":{"!=":1}}', '{"meta":{"<":null}}'
+  '{"or":[null]}', '{"or":[[]]}', '{"or":[1]}', '{"age":{}}', '{"name":{"like":""}}', '{"meta":{"plan":"pro"}}', '{"meta":{"!=":1}}', '{"meta":{"<":null}}',
+  // relation filters: malformed, too deep, hostile texts inside
+  '{"pets":{}}', '{"pets":{"some":null}}', '{"pets":{"some":[]}}', '{"pets":{"some":1}}', '{"pets":{"some":{},"any":{}}}', '{"pets":{"__proto__":{}}}',
+  '{"pets":{"some":{"__proto__":{"name":"x"}}}}', '{"bestPet":{"is":{},"<":1}}', '{"bestPet":{"is":null}}', '{"bestPet":{"isNot":[1]}}', '{"owner":{"is":{"pets":{}}}}',
+  '{"friends":{"some":{"friends":{"some":{"friends":{"some":{}}}}}}}', '{"friends":{"some":{"friends":{"some":{"friends":{"some":{"friends":{"some":{}}}}}}}}}',
+  '{"pets":{"every":{"name":"x\u0027); DROP TABLE pet; --"}}}', '{"tags":{"some":{"slug":{"like":"%\u0027 OR 1=1 --"}}}}', '{"users":{"none":{"name":"\ud800"}}}',
+  '{"owner":{"is":{"meta":{"plan":"pro"}}}}', '{"pets":{"some":{"owner":{"isNot":{"age":{"<":1e309}}}}}}'
 ]
 const rawWhere: fc.Arbitrary<string> = fc.constantFrom(...RAW_WHERE)
 

@@ -6,7 +6,9 @@
 // - `null` is "is null"; `!=` and `nin` also match null; `<` … `>=`, `in` and the patterns never do;
 // - strings compare by Unicode code point; dates as instants; booleans only by (in)equality;
 // - contains/startsWith/endsWith are literal, `like` has `%`, `_` and `\`; "" matches everything;
-// - with caseInsensitive, patterns (not equality) fold the ASCII letters A–Z only.
+// - with caseInsensitive, patterns (not equality) fold the ASCII letters A–Z only;
+// - relation filters (#related-records): `some` / `none` / `every` over a collection's members,
+//   `is` / `isNot` on the record a singular association's key names, at most 3 deep.
 import { MODELS, type ModelName } from './fuzz-arbitraries.ts'
 
 /** A record as find returns it without population (singular associations as keys). */
@@ -19,7 +21,16 @@ export class Refused extends Error {}
 export class Unsure extends Error {}
 
 /** The limits of docs/errors.md#bp_err_limit_exceeded (the plugin's defaults). */
-export const LIMITS = { maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxPattern: 10_000, maxPatternLength: 1_000 }
+export const LIMITS = { maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxPattern: 10_000, maxPatternLength: 1_000, maxRelationDepth: 3 }
+
+/**
+ * Every record of every model and every collection's members (keys by `model/pk/collection`):
+ * what relation filters read. Without it, a relation filter is not judged ({@link Unsure}).
+ */
+export interface World {
+  readonly rows: Readonly<Record<ModelName, readonly Row[]>>
+  readonly members: ReadonlyMap<string, ReadonlySet<unknown>>
+}
 
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/
 const DIGITS = /^[+-]?\d+$/
@@ -174,7 +185,9 @@ function count (budget: Budget, n = 1): void {
 }
 
 /** Builds the test of one `where` dictionary (throws {@link Refused} when it is not valid). */
-export function whereTest (model: ModelName, where: unknown, ci: boolean, budget: Budget = { constraints: 0, values: 0, patternLength: 0 }, depth = 0): Test {
+export function whereTest (
+  model: ModelName, where: unknown, ci: boolean, budget: Budget = { constraints: 0, values: 0, patternLength: 0 }, depth = 0, world?: World, related = 0
+): Test {
   if (typeof where !== 'object' || where === null || Array.isArray(where)) throw new Refused('not a dictionary')
   if (depth > LIMITS.maxDepth) throw new Refused(`and/or nested deeper than ${LIMITS.maxDepth}`)
   const tests: Test[] = []
@@ -182,16 +195,65 @@ export function whereTest (model: ModelName, where: unknown, ci: boolean, budget
     if (key === 'and' || key === 'or') {
       if (!Array.isArray(value)) throw new Refused(`${key} is not an array`)
       count(budget)
-      const items = value.map(item => whereTest(model, item, ci, budget, depth + 1))
+      const items = value.map(item => whereTest(model, item, ci, budget, depth + 1, world, related))
       tests.push(key === 'and' ? row => items.every(test => test(row)) : row => items.some(test => test(row)))
     } else {
-      tests.push(constraint(model, key, value, ci, budget))
+      tests.push(constraint(model, key, value, ci, budget, depth, world, related))
     }
   }
   return row => tests.every(test => test(row))
 }
 
-function constraint (model: ModelName, name: string, value: unknown, ci: boolean, budget: Budget): Test {
+const isDictionary = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/**
+ * A relation filter (docs/criteria.md#related-records): each quantifier a constraint, its
+ * dictionary a where of the target, under the same limits.
+ */
+function relation (
+  model: ModelName, name: string, value: Record<string, unknown>, quantifiers: readonly string[], ci: boolean, budget: Budget, depth: number,
+  world: World | undefined, related: number
+): Test {
+  const entries = Object.entries(value)
+  if (entries.length === 0) throw new Refused('empty relation filter')
+  const spec = MODELS[model]
+  const target = (spec.collections as Record<string, ModelName>)[name] ?? spec.fields.find(f => f.name === name)?.target as ModelName
+  const tests = entries.map(([quantifier, inner]): Test => {
+    if (!quantifiers.includes(quantifier)) throw new Refused(`${quantifier} is not a quantifier of ${name}`)
+    count(budget)
+    if (related >= LIMITS.maxRelationDepth) throw new Refused('relation filters nested too deep')
+    if (!isDictionary(inner)) throw new Refused(`${quantifier} takes a dictionary`)
+    const test = whereTest(target, inner, ci, budget, depth + 1, world, related + 1)
+    if (world === undefined) return () => { throw new Unsure('relation filters need every record') }
+    const targetPk = MODELS[target].pk
+    if (quantifier === 'is' || quantifier === 'isNot') {
+      const byKey = new Map(world.rows[target].map(row => [row[targetPk], row]))
+      return row => {
+        const record = row[name] === null ? undefined : byKey.get(row[name])
+        return (record !== undefined && test(record)) === (quantifier === 'is')
+      }
+    }
+    return row => {
+      const members = world.members.get(`${model}/${String(row[spec.pk])}/${name}`)
+      if (members === undefined) throw new Unsure(`the members of ${model}.${name} are not known`)
+      const children = world.rows[target].filter(child => members.has(child[targetPk]))
+      if (quantifier === 'some') return children.some(test)
+      if (quantifier === 'none') return !children.some(test)
+      return children.every(test)
+    }
+  })
+  return row => tests.every(test => test(row))
+}
+
+function constraint (model: ModelName, name: string, value: unknown, ci: boolean, budget: Budget, depth = 0, world?: World, related = 0): Test {
+  if (Object.hasOwn(MODELS[model].collections, name)) {
+    if (!isDictionary(value)) throw new Refused(`${name} is a collection`)
+    return relation(model, name, value, ['some', 'none', 'every'], ci, budget, depth, world, related)
+  }
+  const singular = MODELS[model].fields.find(f => f.name === name && f.target !== undefined)
+  if (singular !== undefined && isDictionary(value) && (Object.hasOwn(value, 'is') || Object.hasOwn(value, 'isNot'))) {
+    return relation(model, name, value, ['is', 'isNot'], ci, budget, depth, world, related)
+  }
   const kind = kindOf(model, name)
   const get = (row: Row): number | string | boolean | null => stored(kind, row[name])
   if (value === null) {
@@ -333,8 +395,10 @@ export function order (model: ModelName, sort: readonly SortKey[]): (a: Row, b: 
 }
 
 /** What a find returns, as primary keys: the rows the where selects, in order, one page. */
-export function expectedPage (model: ModelName, rows: readonly Row[], where: unknown, ci: boolean, sort: readonly SortKey[], skip: number, limit: number): Array<string | number> {
-  const test = whereTest(model, where, ci)
+export function expectedPage (
+  model: ModelName, rows: readonly Row[], where: unknown, ci: boolean, sort: readonly SortKey[], skip: number, limit: number, world?: World
+): Array<string | number> {
+  const test = whereTest(model, where, ci, undefined, 0, world)
   const pk = MODELS[model].pk
   return rows.filter(test).sort(order(model, sort)).slice(skip, skip + limit).map(row => row[pk] as string | number)
 }

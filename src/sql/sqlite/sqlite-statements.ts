@@ -27,10 +27,12 @@ function cachedStatements (database: NativeSqlite): RunPrepared {
     statement.run(params)
     return []
   }
-  return async (runner, sql, params, held, arrays) => held
+  return async (runner, sql, params, held, arrays) => held || !database.inTransaction
+    // A statement runs to its end synchronously: when no transaction is open on the handle, none
+    // can be in its middle, and the statement runs at once.
     ? execute(sql, params, arrays)
-    // Outside a transaction: the connection is lent first, so that the statement never runs in
-    // the middle of another write's transaction on the same (single) SQLite connection.
+    // Otherwise the connection is lent first, so that the statement never runs in the middle of
+    // another write's transaction on the same (single) SQLite connection.
     : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params, arrays))
 }
 
