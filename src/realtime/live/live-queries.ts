@@ -123,6 +123,14 @@ class Group {
   running = false
   /** A change set concerned it since its refresh began. */
   dirty = false
+  /** Runs begun so far. */
+  runs = 0
+  /**
+   * Followers that joined while a run was due or under way, with the answer each holds and the
+   * runs begun before it joined: a run begun before can be older than its answer, so it is told
+   * nothing until a run begun after it ends, and then the difference from its own answer.
+   */
+  readonly joining = new Map<Connection, { readonly records: LiveRecord[], readonly after: number }>()
   dropped = false
 
   constructor (id: string, request: FollowRequest, records: LiveRecord[]) {
@@ -194,6 +202,10 @@ export class LiveQueries {
       }
       this.#named.file(group, group.model, answer)
       if (request.stale) this.#schedule(group)
+    } else if (group.scheduled || group.running) {
+      // The group's records are about to change: the follower hears from the next run (see `Group.joining`).
+      group.joining.set(connection, { records: answer, after: group.runs })
+      this.#schedule(group)
     } else {
       this.#send(group, diff(group.id, answer, group.records), [connection])
     }
@@ -210,6 +222,7 @@ export class LiveQueries {
     this.#bySocket.delete(connection)
     for (const group of groups) {
       group.members.delete(connection)
+      group.joining.delete(connection)
       if (group.members.size === 0) this.#drop(group)
     }
   }
@@ -322,6 +335,7 @@ export class LiveQueries {
     try {
       while (group.dirty && !group.dropped) {
         group.dirty = false
+        const run = ++group.runs
         const [member] = group.members.values()
         // Never rejects: the app's router answers every failure (a 500 ends the query).
         const answer = await this.#options.refresh(member)
@@ -338,7 +352,12 @@ export class LiveQueries {
         const messages = diff(group.id, group.records, records)
         group.records = records
         this.#named.file(group, group.model, records)
-        this.#send(group, messages, group.members.keys())
+        this.#send(group, messages, [...group.members.keys()].filter(connection => !group.joining.has(connection)))
+        for (const [connection, joined] of group.joining) {
+          if (run <= joined.after) continue
+          group.joining.delete(connection)
+          this.#send(group, diff(group.id, joined.records, records), [connection])
+        }
       }
     /* c8 ignore start -- nothing in a run throws (a run never rejects, its body is checked); should
        something, the query ends rather than the process */

@@ -250,4 +250,38 @@ for (const db of DATABASES) {
     const changed = await heard(app, limited, petsQuery)
     t.match(changed, [{ verb: 'changed', query: petsQuery, id: 3, index: 1, data: { id: 3, owner: { id: 2, name: 'Bob' } } }], 'shown once active')
   })
+
+  t.test(`${db}: a socket that joins a query while it runs hears only what its own answer lacks`, async t => {
+    // The query's run is held in the app's router until released, while a second socket joins.
+    let hold: Promise<void> | undefined
+    let entered = (): void => {}
+    const app = await listening(t, db, {
+      plugin: {
+        hooks: {
+          preHandler: async (request: { url: string }) => {
+            if (hold === undefined || !request.url.includes('follow=true')) return
+            const held = hold
+            hold = undefined
+            entered()
+            await held
+          }
+        }
+      }
+    })
+    const a = await open(t, app)
+    const b = await open(t, app)
+    const query = (await a.request('GET', `${CATS}&follow=true`)).headers['x-blueprints-query']
+    let release = (): void => {}
+    hold = new Promise(resolve => { release = resolve })
+    const running = new Promise<void>(resolve => { entered = resolve })
+    t.equal((await app.inject({ method: 'PATCH', url: '/pet/4', payload: { species: 'cat' } })).statusCode, 200, 'Fido becomes a cat')
+    await running
+    const joined = await b.request('GET', `${CATS}&follow=true`)
+    t.equal(joined.headers['x-blueprints-query'], query, 'the same group, whose run is under way')
+    t.same(joined.body.map((pet: { id: number }) => pet.id), [2, 4, 5], 'its answer has Fido')
+    release()
+    t.same(await heard(app, b, query), [], 'the late follower hears nothing: its answer is the query\'s result')
+    t.match(await heard(app, a, query), [{ verb: 'entered', id: 4, index: 1 }], 'the first follower hears Fido enter')
+    t.same(app.blueprints.followed(), { queries: 1, follows: 2 })
+  })
 }
