@@ -92,6 +92,13 @@ export const BP_ERR_INVALID_SKIP = createError<'BP_ERR_INVALID_SKIP', 400, [stri
 export const BP_ERR_INVALID_COUNT = createError<'BP_ERR_INVALID_COUNT', 400, [string]>(
   'BP_ERR_INVALID_COUNT', 'The `count` parameter must be true or false; got %s', 400, undefined, NO_STACK)
 
+/**
+ * `after` / `before` is not a cursor of this query: not a cursor, made by another version, for
+ * another query (another `where` or `sort`), or with values the sort keys cannot hold. 400.
+ */
+export const BP_ERR_INVALID_CURSOR = createError<'BP_ERR_INVALID_CURSOR', 400, [string, string]>(
+  'BP_ERR_INVALID_CURSOR', 'The `%s` parameter is not a cursor of this query: %s', 400, undefined, NO_STACK)
+
 /** `follow` is neither `true` nor `false`. 400. */
 export const BP_ERR_INVALID_FOLLOW = createError<'BP_ERR_INVALID_FOLLOW', 400, [string]>(
   'BP_ERR_INVALID_FOLLOW', 'The `follow` parameter must be true or false; got %s', 400, undefined, NO_STACK)
@@ -222,6 +229,7 @@ export const errors = {
   BP_ERR_INVALID_ENCODING,
   BP_ERR_INVALID_SKIP,
   BP_ERR_INVALID_COUNT,
+  BP_ERR_INVALID_CURSOR,
   BP_ERR_INVALID_FOLLOW,
   BP_ERR_FOLLOW_LIMIT,
   BP_ERR_INVALID_SORT,

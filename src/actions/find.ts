@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { pageOf, type Page, type Paging } from '../criteria/cursor.ts'
 import type { BlueprintQuery, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import type { Model } from '../models/model.ts'
@@ -42,4 +43,30 @@ export async function findCounted (
     ctx.loader.find(run, model, criteria, { policy }),
     ctx.loader.count(run, model, criteria, policy)
   ]), atOnce)
+}
+
+/** A cursor page (see {@link findPage}): its records, the cursors beside it, and with `count=true` the total. */
+export interface FoundPage extends Page<JsonRecord> {
+  readonly total?: number
+}
+
+/**
+ * Runs a find asked as a cursor page (`after` / `before`, criteria/cursor.ts): the page in the
+ * query's order and the cursors of the pages beside it; with `counted`, the number of records the
+ * query's `where` matches, whatever the cursor (as {@link findCounted}).
+ *
+ * @throws the coded 400 errors of the criteria pipeline, BP_ERR_INVALID_CURSOR among them.
+ */
+export async function findPage (
+  ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, counted: boolean, snapshot?: Snapshot
+): Promise<FoundPage> {
+  const criteria = validateFind(query, model, ctx.bounds)
+  const paging = criteria.paging as Paging
+  const atOnce = criteria.projection.collections.length === 0
+  const [rows, total] = await ctx.database.read(snapshot, async run => await Promise.all([
+    ctx.loader.find(run, model, criteria, policy === undefined ? undefined : { policy }),
+    counted ? ctx.loader.count(run, model, { ...criteria, where: paging.where }, policy) : undefined
+  ]), atOnce)
+  const page = pageOf(paging, rows)
+  return total === undefined ? page : { ...page, total }
 }

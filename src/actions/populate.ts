@@ -33,7 +33,8 @@ export async function populate (
   const child = association.target
   const fold = ctx.bounds.caseInsensitive
   if (association.kind === 'collection') {
-    const criteria = validateFind({ ...query, populate: false }, child, ctx.bounds)
+    // Children are paged by limit and skip (the route refuses a cursor; one a hook adds is not read).
+    const criteria = validateFind({ ...query, populate: false, after: undefined, before: undefined }, child, ctx.bounds)
     return await ctx.database.read(snapshot, async run => {
       const parent = await ctx.loader.column(run, model, id, model.primaryKey.column, policy, fold)
       if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
@@ -44,7 +45,8 @@ export async function populate (
     const parent = await ctx.loader.column(run, model, id, association.column, policy, fold)
     if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
     if (parent.value === null) return undefined
-    const criteria = validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false }, child, ctx.bounds)
+    const criteria = validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false, after: undefined, before: undefined },
+      child, ctx.bounds)
     return (await ctx.loader.find(run, child, criteria, { policy }))[0]
   })
   // Empty, dangling, or hidden by the policy: the same answer.

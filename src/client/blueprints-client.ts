@@ -1,6 +1,6 @@
 // The client's public class: requests, the app's handlers, the remembered reads; the connection
 // itself is connection.ts's.
-import type { BlueprintsResponse, ChangeMessage, Method } from './messages.ts'
+import type { BlueprintsResponse, ChangeMessage, CursorPage, Method } from './messages.ts'
 import { Backoff } from './backoff.ts'
 import { ClientConnection, type Handlers } from './connection.ts'
 import { Jobs } from './jobs.ts'
@@ -159,6 +159,31 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
     if (followed === undefined) return result
     result.close()
     throw new BlueprintsClientError('BP_CLIENT_NOT_FOLLOWED', `the find of ${url} was answered ${followed.statusCode}, not followed`, followed)
+  }
+
+  /**
+   * Reads a cursor page of a find (docs/criteria.md#cursor-pages): its records, and the cursors of
+   * the next and previous pages, read from its `Link` header (absent where there is no such page).
+   * Without `after` or `before` in `query`, the first page. Rejects with `BP_CLIENT_NOT_A_PAGE` (its
+   * `response` the answer) when the find is answered with an error. Bound to models, typed.
+   *
+   * @param url - The find's path (`/user`, the route prefix included).
+   * @example
+   * ```ts
+   * const first = await client.page('/user', { sort: 'name', limit: 20 })
+   * const second = await client.page('/user', { sort: 'name', limit: 20, after: first.next })
+   * ```
+   */
+  async page<U extends string> (url: U, query: Query = {}, options: RequestOptions = {}): Promise<CursorPage<LiveRecordOf<Models, Prefix, U>>> {
+    const paged = query.after === undefined && query.before === undefined ? { ...query, after: '' } : query
+    const response = await this.request('GET', url, paged, options)
+    if (response.statusCode !== 200) throw new BlueprintsClientError('BP_CLIENT_NOT_A_PAGE', `the find of ${url} was answered ${response.statusCode}`, response)
+    const link = String(response.headers.link ?? '')
+    const cursor = (rel: string): { [name: string]: string } => {
+      const found = new RegExp(`[?&](?:after|before)=([\\w-]+)>; rel="${rel}"`).exec(link)
+      return found === null ? {} : { [rel]: found[1] }
+    }
+    return { records: response.body as Array<LiveRecordOf<Models, Prefix, U>>, ...cursor('next'), ...cursor('prev'), response }
   }
 
   /**

@@ -22,7 +22,7 @@ import type { ClientOptions } from './options.ts'
 import type { Unbound } from './typed.ts'
 
 export { BlueprintsClient } from './blueprints-client.ts'
-export type { AddedTo, BlueprintsResponse, ChangeMessage, Created, Destroyed, Id, Method, RemovedFrom, Updated } from './messages.ts'
+export type { AddedTo, BlueprintsResponse, ChangeMessage, Created, CursorPage, Destroyed, Id, Method, RemovedFrom, Updated } from './messages.ts'
 export type { Changed, Ended, Entered, Left, LiveMessage } from './messages.ts'
 export { LiveResult, applyMessages } from './live.ts'
 export { BlueprintsClientError } from './options.ts'

@@ -35,3 +35,14 @@ export interface BlueprintsResponse<T = unknown> {
   /** The JSON body; a body that is not JSON comes as a string; no body is `null`. */
   readonly body: T
 }
+
+/** A cursor page of a find (`BlueprintsClient.page`, docs/criteria.md#cursor-pages). */
+export interface CursorPage<R> {
+  readonly records: R[]
+  /** The next page's cursor (`after`), when there are records after this page. */
+  readonly next?: string
+  /** The previous page's cursor (`before`), when there are records before this page. */
+  readonly prev?: string
+  /** The find's answer (its headers: `x-total-count` with `count: true`). */
+  readonly response: BlueprintsResponse
+}

@@ -135,7 +135,7 @@ export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
  * const code: ClientErrorCode = 'BP_CLIENT_DISCONNECTED'
  * ```
  */
-export type ClientErrorCode = 'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'BP_CLIENT_REFUSED' | 'BP_CLIENT_NOT_FOLLOWED'
+export type ClientErrorCode = 'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'BP_CLIENT_REFUSED' | 'BP_CLIENT_NOT_FOLLOWED' | 'BP_CLIENT_NOT_A_PAGE'
 
 /**
  * The error a request rejects with when it gets no answer (see {@link ClientErrorCode}).
@@ -151,7 +151,7 @@ export type ClientErrorCode = 'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'B
  */
 export class BlueprintsClientError extends Error {
   readonly code: ClientErrorCode
-  /** The answer, for `BP_CLIENT_NOT_FOLLOWED`. */
+  /** The answer, for `BP_CLIENT_NOT_FOLLOWED` and `BP_CLIENT_NOT_A_PAGE`. */
   readonly response: BlueprintsResponse | undefined
 
   constructor (code: ClientErrorCode, message: string, response?: BlueprintsResponse) {

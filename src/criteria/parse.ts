@@ -39,9 +39,18 @@ export function parseFind (query: QueryString, model: Model, defaults: QueryDefa
     ...parseFields(query),
     populate: parsePopulate(query),
     populateLimit: defaults.populateLimit,
+    ...(query.after === undefined && query.before === undefined ? undefined : parseCursor(query)),
     // Attribute-named parameters (only when there is one: most finds have none).
     ...(query.where === undefined && !isEmpty(where) ? FROM_PARAMETERS : undefined)
   }
+}
+
+/** `after` and `before`: a cursor page's cursor (checked in `validate.ts`, for a hook's query too). */
+function parseCursor (query: QueryString): Pick<BlueprintQuery, 'after' | 'before'> {
+  const cursor: { after?: string, before?: string } = {}
+  if (query.after !== undefined) cursor.after = single(query, 'after')
+  if (query.before !== undefined) cursor.before = single(query, 'before')
+  return cursor
 }
 
 function isEmpty (where: Record<string, unknown>): boolean {

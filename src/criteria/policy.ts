@@ -69,11 +69,12 @@ function walk (where: unknown, model: Model, policy: Policy, param: string | und
       continue
     }
     if (hidden?.(key) === true) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param ?? key, key, HIDDEN)
-    const association = model.collections.get(key) ?? model.singulars.get(key)
+    // (An attribute-named parameter's value is text: never a relation filter.)
+    const association = param === undefined ? undefined : model.collections.get(key) ?? model.singulars.get(key)
     if (association === undefined || typeof value !== 'object' || value === null) continue
     // A relation filter: its dictionaries are wheres of the target, under the target's view.
     for (const quantifier of Object.keys(value)) {
-      if (RELATION_KEYS.has(quantifier)) walk((value as Record<string, unknown>)[quantifier], association.target, policy, param ?? key, depth + 1, maxDepth)
+      if (RELATION_KEYS.has(quantifier)) walk((value as Record<string, unknown>)[quantifier], association.target, policy, param, depth + 1, maxDepth)
     }
   }
 }

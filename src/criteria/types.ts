@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { Paging } from './cursor.ts'
 import type { PatternToken } from './like.ts'
 import type { Association, Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 
@@ -36,6 +37,13 @@ export interface BlueprintQuery {
   populate: boolean | string[]
   /** Cap on the children of each collection populated by default. Default 30. */
   populateLimit: number
+  /**
+   * A cursor page (docs/criteria.md#cursor-pages): the `limit` records that follow the record a
+   * cursor names in the query's order; `''`: the first page. Not with `before`, nor with `skip`.
+   */
+  after?: string
+  /** A cursor page: the `limit` records that precede the record a cursor names; `''`: the last page. */
+  before?: string
   /**
    * `'parameters'` when `where` was made of attribute-named query parameters (`?age=30&name=bob`):
    * an error about one of its constraints names that parameter rather than `where`. Absent when
@@ -131,4 +139,9 @@ export interface Criteria {
   readonly projection: Projection
   /** Fold ASCII case in `contains`, `startsWith`, `endsWith` and `like`. */
   readonly caseInsensitive: boolean
+  /**
+   * A cursor page (`after` / `before`): its `where` holds the cursor's condition, its `sort` runs
+   * backwards for `before`, its `limit` is one more than the page's (see cursor.ts).
+   */
+  readonly paging?: Paging
 }

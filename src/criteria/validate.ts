@@ -5,14 +5,15 @@
  */
 import {
   BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP, BP_ERR_INVALID_SORT, BP_ERR_LIMIT_TOO_LARGE,
-  BP_ERR_SELECT_AND_OMIT, BP_ERR_UNKNOWN_ATTRIBUTE
+  BP_ERR_PARAMETER_NOT_ALLOWED, BP_ERR_SELECT_AND_OMIT, BP_ERR_UNKNOWN_ATTRIBUTE
 } from '../errors.ts'
 import { didYouMean } from '../did-you-mean.ts'
 import type { Attribute, Model } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import type { ResolvedLimits } from '../limits.ts'
-import type { BlueprintQuery, Criteria, Projection } from './types.ts'
-import { buildWhere, targetOf } from './where.ts'
+import { bindingOf, cursorWhere } from './cursor.ts'
+import type { BlueprintQuery, Criteria, Projection, WhereNode } from './types.ts'
+import { buildWhere, combine, targetOf } from './where.ts'
 
 /** Settings that bound a query. */
 export interface Bounds {
@@ -48,13 +49,46 @@ export function validateFind (query: BlueprintQuery, model: Model, bounds: Bound
   }
   // The primary key breaks ties, so that pages never overlap and both databases agree.
   if (!seen.has(model.primaryKey.name)) sort.push({ target: model.primaryKey, direction: 'ASC' })
+  const where = buildWhere(model, query.where, bounds.limits, 'where', query.whereFrom === 'parameters')
+  const projection = validateProjection(query, model, bounds)
+  if (query.after === undefined && query.before === undefined) {
+    return { where, limit: query.limit, skip: query.skip, sort, projection, caseInsensitive: bounds.caseInsensitive }
+  }
+  return paged(query, model, bounds, where, sort, projection)
+}
+
+/**
+ * A cursor page's criteria (cursor.ts): the cursor's condition added to `where`, the order run
+ * backwards for `before`, one record more than the page read, and the sort keys selected.
+ *
+ * @throws BP_ERR_PARAMETER_NOT_ALLOWED for `after` with `before`, or with `skip`;
+ * BP_ERR_INVALID_CURSOR for a cursor that is not one of this query.
+ */
+function paged (query: BlueprintQuery, model: Model, bounds: Bounds, where: WhereNode, sort: Criteria['sort'], projection: Projection): Criteria {
+  if (query.after !== undefined && query.before !== undefined) {
+    throw new BP_ERR_PARAMETER_NOT_ALLOWED('before', '`after` and `before` do not combine: a page lies on one side of one cursor')
+  }
+  if (query.skip > 0) throw new BP_ERR_PARAMETER_NOT_ALLOWED('skip', 'a cursor page starts at its cursor, not at an offset')
+  const side = query.after !== undefined ? 'after' : 'before'
+  const text = query.after ?? query.before
+  const binding = bindingOf(model, query)
+  const condition = cursorWhere(text, side, sort, binding)
+  // The cursors are the sort keys' values: read even where `select` / `omit` leave them out.
+  const kept = new Set([...projection.attributes.map(a => a.name), ...projection.singulars.map(s => s.association.name)])
+  const added = sort.map(({ target }) => target.name).filter(name => !kept.has(name))
+  const widened = added.length === 0
+    ? projection
+    : validateProjection(query.select !== undefined
+      ? { ...query, select: [...query.select, ...added] }
+      : { ...query, omit: (query.omit as string[]).filter(name => !added.includes(name)) }, model, bounds)
   return {
-    where: buildWhere(model, query.where, bounds.limits, 'where', query.whereFrom === 'parameters'),
-    limit: query.limit,
-    skip: query.skip,
-    sort,
-    projection: validateProjection(query, model, bounds),
-    caseInsensitive: bounds.caseInsensitive
+    where: condition === undefined ? where : combine('and', [where, condition]),
+    limit: query.limit === Infinity ? Infinity : query.limit + 1,
+    skip: 0,
+    sort: side === 'after' ? sort : sort.map(({ target, direction }) => ({ target, direction: direction === 'ASC' ? 'DESC' : 'ASC' })),
+    projection: widened,
+    caseInsensitive: bounds.caseInsensitive,
+    paging: { side, limit: query.limit, where, sort, binding, added, anchored: text !== '' }
   }
 }
 

@@ -117,6 +117,12 @@ export function findQuery (model: Model, populate: 'used' | 'ignored'): TSchema 
   // A find's only: what a populate's children number is not counted.
   if (populate === 'used') properties.count = Type.Optional(Type.Boolean({ description: 'true: the total number of records matching `where` (whatever ' +
     'limit and skip) in the X-Total-Count response header; one more statement' }))
+  if (populate === 'used') {
+    properties.after = Type.Optional(Type.String({ description: 'a cursor page: the records after the one this cursor names (a Link header\'s ' +
+      'rel="next"); empty: the first page (docs/criteria.md#cursor-pages)' }))
+    properties.before = Type.Optional(Type.String({ description: 'a cursor page: the records before the one this cursor names (a Link header\'s ' +
+      'rel="prev"); empty: the last page' }))
+  }
   if (populate === 'used') properties.follow = Type.Optional(Type.Boolean({ description: 'over a socket, true: the socket follows the query — it is told ' +
     'of records that enter, change in and leave the result (docs/live.md); ignored over HTTP' }))
   return Type.Object(properties)

@@ -10,7 +10,7 @@ import { Type, type TSchema } from 'typebox'
 import { add } from '../actions/add.ts'
 import { create } from '../actions/create.ts'
 import { destroy } from '../actions/destroy.ts'
-import { find, findCounted } from '../actions/find.ts'
+import { find, findCounted, findPage } from '../actions/find.ts'
 import { findOne } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
 import { remove } from '../actions/remove.ts'
@@ -27,6 +27,7 @@ import { checkQueryEncoding } from './validation.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { routePath } from '../models/identity.ts'
 import { ranQuery } from './origin.ts'
+import { pageLinks } from './page-links.ts'
 
 /**
  * The error body every route documents for 4xx answers. Its fields are optional and further
@@ -45,6 +46,11 @@ export const TOTAL_COUNT = 'X-Total-Count'
 
 const TOTAL_COUNT_SCHEMA = Type.Integer({ minimum: 0, description: 'with count=true: how many records match `where` in all, whatever limit and skip' })
 
+/** The response header of a cursor page's neighbours (RFC 8288). */
+export const LINK = 'Link'
+
+const LINK_SCHEMA = Type.String({ description: 'with after or before (a cursor page): <url>; rel="next" and <url>; rel="prev", where there are such pages' })
+
 /** Reference to {@link ERROR_SCHEMA}. */
 export const errorRef = Type.Ref('blueprints.error')
 
@@ -61,6 +67,11 @@ function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSch
   return answer
 }
 
+/** Whether a find is asked as a cursor page (`after` / `before`, docs/criteria.md#cursor-pages). */
+function byCursor (query: BlueprintQuery): boolean {
+  return query.after !== undefined || query.before !== undefined
+}
+
 function defaults (input: RouteInput): { limit: number, populateLimit: number } {
   return { limit: input.options.limits.defaultLimit, populateLimit: input.options.limits.populateLimit }
 }
@@ -74,7 +85,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     url: model => routePath(model),
     schema: ({ model }) => ({
       querystring: findQuery(model, 'used'),
-      response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA } }), '4xx': errorRef }
+      response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA, [LINK]: LINK_SCHEMA } }), '4xx': errorRef }
     }),
     handler: input => {
       const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))
@@ -84,13 +95,20 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         const counted = parseCount(request.query as QueryString)
         // Checked here for every request; realtime follows the query of a socket's find.
         parseFollow(request.query as QueryString)
-        // Without a policy or a count there is nothing to wait for: no await, no promise.
-        if (policy === undefined && !counted) {
+        // Without a policy, a count or a cursor there is nothing to wait for: no await, no promise.
+        if (policy === undefined && !counted && !byCursor(parsed)) {
           ranQuery(request, parsed)
           return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined, snapshot))
         }
         const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
         ranQuery(request, query)
+        if (byCursor(query)) {
+          const page = await findPage(input.ctx, input.model, query, policy, counted, snapshot)
+          const links = pageLinks(request.url, page)
+          if (links !== undefined) reply.header(LINK, links)
+          if (counted) reply.header(TOTAL_COUNT, String(page.total))
+          return flatWhenBare(reply, query, flat, page.records)
+        }
         if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy, snapshot))
         const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy, snapshot))
         reply.header(TOTAL_COUNT, String(total))
@@ -158,6 +176,9 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         const raw = request.query as QueryString
         let query: BlueprintQuery
         if (raw.count !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED('count', 'only a find (GET /m) counts its records')
+        for (const name of ['after', 'before']) {
+          if (raw[name] !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, 'only a find (GET /m) pages by cursor; here, use limit and skip')
+        }
         if (association.kind === 'collection') {
           query = parseFind(raw, child, defaults(input))
         } else {

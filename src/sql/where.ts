@@ -14,6 +14,7 @@ import { table } from './rows.ts'
 import { Slot, type Sql } from './statement.ts'
 
 const TRUE = sql`1=1`
+const ALL: WhereNode = { kind: 'all' }
 const FALSE = sql`1=0`
 /** The comparison operators of the where tree (criteria/operators.ts), never a client's text. */
 const OPERATORS = { '=': sql.raw('='), '<>': sql.raw('<>'), '<': sql.raw('<'), '<=': sql.raw('<='), '>': sql.raw('>'), '>=': sql.raw('>=') }
@@ -61,10 +62,9 @@ export function shapeOf (node: WhereNode, dialect: Dialect, fold: boolean, shape
       return
     case 'related':
       shape.key += `R${node.quantifier}${relationKey(node)}(`
-      if (node.view !== undefined) {
-        shape.key += 'v'
-        shapeOf(node.view, dialect, fold, shape)
-      }
+      // A view's values first, as `where` writes them. (Views are set under a policy, whose
+      // statements are written per request: `all` here, in practice.)
+      shapeOf(node.view ?? ALL, dialect, fold, shape)
       shapeOf(node.where, dialect, fold, shape)
       shape.key += ')'
   }

@@ -1,6 +1,7 @@
 // client.live(): a followed find's records kept current on the client — entries, changes and
 // leaves as other requests make them; read again after a reconnect; read again after the server
-// ends the query; refused (BP_CLIENT_NOT_FOLLOWED) when the find is not followed.
+// ends the query; refused (BP_CLIENT_NOT_FOLLOWED) when the find is not followed. And
+// client.page(): a find's cursor pages walked both ways by the cursors of its Link header.
 import type { Duplex } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
@@ -103,5 +104,26 @@ for (const db of DATABASES) {
     await client.close()
     const closed = await client.live('/pet').catch((err: unknown) => err) as BlueprintsClientError
     t.equal(closed.code, 'BP_CLIENT_CLOSED')
+  })
+}
+
+for (const db of DATABASES) {
+  t.test(`${db}: client.page walks a find's cursor pages`, async t => {
+    const { app } = await build(t, db)
+    const client = connect<{ pet: Pet }>(await listen(app, new Set()))
+    t.teardown(async () => { await client.close() })
+    const first = await client.page('/pet', { sort: 'name', limit: 2, populate: false, count: true })
+    t.same(first.records.map(pet => pet.name), ['Fido', 'Kitty'], 'the first page')
+    t.equal(first.prev, undefined, 'nothing before it')
+    t.equal(first.response.headers['x-total-count'], '5')
+    const second = await client.page('/pet', { sort: 'name', limit: 2, populate: false, after: first.next })
+    t.same(second.records.map(pet => pet.name), ['Nemo', 'Rex'])
+    const third = await client.page('/pet', { sort: 'name', limit: 2, populate: false, after: second.next })
+    t.same([third.records.map(pet => pet.name), third.next], [['Tom'], undefined], 'the last page')
+    const back = await client.page('/pet', { sort: 'name', limit: 2, populate: false, before: third.prev })
+    t.same(back.records.map(pet => pet.name), ['Nemo', 'Rex'], 'and back')
+    const refused = await client.page('/pet', { sort: 'id', after: first.next }).then(() => undefined, (err: unknown) => err as BlueprintsClientError)
+    t.equal(refused?.code, 'BP_CLIENT_NOT_A_PAGE')
+    t.equal(refused?.response?.statusCode, 400, 'another query\'s cursor')
   })
 }

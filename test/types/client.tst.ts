@@ -1,6 +1,8 @@
 // Type tests of the client (`fastify-blueprints/client`).
 import { describe, expect, test } from 'tstyche'
-import { BlueprintsClient, connect, type BlueprintsResponse, type ChangeMessage, type LiveMessage, type LiveResult, type Status } from '../../src/client/index.ts'
+import {
+  BlueprintsClient, connect, type BlueprintsResponse, type ChangeMessage, type CursorPage, type LiveMessage, type LiveResult, type Status
+} from '../../src/client/index.ts'
 
 describe('client', () => {
   const client = connect('ws://localhost:3000/socket')
@@ -66,6 +68,17 @@ describe('client', () => {
         expect(records).type.toBe<readonly Task[]>()
         expect(messages).type.toBe<ReadonlyArray<LiveMessage<Task>>>()
       })
+    })
+  })
+
+  test('cursor pages are typed by the find\'s model', () => {
+    interface Task { id: number, title: string }
+    const bound = connect<{ task: Task }, '/api'>('ws://x/api/socket')
+    expect(bound.page('/api/task', { sort: 'title', limit: 20 })).type.toBe<Promise<CursorPage<Task>>>()
+    expect(client.page('/task', { after: 'WzFd' })).type.toBe<Promise<CursorPage<Record<string, unknown>>>>()
+    void bound.page('/api/task').then(page => {
+      expect(page.records).type.toBe<Task[]>()
+      expect(page.next).type.toBe<string | undefined>()
     })
   })
 })

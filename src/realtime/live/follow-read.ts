@@ -45,7 +45,7 @@ export interface FollowSetup {
 export function followRead (setup: FollowSetup, scope: SocketRequest, model: Model, models: Iterable<Model>, request: FastifyRequest): void {
   const query = (request.raw as WithOrigin)[QUERY] as BlueprintQuery
   const criteria = validateFind(query, model, setup.bounds)
-  if (criteria.limit > setup.maxRecords) throw new BP_ERR_FOLLOW_LIMIT(String(setup.maxRecords), String(query.limit))
+  if (query.limit > setup.maxRecords) throw new BP_ERR_FOLLOW_LIMIT(String(setup.maxRecords), String(query.limit))
   const connection = scope.connection
   const view = connection.views.get(model.identity)
   const where: WhereNode = view === undefined ? criteria.where : { kind: 'and', items: [criteria.where, view.where] }

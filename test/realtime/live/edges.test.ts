@@ -284,4 +284,20 @@ for (const db of DATABASES) {
     t.match(await heard(app, a, query), [{ verb: 'entered', id: 4, index: 1 }], 'the first follower hears Fido enter')
     t.same(app.blueprints.followed(), { queries: 1, follows: 2 })
   })
+
+  t.test(`${db}: a policy whose where filters by related records: followed, and refreshed by the related records' changes`, async t => {
+    const app = await listening(t, db, {
+      plugin: {
+        parseBlueprintOptions: (request, query, { model }) => model.identity === 'pet' && request.headers['x-view'] === 'active-owners'
+          ? { ...query, where: { and: [query.where, { owner: { is: { active: true } } }, { name: { '!=': 'nobody' } }] } }
+          : query
+      }
+    })
+    const socket = await open(t, app, { 'x-view': 'active-owners' })
+    const first = await socket.request('GET', '/pet?populate=false&sort=id&follow=true')
+    t.same(first.body.map((pet: { id: number }) => pet.id), [1, 2, 5], 'the pets of active owners')
+    const query = first.headers['x-blueprints-query']
+    t.equal((await app.inject({ method: 'PATCH', url: '/user/2', payload: { active: true } })).statusCode, 200, 'Bob becomes active')
+    t.match(await heard(app, socket, query), [{ verb: 'entered', id: 3, index: 2 }], 'his fish enters')
+  })
 }

@@ -3,7 +3,8 @@
 // chains — a follower's initial answer with the messages it then heard applied equals the same
 // find run again: the same records, in the same order, with the same populated values. Followers
 // of several kinds of query (where-only, sorted pages with limit and skip, populated, selected,
-// relation filters of every kind of association, nested, under a policy) on both endpoints; every message applies (a `left` names a record the follower
+// relation filters of every kind of association, nested, under a policy, cursor pages after and
+// before a cursor) on both endpoints; every message applies (a `left` names a record the follower
 // holds, an `entered` one it does not); a policy's hidden records never enter. On both databases.
 // 10 runs of up to 30 writes per case; BLUEPRINTS_LIVE_RUNS=<n> runs that many.
 import t from 'tap'
@@ -59,7 +60,10 @@ const FOLLOWERS: Follower[] = [
   { name: 'pets of active owners, by name, page 1', via: 'sails', url: `/pet?where=${q({ owner: { is: { active: true } } })}&sort=name%20ASC&limit=4` },
   { name: 'users without the admin tag whose pets are all dogs', via: 'ws', url: `/user?where=${q({ tags: { none: { slug: 'admin' } }, pets: { every: { species: 'dog' } } })}&populate=false&select=name&limit=1000` },
   { name: 'pets whose owner has the vip tag or a best pet that is a fish', via: 'ws', url: `/pet?where=${q({ owner: { is: { or: [{ tags: { some: { slug: 'vip' } } }, { bestPet: { is: { species: 'fish' } } }] } } })}&populate=false&limit=1000` },
-  { name: 'users with a pet they may see, under a policy', via: 'ws', url: `/user?where=${q({ pets: { some: {} } })}&sort=id%20DESC&limit=6&populate=false`, headers: { 'x-viewer': 'limited' } }
+  { name: 'users with a pet they may see, under a policy', via: 'ws', url: `/user?where=${q({ pets: { some: {} } })}&sort=id%20DESC&limit=6&populate=false`, headers: { 'x-viewer': 'limited' } },
+  // cursor pages: `link:<rel>:<url>` follows the page that <url>'s Link header names, as read when the test starts
+  { name: 'pets by name, the cursor page after the first two', via: 'ws', url: 'link:next:/pet?sort=name%20ASC&limit=2&populate=false&after=' },
+  { name: 'users by age, the cursor page before the last, with cats', via: 'sails', url: `link:prev:/user?sort=age%20DESC&limit=1&where=${q({ pets: { some: { species: 'cat' } } })}&before=` }
 ]
 
 /** The policy: a request with `x-viewer: limited` sees no fish, and only active users, without their `meta`. */
@@ -137,9 +141,18 @@ for (const [db, policed] of DATABASES.flatMap(db => [[db, false], [db, true]] as
       return ((await res.json()) as Array<{ id: number }>).map(record => record.id)
     }
 
+    // The cursor pages' URLs: the page a Link header names (its cursor stays valid whatever is written).
+    const followers = await Promise.all(FOLLOWERS.map(async follower => {
+      const link = /^link:(\w+):(.*)$/.exec(follower.url)
+      if (link === null) return follower
+      const res = await fetch(base + link[2])
+      const url = new RegExp(`<([^>]*)>; rel="${link[1]}"`).exec(res.headers.get('link') ?? '')?.[1]
+      if (url === undefined) throw new Error(`${link[2]} has no ${link[1]} page`)
+      return { ...follower, url }
+    }))
     await fc.assert(fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom<Via>('http', 'ws', 'sails'), write), { minLength: 1, maxLength: 30 }), fc.integer({ min: 1, max: 3 }), async (writes, chains) => {
       const answers = []
-      for (const follower of FOLLOWERS) {
+      for (const follower of followers) {
         const answer = await read(follower, `${follower.url}&follow=true`)
         t.equal(typeof answer.headers['x-blueprints-query'], 'string', `${follower.name} is followed`)
         answers.push(answer)
@@ -182,7 +195,7 @@ for (const [db, policed] of DATABASES.flatMap(db => [[db, false], [db, true]] as
       }))
       t.notOk(statuses.some(status => status >= 500), 'no write failed on the server')
       await app.blueprints.settled()
-      for (const [i, follower] of FOLLOWERS.entries()) {
+      for (const [i, follower] of followers.entries()) {
         const socket = socketOf(follower)
         const query = answers[i].headers['x-blueprints-query']
         // Answers and notifications share one stream: what was sent before is in.

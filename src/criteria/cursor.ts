@@ -1,0 +1,166 @@
+/**
+ * Cursor pages (docs/criteria.md#cursor-pages): a find asked with `after` (or `before`) reads the
+ * records that follow (or precede) a record in the query's order — keyset paging, stable while
+ * records are written, however deep the page. A cursor names the record by its values of the sort
+ * keys (the primary key last, so that it names one place in the order); it is opaque to clients,
+ * versioned, and bound to the query's model, `where` and `sort`. Its condition is a
+ * {@link WhereNode} like any other: the SQL builder writes it, the matcher decides it (a followed
+ * cursor page stays the page).
+ *
+ * @module
+ */
+import { BP_ERR_INVALID_CURSOR } from '../errors.ts'
+import type { Model } from '../models/model.ts'
+import { INVALID, coerce } from '../models/values.ts'
+import type { BlueprintQuery, Criteria, SortDirection, Target, WhereNode } from './types.ts'
+import { combine } from './where.ts'
+
+/** The cursor format this version writes and reads (the first value of every cursor). */
+export const CURSOR_VERSION = 1
+
+/** Which side of its cursor a page lies. */
+export type PageSide = 'after' | 'before'
+
+/** A find asked as a cursor page: what makes its answer and its cursors (see `Criteria.paging`). */
+export interface Paging {
+  /** `after`: the page follows its cursor (or starts the order); `before`: it precedes it (or ends the order). */
+  readonly side: PageSide
+  /** Records a page holds (the statement reads one more, to know whether there are more). */
+  readonly limit: number
+  /** The query's `where` without the cursor's condition: what `count=true` counts. */
+  readonly where: WhereNode
+  /** The sort keys in the query's order, the primary key last (the statement's are reversed for `before`). */
+  readonly sort: Criteria['sort']
+  /** What binds a cursor to the query (see {@link bindingOf}). */
+  readonly binding: string
+  /** Sort keys that `select` / `omit` leave out: read for the cursors, removed from the records. */
+  readonly added: readonly string[]
+  /** A cursor was given (not `''`): the page has a record on the cursor's side. */
+  readonly anchored: boolean
+}
+
+/**
+ * What binds a cursor to its query: a hash of the model's identity, the query's `where` and its
+ * sort keys. A cursor used with another query is refused rather than read as a page of it.
+ */
+export function bindingOf (model: Model, query: Pick<BlueprintQuery, 'where' | 'sort'>): string {
+  // FNV-1a (32 bits): a cursor is not a secret (its values are a where the client could send),
+  // only a guard against mixing queries up.
+  const text = JSON.stringify([model.identity, query.where, query.sort])
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  return (hash >>> 0).toString(36)
+}
+
+/** The cursor of `record` (as answered) in a query of `paging`: its values of the sort keys. */
+export function cursorOf (paging: Paging, record: Readonly<Record<string, unknown>>): string {
+  const values = paging.sort.map(({ target }) => {
+    const value = record[target.name]
+    // A populated singular association: its key.
+    return target.key !== undefined && typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[target.key] : value
+  })
+  return Buffer.from(JSON.stringify([CURSOR_VERSION, paging.binding, ...values])).toString('base64url')
+}
+
+/**
+ * The condition of the records on `side` of the record a cursor names, in the order of `sort`;
+ * `undefined` for an empty cursor (the page starts, or ends, the order).
+ *
+ * @param param - the parameter that carried it, named in errors.
+ * @throws BP_ERR_INVALID_CURSOR for a text that is not a cursor of this version, of this query,
+ * with values of the sort keys' types.
+ */
+export function cursorWhere (text: unknown, side: PageSide, sort: Criteria['sort'], binding: string): WhereNode | undefined {
+  if (text === '') return undefined
+  if (typeof text !== 'string') throw new BP_ERR_INVALID_CURSOR(side, 'it is not a cursor')
+  let decoded: unknown
+  try {
+    decoded = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'))
+  } catch {
+    throw new BP_ERR_INVALID_CURSOR(side, 'it is not a cursor')
+  }
+  if (!Array.isArray(decoded) || decoded.length === 0) throw new BP_ERR_INVALID_CURSOR(side, 'it is not a cursor')
+  const [version, bound, ...raw] = decoded as unknown[]
+  if (version !== CURSOR_VERSION) throw new BP_ERR_INVALID_CURSOR(side, 'it was made by another version of the server; read the first page again')
+  if (bound !== binding || raw.length !== sort.length) {
+    throw new BP_ERR_INVALID_CURSOR(side, 'it was made for another query (another where or sort); a cursor pages the query it came from')
+  }
+  const values = raw.map((value, i) => read(side, sort[i].target, value))
+  // Lexicographic: equal on the keys before one, beyond on that one (the primary key last decides).
+  const branches: WhereNode[] = []
+  for (let i = 0; i < sort.length; i++) {
+    const equal = values.slice(0, i).map((value, j) => equalTo(sort[j].target, value))
+    branches.push(combine('and', [...equal, beyond(sort[i].target, flip(sort[i].direction, side), values[i])]))
+  }
+  const condition = combine('or', branches)
+  // A bound on the first key alone, which an index on it can range over (the branches cannot).
+  const first = sort[0]
+  if (sort.length === 1 || values[0] === null || first.target.nullable) return condition
+  return combine('and', [{ kind: 'compare', target: first.target, op: flip(first.direction, side) === 'ASC' ? '>=' : '<=', value: values[0] }, condition])
+}
+
+/** The direction in which the records on `side` lie: `before` runs the order backwards. */
+function flip (direction: SortDirection, side: PageSide): SortDirection {
+  if (side === 'after') return direction
+  return direction === 'ASC' ? 'DESC' : 'ASC'
+}
+
+/** A cursor's value of a sort key, read as the key's type. */
+function read (side: PageSide, target: Target, value: unknown): unknown {
+  if (value === null) {
+    if (!target.nullable) throw new BP_ERR_INVALID_CURSOR(side, `its value of \`${target.name}\` cannot be null`)
+    return null
+  }
+  const coerced = coerce(target.type, value)
+  if (coerced === INVALID || (target.integer && !(typeof coerced === 'number' ? Number.isSafeInteger(coerced) : typeof coerced === 'bigint'))) {
+    throw new BP_ERR_INVALID_CURSOR(side, `its value of \`${target.name}\` is not one`)
+  }
+  return coerced
+}
+
+/** `target` equals `value` (null: is null). */
+function equalTo (target: Target, value: unknown): WhereNode {
+  return value === null ? { kind: 'null', target, negate: false } : { kind: 'compare', target, op: '=', value }
+}
+
+/**
+ * `target` lies beyond `value` going `direction`, nulls being the smallest value (as the find
+ * orders them): ascending, greater (after a null: any value); descending, smaller or null (after
+ * a null: nothing).
+ */
+function beyond (target: Target, direction: SortDirection, value: unknown): WhereNode {
+  if (direction === 'ASC') return value === null ? { kind: 'null', target, negate: true } : { kind: 'compare', target, op: '>', value }
+  if (value === null) return { kind: 'none' }
+  const smaller: WhereNode = { kind: 'compare', target, op: '<', value }
+  return target.nullable ? { kind: 'or', items: [smaller, { kind: 'null', target, negate: false }] } : smaller
+}
+
+/** A cursor page's records, and the cursors of the pages beside it (none where there is no such page). */
+export interface Page<R> {
+  readonly records: R[]
+  readonly next?: string
+  readonly prev?: string
+}
+
+/**
+ * The page that a cursor page's statement read (`rows`, in the statement's order, one more than
+ * the page when there are more): in the query's order, without the sort keys read only for the
+ * cursors; the next page's cursor when there are records after it, the previous page's when there
+ * are records before it (the far side is known by the extra record; the cursor's side has at least
+ * the record the cursor named).
+ */
+export function pageOf<R extends Record<string, unknown>> (paging: Paging, rows: R[]): Page<R> {
+  const more = rows.length > paging.limit
+  const records = more ? rows.slice(0, paging.limit) : rows
+  if (paging.side === 'before') records.reverse()
+  const [first, last] = [records[0], records.at(-1)]
+  const onward = paging.side === 'after' ? more : paging.anchored
+  const back = paging.side === 'after' ? paging.anchored : more
+  const next = onward && last !== undefined ? cursorOf(paging, last) : undefined
+  const prev = back && first !== undefined ? cursorOf(paging, first) : undefined
+  for (const name of paging.added) for (const record of records) delete record[name]
+  return { records, ...(next === undefined ? {} : { next }), ...(prev === undefined ? {} : { prev }) }
+}
