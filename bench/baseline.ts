@@ -46,6 +46,8 @@ interface Store {
   user (id: number, populate: boolean): Promise<UserJson | undefined>
   /** Users (no population) who own a pet of `species`, by id. */
   usersWithPet (species: string, limit: number): Promise<UserJson[]>
+  /** Users (no population) with an id above `id`, by id: `limit` of them, and one more if there is. */
+  usersAfter (id: number, limit: number): Promise<UserJson[]>
   /** Pets of a species whose name starts with `prefix` (case-sensitive), by name then id. */
   pets (species: string, prefix: string, limit: number): Promise<PetJson[]>
   add (pet: number, tag: number): Promise<PetAnswer>
@@ -146,6 +148,7 @@ const PG = {
   usersPopulated: `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id ORDER BY u.id LIMIT $1`,
   usersFlat: `SELECT ${USER_COLUMNS} FROM "user" u ORDER BY u.id LIMIT $1`,
   usersWithPet: `SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT FROM pet p WHERE p.owner_id = u.id AND p.species = $1) ORDER BY u.id LIMIT $2`,
+  usersAfter: `SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id > $1 ORDER BY u.id LIMIT $2`,
   userPopulated: `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = $1`,
   userFlat: `SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id = $1`,
   petsOfUsers: `SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id = ANY($1::int[]) ORDER BY p.owner_id, p.id`,
@@ -196,6 +199,9 @@ function postgresStore (pool: pg.Pool): Store {
     async usersWithPet (species, limit) {
       return (await run('usersWithPet', [species, limit])).map(r => user(r))
     },
+    async usersAfter (id, limit) {
+      return (await run('usersAfter', [id, limit + 1])).map(r => user(r))
+    },
     async user (id, populate) {
       if (!populate) {
         const [row] = await run('userFlat', [id])
@@ -230,6 +236,7 @@ function sqliteStore (db: SqliteDatabase): Store {
     usersPopulated: prepare(`SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id ORDER BY u.id LIMIT ?`),
     usersFlat: prepare(`SELECT ${USER_COLUMNS} FROM "user" u ORDER BY u.id LIMIT ?`),
     usersWithPet: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT 1 FROM pet p WHERE p.owner_id = u.id AND p.species = ?) ORDER BY u.id LIMIT ?`),
+    usersAfter: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id > ? ORDER BY u.id LIMIT ?`),
     userPopulated: prepare(`SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = ?`),
     userFlat: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id = ?`),
     petsOfUsers: prepare(`SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id IN (SELECT value FROM json_each(?)) ORDER BY p.owner_id, p.id`),
@@ -268,6 +275,9 @@ function sqliteStore (db: SqliteDatabase): Store {
     },
     async usersWithPet (species, limit) {
       return (s.usersWithPet.all(species, limit) as RawRow[]).map(r => user(r))
+    },
+    async usersAfter (id, limit) {
+      return (s.usersAfter.all(id, limit + 1) as RawRow[]).map(r => user(r))
     },
     async user (id, populate) {
       const row = (populate ? s.userPopulated : s.userFlat).get(id) as RawRow | undefined
@@ -333,6 +343,20 @@ function speciesAndPrefix (raw: unknown): { species: string, prefix: string } {
   return { species: where.species, prefix: where.name.startsWith }
 }
 
+/** A cursor of the plugin's format for users by id: base64url of `[1, binding, id]`. */
+function cursorOf (raw: unknown): { binding: string, id: number } {
+  let decoded: unknown
+  try {
+    decoded = JSON.parse(Buffer.from(String(raw), 'base64url').toString('utf8'))
+  } catch {
+    throw badRequest('after must be a cursor')
+  }
+  if (!Array.isArray(decoded) || decoded.length !== 3 || decoded[0] !== 1 || typeof decoded[1] !== 'string' || !Number.isSafeInteger(decoded[2])) {
+    throw badRequest('after must be a cursor')
+  }
+  return { binding: decoded[1], id: decoded[2] }
+}
+
 /** The one filter of users this app supports: `{"pets": {"some": {"species": "..."}}}`. */
 function petSpecies (raw: unknown): string {
   let where: any
@@ -376,6 +400,20 @@ function routes (store: Store): FastifyInstance {
     if (request.query.where !== undefined) {
       if (populateOf(request.query)) throw badRequest('a where needs populate=false')
       return sendJson(reply, USERS, await store.usersWithPet(petSpecies(request.query.where), limitOf(request.query)))
+    }
+    if (request.query.after !== undefined) {
+      if (populateOf(request.query)) throw badRequest('a cursor page needs populate=false')
+      const { binding, id } = cursorOf(request.query.after)
+      const limit = limitOf(request.query)
+      const users = await store.usersAfter(id, limit)
+      const page = users.length > limit ? users.slice(0, limit) : users
+      // The plugin's cursor format, so that both answer the same links: [version, binding, id].
+      const cursor = (user: UserJson): string => Buffer.from(JSON.stringify([1, binding, user.id])).toString('base64url')
+      const links = []
+      if (users.length > limit) links.push(`</user?limit=${limit}&populate=false&after=${cursor(page[page.length - 1])}>; rel="next"`)
+      if (page.length > 0) links.push(`</user?limit=${limit}&populate=false&before=${cursor(page[0])}>; rel="prev"`)
+      if (links.length > 0) reply.header('link', links.join(', '))
+      return sendJson(reply, USERS, page)
     }
     const populate = populateOf(request.query)
     const users = await store.users(limitOf(request.query), populate)

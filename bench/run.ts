@@ -62,6 +62,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import pg from 'pg'
+import { bindingOf, CURSOR_VERSION } from '../src/criteria/cursor.ts'
+import type { Model } from '../src/models/model.ts'
 import type { Links, Reset, Stats } from './control.ts'
 import { SET_A, SET_B, TOGGLE_TAGS, USERS, WRITE_PETS, seedPostgres, type Contender, type Db } from './seed.ts'
 
@@ -134,7 +136,7 @@ async function same (servers: Servers, label: string, path: string, method = 'GE
 }
 
 /** A read of one fixed URL. */
-function fixedRead (key: string, name: string, path: string): Workload {
+function fixedRead (key: string, name: string, path: string, header?: string): Workload {
   return {
     key,
     name: `${key}) ${name}`,
@@ -143,7 +145,14 @@ function fixedRead (key: string, name: string, path: string): Workload {
       const answer = await same(servers, key, path)
       const records = (answer.body as unknown[]).length
       if (records === 0) throw new Error(`${key}: empty answer, nothing to measure`)
-      return [`same JSON: yes (${records} records, ${bytes(answer.text)} bytes, byte-identical: ${answer.identical ? 'yes' : 'no'})`]
+      const lines = [`same JSON: yes (${records} records, ${bytes(answer.text)} bytes, byte-identical: ${answer.identical ? 'yes' : 'no'})`]
+      if (header !== undefined) {
+        // A header both must answer alike (a cursor page's Link).
+        const [plugin, baseline] = await Promise.all(CONTENDERS.map(async who => (await fetch(servers[who].app + path)).headers.get(header)))
+        if (plugin === null || plugin !== baseline) throw new Error(`${key}: the ${header} headers differ: ${String(plugin)} / ${String(baseline)}`)
+        lines.push(`same ${header} header: yes`)
+      }
+      return lines
     },
     async prepare () {},
     load: server => ({ options: { url: server.app + path } })
@@ -349,6 +358,8 @@ const replace = write({
 
 const CATS_B = encodeURIComponent(JSON.stringify({ species: 'cat', name: { startsWith: 'b' } }))
 const CAT_OWNERS = encodeURIComponent(JSON.stringify({ pets: { some: { species: 'cat' } } }))
+// The cursor of user 9000 in `GET /user?limit=30&populate=false` (where {}, by id): the next page deep in the table.
+const DEEP = Buffer.from(JSON.stringify([CURSOR_VERSION, bindingOf({ identity: 'user' } as Model, { where: {}, sort: [] }), 9000])).toString('base64url')
 const WORKLOADS: Workload[] = [
   fixedRead('a', 'GET /user?limit=30 (default populate: bestPet object, pets ≤ 30 each)', '/user?limit=30'),
   fixedRead('b', 'GET /user?limit=30&populate=false', '/user?limit=30&populate=false'),
@@ -357,7 +368,8 @@ const WORKLOADS: Workload[] = [
   rotatingRead('e', 'GET /user/:id?populate=false (ids rotating over all users)', '?populate=false'),
   toggle,
   replace,
-  fixedRead('h', 'GET /user?where={"pets":{"some":{"species":"cat"}}}&limit=30&populate=false (users with a cat: a relation filter)', `/user?where=${CAT_OWNERS}&limit=30&populate=false`)
+  fixedRead('h', 'GET /user?where={"pets":{"some":{"species":"cat"}}}&limit=30&populate=false (users with a cat: a relation filter)', `/user?where=${CAT_OWNERS}&limit=30&populate=false`),
+  fixedRead('i', 'GET /user?limit=30&populate=false&after=<cursor of user 9000> (the next cursor page deep in the table, with its Link header)', `/user?limit=30&populate=false&after=${DEEP}`, 'link')
 ].filter(w => ONLY === undefined || ONLY.includes(w.key))
 
 // Everything is bounded: a run that takes far longer than it should is stopped.
