@@ -27,7 +27,7 @@ export function defaultRecord (ctx: ActionContext, run: Executor, model: Model, 
 export async function readRecord (
   ctx: ActionContext, run: Executor, model: Model, id: unknown, policy: Policy | undefined, complete?: CollectionAssociation
 ): Promise<JsonRecord | undefined> {
-  const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, model, { maxLimit: Infinity })
+  const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, model, { maxLimit: Infinity, limits: ctx.bounds.limits })
   const [record] = await ctx.loader.find(run, model, {
     where: { kind: 'compare', target: model.primaryKey, op: '=', value: id },
     limit: 1,

@@ -12,7 +12,7 @@ import {
 import type { Model } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import { FIND_PARAMETERS } from './operators.ts'
-import type { BlueprintQuery, SortDirection } from './types.ts'
+import type { BlueprintQuery, RelationQuery, SortDirection } from './types.ts'
 
 /** A parsed query string: every value a string, or an array of strings for a repeated key. */
 export type QueryString = Readonly<Record<string, string | string[] | undefined>>
@@ -40,9 +40,61 @@ export function parseFind (query: QueryString, model: Model, defaults: QueryDefa
     populate: parsePopulate(query),
     populateLimit: defaults.populateLimit,
     ...(query.after === undefined && query.before === undefined ? undefined : parseCursor(query)),
+    ...parseRelations(query),
     // Attribute-named parameters (only when there is one: most finds have none).
     ...(query.where === undefined && !isEmpty(where) ? FROM_PARAMETERS : undefined)
   }
+}
+
+/** The criteria a populated association takes (`pets.where`, …). */
+const RELATION_CRITERIA: ReadonlySet<string> = new Set(['where', 'sort', 'limit', 'skip', 'select', 'omit'])
+
+/**
+ * Parameters named `<path>.<criterion>` (`pets.where`, `pets.tags.limit`): the criteria of a
+ * populated association (docs/criteria.md#populate-deeper). Names are checked against the model in
+ * `validate.ts`. No attribute name holds a dot, so such a parameter is never a filter.
+ *
+ * @throws BP_ERR_PARAMETER_NOT_ALLOWED for another criterion or a repeated one, and the coded
+ * errors of each criterion's value, naming the parameter.
+ */
+export function parseRelations (query: QueryString): Pick<BlueprintQuery, 'relations'> {
+  let relations: Record<string, RelationQuery> | undefined
+  for (const key of Object.keys(query)) {
+    const dot = key.lastIndexOf('.')
+    if (dot === -1) continue
+    const path = key.slice(0, dot)
+    const criterion = key.slice(dot + 1)
+    if (path === '' || !RELATION_CRITERIA.has(criterion)) {
+      throw new BP_ERR_PARAMETER_NOT_ALLOWED(key, 'a populated association takes `where`, `sort`, `limit`, `skip`, `select` or `omit` (`pets.limit=5`)')
+    }
+    const raw = query[key] as string | string[]
+    if (Array.isArray(raw) && criterion !== 'sort') throw new BP_ERR_PARAMETER_NOT_ALLOWED(key, 'it is given more than once')
+    // Keyed by path without a prototype: a path is the client's text until it is validated.
+    relations ??= Object.create(null) as Record<string, RelationQuery>
+    const relation = relations[path] ??= {}
+    switch (criterion) {
+      case 'where': relation.where = relationWhere(key, raw as string); break
+      case 'sort': relation.sort = parseSort(raw, key); break
+      case 'limit': relation.limit = parseLimit(raw as string, key); break
+      case 'skip': relation.skip = parseSkip(raw as string, key); break
+      default: relation[criterion as 'select' | 'omit'] = list(query, key)
+    }
+  }
+  return relations === undefined ? {} : { relations }
+}
+
+/** A populated association's `where`: a JSON dictionary. */
+function relationWhere (param: string, text: string): Record<string, unknown> {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    throw new BP_ERR_INVALID_JSON(param, (err as Error).message)
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new BP_ERR_INVALID_WHERE(`\`${param}\` must be a JSON dictionary of constraints, got ${describe(value)}`)
+  }
+  return value as Record<string, unknown>
 }
 
 /** `after` and `before`: a cursor page's cursor (checked in `validate.ts`, for a hook's query too). */
@@ -109,7 +161,8 @@ function parseWhere (query: QueryString, model: Model): Record<string, unknown> 
     // Attribute-named parameters, each an equality (a repeated key is an `in`).
     const where: Record<string, unknown> = {}
     for (const key of Object.keys(query)) {
-      if (FIND_PARAMETERS.has(key)) continue
+      // (A dotted name is a populated association's criterion: see parseRelations.)
+      if (FIND_PARAMETERS.has(key) || key.includes('.')) continue
       // Defined, not assigned: a parameter named `__proto__` must stay a (refused) attribute name.
       Object.defineProperty(where, key, { value: query[key], enumerable: true, writable: true, configurable: true })
     }
@@ -131,16 +184,16 @@ function parseWhere (query: QueryString, model: Model): Record<string, unknown> 
   return value as Record<string, unknown>
 }
 
-function parseLimit (text: string): number {
+function parseLimit (text: string, param = 'limit'): number {
   if (text === 'Infinity') return Infinity
   const limit = NATURAL.test(text) ? Number(text) : NaN
-  if (!Number.isSafeInteger(limit)) throw new BP_ERR_INVALID_LIMIT('limit', describe(text))
+  if (!Number.isSafeInteger(limit)) throw new BP_ERR_INVALID_LIMIT(param, describe(text))
   return limit
 }
 
-function parseSkip (text: string): number {
+function parseSkip (text: string, param = 'skip'): number {
   const skip = NATURAL.test(text) ? Number(text) : NaN
-  if (!Number.isSafeInteger(skip)) throw new BP_ERR_INVALID_SKIP(describe(text))
+  if (!Number.isSafeInteger(skip)) throw new BP_ERR_INVALID_SKIP(param === 'skip' ? describe(text) : `${describe(text)} (in \`${param}\`)`)
   return skip
 }
 
@@ -149,8 +202,10 @@ function parseSkip (text: string): number {
  * dictionaries (`[{"name":"DESC"}]`), a JSON dictionary (`{"name":"DESC","age":"ASC"}`); a
  * repeated `sort` parameter adds keys in order.
  */
-function parseSort (raw: string | string[]): BlueprintQuery['sort'] {
+function parseSort (raw: string | string[], param = 'sort'): BlueprintQuery['sort'] {
   const keys: BlueprintQuery['sort'] = []
+  // A populated association's sort names its parameter in each message.
+  const at = param === 'sort' ? '' : `in \`${param}\`, `
   for (const text of Array.isArray(raw) ? raw : [raw]) {
     const trimmed = text.trim()
     if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
@@ -158,35 +213,35 @@ function parseSort (raw: string | string[]): BlueprintQuery['sort'] {
       try {
         value = JSON.parse(trimmed)
       } catch (err) {
-        throw new BP_ERR_INVALID_JSON('sort', (err as Error).message)
+        throw new BP_ERR_INVALID_JSON(param, (err as Error).message)
       }
-      for (const item of Array.isArray(value) ? value : [value]) sortItem(item, keys)
+      for (const item of Array.isArray(value) ? value : [value]) sortItem(item, keys, at)
     } else {
-      for (const piece of trimmed.split(',')) sortItem(piece, keys)
+      for (const piece of trimmed.split(',')) sortItem(piece, keys, at)
     }
   }
   return keys
 }
 
-function sortItem (item: unknown, keys: BlueprintQuery['sort']): void {
+function sortItem (item: unknown, keys: BlueprintQuery['sort'], at: string): void {
   if (typeof item === 'string') {
     const words = item.trim().split(/\s+/)
-    if (words[0] === '' || words.length > 2) throw new BP_ERR_INVALID_SORT(`expected "attribute" or "attribute ASC|DESC", got ${describe(item)}`)
-    keys.push({ attribute: words[0], direction: direction(words[1] ?? 'ASC') })
+    if (words[0] === '' || words.length > 2) throw new BP_ERR_INVALID_SORT(`${at}expected "attribute" or "attribute ASC|DESC", got ${describe(item)}`)
+    keys.push({ attribute: words[0], direction: direction(words[1] ?? 'ASC', at) })
     return
   }
   if (typeof item !== 'object' || item === null || Array.isArray(item) || Object.keys(item).length === 0) {
-    throw new BP_ERR_INVALID_SORT(`expected a string or a dictionary of attribute → direction, got ${describe(item)}`)
+    throw new BP_ERR_INVALID_SORT(`${at}expected a string or a dictionary of attribute → direction, got ${describe(item)}`)
   }
-  for (const [attribute, value] of Object.entries(item)) keys.push({ attribute, direction: direction(value) })
+  for (const [attribute, value] of Object.entries(item)) keys.push({ attribute, direction: direction(value, at) })
 }
 
-function direction (value: unknown): SortDirection {
+function direction (value: unknown, at: string): SortDirection {
   if (value === 1) return 'ASC'
   if (value === -1) return 'DESC'
   const upper = typeof value === 'string' ? value.toUpperCase() : ''
   if (upper === 'ASC' || upper === 'DESC') return upper
-  throw new BP_ERR_INVALID_SORT(`the direction must be ASC or DESC, got ${describe(value)}`)
+  throw new BP_ERR_INVALID_SORT(`${at}the direction must be ASC or DESC, got ${describe(value)}`)
 }
 
 function list (query: QueryString, name: string): string[] {

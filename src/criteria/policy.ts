@@ -44,14 +44,56 @@ function hiddenNames (policy: Policy, model: Model): ((name: string) => boolean)
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED naming the parameter and the attribute.
  */
 export function checkVisible (
-  query: Pick<BlueprintQuery, 'where' | 'whereFrom' | 'sort' | 'select' | 'populate'>, model: Model, policy: Policy, maxDepth: number
+  query: Pick<BlueprintQuery, 'where' | 'whereFrom' | 'sort' | 'select' | 'populate' | 'relations'>, model: Model, policy: Policy, maxDepth: number
 ): void {
   walk(query.where, model, policy, query.whereFrom === 'parameters' ? undefined : 'where', 0, maxDepth)
   const hidden = hiddenNames(policy, model)
-  if (hidden === undefined) return
-  for (const { attribute } of query.sort) if (hidden(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', attribute, HIDDEN)
-  for (const name of query.select ?? []) if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('select', name, HIDDEN)
-  if (Array.isArray(query.populate)) for (const name of query.populate) if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('populate', name, HIDDEN)
+  if (hidden !== undefined) {
+    for (const { attribute } of query.sort) if (hidden(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', attribute, HIDDEN)
+    for (const name of query.select ?? []) if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('select', name, HIDDEN)
+  }
+  // Populated paths, each association on the way under the view of the model it belongs to.
+  if (Array.isArray(query.populate)) for (const path of query.populate) along(path, model, policy)
+  for (const [path, criteria] of Object.entries(query.relations ?? {})) {
+    const target = along(path, model, policy)
+    if (target === undefined) continue
+    walk(criteria.where, target, policy, `${path}.where`, 0, maxDepth)
+    const below = hiddenNames(policy, target)
+    if (below === undefined) continue
+    for (const { attribute } of criteria.sort ?? []) if (below(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(`${path}.sort`, attribute, HIDDEN)
+    for (const name of criteria.select ?? []) if (below(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(`${path}.select`, name, HIDDEN)
+  }
+}
+
+/**
+ * The model a populate path (`pets.tags`) leads to, each association on the way refused when the
+ * view of its model hides it; `undefined` for a path that names no association (refused by its
+ * validation, with its own message).
+ */
+function along (path: string, model: Model, policy: Policy): Model | undefined {
+  let current: Model = model
+  for (const name of path.split('.')) {
+    if (hiddenNames(policy, current)?.(name) === true) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('populate', path, HIDDEN)
+    const association = current.collections.get(name) ?? current.singulars.get(name)
+    if (association === undefined) return undefined
+    current = association.target
+  }
+  return current
+}
+
+/** The models a query's populate paths and their criteria lead to (their views are needed to check and read them). */
+export function populatedModels (query: Pick<BlueprintQuery, 'populate' | 'relations'>, model: Model, into = new Set<Model>()): Set<Model> {
+  const paths = [...(Array.isArray(query.populate) ? query.populate : []), ...Object.keys(query.relations ?? {})]
+  for (const path of paths) {
+    let current: Model | undefined = model
+    for (const name of path.split('.')) {
+      const association: { target: Model } | undefined = current.collections.get(name) ?? current.singulars.get(name)
+      if (association === undefined) break
+      current = association.target
+      into.add(current)
+    }
+  }
+  return into
 }
 
 /**

@@ -45,11 +45,26 @@ export interface BlueprintQuery {
   /** A cursor page: the `limit` records that precede the record a cursor names; `''`: the last page. */
   before?: string
   /**
+   * Criteria of populated associations, by path (`pets`, `pets.tags`: the parameters `pets.where`,
+   * `pets.tags.limit`, …; docs/criteria.md#populate-deeper). Each path must be populated.
+   */
+  relations?: Readonly<Record<string, RelationQuery>>
+  /**
    * `'parameters'` when `where` was made of attribute-named query parameters (`?age=30&name=bob`):
    * an error about one of its constraints names that parameter rather than `where`. Absent when
    * the request sent `where` (or none).
    */
   whereFrom?: 'parameters'
+}
+
+/** The criteria of one populated association (`pets.where=…&pets.limit=5`). */
+export interface RelationQuery {
+  where?: Record<string, unknown>
+  sort?: Array<{ attribute: string, direction: SortDirection }>
+  limit?: number
+  skip?: number
+  select?: string[]
+  omit?: string[]
 }
 
 /** A validated filter, ready to be written as SQL. */
@@ -102,10 +117,26 @@ export interface Target {
 export interface Projection {
   /** Scalar attributes to return, the primary key first. */
   readonly attributes: readonly Attribute[]
-  /** Singular associations to return, with whether each is populated. */
-  readonly singulars: ReadonlyArray<{ readonly association: SingularAssociation, readonly populate: boolean }>
-  /** Collections to populate, each with its cap on children. */
-  readonly collections: ReadonlyArray<{ readonly association: CollectionAssociation, readonly limit: number }>
+  /**
+   * Singular associations to return, with whether each is populated (joined in the record's
+   * statement), or `nested`: populated with a projection of its own (read by key, after).
+   */
+  readonly singulars: ReadonlyArray<{ readonly association: SingularAssociation, readonly populate: boolean, readonly nested?: Projection }>
+  /**
+   * Collections to populate, each with its cap on children (per parent), and `criteria` of its
+   * own when the request gave some or populates deeper.
+   */
+  readonly collections: ReadonlyArray<{ readonly association: CollectionAssociation, readonly limit: number, readonly criteria?: NestedCriteria }>
+}
+
+/** How a collection's children are chosen and returned, beyond the default (a populate path's criteria). */
+export interface NestedCriteria {
+  readonly where: WhereNode
+  /** Sort keys; the child's primary key last. */
+  readonly sort: ReadonlyArray<{ readonly target: Target, readonly direction: SortDirection }>
+  /** Children skipped, per parent. */
+  readonly skip: number
+  readonly projection: Projection
 }
 
 /**

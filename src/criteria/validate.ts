@@ -4,15 +4,15 @@
  * @module
  */
 import {
-  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP, BP_ERR_INVALID_SORT, BP_ERR_LIMIT_TOO_LARGE,
-  BP_ERR_PARAMETER_NOT_ALLOWED, BP_ERR_SELECT_AND_OMIT, BP_ERR_UNKNOWN_ATTRIBUTE
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP, BP_ERR_INVALID_SORT, BP_ERR_LIMIT_EXCEEDED,
+  BP_ERR_LIMIT_TOO_LARGE, BP_ERR_PARAMETER_NOT_ALLOWED, BP_ERR_SELECT_AND_OMIT, BP_ERR_UNKNOWN_ATTRIBUTE
 } from '../errors.ts'
 import { didYouMean } from '../did-you-mean.ts'
 import type { Attribute, Model } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import type { ResolvedLimits } from '../limits.ts'
 import { bindingOf, cursorWhere } from './cursor.ts'
-import type { BlueprintQuery, Criteria, Projection, WhereNode } from './types.ts'
+import type { BlueprintQuery, Criteria, Projection, RelationQuery, WhereNode } from './types.ts'
 import { buildWhere, combine, targetOf } from './where.ts'
 
 /** Settings that bound a query. */
@@ -36,19 +36,7 @@ export function validateFind (query: BlueprintQuery, model: Model, bounds: Bound
   checkWhole('skip', query.skip, false)
   checkWhole('populateLimit', query.populateLimit, true)
   if (query.limit > bounds.maxLimit) throw new BP_ERR_LIMIT_TOO_LARGE(String(query.limit), String(bounds.maxLimit))
-  const sort: Array<Criteria['sort'][number]> = []
-  const seen = new Set<string>()
-  for (const key of query.sort) {
-    const target = targetOf(model, key.attribute, 'sort')
-    // JSON has no order both databases agree on (PostgreSQL orders jsonb values, SQLite their text).
-    if (target.type === 'json') throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', target.name, 'a JSON attribute cannot be sorted by')
-    if (seen.has(target.name)) throw new BP_ERR_INVALID_SORT(`\`${target.name}\` appears twice`)
-    if (key.direction !== 'ASC' && key.direction !== 'DESC') throw new BP_ERR_INVALID_SORT(`the direction must be ASC or DESC, got ${describe(key.direction)}`)
-    seen.add(target.name)
-    sort.push({ target, direction: key.direction })
-  }
-  // The primary key breaks ties, so that pages never overlap and both databases agree.
-  if (!seen.has(model.primaryKey.name)) sort.push({ target: model.primaryKey, direction: 'ASC' })
+  const sort = validateSort(query.sort, model, 'sort')
   const where = buildWhere(model, query.where, bounds.limits, 'where', query.whereFrom === 'parameters')
   const projection = validateProjection(query, model, bounds)
   if (query.after === undefined && query.before === undefined) {
@@ -93,72 +81,174 @@ function paged (query: BlueprintQuery, model: Model, bounds: Bounds, where: Wher
 }
 
 /**
- * Checks `select`, `omit` and `populate` against a model (find and findOne).
+ * Sort keys checked against a model, the primary key added last (it breaks ties, so that pages
+ * never overlap and both databases agree).
+ */
+function validateSort (keys: BlueprintQuery['sort'], model: Model, param: string): Array<Criteria['sort'][number]> {
+  const sort: Array<Criteria['sort'][number]> = []
+  const seen = new Set<string>()
+  const at = param === 'sort' ? '' : `in \`${param}\`, `
+  for (const key of keys) {
+    const target = targetOf(model, key.attribute, param)
+    // JSON has no order both databases agree on (PostgreSQL orders jsonb values, SQLite their text).
+    if (target.type === 'json') throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, target.name, 'a JSON attribute cannot be sorted by')
+    if (seen.has(target.name)) throw new BP_ERR_INVALID_SORT(`${at}\`${target.name}\` appears twice`)
+    if (key.direction !== 'ASC' && key.direction !== 'DESC') throw new BP_ERR_INVALID_SORT(`${at}the direction must be ASC or DESC, got ${describe(key.direction)}`)
+    seen.add(target.name)
+    sort.push({ target, direction: key.direction })
+  }
+  if (!seen.has(model.primaryKey.name)) sort.push({ target: model.primaryKey, direction: 'ASC' })
+  return sort
+}
+
+/** What a projection is made from: a query's fields, its population and its populated associations' criteria. */
+type ProjectionQuery = Pick<BlueprintQuery, 'select' | 'omit' | 'populate' | 'populateLimit' | 'relations'>
+
+/** What bounds a projection: the largest limit, and the sizes of the criteria of populated associations. */
+type ProjectionBounds = Pick<Bounds, 'maxLimit' | 'limits'>
+
+/**
+ * Checks `select`, `omit` and `populate` against a model (find and findOne), and the criteria of
+ * populated associations (`relations`, docs/criteria.md#populate-deeper).
  *
  * `select` / `omit` name scalar attributes and singular associations; a singular association left
  * out is neither returned nor populated. Collections are governed by `populate` alone.
  */
-export function validateProjection (
-  query: Pick<BlueprintQuery, 'select' | 'omit' | 'populate' | 'populateLimit'>, model: Model, bounds: Pick<Bounds, 'maxLimit'>
-): Projection {
+export function validateProjection (query: ProjectionQuery, model: Model, bounds: ProjectionBounds): Projection {
   // Every attribute, every association populated or none: the same projection for every request
   // (kept per model, so that what the SQL layer derives from it is kept too).
-  if (query.select === undefined && query.omit === undefined && typeof query.populate === 'boolean') {
+  if (query.select === undefined && query.omit === undefined && typeof query.populate === 'boolean' && query.relations === undefined) {
     const key = query.populate ? query.populateLimit : -1
     let known = WHOLE.get(model)
     if (known === undefined) WHOLE.set(model, known = new Map())
     let projection = known.get(key)
-    if (projection === undefined) known.set(key, projection = project(query, model, bounds))
+    if (projection === undefined) known.set(key, projection = project(query, model, bounds, ''))
     return projection
   }
-  return project(query, model, bounds)
+  return project(query, model, bounds, '')
 }
 
 const WHOLE = new WeakMap<Model, Map<number, Projection>>()
 
-function project (query: Pick<BlueprintQuery, 'select' | 'omit' | 'populate' | 'populateLimit'>, model: Model, bounds: Pick<Bounds, 'maxLimit'>): Projection {
+/**
+ * The projection of `model`'s records at `path` (`''` for the records a request asks for,
+ * `pets`, `pets.tags` … for populated ones): the parameters it names are `path`'s.
+ */
+function project (query: ProjectionQuery, model: Model, bounds: ProjectionBounds, path: string): Projection {
+  const at = (name: string): string => path === '' ? name : `${path}.${name}`
   if (query.select !== undefined && query.omit !== undefined) throw new BP_ERR_SELECT_AND_OMIT()
   const named = new Set<string>()
   for (const name of query.select ?? query.omit ?? []) {
-    const param = query.select !== undefined ? 'select' : 'omit'
+    const param = at(query.select !== undefined ? 'select' : 'omit')
     if (model.collections.has(name)) {
       throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, 'it is a collection; choose collections with `populate`')
     }
     if (!model.attributes.has(name) && !model.singulars.has(name)) {
       throw new BP_ERR_UNKNOWN_ATTRIBUTE(param, name, model.identity, didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
     }
-    if (param === 'omit' && name === model.primaryKey.name) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('omit', name, 'the primary key is always returned')
+    if (query.omit !== undefined && name === model.primaryKey.name) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, 'the primary key is always returned')
     named.add(name)
   }
   const keep = (name: string): boolean => query.select !== undefined
     ? named.has(name) || name === model.primaryKey.name
     : !named.has(name)
+  const associations = (): string[] => [...model.singulars.keys(), ...model.collections.keys()]
 
   let populated: Set<string>
-  if (query.populate === true) populated = new Set([...model.singulars.keys(), ...model.collections.keys()])
+  // The paths populated below each association (`pets.tags` → `tags` below `pets`).
+  const below = new Map<string, string[]>()
+  if (query.populate === true) populated = new Set(associations())
   else if (query.populate === false) populated = new Set()
   else {
     populated = new Set()
-    for (const name of query.populate) {
+    for (const entry of query.populate) {
+      const dot = entry.indexOf('.')
+      const name = dot === -1 ? entry : entry.slice(0, dot)
       if (!model.singulars.has(name) && !model.collections.has(name)) {
         const reason = model.attributes.has(name) ? 'is an attribute, not an association' : `is not an association of ${model.identity}`
-        throw new BP_ERR_INVALID_POPULATE(`\`${name}\` ${reason}${didYouMean(name, [...model.singulars.keys(), ...model.collections.keys()])}`)
+        throw new BP_ERR_INVALID_POPULATE(`\`${at(name)}\` ${reason}${didYouMean(name, associations())}`)
       }
-      if (model.singulars.has(name) && !keep(name)) throw new BP_ERR_INVALID_POPULATE(`\`${name}\` is populated but left out by select/omit`)
+      if (model.singulars.has(name) && !keep(name)) throw new BP_ERR_INVALID_POPULATE(`\`${at(name)}\` is populated but left out by select/omit`)
       populated.add(name)
+      if (dot !== -1) below.set(name, [...below.get(name) ?? [], entry.slice(dot + 1)])
     }
   }
+  // The criteria given to each populated association, and those of the paths below it.
+  const own = new Map<string, RelationQuery>()
+  const deeper = new Map<string, Record<string, RelationQuery>>()
+  for (const [key, criteria] of Object.entries(query.relations ?? {})) {
+    const dot = key.indexOf('.')
+    const name = dot === -1 ? key : key.slice(0, dot)
+    // The parameters as the request named them (`pets.where`).
+    const param = `${at(key)}.${Object.keys(criteria).join(`, ${at(key)}.`)}`
+    if (!model.singulars.has(name) && !model.collections.has(name)) {
+      throw new BP_ERR_INVALID_POPULATE(`\`${param}\`: \`${name}\` is not an association of ${model.identity}${didYouMean(name, associations())}`)
+    }
+    if (!populated.has(name)) throw new BP_ERR_INVALID_POPULATE(`\`${param}\` gives criteria, but \`${at(name)}\` is not populated: add it to \`populate\``)
+    if (dot === -1) own.set(name, criteria)
+    else {
+      let sub = deeper.get(name)
+      if (sub === undefined) deeper.set(name, sub = Object.create(null) as Record<string, RelationQuery>)
+      sub[key.slice(dot + 1)] = criteria
+    }
+  }
+  // One association deep is Sails' populate, always there; deeper paths up to maxRelationDepth.
+  const depth = path === '' ? 1 : path.split('.').length + 1
+  const maxDepth = Math.max(1, bounds.limits.maxRelationDepth)
+  if (depth > maxDepth && populated.size > 0) {
+    throw new BP_ERR_LIMIT_EXCEEDED('populate', `\`${at([...populated][0])}\` populates deeper than ${maxDepth} associations (limits.maxRelationDepth)`)
+  }
+  /** The projection of the records an association leads to, when populated otherwise than by default. */
+  const nested = (name: string, target: Model, criteria: RelationQuery | undefined): Projection => project({
+    select: criteria?.select,
+    omit: criteria?.omit,
+    populate: below.get(name) ?? false,
+    populateLimit: query.populateLimit,
+    ...(deeper.has(name) ? { relations: deeper.get(name) } : {})
+  }, target, bounds, at(name))
   // Default population caps collections; an explicit list only caps them at maxLimit.
   const collectionLimit = query.populate === true ? query.populateLimit : bounds.maxLimit
   return {
     attributes: [...model.attributes.values()].filter((a: Attribute) => keep(a.name)),
-    singulars: [...model.singulars.values()].filter(a => keep(a.name)).map(association => ({ association, populate: populated.has(association.name) })),
-    collections: [...model.collections.values()].filter(a => populated.has(a.name)).map(association => ({ association, limit: collectionLimit }))
+    singulars: [...model.singulars.values()].filter(a => keep(a.name)).map(association => {
+      const name = association.name
+      const criteria = own.get(name)
+      // Below the records asked for, and with criteria or paths of its own: read by key, after.
+      if (!populated.has(name) || (path === '' && criteria === undefined && !below.has(name) && !deeper.has(name))) {
+        return { association, populate: populated.has(name) }
+      }
+      for (const criterion of ['where', 'sort', 'limit', 'skip'] as const) {
+        if (criteria?.[criterion] !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED(at(`${name}.${criterion}`), `\`${name}\` is one record: it takes select and omit`)
+      }
+      return { association, populate: false, nested: nested(name, association.target, criteria) }
+    }),
+    collections: [...model.collections.values()].filter(a => populated.has(a.name)).map(association => {
+      const name = association.name
+      const criteria = own.get(name)
+      if (path === '' && criteria === undefined && !below.has(name) && !deeper.has(name)) return { association, limit: collectionLimit }
+      const child = association.target
+      const limit = criteria?.limit ?? (path === '' ? collectionLimit : query.populateLimit)
+      checkWhole(at(`${name}.limit`), limit, true)
+      if (limit > bounds.maxLimit) throw new BP_ERR_LIMIT_TOO_LARGE(String(limit), String(bounds.maxLimit))
+      const skip = criteria?.skip ?? 0
+      checkWhole(at(`${name}.skip`), skip, false)
+      return {
+        association,
+        limit,
+        criteria: {
+          where: buildWhere(child, criteria?.where ?? {}, bounds.limits, at(`${name}.where`)),
+          sort: validateSort(criteria?.sort ?? [], child, at(`${name}.sort`)),
+          skip,
+          projection: nested(name, child, criteria)
+        }
+      }
+    })
   }
 }
 
 function checkWhole (name: string, value: number, infinite: boolean): void {
   if ((infinite && value === Infinity) || (Number.isSafeInteger(value) && value >= 0)) return
   if (name === 'skip') throw new BP_ERR_INVALID_SKIP(describe(value))
+  if (name.endsWith('.skip')) throw new BP_ERR_INVALID_SKIP(`${describe(value)} (in \`${name}\`)`)
   throw new BP_ERR_INVALID_LIMIT(name, describe(value))
 }

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Snapshot } from '../sql/database.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
 
@@ -27,11 +27,26 @@ export const SNAPSHOT: unique symbol = Symbol('fastify-blueprints.snapshot')
  */
 export const QUERY: unique symbol = Symbol('fastify-blueprints.query')
 
-/** A raw request that may carry an origin, a snapshot for its read, and the query its find ran. */
+/**
+ * The key of the serializer a route chose for its answer, instead of its response schema's (an
+ * answer populated deeper than the record schemas describe), on the raw request of a request that
+ * has an origin: realtime keeps the serialised answer with it.
+ */
+export const SERIALIZER: unique symbol = Symbol('fastify-blueprints.serializer')
+
+/** A raw request that may carry an origin, a snapshot for its read, the query its find ran and the serializer it chose. */
 export interface WithOrigin {
   [ORIGIN]?: string
   [SNAPSHOT]?: Snapshot
   [QUERY]?: BlueprintQuery
+  [SERIALIZER]?: (value: unknown) => string
+}
+
+/** Serialises a route's answer with `serialize` rather than its response schema (see {@link SERIALIZER}). */
+export function serializeWith (request: FastifyRequest, reply: FastifyReply, serialize: (value: unknown) => string): void {
+  reply.serializer(serialize)
+  const raw = request.raw as WithOrigin
+  if (raw[ORIGIN] !== undefined) raw[SERIALIZER] = serialize
 }
 
 /** Keeps the query a find ran on a request that has an origin (see {@link QUERY}). */

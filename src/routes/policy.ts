@@ -9,7 +9,7 @@
  * @module
  */
 import type { FastifyRequest } from 'fastify'
-import { checkVisible, reachedModels } from '../criteria/policy.ts'
+import { checkVisible, populatedModels, reachedModels } from '../criteria/policy.ts'
 import type { BlueprintQuery, ModelView, Policy } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import { buildWhere } from '../criteria/where.ts'
@@ -97,17 +97,27 @@ export async function checked (
   const { bounds } = input.ctx
   // Relation filters reach models past the route's neighbourhood: their views are resolved too
   // (the client's, to check what it names; the hook's answer, whose filters the reader narrows).
-  await policyOf(input, request, context.action, reached(query.where, context.model, bounds.limits.maxDepth))
+  await policyOf(input, request, context.action, reached(query, context.model, bounds.limits.maxDepth))
   checkVisible(query, context.model, policy, bounds.limits.maxDepth)
   const customised = await customise(input, request, query, context)
-  await policyOf(input, request, context.action, reached(customised.where, context.model, bounds.limits.maxDepth))
+  await policyOf(input, request, context.action, reached(customised, context.model, bounds.limits.maxDepth))
   return customised
 }
 
-/** The models a where's relation filters reach, with their neighbourhoods (what checking their names reads). */
-function reached (where: unknown, model: Model, maxDepth: number): Set<Model> {
+/**
+ * The models a query's relation filters and populate paths reach, with their neighbourhoods (what
+ * checking their names reads).
+ */
+function reached (query: BlueprintQuery, model: Model, maxDepth: number): Set<Model> {
   const models = new Set<Model>()
-  for (const target of reachedModels(where, model, maxDepth)) for (const near of neighbourhood(target)) models.add(near)
+  const targets = populatedModels(query, model, reachedModels(query.where, model, maxDepth))
+  for (const [path, relation] of Object.entries(query.relations ?? {})) {
+    // The model the path leads to (a path that leads nowhere is refused by its validation).
+    let at: Model | undefined = model
+    for (const name of path.split('.')) at = at?.collections.get(name)?.target ?? at?.singulars.get(name)?.target
+    if (at !== undefined) reachedModels(relation.where, at, maxDepth, targets)
+  }
+  for (const target of targets) for (const near of neighbourhood(target)) models.add(near)
   return models
 }
 

@@ -16,7 +16,7 @@ import { populate } from '../actions/populate.ts'
 import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
 import { update } from '../actions/update.ts'
-import { parseCount, parseFields, parseFollow, parseFind, parsePopulate, type QueryString } from '../criteria/parse.ts'
+import { parseCount, parseFields, parseFollow, parseFind, parsePopulate, parseRelations, type QueryString } from '../criteria/parse.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
 import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON, BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, CollectionAssociation } from '../models/model.ts'
@@ -26,7 +26,7 @@ import { checked, type RouteQuery } from './policy.ts'
 import { checkQueryEncoding } from './validation.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { routePath } from '../models/identity.ts'
-import { ranQuery } from './origin.ts'
+import { ranQuery, serializeWith } from './origin.ts'
 import { pageLinks } from './page-links.ts'
 
 /**
@@ -63,6 +63,10 @@ export const errorRef = Type.Ref('blueprints.error')
 function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSchema, answer: T): T {
   if (query.populate === false) {
     reply.type('application/json; charset=utf-8').serializer(reply.compileSerializationSchema(flat as unknown as Record<string, unknown>, '200'))
+  } else if (query.relations !== undefined || (Array.isArray(query.populate) && query.populate.some(path => path.includes('.')))) {
+    // Populated deeper than the record schemas describe (their children carry keys): written as
+    // read, every value already JSON (docs/criteria.md#populate-deeper).
+    serializeWith(reply.request, reply.type('application/json; charset=utf-8'), JSON.stringify)
   }
   return answer
 }
@@ -138,7 +142,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           sort: [],
           ...parseFields(raw),
           populate: parsePopulate(raw),
-          populateLimit: input.options.limits.populateLimit
+          populateLimit: input.options.limits.populateLimit,
+          ...parseRelations(raw)
         }
         const id = (request.params as { id: string }).id
         if (policy === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query, undefined, snapshot))

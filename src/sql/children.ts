@@ -5,7 +5,9 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { Criteria, Projection } from '../criteria/types.ts'
+import { hidesLink, viewedWhere } from '../criteria/policy.ts'
+import type { Criteria, ModelView, Projection } from '../criteria/types.ts'
+import { combine } from '../criteria/where.ts'
 import type { ReadOptions } from './read-options.ts'
 import type { CollectionAssociation } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
@@ -47,15 +49,29 @@ export class ChildLoader {
     this.#projections = projections
   }
 
-  /** The children of each of `collections` of the parents `ids`, grouped by parent key. */
+  /**
+   * The children of each of `collections` of the parents `ids`, grouped by parent key: by default
+   * every child in key order, or as a collection's own criteria say (`criteria`, a populate path's).
+   */
   async collections (
-    run: Executor, ids: unknown[], { caseInsensitive }: Criteria, { policy, lockLinks }: ReadOptions, collections: Projection['collections']
+    run: Executor, ids: unknown[], { caseInsensitive }: Pick<Criteria, 'caseInsensitive'>, { policy, lockLinks }: ReadOptions, collections: Projection['collections']
   ): Promise<Array<Map<unknown, JsonRecord[]>>> {
-    return await inOrder(collections.map(({ association, limit }) => {
+    return await inOrder(collections.map(({ association, limit, criteria }) => {
       const child = association.target
       // The children a policy hides are not there.
       const view = policy?.view(child)
       if (limit === 0 || view?.where.kind === 'none') return Promise.resolve(new Map<unknown, JsonRecord[]>())
+      if (criteria !== undefined) {
+        const hidden = (nested: CollectionAssociation): boolean => hidesLink(nested, policy?.view(nested.target))
+        return this.children(run, association, ids, {
+          where: policy === undefined ? criteria.where : combine('and', [(view as ModelView).where, viewedWhere(criteria.where, policy)]),
+          sort: criteria.sort,
+          limit,
+          skip: criteria.skip,
+          projection: policy === undefined ? criteria.projection : this.#projections.viewed(criteria.projection, view, hidden),
+          caseInsensitive
+        })
+      }
       return this.children(run, association, ids, {
         where: view?.where ?? { kind: 'all' },
         sort: [{ target: child.primaryKey, direction: 'ASC' }],
@@ -89,15 +105,21 @@ export class ChildLoader {
     // Every child in key order, of a projection kept per model (default population, a write's
     // answer): the same statements every time, built once.
     const keep = byKey && criteria.where.kind === 'all' && criteria.projection === this.#projections.kept(association.target.identity)
-    if (single || criteria.limit === Infinity) {
+    // Several parents, each from a child past the first (a populate path's `skip`): ranked.
+    const skipped = !single && criteria.skip > 0
+    if ((single || criteria.limit === Infinity) && !skipped) {
       const variant = (single ? ONE : 0) | (criteria.limit === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0)
       const statement = this.#statement(association, criteria, keep, variant)
       return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])) as unknown as ArrayRow[], read, parentAt, Infinity)
     }
     const probe = parentIds.length * criteria.limit + 1
-    const rows = await run(this.#statement(association, criteria, keep, PROBE).fill([parents, probe])) as unknown as ArrayRow[]
-    if (rows.length < probe) return group(rows, read, parentAt, criteria.limit)
-    const windowed = this.#statement(association, criteria, keep, WINDOW).fill([parents, criteria.limit])
+    if (!skipped) {
+      const rows = await run(this.#statement(association, criteria, keep, PROBE).fill([parents, probe])) as unknown as ArrayRow[]
+      if (rows.length < probe) return group(rows, read, parentAt, criteria.limit)
+    }
+    // The ranks past `skip`, up to `skip + limit` (no limit: ranks are 64-bit on both databases).
+    const last = criteria.limit === Infinity ? Number.MAX_SAFE_INTEGER : criteria.skip + criteria.limit
+    const windowed = this.#statement(association, criteria, keep, WINDOW).fill([parents, last, criteria.skip])
     return group(await run(windowed) as unknown as ArrayRow[], read, parentAt, criteria.limit)
   }
 
@@ -115,7 +137,7 @@ export class ChildLoader {
       const select = this.#select(association, criteria, false, false)
       query = sql`${select} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${this.#dialect.page(LIMIT as unknown as number, 0)}`
     } else if (variant === WINDOW) {
-      query = sql`${this.#select(association, criteria, false, true)}) AS x WHERE ${ROW} <= ${LIMIT} ORDER BY ${ROW}`
+      query = sql`${this.#select(association, criteria, false, true)}) AS x WHERE ${ROW} > ${SKIP} AND ${ROW} <= ${LIMIT} ORDER BY ${ROW}`
     } else {
       const single = (variant & ONE) !== 0
       // Kept statements serve the collections of a find, always from their first child.

@@ -6,7 +6,8 @@
  */
 import { sql } from 'kysely'
 import { hidesLink, viewedWhere } from '../criteria/policy.ts'
-import type { Criteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
+import type { Criteria, NestedCriteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
+import { coerce } from '../models/values.ts'
 import { PLAIN_READ, type ReadOptions } from './read-options.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { ChildLoader, type ChildCriteria } from './children.ts'
@@ -107,8 +108,62 @@ export class RecordLoader {
         rows.forEach((row, i) => { records[i][association.name] = children[c].get(row[key]) ?? [] })
       })
       if (joined !== undefined) records[0][joined.association.name] = members
+      if (deep(criteria.projection)) await this.#deeper(run, model, records, criteria.projection, options, criteria.caseInsensitive, true)
     }
     return records
+  }
+
+  /**
+   * Populates what a projection asks below its records (docs/criteria.md#populate-deeper): singular
+   * associations with a projection of their own, read by key (one statement per association for
+   * all the records); collections (unless `loaded`: the find's statements read them), one batched
+   * statement each, capped per parent; then the same below those, level by level. Under a policy,
+   * every level is read through the views.
+   */
+  async #deeper (
+    run: Executor, model: Model, records: JsonRecord[], projection: Projection, options: ReadOptions, fold: boolean, loaded: boolean
+  ): Promise<void> {
+    const read: ReadOptions = options.policy === undefined ? PLAIN_READ : { policy: options.policy }
+    for (const { association, nested } of projection.singulars) {
+      if (nested === undefined) continue
+      const pk = association.target.primaryKey
+      const keys = [...new Set(records.map(record => record[association.name]).filter(key => key !== null))]
+      const found = keys.length === 0
+        ? []
+        : await this.find(run, association.target, {
+          where: { kind: 'in', target: pk, negate: false, values: keys.map(value => coerce(pk.type, value)) },
+          limit: Infinity,
+          skip: 0,
+          sort: [{ target: pk, direction: 'ASC' }],
+          projection: nested,
+          caseInsensitive: fold
+        }, read)
+      const byKey = new Map(found.map(record => [String(record[pk.name]), record]))
+      // A key without its record (dangling, or hidden by the policy) populates as null.
+      for (const record of records) {
+        const value = record[association.name]
+        if (value !== null) record[association.name] = byKey.get(String(value)) ?? null
+      }
+    }
+    const collections = projection.collections.filter(({ criteria }) => criteria !== undefined)
+    if (collections.length === 0) return
+    const pk = model.primaryKey
+    if (!loaded) {
+      const ids = records.map(record => this.#dialect.bind(pk.type, coerce(pk.type, record[pk.name])))
+      const children = await this.#children.collections(run, ids, { caseInsensitive: fold }, read, collections)
+      collections.forEach(({ association }, c) => {
+        const byParent = new Map([...children[c]].map(([key, list]) => [String(key), list]))
+        for (const record of records) record[association.name] = byParent.get(String(record[pk.name])) ?? []
+      })
+    }
+    for (const { association, criteria } of collections) {
+      const child = association.target
+      const children = records.flatMap(record => record[association.name] as JsonRecord[])
+      // The children as the policy lets them appear: what is below them is read through it too.
+      const own = (criteria as NestedCriteria).projection
+      const below = options.policy === undefined ? own : this.#viewedProjection(child, own, options.policy)
+      if (children.length > 0 && deep(below)) await this.#deeper(run, child, children, below, options, fold, false)
+    }
   }
 
   /**
@@ -151,11 +206,20 @@ export class RecordLoader {
    * without the collections whose links it hides.
    */
   #viewed<C extends ChildCriteria> (model: Model, criteria: C, policy: Policy): C {
-    const view = policy.view(model)
-    const hidden = (association: CollectionAssociation): boolean => hidesLink(association, policy.view(association.target))
-    const projection = this.#projections.viewed(criteria.projection, view, hidden)
-    return { ...criteria, where: within(viewedWhere(criteria.where, policy), view.where), projection }
+    const projection = this.#viewedProjection(model, criteria.projection, policy)
+    return { ...criteria, where: within(viewedWhere(criteria.where, policy), policy.view(model).where), projection }
   }
+
+  /** A projection of `model` with the fields its view lets appear, without the collections whose links it hides. */
+  #viewedProjection (model: Model, projection: Projection, policy: Policy): Projection {
+    const hidden = (association: CollectionAssociation): boolean => hidesLink(association, policy.view(association.target))
+    return this.#projections.viewed(projection, policy.view(model), hidden)
+  }
+}
+
+/** Whether a projection populates anything below its records' own associations (see `RecordLoader.#deeper`). */
+function deep (projection: Projection): boolean {
+  return projection.singulars.some(({ nested }) => nested !== undefined) || projection.collections.some(({ criteria }) => criteria !== undefined)
 }
 
 /** A where node that matches one primary key. */

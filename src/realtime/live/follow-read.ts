@@ -10,7 +10,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { Bounds } from '../../criteria/validate.ts'
 import { validateFind } from '../../criteria/validate.ts'
-import type { BlueprintQuery, WhereNode } from '../../criteria/types.ts'
+import type { BlueprintQuery, Projection, WhereNode } from '../../criteria/types.ts'
 import { BP_ERR_FOLLOW_LIMIT } from '../../errors.ts'
 import type { Model } from '../../models/model.ts'
 import { QUERY, type WithOrigin } from '../../routes/origin.ts'
@@ -53,6 +53,7 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
   const related = new Set<string>()
   collect(where, fields, related)
   for (const { target } of criteria.sort) fields.add(target.name)
+  below(criteria.projection, related)
   // The populated models whose records the socket's views filter, with what those views read.
   const shown = new Map<string, Set<string>>()
   for (const { association } of [...criteria.projection.singulars.filter(singular => singular.populate), ...criteria.projection.collections]) {
@@ -120,6 +121,25 @@ function collect (node: WhereNode, names: Set<string> | undefined, related: Set<
     related.add(association.target.identity)
     collect(node.where, undefined, related)
   } else if ('target' in node) names?.add(node.target.name)
+}
+
+/**
+ * The models populated below the records' own associations (a populate path, or a collection with
+ * criteria: docs/criteria.md#populate-deeper), and those their filters lead to: a change to any of
+ * them may change what the query answers, which no record of its result names.
+ */
+function below (projection: Projection, related: Set<string>): void {
+  for (const { association, nested } of projection.singulars) {
+    if (nested === undefined) continue
+    related.add(association.target.identity)
+    below(nested, related)
+  }
+  for (const { association, criteria } of projection.collections) {
+    if (criteria === undefined) continue
+    related.add(association.target.identity)
+    collect(criteria.where, undefined, related)
+    below(criteria.projection, related)
+  }
 }
 
 /** A filter as a group's key holds it: a relation filter's model and association (the registry's objects) by name. */

@@ -20,7 +20,7 @@ import type { Hub, Read } from '../hub/hub.ts'
 import { POSITION_HEADER, RESUME_HEADER, RESUMED_HEADER, SUBSCRIPTION_LIMIT } from '../protocol.ts'
 import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
-import { SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
+import { SERIALIZER, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { followRead, type FollowSetup } from '../live/follow-read.ts'
 import { parseFollow, type QueryString } from '../../criteria/parse.ts'
@@ -177,6 +177,7 @@ function reachableFrom (hub: Hub, model: Model): Set<Model> {
  * route has none) nothing is kept (the body is then parsed and encoded again).
  */
 function keepSerialized (scope: SocketRequest, reply: FastifyReply): void {
-  const serialize = reply.getSerializationFunction(String(reply.statusCode)) as ((value: unknown) => string) | undefined
+  // The serializer the route chose for this answer, if it chose one; else its schema's.
+  const serialize = (reply.request.raw as WithOrigin)[SERIALIZER] ?? reply.getSerializationFunction(String(reply.statusCode)) as ((value: unknown) => string) | undefined
   if (serialize !== undefined) reply.serializer((value: unknown) => (scope.serialized = serialize(value)))
 }

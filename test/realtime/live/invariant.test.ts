@@ -3,8 +3,8 @@
 // chains — a follower's initial answer with the messages it then heard applied equals the same
 // find run again: the same records, in the same order, with the same populated values. Followers
 // of several kinds of query (where-only, sorted pages with limit and skip, populated, selected,
-// relation filters of every kind of association, nested, under a policy, cursor pages after and
-// before a cursor) on both endpoints; every message applies (a `left` names a record the follower
+// relation filters of every kind of association, nested, under a policy, populated deeper with
+// criteria of their own, cursor pages after and before a cursor) on both endpoints; every message applies (a `left` names a record the follower
 // holds, an `entered` one it does not); a policy's hidden records never enter. On both databases.
 // 10 runs of up to 30 writes per case; BLUEPRINTS_LIVE_RUNS=<n> runs that many.
 import t from 'tap'
@@ -61,6 +61,9 @@ const FOLLOWERS: Follower[] = [
   { name: 'users without the admin tag whose pets are all dogs', via: 'ws', url: `/user?where=${q({ tags: { none: { slug: 'admin' } }, pets: { every: { species: 'dog' } } })}&populate=false&select=name&limit=1000` },
   { name: 'pets whose owner has the vip tag or a best pet that is a fish', via: 'ws', url: `/pet?where=${q({ owner: { is: { or: [{ tags: { some: { slug: 'vip' } } }, { bestPet: { is: { species: 'fish' } } }] } } })}&populate=false&limit=1000` },
   { name: 'users with a pet they may see, under a policy', via: 'ws', url: `/user?where=${q({ pets: { some: {} } })}&sort=id%20DESC&limit=6&populate=false`, headers: { 'x-viewer': 'limited' } },
+  // populated deeper, with criteria per populated association
+  { name: 'users with their first two pets by name, each pet with its owner', via: 'ws', url: '/user?populate=pets,pets.owner&pets.sort=name&pets.limit=2&select=name,active&sort=id&limit=6' },
+  { name: 'users with their friends\' pets that are no fish', via: 'sails', url: `/user?populate=friends,friends.pets&friends.select=name&friends.pets.where=${q({ species: { '!=': 'fish' } })}&select=name&limit=5` },
   // cursor pages: `link:<rel>:<url>` follows the page that <url>'s Link header names, as read when the test starts
   { name: 'pets by name, the cursor page after the first two', via: 'ws', url: 'link:next:/pet?sort=name%20ASC&limit=2&populate=false&after=' },
   { name: 'users by age, the cursor page before the last, with cats', via: 'sails', url: `link:prev:/user?sort=age%20DESC&limit=1&where=${q({ pets: { some: { species: 'cat' } } })}&before=` }
