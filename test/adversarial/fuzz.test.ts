@@ -6,9 +6,12 @@
 // - Reads (find, findOne, populate, HEAD) with generated query strings: `where` documents valid
 //   and not (unknown names and modifiers, wrong types, huge numbers, NUL, lone surrogates, long
 //   texts, deep nesting, long lists), repeated parameters, broken percent-encoding, sort, limit,
-//   skip, select, omit, populate; also paths that are no model's. Never a 5xx; every 4xx is the
-//   coded error body of docs/errors.md; no error body carries a SQLSTATE or the database's words.
-// - Differential: valid reads answer the same status and JSON on PostgreSQL and SQLite (two apps
+//   skip, select, omit, populate; populate paths and their criteria (`pets.where`, `pets.limit`, …,
+//   well-formed and not), cursors (`after`, `before`: garbage, other versions, forged ones); also
+//   paths that are no model's. Never a 5xx; every 4xx is the coded error body of docs/errors.md;
+//   no error body carries a SQLSTATE or the database's words.
+// - Differential: valid reads (relation filters, populate paths with criteria, cursor pages
+//   included) answer the same status and JSON on PostgreSQL and SQLite (two apps
 //   on the same seed plus the same extra records, written through the API; only reads after that).
 // - Reference reading: valid finds (where, sort, skip, limit; of a model or of a collection's
 //   children; case-sensitive or not) return exactly the records, in the order, that

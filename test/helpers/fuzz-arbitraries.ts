@@ -492,7 +492,48 @@ function readParam (model: ModelName): fc.Arbitrary<Param> {
     { weight: 1, arbitrary: omitText(model, false).map(value => ({ key: 'omit', value })) },
     { weight: 1, arbitrary: populateText(model, false).map(value => ({ key: 'populate', value })) },
     { weight: 2, arbitrary: fc.tuple(fc.constantFrom(...MODELS[model].fields), fc.boolean()).chain(([f, good]) => (good ? validValue(model, f) : garbageValue).map(v => ({ key: f.name, value: typeof v === 'string' ? v : JSON.stringify(v) ?? 'x' }))) },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...WHERE_KEYS, 'where[]', 'where[age]', 'limit[]', 'fks', 'x', '', '%FF'), fc.option(fc.oneof(text, badText), { nil: undefined })).map(([key, value]) => ({ key, value })) }
+    { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...WHERE_KEYS, 'where[]', 'where[age]', 'limit[]', 'fks', 'x', '', '%FF'), fc.option(fc.oneof(text, badText), { nil: undefined })).map(([key, value]) => ({ key, value })) },
+    { weight: 2, arbitrary: relationParam(model) }
+  )
+}
+
+/** A populate path of a model, one or two associations deep, and the model it leads to. */
+function populatePath (model: ModelName): fc.Arbitrary<{ path: string, target: ModelName, collection: boolean }> {
+  const links = relations(model)
+  if (links.length === 0) return fc.constant({ path: 'owner', target: 'user', collection: false })
+  return fc.constantFrom(...links).chain(link => {
+    const deeper = relations(link.target)
+    const here = fc.constant({ path: link.name, target: link.target, collection: link.quantifiers.includes('some') })
+    return deeper.length === 0
+      ? here
+      : fc.oneof(here, fc.constantFrom(...deeper).map(next => ({ path: `${link.name}.${next.name}`, target: next.target, collection: next.quantifiers.includes('some') })))
+  })
+}
+
+/** Cursors, most of them not this query's (docs/criteria.md#cursor-pages). */
+const cursorText: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom('', 'x', '%%%', 'WzFd', 'WzEsIngiLDFd', '=', '[1]'),
+  fc.jsonValue({ maxDepth: 2 }).map(value => Buffer.from(JSON.stringify(value) ?? '').toString('base64url')),
+  fc.tuple(fc.constantFrom(1, 2, 0, '1'), fc.string({ maxLength: 8 }), fc.array(fc.oneof(garbageValue, fc.nat()), { maxLength: 4 }))
+    .map(([version, binding, values]) => Buffer.from(JSON.stringify([version, binding, ...values])).toString('base64url')),
+  badText
+)
+
+/** The parameters of populated associations (`pets.where`, `populate=pets.tags`) and cursors, well-formed and not. */
+function relationParam (model: ModelName): fc.Arbitrary<Param> {
+  return fc.oneof(
+    { weight: 4, arbitrary: populatePath(model).chain(({ path, target }) => fc.oneof(
+      whereText(target).map(value => ({ key: `${path}.where`, value })),
+      limitBad.map(value => ({ key: `${path}.limit`, value })),
+      limitBad.map(value => ({ key: `${path}.skip`, value })),
+      sortText(target, false).map(value => ({ key: `${path}.sort`, value })),
+      selectText(target, false).map(value => ({ key: `${path}.select`, value })),
+      omitText(target, false).map(value => ({ key: `${path}.omit`, value })),
+      fc.constant({ key: 'populate', value: path })
+    )) },
+    { weight: 2, arbitrary: fc.tuple(fc.constantFrom('after', 'before'), cursorText).map(([key, value]) => ({ key, value })) },
+    { weight: 1, arbitrary: fc.tuple(fc.constantFrom('.where', 'pets.', 'pets..limit', 'pets.where.where', '__proto__.limit', 'constructor.where', 'pets.pets.pets.pets.limit', 'toString.sort'), fc.oneof(text, badText))
+      .map(([key, value]) => ({ key, value })) }
   )
 }
 
@@ -518,7 +559,16 @@ function validFindParams (model: ModelName): fc.Arbitrary<Param[]> {
     skip: fc.option(fc.oneof(fc.nat(3), fc.nat(12)).map(String), { freq: 2, nil: undefined }),
     sort: fc.option(sortText(model, true), { nil: undefined }),
     projection: fc.option(fc.oneof(selectText(model, true).map(value => ({ key: 'select', value })), omitText(model, true).map(value => ({ key: 'omit', value }))), { freq: 2, nil: undefined }),
-    populate: fc.option(populateText(model, true), { nil: undefined })
+    populate: fc.option(populateText(model, true), { nil: undefined }),
+    // Populated deeper with criteria of its own, or a cursor page (docs/criteria.md).
+    deep: fc.option(populatePath(model).chain(({ path, target, collection }) => fc.record({
+      limit: fc.option(fc.nat(3).map(String), { nil: undefined }),
+      skip: fc.option(fc.nat(2).map(String), { nil: undefined }),
+      sort: fc.option(sortText(target, true), { nil: undefined }),
+      where: fc.option(validWhere(target, 1).map(w => JSON.stringify(w)), { nil: undefined })
+    }).map(criteria => [{ key: 'populate', value: path }, ...Object.entries(collection ? criteria : {}).filter(([, value]) => value !== undefined)
+      .map(([name, value]) => ({ key: `${path}.${name}`, value: value as string }))])), { freq: 3, nil: undefined }),
+    cursor: fc.option(fc.constantFrom('after', 'before'), { freq: 4, nil: undefined })
   }).map(r => {
     const params: Param[] = []
     if (r.where !== undefined) params.push({ key: 'where', value: r.where })
@@ -527,7 +577,9 @@ function validFindParams (model: ModelName): fc.Arbitrary<Param[]> {
     if (r.skip !== undefined) params.push({ key: 'skip', value: r.skip })
     if (r.sort !== undefined) params.push({ key: 'sort', value: r.sort })
     if (r.projection !== undefined) params.push(r.projection)
-    if (r.populate !== undefined) params.push({ key: 'populate', value: r.populate })
+    if (r.deep !== undefined && relations(model).length > 0) params.push(...r.deep)
+    else if (r.populate !== undefined) params.push({ key: 'populate', value: r.populate })
+    if (r.cursor !== undefined && r.skip === undefined) params.push({ key: r.cursor, value: '' })
     return params
   })
 }
@@ -546,7 +598,7 @@ export const validReadUrl: fc.Arbitrary<string> = fc.tuple(
       .map(([id, projection, populate]) => `/${model}/${pct(String(id))}${query([...(projection === undefined ? [] : [projection]), ...(populate === undefined ? [] : [{ key: 'populate', value: populate }])])}`) },
     ...(collections(model).length === 0
       ? []
-      : [{ weight: 3, arbitrary: fc.tuple(model === 'tag' ? fc.constantFrom('admin', 'beta', 'vip', 'Z', 'é', 'a/b') : fc.integer({ min: 1, max: 6 }), fc.constantFrom(...collections(model))).chain(([id, c]) => validFindParams(MODELS[model].collections[c]).map(params => `/${model}/${pct(String(id))}/${c}${query(params.filter(p => p.key !== 'populate'))}`)) }])
+      : [{ weight: 3, arbitrary: fc.tuple(model === 'tag' ? fc.constantFrom('admin', 'beta', 'vip', 'Z', 'é', 'a/b') : fc.integer({ min: 1, max: 6 }), fc.constantFrom(...collections(model))).chain(([id, c]) => validFindParams(MODELS[model].collections[c]).map(params => `/${model}/${pct(String(id))}/${c}${query(params.filter(p => p.key !== 'populate' && p.key !== 'after' && p.key !== 'before' && !p.key.includes('.')))}`)) }])
   ))
 ).map(([prefix, url]) => prefix + url)
 
