@@ -48,6 +48,8 @@ interface Store {
   usersWithPet (species: string, limit: number): Promise<UserJson[]>
   /** Users (no population) with an id above `id`, by id: `limit` of them, and one more if there is. */
   usersAfter (id: number, limit: number): Promise<UserJson[]>
+  /** The first `limit` users by id, each with its first `pets` pets by id, each pet with its tags by id. */
+  usersPetsTags (limit: number, pets: number): Promise<Array<UserJson & { pets: Array<PetJson & { tags: TagJson[] }> }>>
   /** Pets of a species whose name starts with `prefix` (case-sensitive), by name then id. */
   pets (species: string, prefix: string, limit: number): Promise<PetJson[]>
   add (pet: number, tag: number): Promise<PetAnswer>
@@ -149,6 +151,8 @@ const PG = {
   usersFlat: `SELECT ${USER_COLUMNS} FROM "user" u ORDER BY u.id LIMIT $1`,
   usersWithPet: `SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT FROM pet p WHERE p.owner_id = u.id AND p.species = $1) ORDER BY u.id LIMIT $2`,
   usersAfter: `SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id > $1 ORDER BY u.id LIMIT $2`,
+  firstPetsOfUsers: `SELECT ${PET_COLUMNS} FROM unnest($1::int[]) AS o(id) CROSS JOIN LATERAL (SELECT * FROM pet WHERE owner_id = o.id ORDER BY id LIMIT $2) p`,
+  tagsOfPets: 'SELECT pt.pet_id, t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id = ANY($1::int[]) ORDER BY pt.pet_id, t.id',
   userPopulated: `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = $1`,
   userFlat: `SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id = $1`,
   petsOfUsers: `SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id = ANY($1::int[]) ORDER BY p.owner_id, p.id`,
@@ -202,6 +206,13 @@ function postgresStore (pool: pg.Pool): Store {
     async usersAfter (id, limit) {
       return (await run('usersAfter', [id, limit + 1])).map(r => user(r))
     },
+    async usersPetsTags (limit, perUser) {
+      const users = (await run('usersFlat', [limit])).map(r => user(r))
+      const pets = (await run('firstPetsOfUsers', [users.map(u => u.id), perUser])).map(r => ({ ...pet(r), tags: [] as TagJson[] }))
+      const byPet = new Map(pets.map(p => [p.id, p]))
+      for (const r of await run('tagsOfPets', [pets.map(p => p.id)])) (byPet.get(r[0]) as { tags: TagJson[] }).tags.push({ id: r[1], label: r[2] })
+      return nest(users, pets)
+    },
     async user (id, populate) {
       if (!populate) {
         const [row] = await run('userFlat', [id])
@@ -237,6 +248,8 @@ function sqliteStore (db: SqliteDatabase): Store {
     usersFlat: prepare(`SELECT ${USER_COLUMNS} FROM "user" u ORDER BY u.id LIMIT ?`),
     usersWithPet: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT 1 FROM pet p WHERE p.owner_id = u.id AND p.species = ?) ORDER BY u.id LIMIT ?`),
     usersAfter: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id > ? ORDER BY u.id LIMIT ?`),
+    firstPetsOfUser: prepare(`SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id = ? ORDER BY p.id LIMIT ?`),
+    tagsOfPets: prepare('SELECT pt.pet_id, t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id IN (SELECT value FROM json_each(?)) ORDER BY pt.pet_id, t.id'),
     userPopulated: prepare(`SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = ?`),
     userFlat: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id = ?`),
     petsOfUsers: prepare(`SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id IN (SELECT value FROM json_each(?)) ORDER BY p.owner_id, p.id`),
@@ -278,6 +291,14 @@ function sqliteStore (db: SqliteDatabase): Store {
     },
     async usersAfter (id, limit) {
       return (s.usersAfter.all(id, limit + 1) as RawRow[]).map(r => user(r))
+    },
+    async usersPetsTags (limit, perUser) {
+      const users = (s.usersFlat.all(limit) as RawRow[]).map(r => user(r))
+      // In process, a statement per user is an index lookup each: cheaper than a window over all.
+      const pets = users.flatMap(u => (s.firstPetsOfUser.all(u.id, perUser) as RawRow[]).map(r => ({ ...pet(r), tags: [] as TagJson[] })))
+      const byPet = new Map(pets.map(p => [p.id, p]))
+      for (const r of s.tagsOfPets.all(JSON.stringify(pets.map(p => p.id))) as RawRow[]) (byPet.get(r[0]) as { tags: TagJson[] }).tags.push({ id: r[1], label: r[2] })
+      return nest(users, pets)
     },
     async user (id, populate) {
       const row = (populate ? s.userPopulated : s.userFlat).get(id) as RawRow | undefined
@@ -343,6 +364,17 @@ function speciesAndPrefix (raw: unknown): { species: string, prefix: string } {
   return { species: where.species, prefix: where.name.startsWith }
 }
 
+/** Users with their pets (each pet's `owner` is its user's id), in the users' order. */
+function nest<P extends PetJson> (users: UserJson[], pets: P[]): Array<UserJson & { pets: P[] }> {
+  const byOwner = new Map<number, P[]>()
+  for (const p of pets) {
+    let list = byOwner.get(p.owner as number)
+    if (list === undefined) byOwner.set(p.owner as number, list = [])
+    list.push(p)
+  }
+  return users.map(u => ({ ...u, pets: byOwner.get(u.id) ?? [] }))
+}
+
 /** A cursor of the plugin's format for users by id: base64url of `[1, binding, id]`. */
 function cursorOf (raw: unknown): { binding: string, id: number } {
   let decoded: unknown
@@ -384,6 +416,8 @@ const ANSWER = {
   properties: { ...PET.properties, owner: orNull(USER), tags: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, label: { type: 'string' } } } } }
 }
 const USERS = { type: 'array', items: USER }
+const PET_WITH_TAGS = { type: 'object', properties: { ...PET.properties, tags: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, label: { type: 'string' } } } } } }
+const USERS_PETS_TAGS = { type: 'array', items: { type: 'object', properties: { ...USER_PROPERTIES, pets: { type: 'array', items: PET_WITH_TAGS } } } }
 const POPULATED_USERS = { type: 'array', items: POPULATED_USER }
 
 /** Sends `value` as JSON, serialised from `schema` (compiled once per route and schema by Fastify). */
@@ -400,6 +434,11 @@ function routes (store: Store): FastifyInstance {
     if (request.query.where !== undefined) {
       if (populateOf(request.query)) throw badRequest('a where needs populate=false')
       return sendJson(reply, USERS, await store.usersWithPet(petSpecies(request.query.where), limitOf(request.query)))
+    }
+    if (request.query.populate === 'pets,pets.tags') {
+      const perUser = Number(request.query['pets.limit'])
+      if (!Number.isInteger(perUser) || perUser < 0) throw badRequest('pets.limit must be a whole number')
+      return sendJson(reply, USERS_PETS_TAGS, await store.usersPetsTags(limitOf(request.query), perUser))
     }
     if (request.query.after !== undefined) {
       if (populateOf(request.query)) throw badRequest('a cursor page needs populate=false')

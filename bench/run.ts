@@ -369,7 +369,9 @@ const WORKLOADS: Workload[] = [
   toggle,
   replace,
   fixedRead('h', 'GET /user?where={"pets":{"some":{"species":"cat"}}}&limit=30&populate=false (users with a cat: a relation filter)', `/user?where=${CAT_OWNERS}&limit=30&populate=false`),
-  fixedRead('i', 'GET /user?limit=30&populate=false&after=<cursor of user 9000> (the next cursor page deep in the table, with its Link header)', `/user?limit=30&populate=false&after=${DEEP}`, 'link')
+  fixedRead('i', 'GET /user?limit=30&populate=false&after=<cursor of user 9000> (the next cursor page deep in the table, with its Link header)', `/user?limit=30&populate=false&after=${DEEP}`, 'link'),
+  fixedRead('j', 'GET /user?limit=30&populate=pets,pets.tags&pets.limit=5 (30 users, each with its first 5 pets, each pet with its tags: populate deeper, a limit per parent)',
+    '/user?limit=30&populate=pets,pets.tags&pets.limit=5')
 ].filter(w => ONLY === undefined || ONLY.includes(w.key))
 
 // Everything is bounded: a run that takes far longer than it should is stopped.
