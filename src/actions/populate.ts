@@ -45,8 +45,8 @@ export async function populate (
     const parent = await ctx.loader.column(run, model, id, association.column, policy, fold)
     if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
     if (parent.value === null) return undefined
-    const criteria = validateFind({ ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false, after: undefined, before: undefined },
-      child, ctx.bounds)
+    const one = { ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false as const, after: undefined, before: undefined }
+    const criteria = validateFind(one, child, ctx.bounds)
     return (await ctx.loader.find(run, child, criteria, { policy }))[0]
   })
   // Empty, dangling, or hidden by the policy: the same answer.

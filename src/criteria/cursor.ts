@@ -12,32 +12,13 @@
 import { BP_ERR_INVALID_CURSOR } from '../errors.ts'
 import type { Model } from '../models/model.ts'
 import { INVALID, coerce } from '../models/values.ts'
-import type { BlueprintQuery, Criteria, SortDirection, Target, WhereNode } from './types.ts'
+import type { BlueprintQuery, Criteria, PageSide, Paging, SortDirection, Target, WhereNode } from './types.ts'
+
+export type { PageSide, Paging } from './types.ts'
 import { combine } from './where.ts'
 
 /** The cursor format this version writes and reads (the first value of every cursor). */
 export const CURSOR_VERSION = 1
-
-/** Which side of its cursor a page lies. */
-export type PageSide = 'after' | 'before'
-
-/** A find asked as a cursor page: what makes its answer and its cursors (see `Criteria.paging`). */
-export interface Paging {
-  /** `after`: the page follows its cursor (or starts the order); `before`: it precedes it (or ends the order). */
-  readonly side: PageSide
-  /** Records a page holds (the statement reads one more, to know whether there are more). */
-  readonly limit: number
-  /** The query's `where` without the cursor's condition: what `count=true` counts. */
-  readonly where: WhereNode
-  /** The sort keys in the query's order, the primary key last (the statement's are reversed for `before`). */
-  readonly sort: Criteria['sort']
-  /** What binds a cursor to the query (see {@link bindingOf}). */
-  readonly binding: string
-  /** Sort keys that `select` / `omit` leave out: read for the cursors, removed from the records. */
-  readonly added: readonly string[]
-  /** A cursor was given (not `''`): the page has a record on the cursor's side. */
-  readonly anchored: boolean
-}
 
 /**
  * What binds a cursor to its query: a hash of the model's identity, the query's `where` and its

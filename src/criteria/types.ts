@@ -5,7 +5,6 @@
  *
  * @module
  */
-import type { Paging } from './cursor.ts'
 import type { PatternToken } from './like.ts'
 import type { Association, Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 
@@ -175,4 +174,25 @@ export interface Criteria {
    * backwards for `before`, its `limit` is one more than the page's (see cursor.ts).
    */
   readonly paging?: Paging
+}
+
+/** Which side of its cursor a page lies. */
+export type PageSide = 'after' | 'before'
+
+/** A find asked as a cursor page: what makes its answer and its cursors (see `Criteria.paging`). */
+export interface Paging {
+  /** `after`: the page follows its cursor (or starts the order); `before`: it precedes it (or ends the order). */
+  readonly side: PageSide
+  /** Records a page holds (the statement reads one more, to know whether there are more). */
+  readonly limit: number
+  /** The query's `where` without the cursor's condition: what `count=true` counts. */
+  readonly where: WhereNode
+  /** The sort keys in the query's order, the primary key last (the statement's are reversed for `before`). */
+  readonly sort: Criteria['sort']
+  /** What binds a cursor to the query (see `bindingOf` in cursor.ts). */
+  readonly binding: string
+  /** Sort keys that `select` / `omit` leave out: read for the cursors, removed from the records. */
+  readonly added: readonly string[]
+  /** A cursor was given (not `''`): the page has a record on the cursor's side. */
+  readonly anchored: boolean
 }

@@ -93,7 +93,9 @@ function validateSort (keys: BlueprintQuery['sort'], model: Model, param: string
     // JSON has no order both databases agree on (PostgreSQL orders jsonb values, SQLite their text).
     if (target.type === 'json') throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, target.name, 'a JSON attribute cannot be sorted by')
     if (seen.has(target.name)) throw new BP_ERR_INVALID_SORT(`${at}\`${target.name}\` appears twice`)
-    if (key.direction !== 'ASC' && key.direction !== 'DESC') throw new BP_ERR_INVALID_SORT(`${at}the direction must be ASC or DESC, got ${describe(key.direction)}`)
+    if (key.direction !== 'ASC' && key.direction !== 'DESC') {
+      throw new BP_ERR_INVALID_SORT(`${at}the direction must be ASC or DESC, got ${describe(key.direction)}`)
+    }
     seen.add(target.name)
     sort.push({ target, direction: key.direction })
   }
@@ -218,7 +220,9 @@ function project (query: ProjectionQuery, model: Model, bounds: ProjectionBounds
         return { association, populate: populated.has(name) }
       }
       for (const criterion of ['where', 'sort', 'limit', 'skip'] as const) {
-        if (criteria?.[criterion] !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED(at(`${name}.${criterion}`), `\`${name}\` is one record: it takes select and omit`)
+        if (criteria?.[criterion] !== undefined) {
+          throw new BP_ERR_PARAMETER_NOT_ALLOWED(at(`${name}.${criterion}`), `\`${name}\` is one record: it takes select and omit`)
+        }
       }
       return { association, populate: false, nested: nested(name, association.target, criteria) }
     }),

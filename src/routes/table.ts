@@ -89,7 +89,10 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     url: model => routePath(model),
     schema: ({ model }) => ({
       querystring: findQuery(model, 'used'),
-      response: { 200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA, [LINK]: LINK_SCHEMA } }), '4xx': errorRef }
+      response: {
+        200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA, [LINK]: LINK_SCHEMA } }),
+        '4xx': errorRef
+      }
     }),
     handler: input => {
       const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))

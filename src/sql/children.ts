@@ -54,7 +54,11 @@ export class ChildLoader {
    * every child in key order, or as a collection's own criteria say (`criteria`, a populate path's).
    */
   async collections (
-    run: Executor, ids: unknown[], { caseInsensitive }: Pick<Criteria, 'caseInsensitive'>, { policy, lockLinks }: ReadOptions, collections: Projection['collections']
+    run: Executor,
+    ids: unknown[],
+    { caseInsensitive }: Pick<Criteria, 'caseInsensitive'>,
+    { policy, lockLinks }: ReadOptions,
+    collections: Projection['collections']
   ): Promise<Array<Map<unknown, JsonRecord[]>>> {
     return await inOrder(collections.map(({ association, limit, criteria }) => {
       const child = association.target

@@ -101,7 +101,8 @@ export class FindStatements {
    */
   joinedCollection ({ projection }: Criteria, { together, lockLinks }: ReadOptions): JoinedCollection | undefined {
     if (together === undefined || !this.#dialect.answerJoinsCollection) return undefined
-    const entry = projection.collections.find(({ association, limit, criteria }) => limit === Infinity && criteria === undefined && lockLinks?.has(association.name) !== true)
+    const entry = projection.collections.find(({ association, limit, criteria }) =>
+      limit === Infinity && criteria === undefined && lockLinks?.has(association.name) !== true)
     if (entry === undefined) return undefined
     let joined = this.#joinedCollections.get(entry.association)
     if (joined === undefined) {

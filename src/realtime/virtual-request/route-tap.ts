@@ -178,6 +178,7 @@ function reachableFrom (hub: Hub, model: Model): Set<Model> {
  */
 function keepSerialized (scope: SocketRequest, reply: FastifyReply): void {
   // The serializer the route chose for this answer, if it chose one; else its schema's.
-  const serialize = (reply.request.raw as WithOrigin)[SERIALIZER] ?? reply.getSerializationFunction(String(reply.statusCode)) as ((value: unknown) => string) | undefined
+  const chosen = (reply.request.raw as WithOrigin)[SERIALIZER]
+  const serialize = chosen ?? reply.getSerializationFunction(String(reply.statusCode)) as ((value: unknown) => string) | undefined
   if (serialize !== undefined) reply.serializer((value: unknown) => (scope.serialized = serialize(value)))
 }
