@@ -96,7 +96,8 @@ function read (side: PageSide, target: Target, value: unknown): unknown {
     return null
   }
   const coerced = coerce(target.type, value)
-  if (coerced === INVALID || (target.integer && !(typeof coerced === 'number' ? Number.isSafeInteger(coerced) : typeof coerced === 'bigint'))) {
+  // (A 64-bit integer's text is read whole or refused.)
+  if (coerced === INVALID || (typeof coerced === 'number' && target.integer && !Number.isSafeInteger(coerced))) {
     throw new BP_ERR_INVALID_CURSOR(side, `its value of \`${target.name}\` is not one`)
   }
   return coerced

@@ -122,6 +122,8 @@ for (const db of DATABASES) {
     t.same([third.records.map(pet => pet.name), third.next], [['Tom'], undefined], 'the last page')
     const back = await client.page('/pet', { sort: 'name', limit: 2, populate: false, before: third.prev })
     t.same(back.records.map(pet => pet.name), ['Nemo', 'Rex'], 'and back')
+    const none = await client.page('/pet', { where: { id: { in: [] } } })
+    t.same([none.records, none.next, none.prev], [[], undefined, undefined], 'an empty page: no cursors')
     const refused = await client.page('/pet', { sort: 'id', after: first.next }).then(() => undefined, (err: unknown) => err as BlueprintsClientError)
     t.equal(refused?.code, 'BP_CLIENT_NOT_A_PAGE')
     t.equal(refused?.response?.statusCode, 400, 'another query\'s cursor')

@@ -94,6 +94,9 @@ for (const db of DATABASES) {
     const none = await page(app, `/user?populate=false&where=${q({ id: { in: [] } })}&limit=4&after=`)
     t.same([none.body, none.links], [[], {}], 'an empty first page has no links')
 
+    // Sorted by a populated singular association: its key is the cursor's value (a null one too).
+    const byOwner = await walk(t, app, '/pet?sort=owner%20DESC&limit=2&after=', 'next')
+    t.same(byOwner.flat(), (await page(app, '/pet?sort=owner%20DESC&limit=Infinity')).body, 'pets by owner, populated, page by page')
     const lastPage = await page(app, '/user?populate=false&sort=age%20DESC&limit=4&before=')
     t.same(ids(lastPage.body), [2, 9, 7, 3], 'before=: the last page, in the query\'s order')
     t.equal(lastPage.links.next, undefined)
@@ -146,5 +149,33 @@ for (const db of DATABASES) {
     t.match(answer.headers.link, /^<\/user\?populate=false&sort=id&limit=3&after=[\w-]+>; rel="next"$/)
     const next = await socket.request('GET', /<([^>]*)>/.exec(answer.headers.link as string)?.[1] as string)
     t.same(ids(next.body), [4, 5, 6])
+  })
+
+  t.test(`${db}: what a parseBlueprintOptions hook returns is checked too`, async t => {
+    const { app } = await build(t, db, {
+      plugin: {
+        parseBlueprintOptions: (request, query) => {
+          switch (request.headers['x-hook']) {
+            case 'first-page': return { ...query, after: '', limit: 2 }
+            case 'not-text': return { ...query, after: 123 as unknown as string }
+            case 'bad-skip': return { ...query, populate: ['pets'], relations: { pets: { skip: -1 } } }
+            case 'bad-limit': return { ...query, populate: ['pets'], relations: { pets: { limit: 1.5 } } }
+            default: return query
+          }
+        }
+      }
+    })
+    const first = await app.inject({ method: 'GET', url: '/user', headers: { 'x-hook': 'first-page' } })
+    t.same(ids(first.json()), [1, 2], 'a hook may ask for a cursor page')
+    t.match(first.headers.link, /^<\/user\?after=[\w-]+>; rel="next"$/, 'its links are the request\'s URL with the cursor')
+    for (const [hook, code, message] of [
+      ['not-text', 'BP_ERR_INVALID_CURSOR', /`after`.*not a cursor/],
+      ['bad-skip', 'BP_ERR_INVALID_SKIP', /-1 \(in `pets.skip`\)/],
+      ['bad-limit', 'BP_ERR_INVALID_LIMIT', /`pets.limit`/]
+    ] as const) {
+      const res = await app.inject({ method: 'GET', url: '/user', headers: { 'x-hook': hook } })
+      t.same([res.statusCode, res.json().code], [400, code], hook)
+      t.match(res.json().message, message, hook)
+    }
   })
 }

@@ -118,6 +118,8 @@ for (const db of DATABASES) {
     t.same(await hidden('/pet?limit=2&populate=owner.pets'), [1, 3].map(id => ({ ...pet(id), owner: { ...strip(user(pet(id).owner as number)), pets: petsOf(pet(id).owner as number).filter(p => p.species !== 'cat') } })),
       'below a singular association too')
     t.same(await hidden('/user?limit=1&select=name,bestPet&populate=bestPet.owner'), [{ id: 1, name: 'alice', bestPet: null }], 'a hidden best pet is null')
+    t.same(await hidden('/user?limit=1&select=name&populate=friends&friends.sort=name%20DESC&friends.select=name'), [{ id: 1, name: 'alice', friends: [{ id: 3, name: 'carol' }, { id: 2, name: 'Bob' }] }],
+      'criteria that name what the view shows')
     for (const url of ['/user?populate=friends&friends.sort=age', `/user?populate=friends&friends.where=${q({ age: 30 })}`, '/user?populate=friends&friends.select=age',
       `/pet?populate=owner.pets&owner.pets.where=${q({ owner: { is: { age: 1 } } })}`]) {
       const res = await app.inject({ method: 'GET', url, headers })
