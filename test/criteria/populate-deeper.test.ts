@@ -120,6 +120,10 @@ for (const db of DATABASES) {
     t.same(await hidden('/user?limit=1&select=name,bestPet&populate=bestPet.owner'), [{ id: 1, name: 'alice', bestPet: null }], 'a hidden best pet is null')
     t.same(await hidden('/user?limit=1&select=name&populate=friends&friends.sort=name%20DESC&friends.select=name'), [{ id: 1, name: 'alice', friends: [{ id: 3, name: 'carol' }, { id: 2, name: 'Bob' }] }],
       'criteria that name what the view shows')
+    t.same(await hidden('/user?limit=1&select=name&populate=friends&friends.limit=1'), [{ id: 1, name: 'alice', friends: [strip(user(2))] }], 'criteria that name no field')
+    t.same(await hidden('/user?limit=1&select=name&populate=pets&pets.limit=1'), [{ id: 1, name: 'alice', pets: [pet(1)] }], 'criteria of a model whose view hides no field')
+    const nowhere = await app.inject({ method: 'GET', url: '/user?populate=friends&nope.limit=1', headers })
+    t.same([nowhere.statusCode, nowhere.json().code], [400, 'BP_ERR_INVALID_POPULATE'], 'criteria of a path that leads nowhere, under a policy too')
     for (const url of ['/user?populate=friends&friends.sort=age', `/user?populate=friends&friends.where=${q({ age: 30 })}`, '/user?populate=friends&friends.select=age',
       `/pet?populate=owner.pets&owner.pets.where=${q({ owner: { is: { age: 1 } } })}`]) {
       const res = await app.inject({ method: 'GET', url, headers })
