@@ -11,6 +11,7 @@ import { combine } from '../criteria/where.ts'
 import type { ReadOptions } from './read-options.ts'
 import type { CollectionAssociation } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
+import type { Typed } from './fragments.ts'
 import { NOTHING } from './fragments.ts'
 import { orderBy, type Projections } from './fields.ts'
 import { group, inOrder, PARENT, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
@@ -58,7 +59,8 @@ export class ChildLoader {
     ids: unknown[],
     { caseInsensitive }: Pick<Criteria, 'caseInsensitive'>,
     { policy, lockLinks }: ReadOptions,
-    collections: Projection['collections']
+    collections: Projection['collections'],
+    parentKey: Typed
   ): Promise<Array<Map<unknown, JsonRecord[]>>> {
     return await inOrder(collections.map(({ association, limit, criteria }) => {
       const child = association.target
@@ -74,7 +76,7 @@ export class ChildLoader {
           skip: criteria.skip,
           projection: policy === undefined ? criteria.projection : this.#projections.viewed(criteria.projection, view, hidden),
           caseInsensitive
-        })
+        }, false, parentKey)
       }
       return this.children(run, association, ids, {
         where: view?.where ?? { kind: 'all' },
@@ -99,7 +101,7 @@ export class ChildLoader {
    *   run, and no more than `parents × cap + 1` rows are sent, however many children there are.
    */
   async children (
-    run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false
+    run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false, parentKey?: Typed
   ): Promise<Map<unknown, JsonRecord[]>> {
     const fields = this.#projections.fields(criteria.projection)
     const read = this.#dialect.cache.reader(fields, 0)
@@ -115,6 +117,14 @@ export class ChildLoader {
       const variant = (single ? ONE : 0) | (criteria.limit === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0)
       const statement = this.#statement(association, criteria, keep, variant)
       return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])) as unknown as ArrayRow[], read, parentAt, Infinity)
+    }
+    // A populate path's page of each parent's children: where the database can, one lateral
+    // subquery per parent, driven by the foreign key's index (see `Dialect.keyRows`).
+    const keyRows = parentKey === undefined ? undefined : this.#dialect.keyRows(PARENTS, parentKey)
+    if (keyRows !== undefined) {
+      const last = criteria.limit === Infinity ? Number.MAX_SAFE_INTEGER : criteria.limit
+      const paged = new Template(this.#dialect.statement(this.#lateral(association, criteria, keyRows), true)).fill([parents, last, criteria.skip])
+      return group(await run(paged) as unknown as ArrayRow[], read, parentAt, criteria.limit)
     }
     const probe = parentIds.length * criteria.limit + 1
     if (!skipped) {
@@ -157,6 +167,27 @@ export class ChildLoader {
       kept[variant] = template
     }
     return template
+  }
+
+  /**
+   * The children of each parent of `keyRows` in a lateral subquery: its page (slots
+   * {@link LIMIT}, {@link SKIP}) in the criteria's order, ranked, the parents in their order.
+   */
+  #lateral (association: CollectionAssociation, criteria: ChildCriteria, keyRows: Sql): Sql {
+    const child = association.target
+    const parent = association.relation === '1:m' ? sql.id('c', association.parentColumn) : sql.id('j', association.parentColumn)
+    const from = association.relation === '1:m' ? sql`${table(child)} AS c` : throughPivot(association)
+    const fields = this.#projections.fields(criteria.projection)
+    const order = orderBy(this.#dialect, 'c', criteria.sort)
+    const filter = criteria.where.kind === 'all' ? NOTHING : sql` AND ${condition(criteria.where, 'c', this.#dialect, criteria.caseInsensitive)}`
+    const page = this.#dialect.page(LIMIT as unknown as number, SKIP as unknown as number)
+    const rank = sql`ROW_NUMBER() OVER (ORDER BY ${order}) AS ${ROW}`
+    // The parent's key as its link column holds it (typed as the parents' keys are read), not as `p.k`.
+    const head = sql`SELECT ${this.#dialect.cache.columns('c', fields)}, ${parent} AS ${sql.id(PARENT)}, ${rank} FROM ${from}`
+    const ranked = sql`${head} WHERE ${parent} = p.k${filter} ORDER BY ${order}${page}`
+    const columns = this.#dialect.cache.columns('x', fields)
+    const selected = parentIndex(association, fields) === fields.length ? sql`${columns}, ${sql.id('x', PARENT)}` : columns
+    return sql`SELECT ${selected} FROM ${keyRows} CROSS JOIN LATERAL (${ranked}) AS x ORDER BY p.n, x.${ROW}`
   }
 
   /**

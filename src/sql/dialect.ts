@@ -23,6 +23,7 @@ import { postgresDialect } from './postgres/postgres-dialect.ts'
 import type { Executor } from './rows.ts'
 import type { Connections, OrmConnection } from './runners.ts'
 import { sqliteDialect } from './sqlite/sqlite-dialect.ts'
+import type { Slot } from './slot.ts'
 import type { Sql, Statement } from './statement.ts'
 import type { TransactionalKysely } from './transactions.ts'
 
@@ -110,6 +111,12 @@ export interface Dialect {
    * `FindStatements.joinedCollection`).
    */
   readonly answerJoinsCollection: boolean
+  /**
+   * The parents of a page of children as rows `p(k, n)` (key, position), from the list in `slot`,
+   * where the database pages each parent's children in a lateral subquery driven by the foreign
+   * key's index (PostgreSQL, for whole-number keys); `undefined` where it ranks them all instead.
+   */
+  keyRows (slot: Slot, key: Typed): Sql | undefined
   /** The statements of realtime's change log kept in `table` (letters, digits and `_`); see change-log.ts. */
   changeLog (table: string): ChangeLogSql
 

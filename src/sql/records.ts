@@ -81,12 +81,12 @@ export class RecordLoader {
       rows = await run(statement) as unknown as ArrayRow[]
       children = rows.length === 0 || collections.length === 0
         ? []
-        : await this.#children.collections(run, rows.map(row => row[key]), criteria, options, collections)
+        : await this.#children.collections(run, rows.map(row => row[key]), criteria, options, collections, model.primaryKey)
     } else {
       const key = [this.#dialect.bind(model.primaryKey.type, together.key)]
       ;[rows, children] = await inOrder([
         run(statement) as unknown as Promise<ArrayRow[]>,
-        this.#children.collections(run, key, criteria, options, collections)
+        this.#children.collections(run, key, criteria, options, collections, model.primaryKey)
       ])
     }
     let members: JsonRecord[] | undefined
@@ -149,8 +149,9 @@ export class RecordLoader {
     if (collections.length === 0) return
     const pk = model.primaryKey
     if (!loaded) {
-      const ids = records.map(record => this.#dialect.bind(pk.type, coerce(pk.type, record[pk.name])))
-      const children = await this.#children.collections(run, ids, { caseInsensitive: fold }, read, collections)
+      // (A record can be populated under several parents: its key once.)
+      const ids = [...new Set(records.map(record => this.#dialect.bind(pk.type, coerce(pk.type, record[pk.name]))))]
+      const children = await this.#children.collections(run, ids, { caseInsensitive: fold }, read, collections, pk)
       collections.forEach(({ association }, c) => {
         const byParent = new Map([...children[c]].map(([key, list]) => [String(key), list]))
         for (const record of records) record[association.name] = byParent.get(String(record[pk.name])) ?? []

@@ -47,6 +47,11 @@ export const POSTGRES = {
     const target = fold ? sql`translate(${expr}, ${sql.lit(UPPER)}, ${sql.lit(UPPER.toLowerCase())})` : expr
     return sql`${target} LIKE ${pattern} ESCAPE '\\'`
   },
+  // A whole-number key list as rows: each parent's page is an index range under a LIMIT, where
+  // ranking every child of every parent (the window the other keys take) reads them all.
+  keyRows: (slot: Slot, key: Typed): Sql | undefined => key.integer === true && key.type === 'number'
+    ? sql`unnest(${slot}::int8[]) WITH ORDINALITY AS p(k, n)`
+    : undefined,
   oneOf: (expr: Sql, values: readonly unknown[], target?: Typed): Sql => {
     const cast = numberCast(target)
     // One value: a plain `=`, which PostgreSQL plans faster than `= ANY` of an array.
