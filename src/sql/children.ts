@@ -11,6 +11,7 @@ import { combine } from '../criteria/where.ts'
 import type { ReadOptions } from './read-options.ts'
 import type { CollectionAssociation } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
+import { MAX_SHAPES } from './find-statement.ts'
 import type { Typed } from './fragments.ts'
 import { NOTHING } from './fragments.ts'
 import { orderBy, type Projections } from './fields.ts'
@@ -44,6 +45,8 @@ export class ChildLoader {
   readonly #projections: Projections
   /** Per association: the statements of its children in key order (see `children`). */
   readonly #templates = new Map<CollectionAssociation, Template[]>()
+  /** Per association: the lateral statements of unfiltered populate paths, by order and fields (see `#lateralTemplate`). */
+  readonly #lateralTemplates = new Map<CollectionAssociation, Map<string, Template>>()
 
   constructor (dialect: Dialect, projections: Projections) {
     this.#dialect = dialect
@@ -123,7 +126,7 @@ export class ChildLoader {
     const keyRows = parentKey === undefined ? undefined : this.#dialect.keyRows(PARENTS, parentKey)
     if (keyRows !== undefined) {
       const last = criteria.limit === Infinity ? Number.MAX_SAFE_INTEGER : criteria.limit
-      const paged = new Template(this.#dialect.statement(this.#lateral(association, criteria, keyRows), true)).fill([parents, last, criteria.skip])
+      const paged = this.#lateralTemplate(association, criteria, fields, keyRows).fill([parents, last, criteria.skip])
       return group(await run(paged) as unknown as ArrayRow[], read, parentAt, criteria.limit)
     }
     const probe = parentIds.length * criteria.limit + 1
@@ -165,6 +168,24 @@ export class ChildLoader {
     if (keep) {
       if (kept === undefined) this.#templates.set(association, kept = [])
       kept[variant] = template
+    }
+    return template
+  }
+
+  /**
+   * The statement of {@link #lateral}, kept per association, order and fields when the children
+   * are not filtered (a populate path without `where` or policy: the same text every time).
+   */
+  #lateralTemplate (association: CollectionAssociation, criteria: ChildCriteria, fields: Field[], keyRows: Sql): Template {
+    if (criteria.where.kind !== 'all') return new Template(this.#dialect.statement(this.#lateral(association, criteria, keyRows), true))
+    const order = criteria.sort.map(({ target, direction }) => `${direction}${JSON.stringify(target.column)}`).join()
+    const key = `${order}|${fields.map(field => JSON.stringify(field.column)).join()}`
+    let kept = this.#lateralTemplates.get(association)
+    if (kept === undefined) this.#lateralTemplates.set(association, kept = new Map())
+    let template = kept.get(key)
+    if (template === undefined) {
+      if (kept.size === MAX_SHAPES) kept.clear()
+      kept.set(key, template = new Template(this.#dialect.statement(this.#lateral(association, criteria, keyRows), true)))
     }
     return template
   }

@@ -153,8 +153,19 @@ export class RecordLoader {
       const ids = [...new Set(records.map(record => this.#dialect.bind(pk.type, coerce(pk.type, record[pk.name]))))]
       const children = await this.#children.collections(run, ids, { caseInsensitive: fold }, read, collections, pk)
       collections.forEach(({ association }, c) => {
-        const byParent = new Map([...children[c]].map(([key, list]) => [String(key), list]))
-        for (const record of records) record[association.name] = byParent.get(String(record[pk.name])) ?? []
+        // By the key as read (the same value as the record's, but where a driver reads 64-bit
+        // integers as such: then by its text).
+        const byParent = children[c]
+        let byText: Map<string, JsonRecord[]> | undefined
+        for (const record of records) {
+          const key = record[pk.name]
+          let found = byParent.get(key)
+          if (found === undefined && byParent.size > 0) {
+            byText ??= new Map([...byParent].map(([read, list]) => [String(read), list]))
+            found = byText.get(String(key))
+          }
+          record[association.name] = found ?? []
+        }
       })
     }
     for (const { association, criteria } of collections) {
