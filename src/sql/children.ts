@@ -45,8 +45,8 @@ export class ChildLoader {
   readonly #projections: Projections
   /** Per association: the statements of its children in key order (see `children`). */
   readonly #templates = new Map<CollectionAssociation, Template[]>()
-  /** Per association: the lateral statements of unfiltered populate paths, by order and fields (see `#lateralTemplate`). */
-  readonly #lateralTemplates = new Map<CollectionAssociation, Map<string, Template>>()
+  /** Per association: the statements of unfiltered populate paths, by variant, order and fields (see `#shaped`). */
+  readonly #shapes = new Map<CollectionAssociation, Map<string, Template>>()
 
   constructor (dialect: Dialect, projections: Projections) {
     this.#dialect = dialect
@@ -126,7 +126,7 @@ export class ChildLoader {
     const keyRows = parentKey === undefined ? undefined : this.#dialect.keyRows(PARENTS, parentKey)
     if (keyRows !== undefined) {
       const last = criteria.limit === Infinity ? Number.MAX_SAFE_INTEGER : criteria.limit
-      const paged = this.#lateralTemplate(association, criteria, fields, keyRows).fill([parents, last, criteria.skip])
+      const paged = this.#shaped(association, criteria, 'lateral', () => this.#lateral(association, criteria, keyRows)).fill([parents, last, criteria.skip])
       return group(await run(paged) as unknown as ArrayRow[], read, parentAt, criteria.limit)
     }
     const probe = parentIds.length * criteria.limit + 1
@@ -146,9 +146,19 @@ export class ChildLoader {
    * association and variant when `keep`.
    */
   #statement (association: CollectionAssociation, criteria: ChildCriteria, keep: boolean, variant: number): Template {
-    let kept = keep ? this.#templates.get(association) : undefined
+    // A populate path's children (not kept per association): kept by their shape where they can be.
+    if (!keep) return this.#shaped(association, criteria, String(variant), () => this.#query(association, criteria, false, variant))
+    let kept = this.#templates.get(association)
     const found = kept?.[variant]
     if (found !== undefined) return found
+    const template = new Template(this.#dialect.statement(this.#query(association, criteria, true, variant), true))
+    if (kept === undefined) this.#templates.set(association, kept = [])
+    kept[variant] = template
+    return template
+  }
+
+  /** The SQL of one of the statements of `children` (see {@link #statement}). */
+  #query (association: CollectionAssociation, criteria: ChildCriteria, keep: boolean, variant: number): Sql {
     let query: Sql
     if (variant === PROBE) {
       const select = this.#select(association, criteria, false, false)
@@ -164,28 +174,25 @@ export class ChildLoader {
       const lock = (variant & LOCK) !== 0 ? this.#dialect.rowLock(true, false, 'j') : NOTHING
       query = sql`${this.#select(association, criteria, single, false)} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${page}${lock}`
     }
-    const template = new Template(this.#dialect.statement(query, true))
-    if (keep) {
-      if (kept === undefined) this.#templates.set(association, kept = [])
-      kept[variant] = template
-    }
-    return template
+    return query
   }
 
   /**
-   * The statement of {@link #lateral}, kept per association, order and fields when the children
-   * are not filtered (a populate path without `where` or policy: the same text every time).
+   * A statement of children (`build`'s), kept per association, `tag` (its variant), order and
+   * fields when the children are not filtered (a populate path without `where` or policy: the same
+   * text every time); built for the request otherwise.
    */
-  #lateralTemplate (association: CollectionAssociation, criteria: ChildCriteria, fields: Field[], keyRows: Sql): Template {
-    if (criteria.where.kind !== 'all') return new Template(this.#dialect.statement(this.#lateral(association, criteria, keyRows), true))
+  #shaped (association: CollectionAssociation, criteria: ChildCriteria, tag: string, build: () => Sql): Template {
+    if (criteria.where.kind !== 'all') return new Template(this.#dialect.statement(build(), true))
     const order = criteria.sort.map(({ target, direction }) => `${direction}${JSON.stringify(target.column)}`).join()
-    const key = `${order}|${fields.map(field => JSON.stringify(field.column)).join()}`
-    let kept = this.#lateralTemplates.get(association)
-    if (kept === undefined) this.#lateralTemplates.set(association, kept = new Map())
+    const fields = this.#projections.fields(criteria.projection).map(field => JSON.stringify(field.column)).join()
+    const key = `${tag}|${order}|${fields}`
+    let kept = this.#shapes.get(association)
+    if (kept === undefined) this.#shapes.set(association, kept = new Map())
     let template = kept.get(key)
     if (template === undefined) {
       if (kept.size === MAX_SHAPES) kept.clear()
-      kept.set(key, template = new Template(this.#dialect.statement(this.#lateral(association, criteria, keyRows), true)))
+      kept.set(key, template = new Template(this.#dialect.statement(build(), true)))
     }
     return template
   }
