@@ -9,6 +9,7 @@ import type { ParseBlueprintOptions } from '../../src/index.ts'
 import { build, DATABASES, q } from '../helpers/app.ts'
 import { expectErrors, type ErrorCase } from '../helpers/cases.ts'
 import { BEST_PET, FRIENDS, PETS, TAGS, USER_TAGS, USERS } from '../fixtures/seed.ts'
+import { MAX_SHAPES } from '../../src/sql/find-statement.ts'
 
 type Row = Record<string, unknown>
 
@@ -130,5 +131,25 @@ for (const db of DATABASES) {
       t.same([res.statusCode, res.json().code], [400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED'], `${url}: refused`)
       t.match(res.json().message, '`age`', `${url}: names age`)
     }
+  })
+
+  t.test(`${db}: past MAX_SHAPES shapes of children the kept statements start over, and every read still answers its children`, async t => {
+    const { app } = await build(t, db)
+    // Distinct shapes: every order of five sort keys' directions, with every selection of six fields.
+    const keys = ['name', 'age', 'born', 'active', 'id']
+    const fields = ['name', 'age', 'active', 'born', 'bestPet', 'meta']
+    let shapes = 0
+    let wrong = 0
+    for (let directions = 0; directions < 32 && shapes <= MAX_SHAPES; directions++) {
+      for (let chosen = 1; chosen < 64 && shapes <= MAX_SHAPES; chosen++, shapes++) {
+        const sort = keys.map((key, i) => `${key} ${(directions >> i) & 1 ? 'DESC' : 'ASC'}`).join(',')
+        const select = fields.filter((_, i) => (chosen >> i) & 1).join(',')
+        const res = await app.inject(`/user/1/friends?sort=${encodeURIComponent(sort)}&select=${select}`)
+        const ids = res.statusCode === 200 ? (res.json() as Row[]).map(r => r.id).sort() : []
+        if (JSON.stringify(ids) !== '[2,3]') wrong++
+      }
+    }
+    t.ok(shapes > MAX_SHAPES, `${shapes} shapes`)
+    t.equal(wrong, 0, 'each answered alice\'s two friends')
   })
 }
