@@ -28,11 +28,13 @@ function scalar ({ type, integer }: Pick<Attribute, 'type' | 'integer'>, nullabl
   return Type.Unsafe({ type: nullable ? [json, 'null'] : json, ...format, ...options })
 }
 
-function attributeSchema (attribute: Attribute): TSchema {
+/** The schema of an attribute's value in a record. */
+export function attributeSchema (attribute: Attribute): TSchema {
   return scalar(attribute, attribute.nullable, attribute.primary ? 'primary key' : undefined)
 }
 
-function foreignKey (target: Model, nullable: boolean): TSchema {
+/** The schema of a singular association's key in a record (the target's primary key). */
+export function foreignKey (target: Model, nullable: boolean): TSchema {
   return scalar(target.primaryKey, nullable, `primary key of a ${target.identity} record`)
 }
 

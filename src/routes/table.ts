@@ -18,6 +18,7 @@ import { replace } from '../actions/replace.ts'
 import { update } from '../actions/update.ts'
 import { parseCount, parseFields, parseFollow, parseFind, parsePopulate, parseRelations, type QueryString } from '../criteria/parse.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
+import type { Bounds } from '../criteria/validate.ts'
 import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON, BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, CollectionAssociation } from '../models/model.ts'
 import { describe } from '../models/values.ts'
@@ -27,6 +28,7 @@ import { checkQueryEncoding } from './validation.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { routePath } from '../models/identity.ts'
 import { ranQuery, serializeWith } from './origin.ts'
+import { NestedSchemas } from './nested-schema.ts'
 import { pageLinks } from './page-links.ts'
 
 /**
@@ -60,13 +62,13 @@ export const errorRef = Type.Ref('blueprints.error')
  * a record (`anyOf`), which fast-json-stringify can only tell apart by validating each value
  * against the record's schema; without population it is a key, always.
  */
-function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSchema, answer: T): T {
+function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSchema, answer: T, deeper: NestedSchemas, bounds: Bounds): T {
   if (query.populate === false) {
     reply.type('application/json; charset=utf-8').serializer(reply.compileSerializationSchema(flat as unknown as Record<string, unknown>, '200'))
   } else if (query.relations !== undefined || (Array.isArray(query.populate) && query.populate.some(path => path.includes('.')))) {
-    // Populated deeper than the record schemas describe (their children carry keys): written as
-    // read, every value already JSON (docs/criteria.md#populate-deeper).
-    serializeWith(reply.request, reply.type('application/json; charset=utf-8'), JSON.stringify)
+    // Populated deeper than the record schemas describe (their children carry keys): a schema of
+    // its own (docs/criteria.md#populate-deeper).
+    serializeWith(reply.request, reply.type('application/json; charset=utf-8'), deeper.serializer(reply, query, bounds))
   }
   return answer
 }
@@ -96,6 +98,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     }),
     handler: input => {
       const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))
+      const deeper = new NestedSchemas(input.model, true)
+      const bounds = input.ctx.bounds
       return async (request, reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
         const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
@@ -105,7 +109,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         // Without a policy, a count or a cursor there is nothing to wait for: no await, no promise.
         if (policy === undefined && !counted && !byCursor(parsed)) {
           ranQuery(request, parsed)
-          return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined, snapshot))
+          return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined, snapshot), deeper, bounds)
         }
         const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
         ranQuery(request, query)
@@ -114,10 +118,10 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           const links = pageLinks(request.url, page)
           if (links !== undefined) reply.header(LINK, links)
           if (counted) reply.header(TOTAL_COUNT, String(page.total))
-          return flatWhenBare(reply, query, flat, page.records)
+          return flatWhenBare(reply, query, flat, page.records, deeper, bounds)
         }
-        if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy, snapshot))
-        const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy, snapshot))
+        if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy, snapshot), deeper, bounds)
+        const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy, snapshot), deeper, bounds)
         reply.header(TOTAL_COUNT, String(total))
         return records
       }
@@ -135,6 +139,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     }),
     handler: input => {
       const flat = Type.Ref(childSchemaId(input.model.identity))
+      const deeper = new NestedSchemas(input.model, false)
+      const bounds = input.ctx.bounds
       return async (request, reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString
@@ -149,9 +155,9 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           ...parseRelations(raw)
         }
         const id = (request.params as { id: string }).id
-        if (policy === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query, undefined, snapshot))
+        if (policy === undefined) return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query, undefined, snapshot), deeper, bounds)
         const customised = await checked(input, request, query, { action: 'findOne', model: input.model }, policy)
-        return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, policy, snapshot))
+        return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, policy, snapshot), deeper, bounds)
       }
     }
   },
