@@ -54,6 +54,9 @@ const CASES: Array<[string, unknown]> = [
   // a populated singular association's own association
   ['/user?limit=3&select=name,bestPet&populate=bestPet.owner',
     [1, 2, 3].map(id => ({ id, name: user(id).name, bestPet: BEST_PET[id] === undefined ? null : { ...pet(BEST_PET[id]), owner: pet(BEST_PET[id]).owner === null ? null : user(pet(BEST_PET[id]).owner as number) } }))],
+  // a first-level singular association joined as Sails populates it, beside a path with criteria
+  ['/user?limit=2&select=name,bestPet&populate=bestPet,pets&pets.limit=1&pets.select=name',
+    [1, 2].map(id => ({ id, name: user(id).name, bestPet: pet(BEST_PET[id]), pets: petsOf(id).slice(0, 1).map(p => pick(p, ['id', 'name'])) }))],
   // findOne, with a collection below a singular below a collection
   ['/user/1?populate=pets,pets.owner.tags&pets.limit=1',
     { ...user(1), pets: petsOf(1).slice(0, 1).map(p => ({ ...p, owner: { ...user(1), tags: (USER_TAGS[1] ?? []).sort().map(tag) } })) }]
@@ -151,5 +154,24 @@ for (const db of DATABASES) {
     }
     t.ok(shapes > MAX_SHAPES, `${shapes} shapes`)
     t.equal(wrong, 0, 'each answered alice\'s two friends')
+  })
+
+  t.test(`${db}: past the shapes of deeper answers a route keeps, their serializers start over`, async t => {
+    const { app } = await build(t, db)
+    const fields = ['name', 'age', 'active', 'born', 'meta', 'bestPet']
+    const petFields = ['name', 'species', 'owner']
+    let shapes = 0
+    let wrong = 0
+    for (let chosen = 1; chosen < 64; chosen++) {
+      for (let petsChosen = 1; petsChosen < 8 && shapes <= 200; petsChosen++, shapes++) {
+        const select = fields.filter((_, i) => (chosen >> i) & 1)
+        const petSelect = petFields.filter((_, i) => (petsChosen >> i) & 1)
+        const res = await app.inject(`/user/1?populate=pets&select=${select.join(',')}&pets.select=${petSelect.join(',')}`)
+        const expected = { ...pick(user(1), ['id', ...select]), pets: petsOf(1).map(p => pick(p, ['id', ...petSelect])) }
+        if (res.statusCode !== 200 || JSON.stringify(res.json()) !== JSON.stringify(expected)) wrong++
+      }
+    }
+    t.ok(shapes > 200, `${shapes} shapes`)
+    t.equal(wrong, 0, 'each answered as asked')
   })
 }
