@@ -208,14 +208,17 @@ export class ChildLoader {
     const fields = this.#projections.fields(criteria.projection)
     const order = orderBy(this.#dialect, 'c', criteria.sort)
     const filter = criteria.where.kind === 'all' ? NOTHING : sql` AND ${condition(criteria.where, 'c', this.#dialect, criteria.caseInsensitive)}`
-    const page = this.#dialect.page(LIMIT as unknown as number, SKIP as unknown as number)
-    const rank = sql`ROW_NUMBER() OVER (ORDER BY ${order}) AS ${ROW}`
+    // Each parent's children in their order: by the sort keys again when the page reads them all,
+    // else by a rank the page numbers them with.
+    const sorted = criteria.sort.every(({ target }) => fields.some(field => field.column === target.column))
+    const rank = sorted ? NOTHING : sql`, ROW_NUMBER() OVER (ORDER BY ${order}) AS ${ROW}`
     // The parent's key as its link column holds it (typed as the parents' keys are read), not as `p.k`.
-    const head = sql`SELECT ${this.#dialect.cache.columns('c', fields)}, ${parent} AS ${sql.id(PARENT)}, ${rank} FROM ${from}`
-    const ranked = sql`${head} WHERE ${parent} = p.k${filter} ORDER BY ${order}${page}`
+    const head = sql`SELECT ${this.#dialect.cache.columns('c', fields)}, ${parent} AS ${sql.id(PARENT)}${rank} FROM ${from}`
+    const page = sql`${head} WHERE ${parent} = p.k${filter} ORDER BY ${order}${this.#dialect.page(LIMIT as unknown as number, SKIP as unknown as number)}`
     const columns = this.#dialect.cache.columns('x', fields)
     const selected = parentIndex(association, fields) === fields.length ? sql`${columns}, ${sql.id('x', PARENT)}` : columns
-    return sql`SELECT ${selected} FROM ${keyRows} CROSS JOIN LATERAL (${ranked}) AS x ORDER BY p.n, x.${ROW}`
+    const within = sorted ? orderBy(this.#dialect, 'x', criteria.sort) : sql`x.${ROW}`
+    return sql`SELECT ${selected} FROM ${keyRows} CROSS JOIN LATERAL (${page}) AS x ORDER BY p.n, ${within}`
   }
 
   /**

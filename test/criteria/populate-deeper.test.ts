@@ -39,6 +39,9 @@ const CASES: Array<[string, unknown]> = [
   // the children's own criteria, per parent: the last pet by name of each user
   ['/user?limit=4&select=name&populate=pets&pets.sort=name%20DESC&pets.limit=1&pets.select=name',
     FIRST.map(id => ({ id, name: user(id).name, pets: petsOf(id).sort(byName).reverse().slice(0, 1).map(p => pick(p, ['id', 'name'])) }))],
+  // sorted by a field it does not answer
+  ['/user?limit=4&select=name&populate=pets&pets.sort=name%20DESC&pets.limit=1&pets.select=species',
+    FIRST.map(id => ({ id, name: user(id).name, pets: petsOf(id).sort(byName).reverse().slice(0, 1).map(p => pick(p, ['id', 'species'])) }))],
   // skip per parent
   ['/user?limit=4&select=name&populate=pets&pets.skip=1', FIRST.map(id => ({ id, name: user(id).name, pets: petsOf(id).slice(1) }))],
   // a filter on the children, a relation filter in it, and another collection left as Sails populates it
