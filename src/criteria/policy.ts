@@ -81,6 +81,13 @@ function along (path: string, model: Model, policy: Policy): Model | undefined {
   return current
 }
 
+/** The model a populate path (`pets.tags`) leads to from `model`; `undefined` for a path that names no association. */
+export function modelAt (model: Model, path: string): Model | undefined {
+  let current: Model | undefined = model
+  for (const name of path.split('.')) current = current?.collections.get(name)?.target ?? current?.singulars.get(name)?.target
+  return current
+}
+
 /** The models a query's populate paths and their criteria lead to (their views are needed to check and read them). */
 export function populatedModels (query: Pick<BlueprintQuery, 'populate' | 'relations'>, model: Model, into = new Set<Model>()): Set<Model> {
   const paths = [...(Array.isArray(query.populate) ? query.populate : []), ...Object.keys(query.relations ?? {})]

@@ -9,7 +9,7 @@
  * @module
  */
 import type { FastifyRequest } from 'fastify'
-import { checkVisible, populatedModels, reachedModels } from '../criteria/policy.ts'
+import { checkVisible, modelAt, populatedModels, reachedModels } from '../criteria/policy.ts'
 import type { BlueprintQuery, ModelView, Policy } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import { buildWhere } from '../criteria/where.ts'
@@ -112,9 +112,8 @@ function reached (query: BlueprintQuery, model: Model, maxDepth: number): Set<Mo
   const models = new Set<Model>()
   const targets = populatedModels(query, model, reachedModels(query.where, model, maxDepth))
   for (const [path, relation] of Object.entries(query.relations ?? {})) {
-    // The model the path leads to (a path that leads nowhere is refused by its validation).
-    let at: Model | undefined = model
-    for (const name of path.split('.')) at = at?.collections.get(name)?.target ?? at?.singulars.get(name)?.target
+    // (A path that leads nowhere is refused by its validation.)
+    const at = modelAt(model, path)
     if (at !== undefined) reachedModels(relation.where, at, maxDepth, targets)
   }
   for (const target of targets) for (const near of neighbourhood(target)) models.add(near)

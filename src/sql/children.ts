@@ -5,7 +5,7 @@
  * @module
  */
 import { sql } from 'kysely'
-import { hidesLink, viewedWhere } from '../criteria/policy.ts'
+import { viewedWhere } from '../criteria/policy.ts'
 import type { Criteria, ModelView, Projection } from '../criteria/types.ts'
 import { combine } from '../criteria/where.ts'
 import type { ReadOptions } from './read-options.ts'
@@ -71,13 +71,12 @@ export class ChildLoader {
       const view = policy?.view(child)
       if (limit === 0 || view?.where.kind === 'none') return Promise.resolve(new Map<unknown, JsonRecord[]>())
       if (criteria !== undefined) {
-        const hidden = (nested: CollectionAssociation): boolean => hidesLink(nested, policy?.view(nested.target))
         return this.children(run, association, ids, {
           where: policy === undefined ? criteria.where : combine('and', [(view as ModelView).where, viewedWhere(criteria.where, policy)]),
           sort: criteria.sort,
           limit,
           skip: criteria.skip,
-          projection: policy === undefined ? criteria.projection : this.#projections.viewed(criteria.projection, view, hidden),
+          projection: policy === undefined ? criteria.projection : this.#projections.underPolicy(child, criteria.projection, policy),
           caseInsensitive
         }, false, parentKey)
       }

@@ -5,7 +5,8 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { Criteria, ModelView, Projection } from '../criteria/types.ts'
+import { hidesLink } from '../criteria/policy.ts'
+import type { Criteria, ModelView, Policy, Projection } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
@@ -91,6 +92,14 @@ export class Projections {
       byFields.set(key, viewed)
     }
     return viewed
+  }
+
+  /**
+   * A projection of `model` as `policy` lets it appear: the fields its view shows, without the
+   * collections whose links the views of their children hide.
+   */
+  underPolicy (model: Model, projection: Projection, policy: Policy): Projection {
+    return this.viewed(projection, policy.view(model), association => hidesLink(association, policy.view(association.target)))
   }
 
   /** The fields of a projection (kept per projection: the common ones are kept per model). */

@@ -5,7 +5,7 @@
  * @module
  */
 import { sql } from 'kysely'
-import { hidesLink, viewedWhere } from '../criteria/policy.ts'
+import { viewedWhere } from '../criteria/policy.ts'
 import type { Criteria, NestedCriteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
 import { coerce } from '../models/values.ts'
 import { PLAIN_READ, type ReadOptions } from './read-options.ts'
@@ -173,7 +173,7 @@ export class RecordLoader {
       const children = records.flatMap(record => record[association.name] as JsonRecord[])
       // The children as the policy lets them appear: what is below them is read through it too.
       const own = (criteria as NestedCriteria).projection
-      const below = options.policy === undefined ? own : this.#viewedProjection(child, own, options.policy)
+      const below = options.policy === undefined ? own : this.#projections.underPolicy(child, own, options.policy)
       if (children.length > 0 && deep(below)) await this.#deeper(run, child, children, below, options, fold, false)
     }
   }
@@ -218,14 +218,8 @@ export class RecordLoader {
    * without the collections whose links it hides.
    */
   #viewed<C extends ChildCriteria> (model: Model, criteria: C, policy: Policy): C {
-    const projection = this.#viewedProjection(model, criteria.projection, policy)
+    const projection = this.#projections.underPolicy(model, criteria.projection, policy)
     return { ...criteria, where: within(viewedWhere(criteria.where, policy), policy.view(model).where), projection }
-  }
-
-  /** A projection of `model` with the fields its view lets appear, without the collections whose links it hides. */
-  #viewedProjection (model: Model, projection: Projection, policy: Policy): Projection {
-    const hidden = (association: CollectionAssociation): boolean => hidesLink(association, policy.view(association.target))
-    return this.#projections.viewed(projection, policy.view(model), hidden)
   }
 }
 
