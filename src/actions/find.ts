@@ -63,10 +63,11 @@ export async function findPage (
   const criteria = validateFind(query, model, ctx.bounds)
   const paging = criteria.paging as Paging
   const atOnce = criteria.projection.collections.length === 0
+  const read = policy === undefined ? undefined : { policy }
+  if (!counted) return pageOf(paging, await ctx.database.read(snapshot, async run => await ctx.loader.find(run, model, criteria, read), atOnce))
   const [rows, total] = await ctx.database.read(snapshot, async run => await Promise.all([
-    ctx.loader.find(run, model, criteria, policy === undefined ? undefined : { policy }),
-    counted ? ctx.loader.count(run, model, { ...criteria, where: paging.where }, policy) : undefined
+    ctx.loader.find(run, model, criteria, read),
+    ctx.loader.count(run, model, { ...criteria, where: paging.where }, policy)
   ]), atOnce)
-  const page = pageOf(paging, rows)
-  return total === undefined ? page : { ...page, total }
+  return { ...pageOf(paging, rows), total }
 }

@@ -62,8 +62,8 @@ function paged (query: BlueprintQuery, model: Model, bounds: Bounds, where: Wher
   const binding = bindingOf(model, query)
   const condition = cursorWhere(text, side, sort, binding)
   // The cursors are the sort keys' values: read even where `select` / `omit` leave them out.
-  const kept = new Set([...projection.attributes.map(a => a.name), ...projection.singulars.map(s => s.association.name)])
-  const added = sort.map(({ target }) => target.name).filter(name => !kept.has(name))
+  const added = sort.map(({ target }) => target.name)
+    .filter(name => !projection.attributes.some(a => a.name === name) && !projection.singulars.some(s => s.association.name === name))
   const widened = added.length === 0
     ? projection
     : validateProjection(query.select !== undefined

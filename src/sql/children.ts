@@ -12,7 +12,6 @@ import type { ReadOptions } from './read-options.ts'
 import type { CollectionAssociation } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
 import { MAX_SHAPES } from './find-statement.ts'
-import type { Typed } from './fragments.ts'
 import { NOTHING } from './fragments.ts'
 import { orderBy, type Projections } from './fields.ts'
 import { group, inOrder, PARENT, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
@@ -62,8 +61,7 @@ export class ChildLoader {
     ids: unknown[],
     { caseInsensitive }: Pick<Criteria, 'caseInsensitive'>,
     { policy, lockLinks }: ReadOptions,
-    collections: Projection['collections'],
-    parentKey: Typed
+    collections: Projection['collections']
   ): Promise<Array<Map<unknown, JsonRecord[]>>> {
     return await inOrder(collections.map(({ association, limit, criteria }) => {
       const child = association.target
@@ -78,7 +76,7 @@ export class ChildLoader {
           skip: criteria.skip,
           projection: policy === undefined ? criteria.projection : this.#projections.underPolicy(child, criteria.projection, policy),
           caseInsensitive
-        }, false, parentKey)
+        })
       }
       return this.children(run, association, ids, {
         where: view?.where ?? { kind: 'all' },
@@ -103,7 +101,7 @@ export class ChildLoader {
    *   run, and no more than `parents × cap + 1` rows are sent, however many children there are.
    */
   async children (
-    run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false, parentKey?: Typed
+    run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false
   ): Promise<Map<unknown, JsonRecord[]>> {
     const fields = this.#projections.fields(criteria.projection)
     const read = this.#dialect.cache.reader(fields, 0)
@@ -119,14 +117,6 @@ export class ChildLoader {
       const variant = (single ? ONE : 0) | (criteria.limit === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0)
       const statement = this.#statement(association, criteria, keep, variant)
       return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])) as unknown as ArrayRow[], read, parentAt, Infinity)
-    }
-    // A populate path's page of each parent's children: where the database can, one lateral
-    // subquery per parent, driven by the foreign key's index (see `Dialect.keyRows`).
-    const keyRows = parentKey === undefined ? undefined : this.#dialect.keyRows(PARENTS, parentKey)
-    if (keyRows !== undefined) {
-      const last = criteria.limit === Infinity ? Number.MAX_SAFE_INTEGER : criteria.limit
-      const paged = this.#shaped(association, criteria, 'lateral', () => this.#lateral(association, criteria, keyRows)).fill([parents, last, criteria.skip])
-      return group(await run(paged) as unknown as ArrayRow[], read, parentAt, criteria.limit)
     }
     const probe = parentIds.length * criteria.limit + 1
     if (!skipped) {
@@ -194,30 +184,6 @@ export class ChildLoader {
       kept.set(key, template = new Template(this.#dialect.statement(build(), true)))
     }
     return template
-  }
-
-  /**
-   * The children of each parent of `keyRows` in a lateral subquery: its page (slots
-   * {@link LIMIT}, {@link SKIP}) in the criteria's order, ranked, the parents in their order.
-   */
-  #lateral (association: CollectionAssociation, criteria: ChildCriteria, keyRows: Sql): Sql {
-    const child = association.target
-    const parent = association.relation === '1:m' ? sql.id('c', association.parentColumn) : sql.id('j', association.parentColumn)
-    const from = association.relation === '1:m' ? sql`${table(child)} AS c` : throughPivot(association)
-    const fields = this.#projections.fields(criteria.projection)
-    const order = orderBy(this.#dialect, 'c', criteria.sort)
-    const filter = criteria.where.kind === 'all' ? NOTHING : sql` AND ${condition(criteria.where, 'c', this.#dialect, criteria.caseInsensitive)}`
-    // Each parent's children in their order: by the sort keys again when the page reads them all,
-    // else by a rank the page numbers them with.
-    const sorted = criteria.sort.every(({ target }) => fields.some(field => field.column === target.column))
-    const rank = sorted ? NOTHING : sql`, ROW_NUMBER() OVER (ORDER BY ${order}) AS ${ROW}`
-    // The parent's key as its link column holds it (typed as the parents' keys are read), not as `p.k`.
-    const head = sql`SELECT ${this.#dialect.cache.columns('c', fields)}, ${parent} AS ${sql.id(PARENT)}${rank} FROM ${from}`
-    const page = sql`${head} WHERE ${parent} = p.k${filter} ORDER BY ${order}${this.#dialect.page(LIMIT as unknown as number, SKIP as unknown as number)}`
-    const columns = this.#dialect.cache.columns('x', fields)
-    const selected = parentIndex(association, fields) === fields.length ? sql`${columns}, ${sql.id('x', PARENT)}` : columns
-    const within = sorted ? orderBy(this.#dialect, 'x', criteria.sort) : sql`x.${ROW}`
-    return sql`SELECT ${selected} FROM ${keyRows} CROSS JOIN LATERAL (${page}) AS x ORDER BY p.n, ${within}`
   }
 
   /**

@@ -17,13 +17,12 @@ import type { DatabaseKind, ToJson } from '../models/database-values.ts'
 import type { AttributeType, CollectionAssociation, Model } from '../models/model.ts'
 import type { SqlCache } from './cache.ts'
 import type { ChangeLogSql } from './change-log.ts'
-import type { Typed } from './fragments.ts'
+import type { JsonTree, Typed } from './fragments.ts'
 import type { LinkChange, LinkLocks, LinkOutcome } from './link-change.ts'
 import { postgresDialect } from './postgres/postgres-dialect.ts'
 import type { Executor } from './rows.ts'
 import type { Connections, OrmConnection } from './runners.ts'
 import { sqliteDialect } from './sqlite/sqlite-dialect.ts'
-import type { Slot } from './slot.ts'
 import type { Sql, Statement } from './statement.ts'
 import type { TransactionalKysely } from './transactions.ts'
 
@@ -112,11 +111,10 @@ export interface Dialect {
    */
   readonly answerJoinsCollection: boolean
   /**
-   * The parents of a page of children as rows `p(k, n)` (key, position), from the list in `slot`,
-   * where the database pages each parent's children in a lateral subquery driven by the foreign
-   * key's index (PostgreSQL, for whole-number keys); `undefined` where it ranks them all instead.
+   * How the database builds a populate tree as JSON, so that a find populating deeper than Sails
+   * does is one statement (see tree.ts); `undefined`: level by level, a statement per collection.
    */
-  keyRows (slot: Slot, key: Typed): Sql | undefined
+  readonly jsonTree: JsonTree | undefined
   /** The statements of realtime's change log kept in `table` (letters, digits and `_`); see change-log.ts. */
   changeLog (table: string): ChangeLogSql
 

@@ -7,13 +7,16 @@
 import { sql } from 'kysely'
 import { hidesLink } from '../criteria/policy.ts'
 import type { Criteria, ModelView, Policy, Projection } from '../criteria/types.ts'
-import type { CollectionAssociation, Model } from '../models/model.ts'
+import type { Attribute, CollectionAssociation, Model } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
 import type { Field } from './rows.ts'
 import type { Sql } from './statement.ts'
 
 const NO_COLLECTIONS: Projection['collections'] = []
+
+/** Field lists kept per model at most: past this, they start over (`select` makes many). */
+const MAX_LISTS = 1000
 
 /** The separator of SQL lists. */
 export const COMMA = sql`, `
@@ -43,6 +46,8 @@ export class Projections {
   /** Per model: the plain projection used for children (every attribute, foreign keys raw). */
   readonly #plain = new Map<string, Projection>()
   readonly #projected = new WeakMap<Projection, Field[]>()
+  /** Per model (by its primary key's attribute), the field lists by the columns they read. */
+  readonly #byColumns = new Map<Attribute, Map<string, Field[]>>()
   /** Per projection, the projections a view's fields leave of it, by those fields' names. */
   readonly #viewed = new WeakMap<Projection, Map<string, Projection>>()
 
@@ -102,19 +107,35 @@ export class Projections {
     return this.viewed(projection, policy.view(model), association => hidesLink(association, policy.view(association.target)))
   }
 
-  /** The fields of a projection (kept per projection: the common ones are kept per model). */
+  /**
+   * The fields of a projection (kept per projection, and per the columns it reads of its model:
+   * projections made for each request, a populate path's, share one list, and so their readers).
+   */
   fields (projection: Projection): Field[] {
     let fields = this.#projected.get(projection)
-    if (fields === undefined) this.#projected.set(projection, fields = this.#project(projection))
+    if (fields === undefined) {
+      // The primary key comes first: its attribute names the model.
+      const [key] = projection.attributes
+      let byColumns = this.#byColumns.get(key)
+      if (byColumns === undefined) this.#byColumns.set(key, byColumns = new Map())
+      const columns = `${projection.attributes.map(a => a.column).join()}|${projection.singulars.map(({ association }) => association.column).join()}`
+      fields = byColumns.get(columns)
+      if (fields === undefined) {
+        /* c8 ignore next -- reached after 1 000 distinct column lists of one model, more than the test models have */
+        if (byColumns.size === MAX_LISTS) byColumns.clear()
+        byColumns.set(columns, fields = this.#project(projection))
+      }
+      this.#projected.set(projection, fields)
+    }
     return fields
   }
 
   #project (projection: Projection): Field[] {
     const fields: Field[] = []
-    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, convert: this.#dialect.toJson(a.type) })
+    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, type: a.type, convert: this.#dialect.toJson(a.type) })
     for (const { association } of projection.singulars) {
       const pk = association.target.primaryKey
-      fields.push({ name: association.name, column: association.column, convert: this.#dialect.toJson(pk.type) })
+      fields.push({ name: association.name, column: association.column, type: pk.type, convert: this.#dialect.toJson(pk.type) })
     }
     return fields
   }

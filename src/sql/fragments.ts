@@ -15,6 +15,25 @@ export interface Typed {
   readonly type: AttributeType
 }
 
+/**
+ * How a database builds a populate tree as JSON in one statement (see tree.ts): a record as a
+ * JSON array of its values, and a page of records as a JSON array of those.
+ */
+export interface JsonTree {
+  /** A JSON array of `items`. */
+  array (items: Sql[]): Sql
+  /**
+   * The aggregate of `element` over the rows of its FROM (a page, ordered), as a JSON array in
+   * their order; NULL for no rows.
+   */
+  aggregate (element: Sql): Sql
+  /**
+   * A column of `type` as an item of {@link array}, such that the JSON value is what the driver
+   * gives for the column itself (where JSON writes it otherwise: its text).
+   */
+  value (column: Sql, type: AttributeType): Sql
+}
+
 /** No SQL: the page of every row from the first, a clause a dialect does not have. */
 export const NOTHING: Sql = sql``
 
@@ -40,6 +59,15 @@ export function likePattern (tokens: readonly PatternToken[], fold: boolean): st
     else pattern += token.wildcard === 'any' ? '%' : '_'
   }
   return pattern
+}
+
+/**
+ * A whole number written into a statement's text rather than bound, for {@link page}: PostgreSQL
+ * plans a statement whose page sizes are parameters again on every execution when its generic plan
+ * (which guesses them) costs more than the custom ones, as a populate tree's does (see tree.ts).
+ */
+export function written (n: number): number {
+  return sql.lit(n) as unknown as number
 }
 
 /** LIMIT/OFFSET where `unlimited` (SQLite: `-1`) or no LIMIT (PostgreSQL: `undefined`) stands for no limit. */

@@ -1,6 +1,7 @@
 /**
  * Loading records: the find's statement (populated singular associations joined), then one
- * batched statement per populated collection, whatever the number of records (children.ts).
+ * batched statement per populated collection, whatever the number of records (children.ts); a
+ * find that populates deeper, where the database builds JSON, in one statement (tree.ts).
  *
  * @module
  */
@@ -14,8 +15,9 @@ import { ChildLoader, type ChildCriteria } from './children.ts'
 import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
 import { keyIndex, Projections } from './fields.ts'
-import { FindStatements, isKey } from './find-statement.ts'
-import { inOrder, table, type ArrayRow, type Executor, type JsonRecord } from './rows.ts'
+import { FindStatements, isKey, type Join } from './find-statement.ts'
+import { inOrder, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
+import { TreeColumns } from './tree.ts'
 import { where as condition } from './where.ts'
 import { combine } from '../criteria/where.ts'
 
@@ -28,12 +30,15 @@ export class RecordLoader {
   readonly #projections: Projections
   readonly #children: ChildLoader
   readonly #statements: FindStatements
+  /** Populate trees in one statement, where the database builds JSON (see tree.ts). */
+  readonly #tree: TreeColumns | undefined
 
   constructor (dialect: Dialect) {
     this.#dialect = dialect
     this.#projections = new Projections(dialect)
     this.#children = new ChildLoader(dialect, this.#projections)
     this.#statements = new FindStatements(dialect, this.#projections)
+    this.#tree = dialect.jsonTree === undefined ? undefined : new TreeColumns(dialect, dialect.jsonTree, this.#projections)
   }
 
   /** The projection of a populated child: every attribute, singular associations as raw keys. */
@@ -65,6 +70,23 @@ export class RecordLoader {
     if (policy !== undefined) criteria = this.#viewed(model, criteria, policy)
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#projections.fields(criteria.projection)
+    // Populating deeper, where the database builds JSON: the whole tree in the find's statement.
+    // (A write's answer, whose links may be locked as they are read, has the default projection:
+    // never deeper, see actions/record.ts.)
+    const tree = this.#tree === undefined || !deep(criteria.projection)
+      ? undefined
+      : this.#tree.columns(model, criteria.projection, 't', criteria.caseInsensitive, policy)
+    if (tree !== undefined) {
+      const { statement, joins } = this.#statements.find(model, fields, criteria, policy, tree.map(column => column.sql))
+      const rows = await run(statement) as unknown as ArrayRow[]
+      const records = this.#read(rows, fields, joins)
+      const offset = joins.reduce((end, join) => end + join.fields.length, fields.length)
+      rows.forEach((row, i) => {
+        const record = records[i]
+        tree.forEach((column, k) => { record[column.name] = column.read(row[offset + k]) })
+      })
+      return records
+    }
     // By primary key (find-one, a write's answer): one statement per projection, built once.
     const byKey = policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
     const joined = byKey ? this.#statements.joinedCollection(criteria, options) : undefined
@@ -81,12 +103,12 @@ export class RecordLoader {
       rows = await run(statement) as unknown as ArrayRow[]
       children = rows.length === 0 || collections.length === 0
         ? []
-        : await this.#children.collections(run, rows.map(row => row[key]), criteria, options, collections, model.primaryKey)
+        : await this.#children.collections(run, rows.map(row => row[key]), criteria, options, collections)
     } else {
       const key = [this.#dialect.bind(model.primaryKey.type, together.key)]
       ;[rows, children] = await inOrder([
         run(statement) as unknown as Promise<ArrayRow[]>,
-        this.#children.collections(run, key, criteria, options, collections, model.primaryKey)
+        this.#children.collections(run, key, criteria, options, collections)
       ])
     }
     let members: JsonRecord[] | undefined
@@ -98,17 +120,23 @@ export class RecordLoader {
       members = rows.filter(row => row[offset + joined.key] !== null).map(read)
       rows = rows.slice(0, 1)
     }
-    const records = rows.map(this.#dialect.cache.reader(fields, 0))
-    for (const join of joins) {
-      const read = this.#dialect.cache.reader(join.fields, join.offset)
-      rows.forEach((row, i) => { records[i][join.association.name] = row[join.key] === null ? null : read(row) })
-    }
+    const records = this.#read(rows, fields, joins)
     if (rows.length > 0) {
       collections.forEach(({ association }, c) => {
         rows.forEach((row, i) => { records[i][association.name] = children[c].get(row[key]) ?? [] })
       })
       if (joined !== undefined) records[0][joined.association.name] = members
       if (deep(criteria.projection)) await this.#deeper(run, model, records, criteria.projection, options, criteria.caseInsensitive, true)
+    }
+    return records
+  }
+
+  /** The records of a find's rows: their fields, and the populated singular associations joined. */
+  #read (rows: ArrayRow[], fields: Field[], joins: Join[]): JsonRecord[] {
+    const records = rows.map(this.#dialect.cache.reader(fields, 0))
+    for (const join of joins) {
+      const read = this.#dialect.cache.reader(join.fields, join.offset)
+      rows.forEach((row, i) => { records[i][join.association.name] = row[join.key] === null ? null : read(row) })
     }
     return records
   }
@@ -151,7 +179,7 @@ export class RecordLoader {
     if (!loaded) {
       // (A record can be populated under several parents: its key once.)
       const ids = [...new Set(records.map(record => this.#dialect.bind(pk.type, coerce(pk.type, record[pk.name]))))]
-      const children = await this.#children.collections(run, ids, { caseInsensitive: fold }, read, collections, pk)
+      const children = await this.#children.collections(run, ids, { caseInsensitive: fold }, read, collections)
       collections.forEach(({ association }, c) => {
         // By the key as read (the same value as the record's, but where a driver reads 64-bit
         // integers as such: then by its text).

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Model } from '../models/model.ts'
+import type { AttributeType, Model } from '../models/model.ts'
 import type { ToJson } from '../models/database-values.ts'
 import { sql } from 'kysely'
 import type { Sql, Statement } from './statement.ts'
@@ -59,6 +59,8 @@ export function inOrder<T extends readonly unknown[]> (work: { [K in keyof T]: P
 export interface Field {
   readonly name: string
   readonly column: string
+  /** The attribute type of its values (a singular association's: its target's key's). */
+  readonly type: AttributeType
   readonly convert: ToJson | undefined
 }
 

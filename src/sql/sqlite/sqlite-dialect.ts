@@ -30,8 +30,8 @@ export function sqliteDialect () {
     moveSequence: undefined,
     // A statement costs more than the parent's columns repeated on each member's row.
     answerJoinsCollection: true,
-    // No LATERAL: a page of each parent's children is ranked by a window (children.ts).
-    keyRows: () => undefined,
+    // In process, a statement per level costs no round trip: level by level (records.ts).
+    jsonTree: undefined,
     changeLog: sqliteChangeLog
   }
 }
