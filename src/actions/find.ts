@@ -57,17 +57,16 @@ export interface FoundPage extends Page<JsonRecord> {
  *
  * @throws the coded 400 errors of the criteria pipeline, BP_ERR_INVALID_CURSOR among them.
  */
-export async function findPage (
+export function findPage (
   ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, counted: boolean, snapshot?: Snapshot
 ): Promise<FoundPage> {
   const criteria = validateFind(query, model, ctx.bounds)
   const paging = criteria.paging as Paging
   const atOnce = criteria.projection.collections.length === 0
   const read = policy === undefined ? undefined : { policy }
-  if (!counted) return pageOf(paging, await ctx.database.read(snapshot, async run => await ctx.loader.find(run, model, criteria, read), atOnce))
-  const [rows, total] = await ctx.database.read(snapshot, async run => await Promise.all([
+  if (!counted) return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, read), atOnce).then(rows => pageOf(paging, rows))
+  return ctx.database.read(snapshot, run => Promise.all([
     ctx.loader.find(run, model, criteria, read),
     ctx.loader.count(run, model, { ...criteria, where: paging.where }, policy)
-  ]), atOnce)
-  return { ...pageOf(paging, rows), total }
+  ]), atOnce).then(([rows, total]) => ({ ...pageOf(paging, rows), total }))
 }

@@ -19,13 +19,18 @@ export function pageLinks (url: string, page: { readonly next?: string, readonly
   if (page.next === undefined && page.prev === undefined) return undefined
   const mark = url.indexOf('?')
   const path = mark === -1 ? url : url.slice(0, mark)
-  const kept = mark === -1
-    ? []
-    : url.slice(mark + 1).split('&').filter(pair => pair !== '' && !REPLACED.has(decodeURIComponent(pair.split('=', 1)[0].replaceAll('+', ' '))))
+  const kept = mark === -1 ? [] : url.slice(mark + 1).split('&').filter(pair => pair !== '' && !REPLACED.has(nameOf(pair)))
   // Cursors are base64url: nothing in them needs escaping.
   const link = (name: string, cursor: string, rel: string): string => `<${path}?${[...kept, `${name}=${cursor}`].join('&')}>; rel="${rel}"`
   const links: string[] = []
   if (page.next !== undefined) links.push(link('after', page.next, 'next'))
   if (page.prev !== undefined) links.push(link('before', page.prev, 'prev'))
   return links.join(', ')
+}
+
+/** The name of a query string's `name=value` pair, decoded (only where it has something to decode). */
+function nameOf (pair: string): string {
+  const end = pair.indexOf('=')
+  const name = end === -1 ? pair : pair.slice(0, end)
+  return name.includes('%') || name.includes('+') ? decodeURIComponent(name.replaceAll('+', ' ')) : name
 }

@@ -10,7 +10,7 @@ import { Type, type TSchema } from 'typebox'
 import { add } from '../actions/add.ts'
 import { create } from '../actions/create.ts'
 import { destroy } from '../actions/destroy.ts'
-import { find, findCounted, findPage } from '../actions/find.ts'
+import { find, findCounted, findPage, type FoundPage } from '../actions/find.ts'
 import { findOne } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
 import { remove } from '../actions/remove.ts'
@@ -73,6 +73,13 @@ function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSch
   return answer
 }
 
+/** A cursor page's records, its next and previous pages in the `Link` header (when it has either). */
+function withLinks (reply: FastifyReply, page: FoundPage): FoundPage['records'] {
+  const links = pageLinks(reply.request.url, page)
+  if (links !== undefined) reply.header(LINK, links)
+  return page.records
+}
+
 /** Whether a find is asked as a cursor page (`after` / `before`, docs/criteria.md#cursor-pages). */
 function byCursor (query: BlueprintQuery): boolean {
   return query.after !== undefined || query.before !== undefined
@@ -106,19 +113,19 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         const counted = parseCount(request.query as QueryString)
         // Checked here for every request; realtime follows the query of a socket's find.
         parseFollow(request.query as QueryString)
-        // Without a policy, a count or a cursor there is nothing to wait for: no await, no promise.
-        if (policy === undefined && !counted && !byCursor(parsed)) {
+        // Without a policy or a count there is nothing to wait for: no await, no promise of ours.
+        if (policy === undefined && !counted) {
           ranQuery(request, parsed)
-          return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined, snapshot), deeper, bounds)
+          if (!byCursor(parsed)) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined, snapshot), deeper, bounds)
+          const paged = findPage(input.ctx, input.model, parsed, undefined, false, snapshot)
+          return paged.then(page => flatWhenBare(reply, parsed, flat, withLinks(reply, page), deeper, bounds))
         }
         const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
         ranQuery(request, query)
         if (byCursor(query)) {
           const page = await findPage(input.ctx, input.model, query, policy, counted, snapshot)
-          const links = pageLinks(request.url, page)
-          if (links !== undefined) reply.header(LINK, links)
           if (counted) reply.header(TOTAL_COUNT, String(page.total))
-          return flatWhenBare(reply, query, flat, page.records, deeper, bounds)
+          return flatWhenBare(reply, query, flat, withLinks(reply, page), deeper, bounds)
         }
         if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy, snapshot), deeper, bounds)
         const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy, snapshot), deeper, bounds)

@@ -93,6 +93,8 @@ for (const db of DATABASES) {
     t.same(ids(rest.body), [3], 'after the last page\'s first record')
     const none = await page(app, `/user?populate=false&where=${q({ id: { in: [] } })}&limit=4&after=`)
     t.same([none.body, none.links], [[], {}], 'an empty first page has no links')
+    const spelled = await page(app, '/user?limit=2&%61fter=&populate')
+    t.match(spelled.links.next, /^\/user\?limit=2&populate&after=[\w-]+$/, 'a cursor parameter named with escapes is replaced too; a parameter without a value is kept')
 
     // Sorted by a populated singular association: its key is the cursor's value (a null one too).
     const byOwner = await walk(t, app, '/pet?sort=owner%20DESC&limit=2&after=', 'next')
