@@ -33,7 +33,6 @@ const MAX_ITEMS = 100
 
 /** What one level of the tree reads: its children, their order and page, and what is below them. */
 interface Level {
-  readonly model: Model
   readonly projection: Projection
   readonly where: WhereNode
   readonly sort: ReadonlyArray<{ readonly target: Target, readonly direction: SortDirection }>
@@ -87,7 +86,6 @@ export class TreeColumns {
       const view = policy?.view(child)
       const level: Level = criteria === undefined
         ? {
-            model: child,
             projection: this.#projections.viewed(this.#projections.plain(child), view),
             where: view?.where ?? { kind: 'all' },
             sort: [{ target: child.primaryKey, direction: 'ASC' }],
@@ -95,7 +93,6 @@ export class TreeColumns {
             skip: 0
           }
         : {
-            model: child,
             projection: policy === undefined ? criteria.projection : this.#projections.underPolicy(child, criteria.projection, policy),
             where: policy === undefined ? criteria.where : combine('and', [policy.view(child).where, viewedWhere(criteria.where, policy)]),
             sort: criteria.sort,
