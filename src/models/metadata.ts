@@ -176,6 +176,7 @@ function readAttribute (prop: EntityProperty, primary: boolean): Attribute | und
     name: prop.name,
     column: prop.fieldNames[0],
     type,
+    columnType: String(prop.columnTypes[0]).toLowerCase(),
     integer,
     range: rangeOf(prop, type, integer),
     maxLength: type === 'string' ? lengthOf(prop) : undefined,

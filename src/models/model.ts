@@ -17,6 +17,8 @@ export interface Attribute {
   /** Column name in the table. */
   readonly column: string
   readonly type: AttributeType
+  /** The column's SQL type as the ORM declares it, lower case (`varchar(255)`, `char(5)`, `jsonb`, `text[]`). */
+  readonly columnType: string
   /** A whole-number column (integer, bigint, serial …), as opposed to a decimal or float one. */
   readonly integer: boolean
   /**

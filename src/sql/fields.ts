@@ -132,10 +132,10 @@ export class Projections {
 
   #project (projection: Projection): Field[] {
     const fields: Field[] = []
-    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, type: a.type, convert: this.#dialect.toJson(a.type) })
+    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, type: a.type, columnType: a.columnType, convert: this.#dialect.toJson(a.type) })
     for (const { association } of projection.singulars) {
       const pk = association.target.primaryKey
-      fields.push({ name: association.name, column: association.column, type: pk.type, convert: this.#dialect.toJson(pk.type) })
+      fields.push({ name: association.name, column: association.column, type: pk.type, columnType: pk.columnType, convert: this.#dialect.toJson(pk.type) })
     }
     return fields
   }

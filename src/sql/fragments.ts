@@ -7,6 +7,7 @@
 import { createQueryId, sql, type QueryCompiler } from 'kysely'
 import { foldAscii, type PatternToken } from '../criteria/like.ts'
 import type { AttributeType } from '../models/model.ts'
+import type { Field } from './rows.ts'
 import type { Sql, Statement } from './statement.ts'
 
 /** What a placeholder's type is chosen from. */
@@ -28,10 +29,11 @@ export interface JsonTree {
    */
   aggregate (element: Sql): Sql
   /**
-   * A column of `type` as an item of {@link array}, such that the JSON value is what the driver
-   * gives for the column itself (where JSON writes it otherwise: its text).
+   * A column of a field as an item of {@link array}, such that the JSON value is what the driver
+   * gives for the column itself (where JSON writes it otherwise: its text); `undefined` for a
+   * column whose driver value JSON cannot give (the read then goes level by level).
    */
-  value (column: Sql, type: AttributeType): Sql
+  value (column: Sql, field: Pick<Field, 'type' | 'columnType'>): Sql | undefined
 }
 
 /** No SQL: the page of every row from the first, a clause a dialect does not have. */

@@ -61,6 +61,8 @@ export interface Field {
   readonly column: string
   /** The attribute type of its values (a singular association's: its target's key's). */
   readonly type: AttributeType
+  /** The SQL type of its column as the ORM declares it (a singular association's: its target's key's). */
+  readonly columnType: string
   readonly convert: ToJson | undefined
 }
 

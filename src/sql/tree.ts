@@ -71,7 +71,6 @@ export class TreeColumns {
       const inner = `o${depth}`
       const shown = policy === undefined ? nested : this.#projections.underPolicy(target, nested, policy)
       const element = this.#element(target, shown, inner, depth, fold, policy)
-      /* c8 ignore next -- see #element */
       if (element === undefined) return undefined
       const key = sql`${this.#dialect.cache.column(inner, target.primaryKey)} = ${this.#dialect.cache.column(alias, association)}`
       const filter = view === undefined || view.where.kind === 'all' ? NOTHING : sql` AND ${condition(view.where, inner, this.#dialect, fold)}`
@@ -101,7 +100,6 @@ export class TreeColumns {
           }
       const inner = `c${depth}`
       const element = this.#element(child, level.projection, inner, depth, fold, policy)
-      /* c8 ignore next -- see #element */
       if (element === undefined) return undefined
       const read = (value: unknown): JsonRecord[] => value === null ? [] : (value as ArrayRow[]).map(element.read)
       // The children a policy hides, or none asked for: an empty list.
@@ -122,8 +120,9 @@ export class TreeColumns {
         from = sql`${links} JOIN ${table(child)} AS ${me} ON ${link} WHERE ${sql.id(pivot, association.parentColumn)} = ${parentKey}`
       }
       const filter = level.where.kind === 'all' ? NOTHING : sql` AND ${condition(level.where, inner, this.#dialect, fold)}`
-      // The page's size and skip in the text, so that PostgreSQL keeps one plan (see `written`).
-      const size = this.#dialect.page(level.limit === Infinity ? Infinity : written(level.limit), level.skip === 0 ? 0 : written(level.skip))
+      // The page's size in the text, so that PostgreSQL keeps one plan (see `written`); its skip
+      // bound, as a find's is (every skip a statement of its own would not be).
+      const size = this.#dialect.page(level.limit === Infinity ? Infinity : written(level.limit), level.skip)
       const page = sql`SELECT ${me}.* FROM ${from}${filter} ORDER BY ${orderBy(this.#dialect, inner, level.sort)}${size}`
       columns.push({ sql: sql`(SELECT ${this.#json.aggregate(element.sql)} FROM (${page}) AS ${me})`, name: association.name, read })
     }
@@ -139,9 +138,15 @@ export class TreeColumns {
   ): { sql: Sql, read: (value: unknown) => JsonRecord } | undefined {
     const fields = this.#projections.fields(projection)
     const below = this.#below(model, projection, alias, depth + 1, fold, policy)
-    /* c8 ignore next -- a record of more than 100 fields and populated associations: the test models have at most 10 (the read goes level by level) */
+    /* c8 ignore next -- a record of more than 100 fields and populated associations: the test models have at most 12 (the read goes level by level) */
     if (below === undefined || fields.length + below.length > MAX_ITEMS) return undefined
-    const items = fields.map(field => this.#json.value(this.#dialect.cache.column(alias, field), field.type))
+    const items: Sql[] = []
+    for (const field of fields) {
+      const value = this.#json.value(this.#dialect.cache.column(alias, field), field)
+      // A column JSON cannot carry as the driver reads it: level by level.
+      if (value === undefined) return undefined
+      items.push(value)
+    }
     for (const column of below) items.push(column.sql)
     const reader: RecordReader = this.#dialect.cache.reader(fields, 0)
     const width = fields.length

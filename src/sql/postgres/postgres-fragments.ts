@@ -8,10 +8,13 @@
 import { PostgresQueryCompiler, sql } from 'kysely'
 import type { AttributeType } from '../../models/model.ts'
 import { compiling, likePattern, NOTHING, page, type JsonTree, type Typed } from '../fragments.ts'
+import type { Field } from '../rows.ts'
 import { Slot } from '../slot.ts'
 import type { Sql } from '../statement.ts'
 
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
+/** A fixed-length text column type (`char(5)`, `character(5)`), not `character varying`. */
+const FIXED_LENGTH = /^(?:char|character|bpchar)\b(?!\s*varying)/
 const INT8 = sql.raw('::int8')
 const FLOAT8 = sql.raw('::float8')
 
@@ -68,9 +71,24 @@ export const POSTGRES = {
     // reads its one input as it comes, and a correlated subquery runs no parallel workers; sorting
     // again in the aggregate measured 10 % more database time.
     aggregate: (element: Sql): Sql => sql`json_agg(${element})`,
-    // JSON writes timestamps with a `T` and 64-bit integers as numbers beyond 2^53: their text is
-    // what the driver reads from the column; so is a string's, whatever the column's type.
-    value: (column: Sql, type: AttributeType): Sql => type === 'date' || type === 'bigint' || type === 'string' ? sql`${column}::text` : column
+    value: (column: Sql, { type, columnType }: Pick<Field, 'type' | 'columnType'>): Sql | undefined => {
+      switch (type) {
+        // JSON writes timestamps with a `T` and 64-bit integers as numbers beyond 2^53: their text is
+        // what the driver reads from the column.
+        case 'date':
+        case 'bigint':
+          return sql`${column}::text`
+        // A string's text whatever its column's type (a timestamp's, a number's), but a `char(n)`'s as
+        // it is: the cast to text would drop its padding, which JSON keeps.
+        case 'string':
+          return FIXED_LENGTH.test(columnType) ? column : sql`${column}::text`
+        // json and jsonb as they are; anything else (an array, a point) the driver parses otherwise.
+        case 'json':
+          return columnType === 'json' || columnType === 'jsonb' ? column : undefined
+        default:
+          return column
+      }
+    }
   } satisfies JsonTree
 }
 
