@@ -233,9 +233,12 @@ function fixedPointRange (precision: number, scale: number): ValueRange {
   return { min: -max, max }
 }
 
-/** The length of a text column: declared (`length`, `varchar(n)`), else 255 for MikroORM's `string`. */
+/**
+ * The length of a text column: declared (`length`, `varchar(n)`), else 255 for MikroORM's `string`.
+ * A length of 0 (MikroORM's for a `date` column) declares none.
+ */
 function lengthOf (prop: EntityProperty): number | undefined {
-  if (typeof prop.length === 'number') return prop.length
+  if (typeof prop.length === 'number' && prop.length > 0) return prop.length
   const declared = /^(?:var)?char(?:acter)?(?: varying)?\((\d+)\)$/i.exec(String(prop.columnTypes[0]))
   if (declared !== null) return Number(declared[1])
   return String(prop.type).toLowerCase() === 'string' ? 255 : undefined

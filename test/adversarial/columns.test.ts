@@ -20,7 +20,8 @@ const Gauge = defineEntity({
     ratio: p.float().nullable(),
     exact: p.double().nullable(),
     code: p.string().length(10).nullable(),
-    note: p.text().nullable()
+    note: p.text().nullable(),
+    day: p.date().nullable()
   }
 })
 
@@ -60,7 +61,9 @@ for (const db of DATABASES) {
       ['exact', 1e300, 200],
       ['code', 'x'.repeat(11), 400, /`code`.*longer than the 10 characters/],
       ['code', 'x'.repeat(10), 200],
-      ['note', 'x'.repeat(5000), 200]
+      ['note', 'x'.repeat(5000), 200],
+      // A date column (MikroORM gives it a length of 0): no limit on its text.
+      ['day', '2024-01-31', 200]
     ]
     for (const [attribute, value, status, message] of cases) {
       const res = await app.inject({ method: 'POST', url: '/gauge', payload: { [attribute]: value } })
