@@ -132,11 +132,13 @@ export class Projections {
 
   #project (projection: Projection): Field[] {
     const fields: Field[] = []
-    for (const a of projection.attributes) fields.push({ name: a.name, column: a.column, type: a.type, columnType: a.columnType, convert: this.#dialect.toJson(a.type) })
-    for (const { association } of projection.singulars) {
-      const pk = association.target.primaryKey
-      fields.push({ name: association.name, column: association.column, type: pk.type, columnType: pk.columnType, convert: this.#dialect.toJson(pk.type) })
-    }
+    for (const a of projection.attributes) fields.push(this.#field(a.name, a.column, a))
+    // A singular association's key, typed as its target's primary key.
+    for (const { association } of projection.singulars) fields.push(this.#field(association.name, association.column, association.target.primaryKey))
     return fields
+  }
+
+  #field (name: string, column: string, { type, columnType }: Pick<Field, 'type' | 'columnType'>): Field {
+    return { name, column, type, columnType, convert: this.#dialect.toJson(type) }
   }
 }
