@@ -6,7 +6,7 @@
  */
 import { sql } from 'kysely'
 import { viewedWhere } from '../criteria/policy.ts'
-import type { Criteria, ModelView, Projection } from '../criteria/types.ts'
+import type { Criteria, ModelView, Policy, Projection } from '../criteria/types.ts'
 import { combine } from '../criteria/where.ts'
 import type { ReadOptions } from './read-options.ts'
 import type { CollectionAssociation } from '../models/model.ts'
@@ -22,6 +22,38 @@ import { where as condition } from './where.ts'
 export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive'> & {
   /** Lock the pivot rows read (a many-to-many collection of one parent; see `ReadOptions.lockLinks`). */
   readonly lockPivotRows?: boolean
+}
+
+/**
+ * The criteria that choose the children of a populated collection (a projection's entry): by
+ * default every child in key order, or as its own criteria say (a populate path's); under
+ * `policy`, only the children it lets the requester see (`where` is `none` when it hides them
+ * all), with the fields it lets appear. The statements level by level and a populate tree
+ * (tree.ts) read the same children.
+ */
+export function childCriteria (
+  projections: Projections, { association, limit, criteria }: Projection['collections'][number], policy: Policy | undefined, caseInsensitive: boolean
+): ChildCriteria {
+  const child = association.target
+  const view = policy?.view(child)
+  if (criteria === undefined) {
+    return {
+      where: view?.where ?? { kind: 'all' },
+      sort: [{ target: child.primaryKey, direction: 'ASC' }],
+      limit,
+      skip: 0,
+      projection: projections.viewed(projections.plain(child), view),
+      caseInsensitive
+    }
+  }
+  return {
+    where: policy === undefined ? criteria.where : combine('and', [(view as ModelView).where, viewedWhere(criteria.where, policy)]),
+    sort: criteria.sort,
+    limit,
+    skip: criteria.skip,
+    projection: policy === undefined ? criteria.projection : projections.underPolicy(child, criteria.projection, policy),
+    caseInsensitive
+  }
 }
 
 const ROW = sql.id('__bp_row')
@@ -63,30 +95,12 @@ export class ChildLoader {
     { policy, lockLinks }: ReadOptions,
     collections: Projection['collections']
   ): Promise<Array<Map<unknown, JsonRecord[]>>> {
-    return await inOrder(collections.map(({ association, limit, criteria }) => {
-      const child = association.target
-      // The children a policy hides are not there.
-      const view = policy?.view(child)
-      if (limit === 0 || view?.where.kind === 'none') return Promise.resolve(new Map<unknown, JsonRecord[]>())
-      if (criteria !== undefined) {
-        return this.children(run, association, ids, {
-          where: policy === undefined ? criteria.where : combine('and', [(view as ModelView).where, viewedWhere(criteria.where, policy)]),
-          sort: criteria.sort,
-          limit,
-          skip: criteria.skip,
-          projection: policy === undefined ? criteria.projection : this.#projections.underPolicy(child, criteria.projection, policy),
-          caseInsensitive
-        })
-      }
-      return this.children(run, association, ids, {
-        where: view?.where ?? { kind: 'all' },
-        sort: [{ target: child.primaryKey, direction: 'ASC' }],
-        limit,
-        skip: 0,
-        projection: this.#projections.viewed(this.#projections.plain(child), view),
-        caseInsensitive,
-        lockPivotRows: lockLinks?.has(association.name) === true
-      }, true)
+    return await inOrder(collections.map(entry => {
+      const chosen = childCriteria(this.#projections, entry, policy, caseInsensitive)
+      // None asked for, or the policy hides them all: not there.
+      if (chosen.limit === 0 || chosen.where.kind === 'none') return Promise.resolve(new Map<unknown, JsonRecord[]>())
+      if (entry.criteria !== undefined) return this.children(run, entry.association, ids, chosen)
+      return this.children(run, entry.association, ids, { ...chosen, lockPivotRows: lockLinks?.has(entry.association.name) === true }, true)
     }))
   }
 

@@ -10,10 +10,9 @@
  * @module
  */
 import { sql } from 'kysely'
-import { viewedWhere } from '../criteria/policy.ts'
-import type { Policy, Projection, SortDirection, Target, WhereNode } from '../criteria/types.ts'
-import { combine } from '../criteria/where.ts'
+import type { Policy, Projection } from '../criteria/types.ts'
 import type { Model } from '../models/model.ts'
+import { childCriteria } from './children.ts'
 import type { Dialect } from './dialect.ts'
 import { orderBy, type Projections } from './fields.ts'
 import { NOTHING, written, type JsonTree } from './fragments.ts'
@@ -30,15 +29,6 @@ export interface TreeColumn {
 
 /** The most values a JSON array is built of (PostgreSQL's limit on a function's arguments). */
 const MAX_ITEMS = 100
-
-/** What one level of the tree reads: its children, their order and page, and what is below them. */
-interface Level {
-  readonly projection: Projection
-  readonly where: WhereNode
-  readonly sort: ReadonlyArray<{ readonly target: Target, readonly direction: SortDirection }>
-  readonly limit: number
-  readonly skip: number
-}
 
 /** Builds the columns of populate trees. One instance per plugin registration. */
 export class TreeColumns {
@@ -80,30 +70,16 @@ export class TreeColumns {
         : sql`(SELECT ${element.sql} FROM ${table(target)} AS ${sql.id(inner)} WHERE ${key}${filter})`
       columns.push({ sql: query, name: association.name, read: value => value === null ? null : element.read(value) })
     }
-    for (const { association, limit, criteria } of projection.collections) {
+    for (const entry of projection.collections) {
+      const { association } = entry
       const child = association.target
-      const view = policy?.view(child)
-      const level: Level = criteria === undefined
-        ? {
-            projection: this.#projections.viewed(this.#projections.plain(child), view),
-            where: view?.where ?? { kind: 'all' },
-            sort: [{ target: child.primaryKey, direction: 'ASC' }],
-            limit,
-            skip: 0
-          }
-        : {
-            projection: policy === undefined ? criteria.projection : this.#projections.underPolicy(child, criteria.projection, policy),
-            where: policy === undefined ? criteria.where : combine('and', [policy.view(child).where, viewedWhere(criteria.where, policy)]),
-            sort: criteria.sort,
-            limit,
-            skip: criteria.skip
-          }
+      const level = childCriteria(this.#projections, entry, policy, fold)
       const inner = `c${depth}`
       const element = this.#element(child, level.projection, inner, depth, fold, policy)
       if (element === undefined) return undefined
       const read = (value: unknown): JsonRecord[] => value === null ? [] : (value as ArrayRow[]).map(element.read)
       // The children a policy hides, or none asked for: an empty list.
-      if (limit === 0 || level.where.kind === 'none') {
+      if (level.limit === 0 || level.where.kind === 'none') {
         columns.push({ sql: sql`NULL`, name: association.name, read })
         continue
       }
