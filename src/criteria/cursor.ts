@@ -29,10 +29,7 @@ export function bindingOf (model: Model, query: Pick<BlueprintQuery, 'where' | '
   // only a guard against mixing queries up.
   const text = JSON.stringify([model.identity, query.where, query.sort])
   let hash = 0x811c9dc5
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i)
-    hash = Math.imul(hash, 0x01000193)
-  }
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193)
   return (hash >>> 0).toString(36)
 }
 
@@ -64,22 +61,24 @@ export function cursorWhere (text: unknown, side: PageSide, sort: Criteria['sort
     throw new BP_ERR_INVALID_CURSOR(side, 'it is not a cursor')
   }
   if (!Array.isArray(decoded) || decoded.length === 0) throw new BP_ERR_INVALID_CURSOR(side, 'it is not a cursor')
-  const [version, bound, ...raw] = decoded as unknown[]
-  if (version !== CURSOR_VERSION) throw new BP_ERR_INVALID_CURSOR(side, 'it was made by another version of the server; read the first page again')
-  if (bound !== binding || raw.length !== sort.length) {
+  // `[version, binding, ...values]`
+  if (decoded[0] !== CURSOR_VERSION) throw new BP_ERR_INVALID_CURSOR(side, 'it was made by another version of the server; read the first page again')
+  if (decoded[1] !== binding || decoded.length !== sort.length + 2) {
     throw new BP_ERR_INVALID_CURSOR(side, 'it was made for another query (another where or sort); a cursor pages the query it came from')
   }
-  const values = raw.map((value, i) => read(side, sort[i].target, value))
+  const values = sort.map(({ target }, i) => read(side, target, decoded[i + 2]))
   // Lexicographic: equal on the keys before one, beyond on that one (the primary key last decides).
-  const branches: WhereNode[] = []
-  for (let i = 0; i < sort.length; i++) {
+  const first = sort[0]
+  const beyondFirst = beyond(first.target, flip(first.direction, side), values[0])
+  if (sort.length === 1) return beyondFirst
+  const branches: WhereNode[] = [beyondFirst]
+  for (let i = 1; i < sort.length; i++) {
     const equal = values.slice(0, i).map((value, j) => equalTo(sort[j].target, value))
     branches.push(combine('and', [...equal, beyond(sort[i].target, flip(sort[i].direction, side), values[i])]))
   }
   const condition = combine('or', branches)
   // A bound on the first key alone, which an index on it can range over (the branches cannot).
-  const first = sort[0]
-  if (sort.length === 1 || values[0] === null || first.target.nullable) return condition
+  if (values[0] === null || first.target.nullable) return condition
   return combine('and', [{ kind: 'compare', target: first.target, op: flip(first.direction, side) === 'ASC' ? '>=' : '<=', value: values[0] }, condition])
 }
 
@@ -132,17 +131,19 @@ export interface Page<R> {
  * the page when there are more): in the query's order, without the sort keys read only for the
  * cursors; the next page's cursor when there are records after it, the previous page's when there
  * are records before it (the far side is known by the extra record; the cursor's side has at least
- * the record the cursor named).
+ * the record the cursor named). `rows` becomes the page's records (cut to the page, reversed for
+ * `before`).
  */
 export function pageOf<R extends Record<string, unknown>> (paging: Paging, rows: R[]): Page<R> {
   const more = rows.length > paging.limit
-  const records = more ? rows.slice(0, paging.limit) : rows
-  if (paging.side === 'before') records.reverse()
-  const [first, last] = [records[0], records.at(-1)]
+  if (more) rows.length = paging.limit
+  if (paging.side === 'before') rows.reverse()
   const onward = paging.side === 'after' ? more : paging.anchored
   const back = paging.side === 'after' ? paging.anchored : more
-  const next = onward && last !== undefined ? cursorOf(paging, last) : undefined
-  const prev = back && first !== undefined ? cursorOf(paging, first) : undefined
-  for (const name of paging.added) for (const record of records) delete record[name]
-  return { records, ...(next === undefined ? {} : { next }), ...(prev === undefined ? {} : { prev }) }
+  const count = rows.length
+  const page: { records: R[], next?: string, prev?: string } = { records: rows }
+  if (onward && count > 0) page.next = cursorOf(paging, rows[count - 1])
+  if (back && count > 0) page.prev = cursorOf(paging, rows[0])
+  for (const name of paging.added) for (const record of rows) delete record[name]
+  return page
 }

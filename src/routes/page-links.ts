@@ -18,19 +18,25 @@ const REPLACED = new Set(['after', 'before', 'skip'])
 export function pageLinks (url: string, page: { readonly next?: string, readonly prev?: string }): string | undefined {
   if (page.next === undefined && page.prev === undefined) return undefined
   const mark = url.indexOf('?')
-  const path = mark === -1 ? url : url.slice(0, mark)
-  const kept = mark === -1 ? [] : url.slice(mark + 1).split('&').filter(pair => pair !== '' && !REPLACED.has(nameOf(pair)))
+  // The request's URL up to its parameters, then each pair it keeps followed by `&`.
+  let base = mark === -1 ? `${url}?` : url.slice(0, mark + 1)
+  if (mark !== -1) {
+    for (let start = mark + 1; start <= url.length;) {
+      let end = url.indexOf('&', start)
+      if (end === -1) end = url.length
+      if (end > start && !REPLACED.has(nameOf(url, start, end))) base += `${url.slice(start, end)}&`
+      start = end + 1
+    }
+  }
   // Cursors are base64url: nothing in them needs escaping.
-  const link = (name: string, cursor: string, rel: string): string => `<${path}?${[...kept, `${name}=${cursor}`].join('&')}>; rel="${rel}"`
-  const links: string[] = []
-  if (page.next !== undefined) links.push(link('after', page.next, 'next'))
-  if (page.prev !== undefined) links.push(link('before', page.prev, 'prev'))
-  return links.join(', ')
+  const next = page.next === undefined ? undefined : `<${base}after=${page.next}>; rel="next"`
+  const prev = page.prev === undefined ? undefined : `<${base}before=${page.prev}>; rel="prev"`
+  return next === undefined ? prev : prev === undefined ? next : `${next}, ${prev}`
 }
 
-/** The name of a query string's `name=value` pair, decoded (only where it has something to decode). */
-function nameOf (pair: string): string {
-  const end = pair.indexOf('=')
-  const name = end === -1 ? pair : pair.slice(0, end)
+/** The name of the query string's `name=value` pair from `start` to `end`, decoded (only where it has something to decode). */
+function nameOf (url: string, start: number, end: number): string {
+  const equals = url.indexOf('=', start)
+  const name = url.slice(start, equals === -1 || equals > end ? end : equals)
   return name.includes('%') || name.includes('+') ? decodeURIComponent(name.replaceAll('+', ' ')) : name
 }
