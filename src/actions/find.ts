@@ -4,7 +4,7 @@
  * @module
  */
 import { pageOf, type Page, type Paging } from '../criteria/cursor.ts'
-import type { BlueprintQuery, Policy } from '../criteria/types.ts'
+import type { BlueprintQuery, Criteria, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import type { Model } from '../models/model.ts'
 import type { Snapshot } from '../sql/database.ts'
@@ -20,7 +20,11 @@ import type { ActionContext } from './context.ts'
  * @throws the coded 400 errors of the criteria pipeline.
  */
 export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, snapshot?: Snapshot): Promise<JsonRecord[]> {
-  const criteria = validateFind(query, model, ctx.bounds)
+  return await findBy(ctx, model, validateFind(query, model, ctx.bounds), policy, snapshot)
+}
+
+/** Runs a find of criteria already checked against `model` (as {@link find} does, the checking done). */
+export function findBy (ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, snapshot?: Snapshot): Promise<JsonRecord[]> {
   // Without collections to populate, one statement: issued at once.
   const atOnce = criteria.projection.collections.length === 0
   return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, policy === undefined ? undefined : { policy }), atOnce)

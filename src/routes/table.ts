@@ -10,7 +10,7 @@ import { Type, type TSchema } from 'typebox'
 import { add } from '../actions/add.ts'
 import { create } from '../actions/create.ts'
 import { destroy } from '../actions/destroy.ts'
-import { find, findCounted, findPage, type FoundPage } from '../actions/find.ts'
+import { find, findBy, findCounted, findPage, type FoundPage } from '../actions/find.ts'
 import { findOne } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
 import { remove } from '../actions/remove.ts'
@@ -18,7 +18,7 @@ import { replace } from '../actions/replace.ts'
 import { update } from '../actions/update.ts'
 import { parseCount, parseFields, parseFollow, parseFind, parsePopulate, parseRelations, type QueryString } from '../criteria/parse.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
-import type { Bounds } from '../criteria/validate.ts'
+import { validateFind, type Bounds } from '../criteria/validate.ts'
 import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON, BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, CollectionAssociation } from '../models/model.ts'
 import { describe } from '../models/values.ts'
@@ -30,6 +30,7 @@ import { routePath } from '../models/identity.ts'
 import { ranQuery, serializeWith } from './origin.ts'
 import { NestedSchemas } from './nested-schema.ts'
 import { pageLinks } from './page-links.ts'
+import { QueryCache } from './query-cache.ts'
 
 /**
  * The error body every route documents for 4xx answers. Its fields are optional and further
@@ -107,16 +108,24 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))
       const deeper = new NestedSchemas(input.model, true)
       const bounds = input.ctx.bounds
+      const queries = new QueryCache()
       return async (request, reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
-        const parsed = parseFind(request.query as QueryString, input.model, defaults(input))
-        const counted = parseCount(request.query as QueryString)
+        const parameters = request.query as QueryString
+        // A query asked again without a policy: parsed and checked once (query-cache.ts).
+        const key = policy === undefined ? queries.key(parameters) : undefined
+        const known = queries.get(key)
+        const parsed = known?.query ?? parseFind(parameters, input.model, defaults(input))
+        const counted = parseCount(parameters)
         // Checked here for every request; realtime follows the query of a socket's find.
-        parseFollow(request.query as QueryString)
+        parseFollow(parameters)
         // Without a policy or a count there is nothing to wait for: no await, no promise of ours.
         if (policy === undefined && !counted) {
           ranQuery(request, parsed)
-          if (!byCursor(parsed)) return flatWhenBare(reply, parsed, flat, find(input.ctx, input.model, parsed, undefined, snapshot), deeper, bounds)
+          if (!byCursor(parsed)) {
+            const criteria = known?.criteria ?? queries.keep(key, parsed, validateFind(parsed, input.model, bounds))
+            return flatWhenBare(reply, parsed, flat, findBy(input.ctx, input.model, criteria, undefined, snapshot), deeper, bounds)
+          }
           const paged = findPage(input.ctx, input.model, parsed, undefined, false, snapshot)
           return paged.then(page => flatWhenBare(reply, parsed, flat, withLinks(reply, page), deeper, bounds))
         }
