@@ -277,6 +277,17 @@ const PROBES: Record<string, (world: World, route: Route) => Promise<void>> = {
   },
   async destroy (world, route) {
     await asMissing(world, route, route.model, key => [path(route, key)])
+    // A record it may see, made by an admin for each endpoint: the answer is what it may see of it.
+    const pk = world.models(route.model).primaryKey.name
+    for (const endpoint of ['http', 'ws', 'sails'] as const) {
+      const made = await world.app.inject({ method: 'POST', url: route.url.replace('/:id', ''), payload: newRecord(route.model), headers: ADMIN })
+      world.t.equal(made.statusCode, 200, `admin: POST ${route.model}`)
+      const url = path(route, made.json()[pk])
+      const record = await admin(world, url)
+      world.t.notOk(hidden(route.model, record), `${url}: a record it may see`)
+      const answer = await over(world, endpoint, 'DELETE', url)
+      world.t.same([answer.status, answer.body], [200, viewed(world, route.model, record)], `${endpoint}: DELETE ${url} answers what it may see of it`)
+    }
   },
   async add (world, route) {
     const target = world.models(route.model).collections.get(route.association as string)?.target as string

@@ -246,6 +246,7 @@ t.test('DATABASE_URL and REDIS_URL: two instances on PostgreSQL share notificati
   t.same((await b.inject('/health')).json(), { status: 'ok', database: 'postgresql', broker: 'redis' })
   t.equal((await b.inject(by(LINUS, 'PATCH', '/api/task/1', { done: false }))).json().code, 'BOARD_NOT_A_MEMBER', 'the policy reads PostgreSQL alike')
   t.equal((await b.inject(by(LINUS, 'PATCH', '/api/label/1', { color: 'red' }))).json().code, 'BOARD_INVALID_COLOR')
+  t.equal((await b.inject(by('board_user=1abc', 'PATCH', '/api/task/2', { done: true }))).json().code, 'BOARD_SIGN_IN', 'the identity cookie is read strictly')
   await a.listen({ port: 0, host: '127.0.0.1' })
   const client = connect(`ws://127.0.0.1:${(a.server.address() as { port: number }).port}/api/socket`, { WebSocket: WebSocket as never, reconnect: false })
   t.teardown(() => client.close())
