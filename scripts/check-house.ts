@@ -1,5 +1,5 @@
 /**
- * The house rules that an import graph cannot see, as a gate (`npm run lint:house`, part of
+ * The house rules that an import graph cannot see, as a gate (`npm run lint:deps` runs it, part of
  * `npm test`): each rule reads the sources of `src/` and names the lines that break it.
  */
 import { readdirSync, readFileSync } from 'node:fs'
