@@ -26,8 +26,11 @@ export const REDIS = { host: process.env.REDIS_HOST ?? '127.0.0.1', port: Number
 
 let counter = 0
 
-/** An ORM on a new, empty database with the schema of `entities`. */
-export async function createOrm (db: Database, entities: unknown[]): Promise<MikroORM> {
+/** A PostgreSQL server's connection settings. */
+export type PostgresServerSettings = { host: string, port: number, user: string, password?: string }
+
+/** An ORM on a new, empty database with the schema of `entities` (on PostgreSQL, on `server`). */
+export async function createOrm (db: Database, entities: unknown[], server: PostgresServerSettings = PG): Promise<MikroORM> {
   if (db === 'sqlite') {
     const orm = await SqliteORM.init({ entities: entities as never[], dbName: ':memory:' })
     await orm.schema.create()
@@ -38,24 +41,24 @@ export async function createOrm (db: Database, entities: unknown[]): Promise<Mik
   const dbName = `bp_test_${process.pid}_${++counter}_${randomBytes(4).toString('hex')}`
   let orm: PostgresORM
   try {
-    orm = await PostgresORM.init({ entities: entities as never[], dbName, ...PG, pool: { min: 0, max: 4 } })
+    orm = await PostgresORM.init({ entities: entities as never[], dbName, ...server, pool: { min: 0, max: 4 } })
     await orm.schema.ensureDatabase()
   } catch (err) {
-    throw new Error(`PostgreSQL at ${PG.host}:${PG.port} cannot be reached (${(err as Error).message}). Start it, or run the SQLite half only with BLUEPRINTS_DB=sqlite.`)
+    throw new Error(`PostgreSQL at ${server.host}:${server.port} cannot be reached (${(err as Error).message}). Start it, or run the SQLite half only with BLUEPRINTS_DB=sqlite.`)
   }
   await orm.schema.create()
   return orm as unknown as MikroORM
 }
 
-/** Closes the ORM; on PostgreSQL also drops its database. */
-export async function destroyOrm (db: Database, orm: MikroORM): Promise<void> {
+/** Closes the ORM; on PostgreSQL also drops its database (on `server`). */
+export async function destroyOrm (db: Database, orm: MikroORM, server: PostgresServerSettings = PG): Promise<void> {
   if (db === 'sqlite') {
     await orm.close(true)
     return
   }
   const dbName = orm.config.get('dbName') as string
   await orm.close(true)
-  const admin = await PostgresORM.init({ entities: [], dbName: 'postgres', ...PG, discovery: { warnWhenNoEntities: false }, pool: { min: 0, max: 1 } })
+  const admin = await PostgresORM.init({ entities: [], dbName: 'postgres', ...server, discovery: { warnWhenNoEntities: false }, pool: { min: 0, max: 1 } })
   await admin.em.getConnection().execute(`drop database if exists "${dbName}" with (force)`)
   await admin.close(true)
 }

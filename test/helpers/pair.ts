@@ -1,15 +1,16 @@
-// pair(t, db, [a, b]): two Fastify apps with the plugin on ONE fresh, seeded database, both
-// listening on 127.0.0.1, as two server instances behind a load balancer would be. On PostgreSQL
-// each app has its own MikroORM instance (its own pool) on the shared database; SQLite in memory
-// cannot be shared between connections, so there they share one ORM. Each app's log lines
-// (info and up) are collected, parsed, in its `logs`.
+// pair(t, db, [a, b], server?): two Fastify apps with the plugin on ONE fresh, seeded database (on
+// PostgreSQL, on `server`: the shared test server by default), both listening on 127.0.0.1, as two
+// server instances behind a load balancer would be. On PostgreSQL each app has its own MikroORM
+// instance (its own pool) on the shared database; SQLite in memory cannot be shared between
+// connections, so there they share one ORM. Each app's log lines (info and up) are collected,
+// parsed, in its `logs`.
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import blueprints, { type BlueprintsOptions } from '../../src/index.ts'
 import { entities } from '../fixtures/entities.ts'
 import { seed } from '../fixtures/seed.ts'
-import { createOrm, destroyOrm, PG, type Database } from './db.ts'
+import { createOrm, destroyOrm, PG, type Database, type PostgresServerSettings } from './db.ts'
 import type { Teardown } from './wait.ts'
 
 
@@ -32,8 +33,10 @@ export interface Pair {
 
 type PluginOptions = Omit<BlueprintsOptions, 'orm'>
 
-export async function pair (t: Teardown, db: Database, plugins: readonly [PluginOptions, PluginOptions]): Promise<Pair> {
-  const orm = await createOrm(db, entities)
+export async function pair (
+  t: Teardown, db: Database, plugins: readonly [PluginOptions, PluginOptions], server: PostgresServerSettings = PG
+): Promise<Pair> {
+  const orm = await createOrm(db, entities, server)
   const apps: FastifyInstance[] = []
   let second: MikroORM | undefined
   let closing: Promise<void> | undefined
@@ -41,7 +44,7 @@ export async function pair (t: Teardown, db: Database, plugins: readonly [Plugin
     closing ??= (async () => {
       for (const app of apps) await app.close()
       await second?.close(true)
-      await destroyOrm(db, orm)
+      await destroyOrm(db, orm, server)
     })()
     return closing
   }
@@ -50,7 +53,7 @@ export async function pair (t: Teardown, db: Database, plugins: readonly [Plugin
   await seed(orm)
   if (db === 'postgres') {
     const dbName = orm.config.get('dbName') as string
-    second = await PostgresORM.init({ entities: entities as never[], dbName, ...PG, pool: { min: 0, max: 4 } }) as unknown as MikroORM
+    second = await PostgresORM.init({ entities: entities as never[], dbName, ...server, pool: { min: 0, max: 4 } }) as unknown as MikroORM
   }
   const instance = async (plugin: PluginOptions, own: MikroORM): Promise<Instance> => {
     const logs: LogLine[] = []
