@@ -11,23 +11,14 @@ import type { Broker } from '../../src/index.ts'
 import { PostgresBroker } from '../../src/realtime/brokers/postgres.ts'
 import { RedisBroker } from '../../src/realtime/brokers/redis.ts'
 import { DATABASES } from '../helpers/app.ts'
-import { pair, type Instance } from '../helpers/pair.ts'
-import { open } from '../helpers/realtime.ts'
+import { BURST, closes, heardOnce, watching } from '../helpers/heard.ts'
+import { pair } from '../helpers/pair.ts'
 import { postgresServer } from '../helpers/postgres-server.ts'
 import { redisServer } from '../helpers/redis-server.ts'
 import type { Teardown } from '../helpers/wait.ts'
-import type { TestSocket } from '../helpers/socket.ts'
 
 const USERS = [1, 2, 3, 4]
-/** Writes in flight at once. */
-const IN_FLIGHT = 4
-/** Answers before the restart begins, and writes sent after Redis is back, before the burst ends. */
-const BEFORE = 30
-const AFTER = 30
-/** How long the broker's server stays away (a pause that only paces the outage: nothing waits on it). */
-const OUTAGE_MS = 500
-/** Deadline for the sockets to have heard everything (the log's polls bring what Redis missed). */
-const HEARD_MS = 20_000
+const { inFlight: IN_FLIGHT, before: BEFORE, after: AFTER, outageMs: OUTAGE_MS, heardMs: HEARD_MS } = BURST
 
 /** A broker for each instance on a server of the test's own, and that server's restart. */
 interface Restartable {
@@ -55,14 +46,9 @@ for (const db of DATABASES) for (const kind of ['redis', 'postgres'] as const) {
   t.test(`${db}, ${kind} broker restarted during a burst — every committed change reaches every socket of both instances once, in order; none is closed`, async t => {
     const server = await restartable(t, kind, `bp_restart_${process.pid}_${db}`)
     const { a, b } = await pair(t, db, [{ realtime: { broker: server.brokers[0] } }, { realtime: { broker: server.brokers[1] } }])
-    const watch = async (instance: Instance): Promise<TestSocket> => {
-      const socket = await open(t, instance.app)
-      for (const id of USERS) t.equal((await socket.request('GET', `/user/${id}?populate=false`)).statusCode, 200)
-      return socket
-    }
-    const sockets = [await watch(a), await watch(b)]
-    let closed = 0
-    for (const socket of sockets) socket.ws.once('close', () => { closed++ })
+    const users = USERS.map(id => `/user/${id}?populate=false`)
+    const sockets = [await watching(t, a.app, users), await watching(t, b.app, users)]
+    const closed = closes(sockets)
 
     // The burst: each write sets a user's age to its own number, through A and B in turn.
     const committed: number[] = []
@@ -103,14 +89,7 @@ for (const db of DATABASES) for (const kind of ['redis', 'postgres'] as const) {
 
     // What each socket heard: every committed change once, then the sentinel, last.
     t.equal((await a.app.inject({ method: 'PATCH', url: `/user/${USERS[0]}`, payload: { age: 99 } })).statusCode, 200)
-    for (const [i, socket] of sockets.entries()) {
-      await socket.until(committed.length + 1, HEARD_MS)
-      const ages = socket.notices.map(notice => notice.data.data.age as number)
-      const positions = socket.frames.map(frame => frame.position as number)
-      t.equal(ages.at(-1), 99, `socket ${i}: the sentinel comes last`)
-      t.same(ages.slice(0, -1).sort((x, y) => x - y), [...committed].sort((x, y) => x - y), `socket ${i}: every committed change, once`)
-      t.ok(positions.every((position, k) => k === 0 || position > positions[k - 1]), `socket ${i}: in commit order`)
-    }
-    t.equal(closed, 0, 'no socket closed')
+    await heardOnce(t, sockets, [...committed, 99], 99, notice => notice.data.data.age, HEARD_MS)
+    t.equal(closed(), 0, 'no socket closed')
   })
 }

@@ -15,23 +15,15 @@ import { PostgresBroker } from '../../src/realtime/brokers/postgres.ts'
 import { RedisBroker } from '../../src/realtime/brokers/redis.ts'
 import { Redis } from 'ioredis'
 import { DATABASES, REDIS } from '../helpers/db.ts'
-import { pair, type Instance } from '../helpers/pair.ts'
+import { BURST, closes, heardOnce, watching } from '../helpers/heard.ts'
+import { pair } from '../helpers/pair.ts'
 import { postgresServer, type PostgresServer } from '../helpers/postgres-server.ts'
-import { open } from '../helpers/realtime.ts'
-import type { TestSocket } from '../helpers/socket.ts'
 import { deadline, type Teardown } from '../helpers/wait.ts'
 
 const PETS = [1, 2, 3, 4]
-/** Writes in flight at once. */
-const IN_FLIGHT = 4
-/** Answers before the restart begins; answered writes after the server is back, before the burst ends. */
-const BEFORE = 30
-const AFTER = 30
-/** How long the server stays away, and the pause after a refused write (both only pace the burst). */
-const OUTAGE_MS = 500
+const { inFlight: IN_FLIGHT, before: BEFORE, after: AFTER, outageMs: OUTAGE_MS, heardMs: HEARD_MS } = BURST
+/** The pause after a refused write (it only paces the burst). */
 const PAUSE_MS = 50
-/** Deadline for the sockets to have heard everything (reconnections and the log's polls included). */
-const HEARD_MS = 30_000
 
 function broker (t: Teardown, kind: 'postgres' | 'redis', server: PostgresServer, channel: string): Broker {
   if (kind === 'postgres') return new PostgresBroker({ connection: server.connection, channel })
@@ -62,14 +54,9 @@ for (const kind of DATABASES.includes('postgres') ? ['postgres', 'redis'] as con
       'create function restart_record () returns trigger language plpgsql as $$ begin insert into restart_committed (value) values (new.name); return null; end $$',
       'create trigger restart_record after update of name on pet for each row when (old.name is distinct from new.name) execute function restart_record()'
     ]) await orms[0].em.getConnection().execute(statement)
-    const watch = async (instance: Instance): Promise<TestSocket> => {
-      const socket = await open(t, instance.app)
-      for (const id of PETS) t.equal((await socket.request('GET', `/pet/${id}?populate=false`)).statusCode, 200)
-      return socket
-    }
-    const sockets = [await watch(a), await watch(b)]
-    let closed = 0
-    for (const socket of sockets) socket.ws.once('close', () => { closed++ })
+    const pets = PETS.map(id => `/pet/${id}?populate=false`)
+    const sockets = [await watching(t, a.app, pets), await watching(t, b.app, pets)]
+    const closed = closes(sockets)
 
     let sent = 0
     let answered = 0
@@ -108,14 +95,7 @@ for (const kind of DATABASES.includes('postgres') ? ['postgres', 'redis'] as con
     t.equal((await deadline(a.app.inject({ method: 'PATCH', url: `/pet/${PETS[0]}`, payload: { name: 'sentinel' } }), 10_000, 'the sentinel write')).statusCode, 200)
     const committed = await committedNames(orms[0])
     t.ok(committed.includes('sentinel'), 'the sentinel committed')
-    for (const [i, socket] of sockets.entries()) {
-      await socket.until(committed.length, HEARD_MS)
-      const names = socket.notices.map(notice => notice.data.data.name as string)
-      const positions = socket.frames.map(frame => frame.position as number)
-      t.equal(names.at(-1), 'sentinel', `socket ${i}: the sentinel comes last`)
-      t.same([...names].sort(), [...committed].sort(), `socket ${i}: every committed change, once (${committed.length})`)
-      t.ok(positions.every((position, k) => k === 0 || position > positions[k - 1]), `socket ${i}: in commit order`)
-    }
-    t.equal(closed, 0, 'no socket closed')
+    await heardOnce(t, sockets, committed, 'sentinel', notice => notice.data.data.name, HEARD_MS)
+    t.equal(closed(), 0, 'no socket closed')
   })
 }
