@@ -25,9 +25,26 @@ export async function find (ctx: ActionContext, model: Model, query: BlueprintQu
 
 /** Runs a find of criteria already checked against `model` (as {@link find} does, the checking done). */
 export function findBy (ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, snapshot?: Snapshot): Promise<JsonRecord[]> {
-  // Without collections to populate, one statement: issued at once.
-  const atOnce = criteria.projection.collections.length === 0
-  return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, policy === undefined ? undefined : { policy }), atOnce)
+  return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, readOptions(policy)), atOnce(criteria))
+}
+
+/** The find of `criteria` and the count of the records `counted` matches, in one read. */
+function findAndCount (
+  ctx: ActionContext, model: Model, criteria: Criteria, counted: Criteria, policy: Policy | undefined, snapshot?: Snapshot
+): Promise<[JsonRecord[], number]> {
+  return ctx.database.read(snapshot, run => Promise.all([
+    ctx.loader.find(run, model, criteria, readOptions(policy)),
+    ctx.loader.count(run, model, counted, policy)
+  ]), atOnce(criteria))
+}
+
+/** Without collections to populate, one statement: issued at once. */
+function atOnce (criteria: Criteria): boolean {
+  return criteria.projection.collections.length === 0
+}
+
+function readOptions (policy: Policy | undefined): { policy: Policy } | undefined {
+  return policy === undefined ? undefined : { policy }
 }
 
 /**
@@ -42,11 +59,7 @@ export async function findCounted (
   ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, snapshot?: Snapshot
 ): Promise<[JsonRecord[], number]> {
   const criteria = validateFind(query, model, ctx.bounds)
-  const atOnce = criteria.projection.collections.length === 0
-  return await ctx.database.read(snapshot, async run => await Promise.all([
-    ctx.loader.find(run, model, criteria, { policy }),
-    ctx.loader.count(run, model, criteria, policy)
-  ]), atOnce)
+  return await findAndCount(ctx, model, criteria, criteria, policy, snapshot)
 }
 
 /** A cursor page (see {@link findPage}): its records, the cursors beside it, and with `count=true` the total. */
@@ -66,11 +79,7 @@ export function findPage (
 ): Promise<FoundPage> {
   const criteria = validateFind(query, model, ctx.bounds)
   const paging = criteria.paging as Paging
-  const atOnce = criteria.projection.collections.length === 0
-  const read = policy === undefined ? undefined : { policy }
-  if (!counted) return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, read), atOnce).then(rows => pageOf(paging, rows))
-  return ctx.database.read(snapshot, run => Promise.all([
-    ctx.loader.find(run, model, criteria, read),
-    ctx.loader.count(run, model, { ...criteria, where: paging.where }, policy)
-  ]), atOnce).then(([rows, total]) => ({ ...pageOf(paging, rows), total }))
+  if (!counted) return findBy(ctx, model, criteria, policy, snapshot).then(rows => pageOf(paging, rows))
+  return findAndCount(ctx, model, criteria, { ...criteria, where: paging.where }, policy, snapshot)
+    .then(([rows, total]) => ({ ...pageOf(paging, rows), total }))
 }
