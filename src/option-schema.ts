@@ -93,6 +93,7 @@ const REALTIME = Type.Union([
     maxSubscriptions: Type.Optional(count(0)),
     maxFollows: Type.Optional(count(0)),
     maxQueries: Type.Optional(count(0)),
+    followGrace: Type.Optional(count(0)),
     maxBufferedBytes: Type.Optional(count(1)),
     pingInterval: Type.Optional(count(0)),
     sailsIo: Type.Optional(Type.Union([

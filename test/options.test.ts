@@ -89,6 +89,7 @@ t.test('invalid options are refused at registration with a coded error', async t
       maxSubscriptions: 1000,
       maxFollows: 16,
       maxQueries: 10_000,
+      followGrace: 60_000,
       maxBufferedBytes: 4_194_304,
       pingInterval: 30_000,
       sailsIo: { enabled: false, path: '/socket.io' },

@@ -145,6 +145,7 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
     const read = (answered: (response: BlueprintsResponse) => void, fail: (err: Error) => void): void => {
       this.#send('GET', full, undefined, options, answered, fail)
     }
+    this.#reads.holding(full, () => result.held())
     result.attach({
       read: answered => { read(answered, () => {}) },
       stop: () => {

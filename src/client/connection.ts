@@ -1,7 +1,7 @@
 // The client's connection: one WebSocket at a time, opened again after a drop with back-off; the
 // requests it sends (jobs.ts), the reads it re-issues after a reconnect (reads.ts), and the app's
 // handlers it calls with what arrives.
-import { CLOSE, POSITION_HEADER, RESUME_HEADER, type LogPosition } from '../realtime/protocol.ts'
+import { CLOSE, FOLLOW_HANDLE, HELD_HEADER, POSITION_HEADER, RESUME_HEADER, type LogPosition } from '../realtime/protocol.ts'
 import type { Backoff } from './backoff.ts'
 import type { Job, Jobs } from './jobs.ts'
 import type { BlueprintsResponse } from './messages.ts'
@@ -109,8 +109,14 @@ export class ClientConnection {
     const resync: Job[] = []
     for (const [url, { headers, token }] of this.#reads.entries()) {
       const at = this.#position
-      const position = at === undefined ? {} : { [POSITION_HEADER]: `${at.epoch}:${at.position}` }
-      const sent = token === undefined ? headers : { ...headers, [RESUME_HEADER]: token, ...position }
+      const position: Record<string, string> = at === undefined ? {} : { [POSITION_HEADER]: `${at.epoch}:${at.position}` }
+      let sent: Readonly<Record<string, string>> | undefined
+      if (token === undefined) sent = headers
+      else if (token.startsWith(FOLLOW_HANDLE)) {
+        // A followed find resumes with the records it holds; without them, it is read again.
+        const held = this.#reads.held(url)
+        sent = held === undefined ? headers : { ...headers, [RESUME_HEADER]: token, [HELD_HEADER]: held }
+      } else sent = { ...headers, [RESUME_HEADER]: token, ...position }
       resync.push({
         method: 'GET',
         url,

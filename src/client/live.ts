@@ -5,6 +5,7 @@
  * @module
  */
 import type { LiveMessage } from '../messages.ts'
+import { recordDigest } from '../realtime/protocol.ts'
 import type { BlueprintsResponse } from './messages.ts'
 
 /**
@@ -26,6 +27,12 @@ export function applyMessages<R extends object> (records: R[], messages: Iterabl
   }
   return records
 }
+
+/**
+ * The longest `x-blueprints-held` a resume sends (characters): well inside a server's default
+ * limit on a request's headers (16 KiB), beside the others.
+ */
+const MAX_HELD = 8192
 
 /** What a live result needs of its client. */
 export interface LiveSource {
@@ -131,6 +138,18 @@ export class LiveResult<R extends object = Record<string, unknown>> {
     this.#records = [...response.body as R[]]
     this.#emit([])
     return true
+  }
+
+  /**
+   * @internal What a resume after a reconnect tells the server of the records held (the
+   * `x-blueprints-held` header: `[[id, digest], …]`); `undefined` when the query is not followed,
+   * or the list would be too long for a header (the find is then read again).
+   */
+  held (): string | undefined {
+    if (this.#query === undefined) return undefined
+    const key = this.#primaryKey
+    const text = JSON.stringify(this.#records.map(record => [(record as Record<string, unknown>)[key], recordDigest(JSON.stringify(record))]))
+    return text.length > MAX_HELD ? undefined : text
   }
 
   #emit (messages: ReadonlyArray<LiveMessage<R>>): void {

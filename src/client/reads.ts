@@ -14,6 +14,8 @@ export interface Remembered {
 export class RememberedReads {
   readonly #capacity: number
   readonly #reads = new Map<string, Remembered>()
+  /** Followed finds: what tells the server the records the client holds (see {@link holding}). */
+  readonly #held = new Map<string, () => string | undefined>()
 
   constructor (capacity: number) {
     this.#capacity = capacity
@@ -49,8 +51,22 @@ export class RememberedReads {
     }
   }
 
+  /**
+   * A followed find's records, as its resume sends them (the `x-blueprints-held` header's value;
+   * `undefined`: none to send, it is read again).
+   */
+  holding (url: string, held: () => string | undefined): void {
+    this.#held.set(url, held)
+  }
+
+  /** What a followed find of `url` holds, for its resume (see {@link holding}). */
+  held (url: string): string | undefined {
+    return this.#held.get(url)?.()
+  }
+
   /** Stops remembering `url`; whether it was remembered. */
   forget (url: string): boolean {
+    this.#held.delete(url)
     return this.#reads.delete(url)
   }
 }

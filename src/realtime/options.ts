@@ -77,6 +77,13 @@ export interface RealtimeOptions {
    * query count once); beyond it a find answers as beyond `maxFollows`. Default 10 000.
    */
   readonly maxQueries?: number
+  /**
+   * Milliseconds a followed query is kept after its last follower's socket went away, so that a
+   * client that reconnects to this instance resumes it without running its find (docs/live.md#reconnecting):
+   * meanwhile the query does not run, it only notes whether a change concerned it. Only with the
+   * change log (`log`). 0 turns it off. Default 60 000.
+   */
+  readonly followGrace?: number
   /** Bytes waiting to be written to one socket before it is dropped (slow reader). Default 4 MiB. */
   readonly maxBufferedBytes?: number
   /** Milliseconds between pings; a socket that did not answer the previous one is dropped. 0 turns pings off. Default 30 000. */
@@ -148,6 +155,7 @@ export interface ResolvedRealtime {
   readonly maxSubscriptions: number
   readonly maxFollows: number
   readonly maxQueries: number
+  readonly followGrace: number
   readonly maxBufferedBytes: number
   readonly pingInterval: number
   /** The socket.io endpoint, or false. */
@@ -177,6 +185,7 @@ export const DEFAULT_REALTIME = Object.freeze({
   maxSubscriptions: 1000,
   maxFollows: 16,
   maxQueries: 10_000,
+  followGrace: 60_000,
   maxBufferedBytes: 4_194_304,
   pingInterval: 30_000,
   sailsIo: Object.freeze({ enabled: false, path: '/socket.io' }),
@@ -218,6 +227,7 @@ export function resolveRealtime (value: boolean | RealtimeOptions | undefined, p
     maxSubscriptions: given.maxSubscriptions ?? DEFAULT_REALTIME.maxSubscriptions,
     maxFollows: given.maxFollows ?? DEFAULT_REALTIME.maxFollows,
     maxQueries: given.maxQueries ?? DEFAULT_REALTIME.maxQueries,
+    followGrace: given.followGrace ?? DEFAULT_REALTIME.followGrace,
     maxBufferedBytes: given.maxBufferedBytes ?? DEFAULT_REALTIME.maxBufferedBytes,
     pingInterval: given.pingInterval ?? DEFAULT_REALTIME.pingInterval,
     sailsIo: sailsIoPath === false ? false : Object.freeze({ path: sailsIoPath }),

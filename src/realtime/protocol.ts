@@ -75,6 +75,34 @@ export const QUERY_HEADER = 'x-blueprints-query'
 /** The header of a followed find's answer that names the records' primary key (what messages' `id` is the value of). */
 export const KEY_HEADER = 'x-blueprints-key'
 
+/**
+ * The header of a followed find sent again after a reconnect, beside its resume handle (the
+ * `x-blueprints-resume` of its answer): the records the client holds, as JSON
+ * `[[id, digest], …]` in the query's order, each digest {@link recordDigest} of the record's JSON.
+ * The server then sends what turns them into the query's result, without running the find
+ * (docs/live.md#reconnecting).
+ */
+export const HELD_HEADER = 'x-blueprints-held'
+
+/** The start of a followed find's resume handle (`follow:<instance>:<query>`), told apart from a read's resume token. */
+export const FOLLOW_HANDLE = 'follow:'
+
+/**
+ * A short digest of a record's JSON text (as `JSON.stringify` writes the record the client holds):
+ * two 32-bit FNV-style hashes of its UTF-16 code units, in base 36. Tells a record the client holds
+ * from the one the query now answers; not a secret (a client that lies only misleads itself).
+ */
+export function recordDigest (json: string): string {
+  let a = 0x811c9dc5
+  let b = json.length
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i)
+    a = Math.imul(a ^ c, 0x01000193)
+    b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 13)
+  }
+  return `${(a >>> 0).toString(36)}.${(b >>> 0).toString(36)}`
+}
+
 /** The response header of a find that asked to follow its query, when a limit left it unfollowed. */
 export const FOLLOW_LIMIT = Object.freeze({ header: 'x-blueprints-follow', value: 'limit-reached' })
 

@@ -74,6 +74,8 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     live: {
       maxPerSocket: options.maxFollows,
       maxQueries: options.maxQueries,
+      // Kept without followers only where the log tells an instance every change it missed.
+      grace: changeLog === undefined ? 0 : options.followGrace,
       refresh: async member => await runSocketRequest(app, hub, member.connection, 'GET', member.url, member.headers, undefined, true),
       current: async (model, ids) => await setup.database.read(undefined, async run => await recordsByKey(setup.loader, run, model, ids), true)
     }

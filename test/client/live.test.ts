@@ -60,16 +60,18 @@ for (const db of DATABASES) {
     t.same(dogs.records.map(pet => pet.id), [1, 2, 4], 'Tom entered the dogs')
     dogs.close()
 
-    // A reconnect reads the query again, with what changed meanwhile. (Listened for before the
-    // sockets go: the client may be back, and have read again, before the write is answered; and
-    // only once the read again is answered is the new socket following the query.)
-    const reread = new Promise<void>(resolve => { const off = cats.onChange((_records, messages) => { if (messages.length === 0) { off(); resolve() } }) })
+    // A reconnect resumes the query without reading it (204): the client is sent what changed
+    // meanwhile, as messages. (Listened for before the sockets go: the client may be back before
+    // the write is answered.)
+    const caught = new Promise<void>(resolve => { const off = cats.onChange((_records, messages) => { if (messages.some(m => m.verb === 'entered' && m.id === 4)) { off(); resolve() } }) })
+    const query = cats.query
     for (const socket of sockets) socket.destroy()
     await app.inject({ method: 'PATCH', url: '/pet/4', payload: { species: 'cat' } })
-    await deadline(reread, 5000, 'the read after the reconnect')
+    await deadline(caught, 5000, 'Fido entering after the reconnect')
     await caughtUp(app, client)
     t.same(cats.records.map(pet => pet.id), [created.json().id, 4, 5], 'Fido became a cat while the client was away')
-    t.ok(seen.some(change => change.verbs.length === 0), 'the fresh answer replaced the records')
+    t.equal(cats.query, query, 'the same query, resumed')
+    t.notOk(seen.some(change => change.verbs.length === 0), 'no fresh answer')
 
     // The server ends a query whose find is now refused; the client reads it again, refused too.
     deny = true
@@ -78,6 +80,11 @@ for (const db of DATABASES) {
     t.same(seen.at(-1)?.verbs, ['ended'])
     t.equal(cats.query, undefined, 'not followed any more')
     t.same(cats.records.map(pet => pet.id), [created.json().id, 4, 5], 'the records stay as they were')
+    // Unfollowed, a reconnect has nothing to resume: the find is read again (refused still).
+    const refusedAgain = new Promise<void>(resolve => { const off = client.onResync((_url, response) => { if (response.statusCode === 403) { off(); resolve() } }) })
+    for (const socket of sockets) socket.destroy()
+    await deadline(refusedAgain, 5000, 'the read after the second reconnect')
+    t.equal(cats.query, undefined)
 
     // Closed: no handler is called any more.
     deny = false
@@ -87,6 +94,32 @@ for (const db of DATABASES) {
     await caughtUp(app, client)
     t.equal(seen.length, count)
   })
+
+  for (const grace of [0, undefined]) {
+    t.test(`${db}: a reconnect reads the query again where it cannot resume it (followGrace ${String(grace)})`, async t => {
+      const { app } = await build(t, db, { plugin: { realtime: grace === undefined ? {} : { followGrace: grace } } })
+      const sockets = new Set<Duplex>()
+      const client = connect<{ pet: Pet }>(await listen(app, sockets), { reconnect: { initialDelay: 10, maxDelay: 50 } })
+      t.teardown(async () => { await client.close() })
+      // 400 birds: more than the held list a resume may send (their find is read again).
+      for (let i = 0; i < 400; i++) await app.inject({ method: 'POST', url: '/pet', payload: { name: `p${i}`, species: 'bird' } })
+      const cats = await client.live('/pet', { where: { species: 'cat' }, sort: 'id', populate: false })
+      const birds = await client.live('/pet', { where: { species: 'bird' }, sort: 'id', populate: false, limit: 1000 })
+      t.equal(birds.records.length, 400)
+      const fresh = (result: typeof cats): Promise<void> => new Promise<void>(resolve => { const off = result.onChange((_records, messages) => { if (messages.length === 0) { off(); resolve() } }) })
+      const moved = new Promise<void>(resolve => { const off = cats.onChange((records) => { if (records.some(pet => pet.id === 4)) { off(); resolve() } }) })
+      const catsAgain = grace === 0 ? fresh(cats) : Promise.resolve()
+      const reread = Promise.all([catsAgain, fresh(birds), moved])
+      const query = cats.query
+      for (const socket of sockets) socket.destroy()
+      await app.inject({ method: 'PATCH', url: '/pet/4', payload: { species: 'cat' } })
+      await deadline(reread, 5000, 'the reads after the reconnect')
+      await caughtUp(app, client)
+      t.same(cats.records.map(pet => pet.id), [2, 4, 5], 'Fido became a cat')
+      t.equal(cats.query === query, grace !== 0, grace === 0 ? 'the cats were read again' : 'the cats were resumed')
+      t.equal(birds.records.length, 400)
+    })
+  }
 
   t.test(`${db}: a find that is not followed rejects with its answer`, async t => {
     const { app } = await build(t, db, { plugin: { realtime: { maxFollows: 1 } } })

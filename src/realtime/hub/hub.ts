@@ -83,7 +83,7 @@ export interface HubOptions {
   /** The change log (`undefined` with `realtime.log: false`); see log/change-log.ts. */
   readonly changeLog: ChangeLog | undefined
   /** What followed queries need (see live/live-queries.ts). */
-  readonly live: Pick<LiveOptions, 'refresh' | 'current' | 'maxPerSocket' | 'maxQueries'>
+  readonly live: Pick<LiveOptions, 'refresh' | 'current' | 'maxPerSocket' | 'maxQueries' | 'grace'>
 }
 
 export class Hub {
@@ -147,6 +147,7 @@ export class Hub {
 
   /** Stops receiving envelopes. */
   async stop (): Promise<void> {
+    this.live.close()
     this.#outbox.stop()
     await this.#follower?.stop()
     await this.#stop?.()
@@ -198,6 +199,8 @@ export class Hub {
 
   /** What the sockets show may be stale, with nothing to tell them what changed: they read again. */
   #readAgain (): void {
+    // A query kept for a reconnect may have missed a change too: its client reads it again.
+    this.live.forgetKept()
     for (const connection of this.subscriptions.sockets()) connection.close(CLOSE.MISSED, 'notifications were missed; read again')
   }
 

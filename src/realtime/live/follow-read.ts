@@ -15,8 +15,9 @@ import { BP_ERR_FOLLOW_LIMIT } from '../../errors.ts'
 import type { Model } from '../../models/model.ts'
 import { QUERY, type WithOrigin } from '../../routes/origin.ts'
 import type { Hub } from '../hub/hub.ts'
-import { FOLLOW_LIMIT, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER } from '../protocol.ts'
+import { FOLLOW_LIMIT, HELD_HEADER, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER } from '../protocol.ts'
 import type { SocketRequest } from '../virtual-request/socket-requests.ts'
+import type { Connection } from '../socket.ts'
 import type { PendingFollow } from './live-queries.ts'
 import { parsed } from './live-diff.ts'
 
@@ -63,23 +64,41 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
     collect(filter, read, related)
     shown.set(association.target.identity, read)
   }
+  const { whereFrom: _from, ...ran } = query
+  const { key, headers } = followKey(model, ran, models, connection, request)
+  // What the socket is told from its joining on waits for the answer (see `Connection.hold`).
+  hold(scope)
+  scope.follow = { model, key, query: ran, where, fields: [...fields], shown, related, member: { connection, url: request.url, headers } }
+}
+
+/** What a socket is told from now on waits for the answer of its request (see `Connection.hold`). */
+export function hold (scope: SocketRequest): void {
+  scope.connection.hold()
+  scope.holds = (scope.holds ?? 0) + 1
+}
+
+/**
+ * The key of a followed query's group: the query the find ran (`ran`, as the app's policy left
+ * it), the socket's views of `models` (set under a policy for this request), and the requester —
+ * the request's address and its own headers (those of a reconnect's resume left out), which are
+ * also what the group's runs are made with.
+ */
+export function followKey (
+  model: Model, ran: unknown, models: Iterable<Model>, connection: Connection, request: FastifyRequest
+): { key: string, headers: Record<string, unknown> } {
   const views = [...models].map(each => {
     const view = connection.views.get(each.identity)
     return [each.identity, view === undefined ? undefined : { where: named(view.where), fields: view.fields }]
   })
-  const { whereFrom: _from, ...ran } = query
   const headers: Record<string, unknown> = { ...request.headers }
   delete headers[RESUME_HEADER]
   delete headers[POSITION_HEADER]
+  delete headers[HELD_HEADER]
   // Who asks, as the app's hooks see it: sockets share a group only when their requests look the
   // same to the app (its hooks may shape an answer by requester, and a group's runs are made as
   // one of its followers).
   const requester = [request.ip, headers]
-  const key = JSON.stringify([model.identity, ran, views, requester], keyed)
-  // What the socket is told from its joining on waits for the answer (see `Connection.hold`).
-  connection.hold()
-  scope.holds = (scope.holds ?? 0) + 1
-  scope.follow = { model, key, where, fields: [...fields], shown, related, member: { connection, url: request.url, headers } }
+  return { key: JSON.stringify([model.identity, ran, views, requester], keyed), headers }
 }
 
 /**
@@ -99,6 +118,8 @@ export function joinGroup<A extends Answered> (hub: Hub, scope: SocketRequest, a
   else {
     headers[QUERY_HEADER] = id
     headers[KEY_HEADER] = pending.model.primaryKey.name
+    // A handle to resume it by after a reconnect, where a group can outlive its followers.
+    if (hub.live.keeps) headers[RESUME_HEADER] = hub.live.handle(id)
   }
   return { ...answer, headers }
 }

@@ -7,12 +7,51 @@
  * @module
  */
 import type { Id, LiveMessage } from '../../messages.ts'
+import { recordDigest } from '../protocol.ts'
 
 /** One record of a followed result: its key, its JSON as the find answered it, and that JSON parsed. */
 export interface LiveRecord {
   readonly id: Id
   readonly json: string
   readonly data: Readonly<Record<string, unknown>>
+}
+
+/**
+ * A record a client says it holds, after a reconnect: its key and the digest of its JSON
+ * (`recordDigest`), which tells whether it is the record the query now answers.
+ */
+export interface HeldRecord {
+  readonly id: Id
+  readonly digest: string
+}
+
+/** Whether what a client holds at a place is `record` as the query answers it. */
+function same (held: LiveRecord | HeldRecord, record: LiveRecord): boolean {
+  return 'json' in held ? held.json === record.json : held.digest === recordDigest(record.json)
+}
+
+/**
+ * The records a client holds, from the JSON of header `x-blueprints-held` (`[[id, digest], …]`);
+ * `undefined` when it is not that, holds a key twice, or more than `max` records.
+ */
+export function heldRecords (text: string, max: number): HeldRecord[] | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  if (!Array.isArray(value) || value.length > max) return undefined
+  const held: HeldRecord[] = []
+  const keys = new Set<Id>()
+  for (const entry of value as unknown[]) {
+    if (!Array.isArray(entry) || entry.length !== 2) return undefined
+    const [id, digest] = entry as unknown[]
+    if ((typeof id !== 'string' && typeof id !== 'number') || typeof digest !== 'string' || keys.has(id)) return undefined
+    keys.add(id)
+    held.push({ id, digest })
+  }
+  return held
 }
 
 /**
@@ -35,14 +74,14 @@ export function liveRecords (body: readonly unknown[], primaryKey: string): Live
  * twice), by the client's rule (see the module's comment): the records that are gone leave first,
  * then the new result is walked in order, and each place whose record differs from what the client
  * holds there is filled with an `entered` (a new record) or a `changed` (one it holds elsewhere, or
- * whose JSON changed).
+ * whose JSON changed). `before` may be what a client says it holds (see {@link HeldRecord}).
  */
-export function diff (query: string, before: readonly LiveRecord[], after: readonly LiveRecord[]): LiveMessage[] {
+export function diff (query: string, before: ReadonlyArray<LiveRecord | HeldRecord>, after: readonly LiveRecord[]): LiveMessage[] {
   const messages: LiveMessage[] = []
   const kept = new Set<Id>()
   for (const record of after) kept.add(record.id)
   // What the client holds as the messages so far are applied.
-  const held: LiveRecord[] = []
+  const held: Array<LiveRecord | HeldRecord> = []
   for (const record of before) {
     if (kept.has(record.id)) held.push(record)
     else messages.push({ verb: 'left', query, id: record.id })
@@ -51,7 +90,7 @@ export function diff (query: string, before: readonly LiveRecord[], after: reado
     const record = after[index]
     const there = held[index]
     if (there?.id === record.id) {
-      if (there.json !== record.json) {
+      if (!same(there, record)) {
         held[index] = record
         messages.push({ verb: 'changed', query, id: record.id, index, data: record.data })
       }

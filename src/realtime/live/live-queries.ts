@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { matches } from '../../criteria/matches.ts'
 import type { WhereNode } from '../../criteria/types.ts'
@@ -24,7 +25,8 @@ import type { Model } from '../../models/model.ts'
 import type { Envelope } from '../brokers/broker.ts'
 import type { Connection } from '../socket.ts'
 import type { SharedFrames } from '../transport.ts'
-import { diff, liveRecords, parsed, type LiveRecord } from './live-diff.ts'
+import { FOLLOW_HANDLE } from '../protocol.ts'
+import { diff, liveRecords, parsed, type HeldRecord, type LiveRecord } from './live-diff.ts'
 import { ModelQueries } from './live-index.ts'
 import { NamedRecords } from './named-records.ts'
 
@@ -54,6 +56,11 @@ export interface LiveOptions {
   readonly maxPerSocket: number
   /** Distinct queries followed on this instance at most. */
   readonly maxQueries: number
+  /**
+   * Milliseconds a query is kept after its last follower went away, for a reconnect that resumes
+   * it (0: it ends at once).
+   */
+  readonly grace: number
   readonly log: FastifyBaseLogger
 }
 
@@ -73,6 +80,8 @@ export interface FollowRequest {
   readonly model: Model
   /** What tells the query apart: its effective criteria and the policy's views (equal keys, one group). */
   readonly key: string
+  /** The query the find ran, as the app's policy left it: what a resuming follower's key is made of. */
+  readonly query: unknown
   /** What a record must match to be in the result: the query's `where` and the policy's. */
   readonly where: WhereNode
   /** The attributes its `where` and `sort` read. */
@@ -105,6 +114,7 @@ interface Unread {
 class Group {
   readonly id: string
   readonly key: string
+  readonly query: unknown
   readonly model: Model
   readonly where: WhereNode
   readonly fields: readonly string[]
@@ -130,12 +140,15 @@ class Group {
    * runs begun before it joined: a run begun before can be older than its answer, so it is told
    * nothing until a run begun after it ends, and then the difference from its own answer.
    */
-  readonly joining = new Map<Connection, { readonly records: LiveRecord[], readonly after: number }>()
+  readonly joining = new Map<Connection, { readonly records: ReadonlyArray<LiveRecord | HeldRecord>, readonly after: number }>()
   dropped = false
+  /** While it is kept without followers (see `LiveOptions.grace`): what ends it. */
+  kept: NodeJS.Timeout | undefined
 
   constructor (id: string, request: FollowRequest, records: LiveRecord[]) {
     this.id = id
     this.key = request.key
+    this.query = request.query
     this.model = request.model
     this.where = request.where
     this.fields = request.fields
@@ -153,6 +166,14 @@ class Group {
 export class LiveQueries {
   readonly #options: LiveOptions
   readonly #byKey = new Map<string, Group>()
+  readonly #byId = new Map<string, Group>()
+  /** Groups kept without followers, the oldest first. */
+  readonly #kept = new Set<Group>()
+  /**
+   * This instance's part of the resume handles it hands out: a handle of another instance, or of
+   * an earlier process, names no group here.
+   */
+  readonly #instance = randomBytes(6).toString('base64url')
   readonly #byModel = new Map<string, ModelQueries<Group>>()
   /** The groups by the records their results name. */
   readonly #named = new NamedRecords<Group>()
@@ -189,9 +210,12 @@ export class LiveQueries {
     if (!member && (mine?.size ?? 0) >= this.#options.maxPerSocket) return undefined
     const answer = liveRecords(request.answer, request.model.primaryKey.name)
     if (group === undefined) {
+      // A query kept for a reconnect gives way to one a socket follows now.
+      if (this.#byKey.size >= this.#options.maxQueries) this.#evictKept()
       if (this.#byKey.size >= this.#options.maxQueries) return undefined
       group = new Group(`q${++this.#next}`, request, answer)
       this.#byKey.set(group.key, group)
+      this.#byId.set(group.id, group)
       let queries = this.#byModel.get(group.model.identity)
       if (queries === undefined) this.#byModel.set(group.model.identity, queries = new ModelQueries())
       queries.add(group, group.fields)
@@ -202,17 +226,89 @@ export class LiveQueries {
       }
       this.#named.file(group, group.model, answer)
       if (request.stale) this.#schedule(group)
-    } else if (group.scheduled || group.running) {
-      // The group's records are about to change: the follower hears from the next run (see `Group.joining`).
-      group.joining.set(connection, { records: answer, after: group.runs })
+    } else {
+      this.#join(group, connection, answer)
+    }
+    this.#enrol(group, request.member, mine)
+    return group.id
+  }
+
+  /** Whether queries are kept for a reconnect (see `LiveOptions.grace`): followed answers then carry a resume handle. */
+  get keeps (): boolean {
+    return this.#options.grace > 0
+  }
+
+  /** The resume handle of a followed query (`follow:<instance>:<query>`), which its answer carries. */
+  handle (id: string): string {
+    return `${FOLLOW_HANDLE}${this.#instance}:${id}`
+  }
+
+  /**
+   * The query that a resume handle names, when it is one of this instance's, still followed or
+   * kept: its key, and the query its find ran (from which a resuming follower's key is made).
+   */
+  named (handle: string): { readonly key: string, readonly query: unknown } | undefined {
+    const start = `${FOLLOW_HANDLE}${this.#instance}:`
+    return handle.startsWith(start) ? this.#byId.get(handle.slice(start.length)) : undefined
+  }
+
+  /**
+   * A follower back after a reconnect (docs/live.md#reconnecting): the socket of `member` follows
+   * again the query that `key` names (see {@link named}), without its find running, and is sent
+   * what turns the records it holds (`held`) into the query's result — at once, or after the
+   * query's next run when a change concerned it meanwhile (or one is due). Returns the query's
+   * id, or `undefined` when it is no longer followed or a limit (`maxFollows`) leaves it unfollowed.
+   */
+  resume (key: string, member: Member, held: readonly HeldRecord[]): string | undefined {
+    const group = this.#byKey.get(key)
+    const { connection } = member
+    const mine = this.#bySocket.get(connection)
+    if (group === undefined || group.members.has(connection) || (mine?.size ?? 0) >= this.#options.maxPerSocket) return undefined
+    this.#join(group, connection, held)
+    this.#enrol(group, member, mine)
+    return group.id
+  }
+
+  /**
+   * A socket joins a group with the records it holds: it is sent the difference to the group's
+   * result, or, when the result is about to change, it hears from the next run (see `Group.joining`).
+   */
+  #join (group: Group, connection: Connection, records: ReadonlyArray<LiveRecord | HeldRecord>): void {
+    this.#unkeep(group)
+    if (group.scheduled || group.running || group.dirty) {
+      group.joining.set(connection, { records, after: group.runs })
       this.#schedule(group)
     } else {
-      this.#send(group, diff(group.id, answer, group.records), [connection])
+      this.#send(group, diff(group.id, records, group.records), [connection])
     }
-    group.members.set(connection, request.member)
-    if (mine === undefined) this.#bySocket.set(connection, new Set([group]))
+  }
+
+  #enrol (group: Group, member: Member, mine: Set<Group> | undefined): void {
+    group.members.set(member.connection, member)
+    if (mine === undefined) this.#bySocket.set(member.connection, new Set([group]))
     else mine.add(group)
-    return group.id
+  }
+
+  /** Ends every query kept for a reconnect (the instance may have missed changes: their clients read again). */
+  forgetKept (): void {
+    for (const group of this.#kept) this.#drop(group)
+  }
+
+  /** The instance stops: the queries kept for a reconnect end. */
+  close (): void {
+    this.forgetKept()
+  }
+
+  #evictKept (): void {
+    const [oldest] = this.#kept
+    if (oldest !== undefined) this.#drop(oldest)
+  }
+
+  #unkeep (group: Group): void {
+    if (group.kept === undefined) return
+    clearTimeout(group.kept)
+    group.kept = undefined
+    this.#kept.delete(group)
   }
 
   /** A socket went away: it follows nothing more (a group left without followers ends). */
@@ -223,7 +319,16 @@ export class LiveQueries {
     for (const group of groups) {
       group.members.delete(connection)
       group.joining.delete(connection)
-      if (group.members.size === 0) this.#drop(group)
+      if (group.members.size > 0) continue
+      const grace = this.#options.grace
+      if (grace === 0) {
+        this.#drop(group)
+        continue
+      }
+      // Kept for a reconnect: it runs no more, and notes whether a change concerned it (`dirty`).
+      group.kept = setTimeout(() => { this.#drop(group) }, grace)
+      group.kept.unref()
+      this.#kept.add(group)
     }
   }
 
@@ -323,7 +428,7 @@ export class LiveQueries {
   /** Runs a group again once the change sets at hand are received (one run for all of them). */
   #schedule (group: Group): void {
     group.dirty = true
-    if (group.scheduled || group.running) return
+    if (group.scheduled || group.running || group.kept !== undefined) return
     group.scheduled = true
     this.#busy++
     setImmediate(() => { void this.#refresh(group) })
@@ -333,7 +438,8 @@ export class LiveQueries {
     group.scheduled = false
     group.running = true
     try {
-      while (group.dirty && !group.dropped) {
+      // A group kept without followers stops running (still `dirty`: a follower back runs it).
+      while (group.dirty && !group.dropped && group.kept === undefined) {
         group.dirty = false
         const run = ++group.runs
         const [member] = group.members.values()
@@ -393,8 +499,10 @@ export class LiveQueries {
   }
 
   #drop (group: Group): void {
+    this.#unkeep(group)
     group.dropped = true
     this.#byKey.delete(group.key)
+    this.#byId.delete(group.id)
     const queries = this.#byModel.get(group.model.identity) as ModelQueries<Group>
     queries.delete(group, group.fields)
     if (queries.queries.size === 0) this.#byModel.delete(group.model.identity)

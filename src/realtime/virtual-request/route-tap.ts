@@ -17,12 +17,13 @@ import type { ModelRegistry } from '../../models/registry.ts'
 import { parseId } from '../../models/identity.ts'
 import type { BlueprintRouteConfig } from '../../routes/register.ts'
 import type { Hub, Read } from '../hub/hub.ts'
-import { POSITION_HEADER, RESUME_HEADER, RESUMED_HEADER, SUBSCRIPTION_LIMIT } from '../protocol.ts'
+import { FOLLOW_HANDLE, HELD_HEADER, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER, RESUMED_HEADER, SUBSCRIPTION_LIMIT } from '../protocol.ts'
 import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
 import { SERIALIZER, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
-import { followRead, type FollowSetup } from '../live/follow-read.ts'
+import { followKey, followRead, hold, type FollowSetup } from '../live/follow-read.ts'
+import { heldRecords } from '../live/live-diff.ts'
 import { parseFollow, type QueryString } from '../../criteria/parse.ts'
 
 /** A blueprint read route, as the tap resolves it from its `config.blueprint`. */
@@ -82,6 +83,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
      * only keeps its serialisation.
      */
     async function followed (scope: SocketRequest, read: ReadRoute, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+      if (scope.refresh !== true && await resumedFollow(scope, read, request, reply)) return reply
       const result = await handler(request, reply)
       if (scope.refresh !== true && reply.statusCode === 200) {
         await views(scope, read, request)
@@ -91,6 +93,37 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
       return result
     }
   })
+
+  /**
+   * A followed find sent again after a reconnect with its resume handle and the records the
+   * client holds (docs/live.md#reconnecting): when the handle names a query this instance still
+   * follows or keeps, and this request's key is that query's — the same requester, under the same
+   * views of the app's policy, asked now — the socket follows it again without the find running,
+   * and is sent what turns its records into the query's result; the find answers 204. Otherwise
+   * (another instance's handle, a query ended, a key that differs, a malformed list) the find runs.
+   */
+  async function resumedFollow (scope: SocketRequest, read: ReadRoute, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    const handle = request.headers[RESUME_HEADER]
+    const list = request.headers[HELD_HEADER]
+    if (typeof handle !== 'string' || !handle.startsWith(FOLLOW_HANDLE) || typeof list !== 'string') return false
+    const named = hub.live.named(handle)
+    const held = heldRecords(list, follow.maxRecords)
+    if (named === undefined || held === undefined) return false
+    const models = modelsOf(read.model)
+    await views(scope, read, request)
+    const { key, headers } = followKey(read.model, named.query, models, scope.connection, request)
+    if (key !== named.key) return false
+    // What the socket is told from its joining on waits for the answer.
+    hold(scope)
+    const id = hub.live.resume(key, { connection: scope.connection, url: request.url, headers }, held)
+    if (id === undefined) {
+      scope.connection.letGo()
+      scope.holds = (scope.holds as number) - 1
+      return false
+    }
+    await reply.code(204).header(QUERY_HEADER, id).header(KEY_HEADER, read.model.primaryKey.name).header(RESUME_HEADER, handle).send()
+    return true
+  }
 
   /** The models whose records can reach a socket after reading `model`'s (see {@link reachableFrom}), kept. */
   function modelsOf (model: Model): ReadonlySet<Model> {

@@ -36,7 +36,8 @@ for (const db of DATABASES) {
   })
 
   t.test(`${db}: the limits`, async t => {
-    const app = await listening(t, db, { plugin: { realtime: { maxFollows: 3, maxQueries: 3, maxSubscriptions: 50 } } })
+    // Without a grace, a query ends with its last follower (resume.test.ts keeps them).
+    const app = await listening(t, db, { plugin: { realtime: { maxFollows: 3, maxQueries: 3, maxSubscriptions: 50, followGrace: 0 } } })
     const a = await open(t, app)
     const b = await open(t, app)
     for (const limit of ['Infinity', '51']) {
@@ -114,7 +115,10 @@ for (const db of DATABASES) {
   t.test(`${db}: a socket that goes away while its query runs again`, async t => {
     let gate: { entered: () => void, open: Promise<void> } | undefined
     const app = await listening(t, db, {
-      plugin: { hooks: { preHandler: async request => { if (gate !== undefined && request.url.includes('follow=true')) { gate.entered(); await gate.open } } } }
+      plugin: {
+        realtime: { followGrace: 0 },
+        hooks: { preHandler: async request => { if (gate !== undefined && request.url.includes('follow=true')) { gate.entered(); await gate.open } } }
+      }
     })
     const socket = await open(t, app)
     await socket.request('GET', `${CATS}&follow=true`)
