@@ -34,6 +34,13 @@
 //    interleaved rounds; reports socket.io ÷ /socket of the last socket's receipt (the fan-out's
 //    time; target ≤ 1.5) and of the server CPU per write.
 //
+// 5b. Followers resume. BENCH_RT_HERD sockets each follow one of 100 queries (the pets of an
+//    owner) and go; one write to each of 10 of the queries; the herd comes back to the same
+//    instance at once, with its resume handles and held records, or reading again (alternating,
+//    BENCH_RT_HERD_ROUNDS × 2 trials): time until all are answered (and told the change, for the
+//    10 queries concerned), and queries to PostgreSQL — for resuming, the runs of the concerned
+//    queries only.
+//
 // 6. Live queries. LIVE_N (10 000) sockets following queries on pets: an owner and a species each,
 //    1 000 distinct and then 10 distinct (BENCH_RT_LIVE_DISTINCT), plus three range queries; each
 //    write moves one pet between the two queries of its owner (cat ↔ dog), which 10 sockets
@@ -44,7 +51,7 @@
 //
 //    BENCH_RT_LIVE_ROUNDS (3) interleaved rounds of the five cases; ratios are medians of per-round ratios.
 //
-// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io,herd,live; BENCH_RT_LIVE_N, BENCH_RT_LIVE_WRITES (100), BENCH_RT_LIVE_DISTINCT, BENCH_RT_LIVE_ROUNDS; BENCH_RT_HERD (5000), BENCH_RT_HERD_ROUNDS (2); BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
+// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io,herd,follow-herd,live; BENCH_RT_LIVE_N, BENCH_RT_LIVE_WRITES (100), BENCH_RT_LIVE_DISTINCT, BENCH_RT_LIVE_ROUNDS; BENCH_RT_HERD (5000), BENCH_RT_HERD_ROUNDS (2); BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
 // (3), BENCH_RT_WARMUP (2 s); BENCH_RT_FANOUT (1000,10000: the values of N); BENCH_RT_FANOUT_CLIENTS
 // (client processes, 1); BENCH_RT_WRITES (25 per N); BENCH_RT_CROSS_WRITES (200);
 // BENCH_RT_BROKERS=redis,postgres,memory; BENCH_RT_CPU_PROF=<dir> (V8 CPU profiles of the servers
@@ -60,6 +67,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import WebSocket from 'ws'
+import { recordDigest } from '../../src/client/index.ts'
 import {
   cpuSeconds, cpuTimes, distribution, elapsedMs, median, openFilesLimit, rssBytes, within,
   type ClientMessage, type ClientRequest, type Distribution, type Protocol, type ServerAsk, type ServerReady, type ServerReply
@@ -67,7 +75,7 @@ import {
 
 const env = process.env
 const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
-const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd,live')
+const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd,follow-herd,live')
 const ROUNDS = Number(env.BENCH_RT_ROUNDS ?? 5)
 const SECONDS = Number(env.BENCH_RT_SECONDS ?? 3)
 const WARMUP_SECONDS = Number(env.BENCH_RT_WARMUP ?? 2)
@@ -91,7 +99,7 @@ const PROFILES = env.BENCH_RT_CPU_PROF
 const PROFILED_WRITES = 50
 const CONNECT_CONCURRENCY = 100
 const WARM_SOCKETS = 500
-const TIME_LIMIT_MINUTES = 8 + (list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd,live').includes('live') ? 10 : 0)
+const TIME_LIMIT_MINUTES = 8 + (ONLY.includes('live') ? 10 : 0) + (ONLY.includes('follow-herd') ? 3 : 0)
 const SUBSCRIBE = '/user/1?populate=false'
 const TARGETS = { ratio: 1.0, fanoutP99: 50, rssPerSocket: 10 * 1024, crossP99: 20, sailsIo: 1.5 }
 const SAILS_IO_N = Number(env.BENCH_RT_SAILS_IO_N ?? 1000)
@@ -855,6 +863,114 @@ async function herds (): Promise<Herd[]> {
 // ---------------------------------------------------------------------------------------------
 
 // ---------------------------------------------------------------------------------------------
+// 5b. A herd of followers resumes
+
+interface FollowHerd {
+  readonly how: 'resume' | 'read again'
+  /** From the first connection to the last socket caught up (answered, and told what changed). */
+  readonly ms: number
+  /** Queries the instance sent to PostgreSQL meanwhile. */
+  readonly queries: number
+  readonly statuses: Record<number, number>
+}
+
+/** One follower of the herd: the find it made, its resume handle, and the records it held. */
+interface Follower { readonly url: string, readonly handle: string, readonly held: string, readonly first: number }
+
+/** The number of distinct queries the herd follows, and how many of them the writes concern. */
+const FOLLOW_DISTINCT = 100
+const FOLLOW_CONCERNED = 10
+
+/**
+ * `count` sockets each follow one of {@link FOLLOW_DISTINCT} queries (the pets of an owner) on
+ * `port`, and go.
+ */
+async function gatherFollowers (port: number, count: number): Promise<Follower[]> {
+  const herd: Follower[] = []
+  for (let i = 0; i < count; i += CONNECT_CONCURRENCY) {
+    const sockets: WebSocket[] = []
+    herd.push(...await Promise.all(Array.from({ length: Math.min(CONNECT_CONCURRENCY, count - i) }, async (_, j) => {
+      const url = followUrl({ owner: ((i + j) % FOLLOW_DISTINCT) + 1 })
+      const ws = await openSocket(port)
+      sockets.push(ws)
+      const answer = await frame(ws, 1, 'GET', url)
+      const records = answer.body as Array<{ id: number }>
+      return {
+        url,
+        handle: (answer.headers as Record<string, string>)['x-blueprints-resume'],
+        held: JSON.stringify(records.map(record => [record.id, recordDigest(JSON.stringify(record))])),
+        first: records[0].id
+      }
+    })))
+    for (const ws of sockets) ws.terminate()
+  }
+  return herd
+}
+
+/**
+ * The herd of followers comes back at once to the same instance: each socket sends its find
+ * again, with its resume handle and held records (`resume`) or without (`read again`, as before),
+ * and is caught up once answered and, for the queries the writes concerned, told the change.
+ */
+async function stampedeFollowers (server: Server, herd: readonly Follower[], how: FollowHerd['how']): Promise<FollowHerd> {
+  const port = server.ports[0]
+  const before = (await server.ask({ type: 'queries' })).queries as number
+  const statuses: Record<number, number> = {}
+  const sockets: WebSocket[] = []
+  const concerned = new Set(herd.slice(0, FOLLOW_CONCERNED).map(follower => follower.url))
+  const start = performance.now()
+  for (let i = 0; i < herd.length; i += CONNECT_CONCURRENCY) {
+    await Promise.all(herd.slice(i, i + CONNECT_CONCURRENCY).map(async follower => {
+      const ws = await openSocket(port)
+      sockets.push(ws)
+      const told = new Promise<void>(resolve => {
+        ws.on('message', data => { if (String(data).startsWith('{"event"')) resolve() })
+      })
+      const headers = how === 'resume' ? { 'x-blueprints-resume': follower.handle, 'x-blueprints-held': follower.held } : undefined
+      const answer = await within(new Promise<{ statusCode: number }>(resolve => {
+        ws.on('message', data => { const f = JSON.parse(String(data)) as { id?: number, statusCode: number }; if (f.id === 1) resolve(f) })
+        ws.send(JSON.stringify({ id: 1, method: 'GET', url: follower.url, headers }))
+      }), 30_000, 'a follower\'s answer')
+      statuses[answer.statusCode] = (statuses[answer.statusCode] ?? 0) + 1
+      if (answer.statusCode === 204 && concerned.has(follower.url)) await within(told, 30_000, 'the change of a concerned query')
+    }))
+  }
+  const ms = performance.now() - start
+  const queries = ((await server.ask({ type: 'queries' })).queries as number) - before
+  for (const ws of sockets) ws.terminate()
+  return { how, ms, queries, statuses }
+}
+
+async function followHerds (): Promise<FollowHerd[]> {
+  const n = HERD
+  console.log(`\n## 5b. A herd of ${n} followers of ${FOLLOW_DISTINCT} queries comes back to the same instance (MemoryBroker; while they were away, one write to each of ${FOLLOW_CONCERNED} of the queries)`)
+  console.log('(each trial: the sockets follow and go; the writes; the herd returns at once, with its resume handles and held records or reading again — the two alternate)')
+  const server = await startServer('follow herd', 'memory')
+  const outcomes: FollowHerd[] = []
+  try {
+    for (let round = 0; round < HERD_ROUNDS; round++) {
+      for (const how of (round % 2 === 0 ? ['resume', 'read again'] : ['read again', 'resume']) as Array<FollowHerd['how']>) {
+        const herd = await gatherFollowers(server.ports[0], n)
+        // Every follower gone (its query kept) before the writes.
+        while (((await server.ask({ type: 'stats' })).stats as Array<{ follows: number }>)[0].follows > 0) await sleep(20)
+        for (const follower of herd.slice(0, FOLLOW_CONCERNED)) await ok(server.ports[0], 'PATCH', `/pet/${follower.first}`, { name: `away-${round}-${how}` })
+        outcomes.push(await stampedeFollowers(server, herd, how))
+        while (((await server.ask({ type: 'stats' })).stats as Array<{ follows: number }>)[0].follows > 0) await sleep(20)
+      }
+    }
+  } finally {
+    await server.stop()
+  }
+  console.log('\n| trial | how | all caught up | queries to PostgreSQL | per socket | answers |')
+  console.log('| ---: | --- | ---: | ---: | ---: | --- |')
+  outcomes.forEach((h, i) => {
+    const answers = Object.entries(h.statuses).map(([status, count]) => `${count} × ${status}`).join(', ')
+    console.log(`| ${i + 1} | ${h.how} | ${(h.ms / 1000).toFixed(2)} s | ${h.queries} | ${(h.queries / n).toFixed(3)} | ${answers} |`)
+  })
+  return outcomes
+}
+
+// ---------------------------------------------------------------------------------------------
 // 6. Live queries: followers of many distinct queries, of one query, id subscriptions, bare ws
 
 const LIVE_N = Number(env.BENCH_RT_LIVE_N ?? 10_000)
@@ -1057,9 +1173,9 @@ console.log(`Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model 
 console.log(`load average at start: ${load()}`)
 if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
 
-const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout, herd?: Herd[], live?: LiveCase[][] } = {}
+const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout, herd?: Herd[], followHerd?: FollowHerd[], live?: LiveCase[][] } = {}
 if (ONLY.includes('throughput')) results.throughput = await throughput()
-else if (ONLY.some(part => part === 'fanout' || part === 'cross' || part === 'sails-io' || part === 'herd' || part === 'live')) {
+else if (ONLY.some(part => part !== 'throughput')) {
   // The other parts use the seeded database: seed it once with a short-lived server.
   const seeder = await startServer('seed', 'memory', { seed: true })
   await seeder.stop()
@@ -1068,6 +1184,7 @@ if (ONLY.includes('fanout')) results.fanout = await fanouts()
 if (ONLY.includes('cross')) results.cross = await crosses()
 if (ONLY.includes('sails-io')) results.sailsIo = await sailsIoFanouts()
 if (ONLY.includes('herd')) results.herd = await herds()
+if (ONLY.includes('follow-herd')) results.followHerd = await followHerds()
 if (ONLY.includes('live')) results.live = await lives()
 
 console.log('\n## Summary against the targets')
@@ -1098,6 +1215,10 @@ const herded = results.herd ?? []
 for (const how of ['resume', 'read again'] as const) {
   const runs = herded.filter(h => h.how === how)
   if (runs.length > 0) console.log(`- herd of ${HERD}, ${how}: all caught up in ${(median(runs.map(h => h.ms)) / 1000).toFixed(2)} s (median), ${median(runs.map(h => h.queries))} queries to PostgreSQL`)
+}
+for (const how of ['resume', 'read again'] as const) {
+  const runs = (results.followHerd ?? []).filter(h => h.how === how)
+  if (runs.length > 0) console.log(`- herd of ${HERD} followers, ${how}: all caught up in ${(median(runs.map(h => h.ms)) / 1000).toFixed(2)} s (median), ${median(runs.map(h => h.queries))} queries to PostgreSQL`)
 }
 const liveRounds = results.live ?? []
 /** The median over the rounds of a ratio of two cases of each round (undefined when a case is missing). */

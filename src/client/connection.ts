@@ -6,7 +6,7 @@ import type { Backoff } from './backoff.ts'
 import type { Job, Jobs } from './jobs.ts'
 import type { BlueprintsResponse } from './messages.ts'
 import { BlueprintsClientError, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
-import type { RememberedReads } from './reads.ts'
+import type { Headers, RememberedReads } from './reads.ts'
 
 /** The app's handlers, by kind (the client adds and removes them). */
 export interface Handlers {
@@ -107,27 +107,33 @@ export class ClientConnection {
     // read again, what was missed is replayed as notifications); otherwise it runs, and the app's
     // resync handlers get its answer.
     const resync: Job[] = []
+    // `resuming`: a followed find sent with its resume handle and held records. Should the server
+    // refuse that request as it stands (400: a header it cannot carry; 431: too large), the find
+    // is sent again as it is, to be read again.
+    const job = (url: string, headers: Headers, sent: Headers, resuming: boolean): Job => ({
+      method: 'GET',
+      url,
+      headers,
+      frame: JSON.stringify({ method: 'GET', url, headers: sent }),
+      resync: true,
+      done: response => {
+        if (resuming && (response.statusCode === 400 || response.statusCode === 431)) {
+          this.#jobs.first([job(url, headers, headers, false)])
+          return
+        }
+        if (--this.#resyncing === 0 && this.#latest !== undefined) this.#position = further(this.#position, this.#latest)
+        if (response.statusCode !== 204) for (const handler of this.#handlers.resync) this.#call(handler, url, response)
+      }
+    })
     for (const [url, { headers, token }] of this.#reads.entries()) {
       const at = this.#position
       const position: Record<string, string> = at === undefined ? {} : { [POSITION_HEADER]: `${at.epoch}:${at.position}` }
-      let sent: Readonly<Record<string, string>> | undefined
-      if (token === undefined) sent = headers
+      if (token === undefined) resync.push(job(url, headers, headers, false))
       else if (token.startsWith(FOLLOW_HANDLE)) {
         // A followed find resumes with the records it holds; without them, it is read again.
         const held = this.#reads.held(url)
-        sent = held === undefined ? headers : { ...headers, [RESUME_HEADER]: token, [HELD_HEADER]: held }
-      } else sent = { ...headers, [RESUME_HEADER]: token, ...position }
-      resync.push({
-        method: 'GET',
-        url,
-        headers,
-        frame: JSON.stringify({ method: 'GET', url, headers: sent }),
-        resync: true,
-        done: response => {
-          if (--this.#resyncing === 0 && this.#latest !== undefined) this.#position = further(this.#position, this.#latest)
-          if (response.statusCode !== 204) for (const handler of this.#handlers.resync) this.#call(handler, url, response)
-        }
-      })
+        resync.push(held === undefined ? job(url, headers, headers, false) : job(url, headers, { ...headers, [RESUME_HEADER]: token, [HELD_HEADER]: held }, true))
+      } else resync.push(job(url, headers, { ...headers, [RESUME_HEADER]: token, ...position }, false))
     }
     this.#resyncing = resync.length
     this.#latest = undefined

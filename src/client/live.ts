@@ -148,7 +148,9 @@ export class LiveResult<R extends object = Record<string, unknown>> {
   held (): string | undefined {
     if (this.#query === undefined) return undefined
     const key = this.#primaryKey
+    // In ASCII: a header holds nothing beyond U+00FF (a key may be any string).
     const text = JSON.stringify(this.#records.map(record => [(record as Record<string, unknown>)[key], recordDigest(JSON.stringify(record))]))
+      .replace(/[\u007f-\uffff]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
     return text.length > MAX_HELD ? undefined : text
   }
 

@@ -40,14 +40,14 @@ export class RememberedReads {
    */
   answered (url: string, headers: Headers, statusCode: number, resync: boolean, token: string | undefined): void {
     if (statusCode === 404) {
-      this.#reads.delete(url)
+      this.forget(url)
     } else if (resync) {
       if ((statusCode === 200 || statusCode === 204) && this.#reads.has(url)) this.#reads.set(url, { headers, token })
     } else if (statusCode === 200) {
       // Delete then set moves the url to the end.
       this.#reads.delete(url)
       this.#reads.set(url, { headers, token })
-      if (this.#reads.size > this.#capacity) this.#reads.delete(this.#reads.keys().next().value as string)
+      if (this.#reads.size > this.#capacity) this.forget(this.#reads.keys().next().value as string)
     }
   }
 

@@ -9,6 +9,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { applyMessages, BlueprintsClientError, connect, type BlueprintsClient, type LiveMessage } from '../../src/client/index.ts'
 import { build, DATABASES } from '../helpers/app.ts'
 import { deadline } from '../helpers/wait.ts'
+import { RememberedReads } from '../../src/client/reads.ts'
+import { defineEntity, p } from '@mikro-orm/core'
 
 interface Pet { id: number, name: string, species: string, owner: number | null }
 
@@ -140,7 +142,56 @@ for (const db of DATABASES) {
   })
 }
 
+t.test('remembered reads forget a followed find\'s held records with the read', async t => {
+  const reads = new RememberedReads(1)
+  reads.holding('/a', () => 'a')
+  reads.answered('/a', undefined, 200, false, 'follow:x:q1')
+  t.equal(reads.held('/a'), 'a')
+  reads.holding('/b', () => 'b')
+  reads.answered('/b', undefined, 200, false, 'follow:x:q2')
+  t.equal(reads.held('/a'), undefined, 'evicted by capacity')
+  reads.answered('/b', undefined, 404, false, undefined)
+  t.equal(reads.held('/b'), undefined, 'gone with a 404')
+})
+
 for (const db of DATABASES) {
+  t.test(`${db}: a resume the server cannot take as it stands (431) is sent again as a plain read`, async t => {
+    const { app } = await build(t, db)
+    const sockets = new Set<Duplex>()
+    const client = connect<{ pet: Pet }>(await listen(app, sockets), { reconnect: { initialDelay: 10, maxDelay: 50 } })
+    t.teardown(async () => { await client.close() })
+    for (let i = 0; i < 150; i++) await app.inject({ method: 'POST', url: '/pet', payload: { name: `p${i}`, species: 'bird' } })
+    const birds = await client.live('/pet', { where: { species: 'bird' }, sort: 'id', populate: false, limit: 200 })
+    // Room for the upgrade and a plain read's headers, not for the held list of 150 records.
+    ;(app.server as { maxHeaderSize?: number }).maxHeaderSize = 2048
+    const statuses: number[] = []
+    const fresh = new Promise<void>(resolve => { const off = birds.onChange((_records, messages) => { if (messages.length === 0) { off(); resolve() } }) })
+    const offResync = client.onResync((_url, response) => { statuses.push(response.statusCode) })
+    for (const socket of sockets) socket.destroy()
+    await app.inject({ method: 'PATCH', url: '/pet/3', payload: { species: 'bird' } })
+    await deadline(fresh, 5000, 'the plain read after the refused resume')
+    offResync()
+    t.same(statuses, [200], 'the app\'s resync handlers see the plain read only')
+    t.equal(birds.records.length, 151, 'read again: the bird that came meanwhile is there')
+  })
+
+  t.test(`${db}: string keys beyond Latin-1 resume (the held list is sent in ASCII)`, async t => {
+    const Place = defineEntity({ name: 'Place', properties: { id: p.string().primary(), title: p.string() } })
+    const { app } = await build(t, db, { entities: [Place], seed: false })
+    for (const id of ['東京', 'Zürich', 'oslo']) await app.inject({ method: 'POST', url: '/place', payload: { id, title: id.toUpperCase() } })
+    const sockets = new Set<Duplex>()
+    const client = connect<{ place: { id: string, title: string } }>(await listen(app, sockets), { reconnect: { initialDelay: 10, maxDelay: 50 } })
+    t.teardown(async () => { await client.close() })
+    const places = await client.live('/place', { sort: 'id' })
+    const query = places.query
+    const seen = new Promise<void>(resolve => { const off = places.onChange((_records, messages) => { if (messages.some(m => m.verb === 'changed')) { off(); resolve() } }) })
+    for (const socket of sockets) socket.destroy()
+    await app.inject({ method: 'PATCH', url: `/place/${encodeURIComponent('東京')}`, payload: { title: 'Tokyo' } })
+    await deadline(seen, 5000, 'the change after the resume')
+    t.equal(places.query, query, 'resumed')
+    t.same(places.records, (await app.inject('/place?sort=id')).json())
+  })
+
   t.test(`${db}: client.page walks a find's cursor pages`, async t => {
     const { app } = await build(t, db)
     const client = connect<{ pet: Pet }>(await listen(app, new Set()))

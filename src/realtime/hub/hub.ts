@@ -199,8 +199,8 @@ export class Hub {
 
   /** What the sockets show may be stale, with nothing to tell them what changed: they read again. */
   #readAgain (): void {
-    // A query kept for a reconnect may have missed a change too: its client reads it again.
-    this.live.forgetKept()
+    // The followed queries may have missed a change too: they end (their clients read them again).
+    this.live.forgetAll()
     for (const connection of this.subscriptions.sockets()) connection.close(CLOSE.MISSED, 'notifications were missed; read again')
   }
 

@@ -110,6 +110,12 @@ interface Unread {
   readonly changed: Array<{ readonly id: Id, readonly previous: Readonly<Record<string, unknown>> | undefined }>
 }
 
+/** Urls remembered per group for resumes (see `Group.urls`). */
+const MAX_URLS = 16
+
+/** The longest grace a timer can wait (Node's timers: 2³¹ − 1 ms, about 24.8 days). */
+const MAX_GRACE = 2_147_483_647
+
 /** One group: a distinct followed query and its followers. */
 class Group {
   readonly id: string
@@ -144,6 +150,11 @@ class Group {
   dropped = false
   /** While it is kept without followers (see `LiveOptions.grace`): what ends it. */
   kept: NodeJS.Timeout | undefined
+  /**
+   * The urls whose finds made this key (its followers' own), which a resume must send again: a
+   * group's runs are made with a follower's url (at most {@link MAX_URLS} are remembered).
+   */
+  readonly urls = new Set<string>()
 
   constructor (id: string, request: FollowRequest, records: LiveRecord[]) {
     this.id = id
@@ -174,6 +185,8 @@ export class LiveQueries {
    * an earlier process, names no group here.
    */
   readonly #instance = randomBytes(6).toString('base64url')
+  /** The instance stopped: nothing is kept any more. */
+  #closed = false
   readonly #byModel = new Map<string, ModelQueries<Group>>()
   /** The groups by the records their results name. */
   readonly #named = new NamedRecords<Group>()
@@ -204,6 +217,8 @@ export class LiveQueries {
    */
   follow (request: FollowRequest): string | undefined {
     const { connection } = request.member
+    // A socket that went while its find ran follows nothing.
+    if (!connection.open) return undefined
     const mine = this.#bySocket.get(connection)
     let group = this.#byKey.get(request.key)
     const member = group?.members.has(connection) === true
@@ -235,7 +250,7 @@ export class LiveQueries {
 
   /** Whether queries are kept for a reconnect (see `LiveOptions.grace`): followed answers then carry a resume handle. */
   get keeps (): boolean {
-    return this.#options.grace > 0
+    return this.#options.grace > 0 && !this.#closed
   }
 
   /** The resume handle of a followed query (`follow:<instance>:<query>`), which its answer carries. */
@@ -247,7 +262,7 @@ export class LiveQueries {
    * The query that a resume handle names, when it is one of this instance's, still followed or
    * kept: its key, and the query its find ran (from which a resuming follower's key is made).
    */
-  named (handle: string): { readonly key: string, readonly query: unknown } | undefined {
+  named (handle: string): { readonly id: string, readonly key: string, readonly query: unknown, readonly urls: ReadonlySet<string> } | undefined {
     const start = `${FOLLOW_HANDLE}${this.#instance}:`
     return handle.startsWith(start) ? this.#byId.get(handle.slice(start.length)) : undefined
   }
@@ -256,17 +271,19 @@ export class LiveQueries {
    * A follower back after a reconnect (docs/live.md#reconnecting): the socket of `member` follows
    * again the query that `key` names (see {@link named}), without its find running, and is sent
    * what turns the records it holds (`held`) into the query's result — at once, or after the
-   * query's next run when a change concerned it meanwhile (or one is due). Returns the query's
-   * id, or `undefined` when it is no longer followed or a limit (`maxFollows`) leaves it unfollowed.
+   * query's next run when a change concerned it meanwhile (or one is due). Returns whether it
+   * follows the query `id` again: not when that query ended meanwhile (its key may be another
+   * query's by now), the socket went, follows it already, or a limit (`maxFollows`) leaves it
+   * unfollowed.
    */
-  resume (key: string, member: Member, held: readonly HeldRecord[]): string | undefined {
-    const group = this.#byKey.get(key)
+  resume (id: string, key: string, member: Member, held: readonly HeldRecord[]): boolean {
+    const group = this.#byId.get(id)
     const { connection } = member
     const mine = this.#bySocket.get(connection)
-    if (group === undefined || group.members.has(connection) || (mine?.size ?? 0) >= this.#options.maxPerSocket) return undefined
+    if (group?.key !== key || !connection.open || group.members.has(connection) || (mine?.size ?? 0) >= this.#options.maxPerSocket) return false
     this.#join(group, connection, held)
     this.#enrol(group, member, mine)
-    return group.id
+    return true
   }
 
   /**
@@ -284,19 +301,24 @@ export class LiveQueries {
   }
 
   #enrol (group: Group, member: Member, mine: Set<Group> | undefined): void {
+    if (group.urls.size < MAX_URLS) group.urls.add(member.url)
     group.members.set(member.connection, member)
     if (mine === undefined) this.#bySocket.set(member.connection, new Set([group]))
     else mine.add(group)
   }
 
-  /** Ends every query kept for a reconnect (the instance may have missed changes: their clients read again). */
-  forgetKept (): void {
-    for (const group of this.#kept) this.#drop(group)
+  /**
+   * Ends every query, followed or kept: the instance missed changes, and its sockets are closed to
+   * read again (a query kept then would be stale; one followed would be kept when they go).
+   */
+  forgetAll (): void {
+    for (const group of this.#byKey.values()) this.#end(group)
   }
 
-  /** The instance stops: the queries kept for a reconnect end. */
+  /** The instance stops: the queries kept for a reconnect end, and none is kept from now on. */
   close (): void {
-    this.forgetKept()
+    this.#closed = true
+    for (const group of this.#kept) this.#drop(group)
   }
 
   #evictKept (): void {
@@ -320,13 +342,12 @@ export class LiveQueries {
       group.members.delete(connection)
       group.joining.delete(connection)
       if (group.members.size > 0) continue
-      const grace = this.#options.grace
-      if (grace === 0) {
+      if (!this.keeps) {
         this.#drop(group)
         continue
       }
       // Kept for a reconnect: it runs no more, and notes whether a change concerned it (`dirty`).
-      group.kept = setTimeout(() => { this.#drop(group) }, grace)
+      group.kept = setTimeout(() => { this.#drop(group) }, Math.min(this.#options.grace, MAX_GRACE))
       group.kept.unref()
       this.#kept.add(group)
     }

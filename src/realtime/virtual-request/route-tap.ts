@@ -108,20 +108,20 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     if (typeof handle !== 'string' || !handle.startsWith(FOLLOW_HANDLE) || typeof list !== 'string') return false
     const named = hub.live.named(handle)
     const held = heldRecords(list, follow.maxRecords)
-    if (named === undefined || held === undefined) return false
+    // The find of one of its followers, sent again: a group runs its followers' finds.
+    if (named === undefined || held === undefined || !named.urls.has(request.url)) return false
     const models = modelsOf(read.model)
     await views(scope, read, request)
     const { key, headers } = followKey(read.model, named.query, models, scope.connection, request)
     if (key !== named.key) return false
     // What the socket is told from its joining on waits for the answer.
     hold(scope)
-    const id = hub.live.resume(key, { connection: scope.connection, url: request.url, headers }, held)
-    if (id === undefined) {
+    if (!hub.live.resume(named.id, key, { connection: scope.connection, url: request.url, headers }, held)) {
       scope.connection.letGo()
       scope.holds = (scope.holds as number) - 1
       return false
     }
-    await reply.code(204).header(QUERY_HEADER, id).header(KEY_HEADER, read.model.primaryKey.name).header(RESUME_HEADER, handle).send()
+    await reply.code(204).header(QUERY_HEADER, named.id).header(KEY_HEADER, read.model.primaryKey.name).header(RESUME_HEADER, handle).send()
     return true
   }
 

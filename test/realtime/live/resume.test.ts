@@ -173,6 +173,84 @@ for (const db of DATABASES) {
     t.same(off.blueprints.followed(), { queries: 0, follows: 0 })
   })
 
+  t.test(`${db}: a resume whose query ends, or whose socket goes, while the app's policy is asked`, async t => {
+    // The policy hook of a resume waits, once, for `hold` (the find that runs after it does not).
+    let hold: (() => Promise<void>) | undefined
+    const app = await listening(t, db, {
+      plugin: {
+        realtime: { followGrace: 40 },
+        parseBlueprintOptions: async (request, query) => {
+          const wait = hold
+          if (wait !== undefined && request.headers['x-blueprints-held'] !== undefined) {
+            hold = undefined
+            await wait()
+          }
+          return query
+        }
+      }
+    })
+    const a = await open(t, app)
+    const answer = await a.request('GET', `${CATS}&follow=true`)
+    const resume = { 'x-blueprints-resume': answer.headers['x-blueprints-resume'] as string, 'x-blueprints-held': held(answer.body as Pet[]) }
+    await a.close()
+    await settled(app, 0)
+    // The grace runs out while the resume asks the policy, and another follower of the same
+    // requester starts a group of the same key: the resume does not join it (its handle named the first).
+    const b = await open(t, app)
+    const other = await open(t, app)
+    hold = async () => {
+      while (app.blueprints.followed().queries > 0) await new Promise(resolve => setTimeout(resolve, 10))
+      await other.request('GET', `${CATS}&follow=true`)
+    }
+    const ran = await b.request('GET', `${CATS}&follow=true`, undefined, resume)
+    t.equal(ran.statusCode, 200, 'the query it named ended: the find runs')
+    t.not(ran.headers['x-blueprints-query'], answer.headers['x-blueprints-query'])
+    t.same(app.blueprints.followed(), { queries: 1, follows: 2 })
+    await other.close()
+    // The socket goes while the policy is asked: nothing follows it.
+    const again = { ...resume, 'x-blueprints-resume': ran.headers['x-blueprints-resume'] as string }
+    const c = await open(t, app)
+    let gone: () => void = () => {}
+    const going = new Promise<void>(resolve => { gone = resolve })
+    hold = async () => { await c.close(); await settled(app, 1); gone() }
+    const lost = c.request('GET', `${CATS}&follow=true`, undefined, again, 1000).catch(() => undefined)
+    await going
+    await app.blueprints.settled()
+    t.same(app.blueprints.followed(), { queries: 1, follows: 1 }, 'only b follows')
+    await lost
+  })
+
+  t.test(`${db}: a resume must send one of its query's own urls`, async t => {
+    const app = await listening(t, db)
+    const a = await open(t, app)
+    const answer = await a.request('GET', `${CATS}&follow=true`)
+    await a.close()
+    await settled(app, 0)
+    const b = await open(t, app)
+    const other = await b.request('GET', `/pet?where=${q({ species: 'cat' })}&populate=false&sort=id&limit=30&follow=true`, undefined,
+      { 'x-blueprints-resume': answer.headers['x-blueprints-resume'] as string, 'x-blueprints-held': held(answer.body as Pet[]) })
+    t.equal(other.statusCode, 200, 'the same query written otherwise: the find runs')
+    t.equal(other.headers['x-blueprints-query'], answer.headers['x-blueprints-query'], 'and joins the query, whose key it has')
+  })
+
+  t.test(`${db}: a grace beyond what a timer can wait keeps the query; an instance that stops keeps nothing`, async t => {
+    const app = await listening(t, db, { plugin: { realtime: { followGrace: 2 ** 31 } } })
+    const a = await open(t, app)
+    await a.request('GET', `${CATS}&follow=true`)
+    await a.close()
+    await settled(app, 0)
+    // A later request's answer: the grace's timer, had it overflowed, would have fired by then.
+    const b = await open(t, app)
+    await b.request('GET', '/pet/1?populate=false')
+    await new Promise(resolve => setImmediate(resolve))
+    t.same(app.blueprints.followed(), { queries: 1, follows: 0 }, 'kept')
+    await b.request('GET', `${CATS}&limit=2&follow=true`)
+    await app.close()
+    // b's socket goes as the app closes, maybe after: its query is not kept then either.
+    while (app.blueprints.followed().follows > 0) await new Promise(resolve => setTimeout(resolve, 10))
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 }, 'nothing kept once the app closed')
+  })
+
   t.test(`${db}: a socket that goes while its query runs again: the run ends, the query is kept`, async t => {
     let gate: { entered: () => void, open: Promise<void> } | undefined
     const app = await listening(t, db, {

@@ -17,7 +17,7 @@ import type { TransactionalKysely } from '../../../src/sql/transactions.ts'
 import { ChangeLog } from '../../../src/realtime/log/change-log.ts'
 import { LogFollower } from '../../../src/realtime/log/log-follower.ts'
 import { build, DATABASES, type Database as Db } from '../../helpers/app.ts'
-import { before, open, ReadSteps, sentinel } from '../../helpers/realtime.ts'
+import { before, open, ReadSteps, sentinel, settled } from '../../helpers/realtime.ts'
 import type { TestSocket } from '../../helpers/socket.ts'
 import { deadline, eventually } from '../../helpers/wait.ts'
 
@@ -174,6 +174,9 @@ for (const db of DATABASES) {
     const { app, orm, broker, logged } = await setup(t, db, { maxEntries: 1 })
     const socket = await reading(t, app, '/user/1')
     const closed = new Promise<number>(resolve => { socket.ws.once('close', code => { resolve(code) }) })
+    // A socket that follows a query: its query ends too, and is not kept for a resume (it may be stale).
+    const follower = await open(t, app)
+    t.equal((await follower.request('GET', '/user?populate=false&follow=true')).statusCode, 200)
     broker.lose = 3
     for (const age of [81, 82, 83]) await patch(app, 1, age)
     const dialect = dialectFor(orm.em.getPlatform())
@@ -187,6 +190,8 @@ for (const db of DATABASES) {
     await patch(app, 1, 84)
     t.equal(await deadline(closed, 5000, 'the socket to be closed'), 4010, 'missed beyond the retention: read again')
     t.match(logged, [{ level: 50, msg: /change sets this instance missed were pruned from the change log/ }])
+    await settled(app, 0)
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 }, 'the followed query ended with its socket, not kept')
 
     await database.run({ sql: 'DROP TABLE blueprints_log', params: [] })
     await broker.reconnected()
