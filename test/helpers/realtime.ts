@@ -19,7 +19,7 @@ export async function listening (t: Teardown, db: Database, options: BuildOption
 export interface Hearing {
   readonly notices: Notice[]
   until (count: number): Promise<Notice[]>
-  upTo (from: number, is: (notice: Notice) => boolean): Promise<Notice[]>
+  upTo (from: number, is: (notice: Notice) => boolean, ms?: number): Promise<Notice[]>
 }
 
 /** A socket to the app's endpoint, closed at teardown. */
@@ -62,11 +62,11 @@ export function sentinel (app: FastifyInstance, identity: string, id: string | n
  * Across instances, take the sentinel of the instance that wrote: its changes and its sentinel
  * go out through its broker in that order (another instance's sentinel could overtake them).
  */
-export async function before (socket: Hearing, sentinel: Sentinel, write?: () => Promise<unknown>, from = socket.notices.length): Promise<Notice[]> {
+export async function before (socket: Hearing, sentinel: Sentinel, write?: () => Promise<unknown>, from = socket.notices.length, ms?: number): Promise<Notice[]> {
   await write?.()
   await sentinel.run()
   // Earlier sentinels (another socket's, on a record this one follows too) are no result.
-  return (await socket.upTo(from, sentinel.is)).filter(notice => !isSentinel(notice))
+  return (await socket.upTo(from, sentinel.is, ms)).filter(notice => !isSentinel(notice))
 }
 
 /** Whether a notification is a sentinel's (see {@link sentinel}). */
