@@ -132,7 +132,9 @@ export class ClientConnection {
       else if (token.startsWith(FOLLOW_HANDLE)) {
         // A followed find resumes with the records it holds; without them, it is read again.
         const held = this.#reads.held(url)
-        resync.push(held === undefined ? job(url, headers, headers, false) : job(url, headers, { ...headers, [RESUME_HEADER]: token, [HELD_HEADER]: held }, true))
+        resync.push(held === undefined
+          ? job(url, headers, headers, false)
+          : job(url, headers, { ...headers, [RESUME_HEADER]: token, [HELD_HEADER]: held }, true))
       } else resync.push(job(url, headers, { ...headers, [RESUME_HEADER]: token, ...position }, false))
     }
     this.#resyncing = resync.length

@@ -333,7 +333,10 @@ export class LiveQueries {
     this.#kept.delete(group)
   }
 
-  /** A socket went away: it follows nothing more (a group left without followers ends). */
+  /**
+   * A socket went away: it follows nothing more. A group left without followers is kept for
+   * `grace` (see {@link resume}), or ends at once when nothing is kept.
+   */
   release (connection: Connection): void {
     const groups = this.#bySocket.get(connection)
     if (groups === undefined) return
