@@ -828,6 +828,23 @@ async function stampede (server: Server, herd: readonly Sheep[], how: Herd['how'
   return { how, ms, queries, statuses, notifications }
 }
 
+/**
+ * Prints a herd part's outcomes, one row each: `first` names and numbers the row, `last` (if
+ * any) is a column after the answers.
+ */
+function herdTable<H extends FollowHerd> (
+  outcomes: readonly H[], n: number, first: { name: string, of: (i: number) => number }, last?: { name: string, of: (h: H) => string }
+): void {
+  const tail = last === undefined ? '' : ` ${last.name} |`
+  console.log(`\n| ${first.name} | how | all caught up | queries to PostgreSQL | per socket | answers |${tail}`)
+  console.log(`| ---: | --- | ---: | ---: | ---: | --- |${last === undefined ? '' : ' ---: |'}`)
+  outcomes.forEach((h, i) => {
+    const answers = Object.entries(h.statuses).map(([status, count]) => `${count} × ${status}`).join(', ')
+    const more = last === undefined ? '' : ` ${last.of(h)} |`
+    console.log(`| ${first.of(i)} | ${h.how} | ${(h.ms / 1000).toFixed(2)} s | ${h.queries} | ${(h.queries / n).toFixed(3)} | ${answers} |${more}`)
+  })
+}
+
 async function herds (): Promise<Herd[]> {
   const n = HERD
   const writes = 200
@@ -851,12 +868,7 @@ async function herds (): Promise<Herd[]> {
   } finally {
     await a.stop()
   }
-  console.log('\n| round | how | all caught up | queries to PostgreSQL | per socket | answers | notifications |')
-  console.log('| ---: | --- | ---: | ---: | ---: | --- | ---: |')
-  outcomes.forEach((h, i) => {
-    const answers = Object.entries(h.statuses).map(([status, count]) => `${count} × ${status}`).join(', ')
-    console.log(`| ${Math.floor(i / 2) + 1} | ${h.how} | ${(h.ms / 1000).toFixed(2)} s | ${h.queries} | ${(h.queries / n).toFixed(3)} | ${answers} | ${h.notifications} |`)
-  })
+  herdTable(outcomes, n, { name: 'round', of: i => Math.floor(i / 2) + 1 }, { name: 'notifications', of: h => String(h.notifications) })
   return outcomes
 }
 
@@ -941,6 +953,11 @@ async function stampedeFollowers (server: Server, herd: readonly Follower[], how
   return { how, ms, queries, statuses }
 }
 
+/** Waits until no socket of `server` follows a query (their queries kept). */
+async function followersGone (server: Server): Promise<void> {
+  while (((await server.ask({ type: 'stats' })).stats as Array<{ follows: number }>)[0].follows > 0) await sleep(20)
+}
+
 async function followHerds (): Promise<FollowHerd[]> {
   const n = HERD
   console.log(`\n## 5b. A herd of ${n} followers of ${FOLLOW_DISTINCT} queries comes back to the same instance (MemoryBroker; while they were away, one write to each of ${FOLLOW_CONCERNED} of the queries)`)
@@ -955,21 +972,16 @@ async function followHerds (): Promise<FollowHerd[]> {
       for (const how of (round % 2 === 0 ? ['resume', 'read again'] : ['read again', 'resume']) as Array<FollowHerd['how']>) {
         const herd = await gatherFollowers(server.ports[0], n, owners)
         // Every follower gone (its query kept) before the writes.
-        while (((await server.ask({ type: 'stats' })).stats as Array<{ follows: number }>)[0].follows > 0) await sleep(20)
+        await followersGone(server)
         for (const follower of herd.slice(0, FOLLOW_CONCERNED)) await ok(server.ports[0], 'PATCH', `/pet/${follower.first}`, { name: `away-${round}-${how}` })
         outcomes.push(await stampedeFollowers(server, herd, how))
-        while (((await server.ask({ type: 'stats' })).stats as Array<{ follows: number }>)[0].follows > 0) await sleep(20)
+        await followersGone(server)
       }
     }
   } finally {
     await server.stop()
   }
-  console.log('\n| trial | how | all caught up | queries to PostgreSQL | per socket | answers |')
-  console.log('| ---: | --- | ---: | ---: | ---: | --- |')
-  outcomes.forEach((h, i) => {
-    const answers = Object.entries(h.statuses).map(([status, count]) => `${count} × ${status}`).join(', ')
-    console.log(`| ${i + 1} | ${h.how} | ${(h.ms / 1000).toFixed(2)} s | ${h.queries} | ${(h.queries / n).toFixed(3)} | ${answers} |`)
-  })
+  herdTable(outcomes, n, { name: 'trial', of: i => i + 1 })
   return outcomes
 }
 

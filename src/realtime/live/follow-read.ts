@@ -77,6 +77,12 @@ export function hold (scope: SocketRequest): void {
   scope.holds = (scope.holds ?? 0) + 1
 }
 
+/** Undoes {@link hold}: the request will not join after all. */
+export function unhold (scope: SocketRequest): void {
+  scope.holds = (scope.holds as number) - 1
+  scope.connection.letGo()
+}
+
 /**
  * The key of a followed query's group: the query the find ran (`ran`, as the app's policy left
  * it), the socket's views of `models` (set under a policy for this request), and the requester —

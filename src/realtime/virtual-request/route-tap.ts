@@ -22,7 +22,7 @@ import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
 import { SERIALIZER, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
-import { followKey, followRead, hold, type FollowSetup } from '../live/follow-read.ts'
+import { followKey, followRead, hold, unhold, type FollowSetup } from '../live/follow-read.ts'
 import { heldRecords } from '../live/live-diff.ts'
 import { parseFollow, type QueryString } from '../../criteria/parse.ts'
 
@@ -107,9 +107,10 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     const list = request.headers[HELD_HEADER]
     if (typeof handle !== 'string' || !handle.startsWith(FOLLOW_HANDLE) || typeof list !== 'string') return false
     const named = hub.live.named(handle)
-    const held = heldRecords(list, follow.maxRecords)
     // The find of one of its followers, sent again: a group runs its followers' finds.
-    if (named === undefined || held === undefined || !named.urls.has(request.url)) return false
+    if (named === undefined || !named.urls.has(request.url)) return false
+    const held = heldRecords(list, follow.maxRecords)
+    if (held === undefined) return false
     const models = modelsOf(read.model)
     await views(scope, read, request)
     const { key, headers } = followKey(read.model, named.query, models, scope.connection, request)
@@ -117,8 +118,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     // What the socket is told from its joining on waits for the answer.
     hold(scope)
     if (!hub.live.resume(named.id, key, { connection: scope.connection, url: request.url, headers }, held)) {
-      scope.connection.letGo()
-      scope.holds = (scope.holds as number) - 1
+      unhold(scope)
       return false
     }
     await reply.code(204).header(QUERY_HEADER, named.id).header(KEY_HEADER, read.model.primaryKey.name).header(RESUME_HEADER, handle).send()
