@@ -8,8 +8,9 @@
 //
 // PostgreSQL: `database` is the contender's own copy of the seeded database (bench/run.ts makes
 // it). SQLite: the process seeds an in-memory database from the same deterministic data
-// (bench/seed.ts). Every statement the process sends to its database is counted (a wrapper around
-// `pg.Client.prototype.query`, or around the execution methods of better-sqlite3's statements),
+// (bench/seed.ts). Every statement the process sends to its database is counted (wrappers around
+// `pg`'s protocol writer: each Execute and simple query; or around the execution methods of
+// better-sqlite3's statements),
 // and the control app (bench/control.ts, on a second port, never measured) reports the count.
 // Prints {"app":port,"control":port} on stdout once it listens on 127.0.0.1.
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -33,14 +34,31 @@ if ((who !== 'plugin' && who !== 'baseline') || (db !== 'postgres' && db !== 'sq
 // generator reads the count only around measuring runs, when the control app is idle).
 let statements = 0
 if (db === 'postgres') {
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
-  const query = proto.query
-  // BENCH_SHOW_SQL=1 prints each statement's text on stderr (to see what a workload runs).
+  // Counted as the server receives them: each Execute of the extended protocol and each simple
+  // query is one statement, however the client groups them (a transaction of the plugin's is one
+  // `pg` query object from its first statement to its end, see src/sql/postgres/postgres-implicit.ts).
+  const proto = pg.Connection.prototype as unknown as Record<'execute' | 'query' | 'bind', (...args: unknown[]) => unknown>
+  // BENCH_SHOW_SQL=1 prints each statement on stderr (to see what a workload runs): a simple
+  // query's text, an extended statement's name (or text when unnamed) and values at its Bind.
   const show = process.env.BENCH_SHOW_SQL === '1'
+  const execute = proto.execute
+  proto.execute = function (this: unknown, ...args: unknown[]) {
+    statements++
+    return execute.apply(this, args)
+  }
+  const simple = proto.query
   proto.query = function (this: unknown, ...args: unknown[]) {
     statements++
     if (show) process.stderr.write(`${JSON.stringify(args[0])}\n`)
-    return query.apply(this, args)
+    return simple.apply(this, args)
+  }
+  const bind = proto.bind
+  proto.bind = function (this: unknown, ...args: unknown[]) {
+    if (show) {
+      const { statement, values } = args[0] as { statement?: string, values?: unknown[] }
+      process.stderr.write(`${JSON.stringify({ statement, values })}\n`)
+    }
+    return bind.apply(this, args)
   }
 } else {
   const proto = statementPrototype()

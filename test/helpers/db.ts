@@ -72,14 +72,15 @@ const BACKGROUND = /FROM "blueprints_log"|WITH l AS \(SELECT pg_advisory_xact_lo
 
 /**
  * Counts the SQL statements run on `orm`'s database from now on (each still runs), BEGIN and
- * COMMIT included, the change log's background reads left out: on SQLite the executions of
- * statements of its database handle, on PostgreSQL the queries of `pg` clients connected to its
- * database.
+ * COMMIT included where they are sent, the change log's background reads left out: on SQLite the
+ * executions of statements of its database handle, on PostgreSQL what the server is sent to run —
+ * each Execute of the extended protocol and each simple query — by `pg` clients connected to its
+ * database (a write's implicit transaction is one `pg` query object for all its statements).
  */
 export async function countStatements (t: { teardown (fn: () => void): void }, orm: MikroORM): Promise<() => number> {
   let statements = 0
   const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<unknown> }).getNativeClient() as { prepare?: (sql: string) => object }
-  type Self = { database?: unknown, source?: string }
+  type Self = { database?: unknown, source?: string, connection?: object }
   type Method = (this: Self, ...args: unknown[]) => unknown
   const wrap = (target: Record<string, Method>, names: string[], counts: (self: Self, args: unknown[]) => boolean): void => {
     for (const name of names) {
@@ -95,9 +96,34 @@ export async function countStatements (t: { teardown (fn: () => void): void }, o
   // One prototype for every statement or client of the process: only this database's count.
   if (typeof native.prepare === 'function') {
     wrap(Object.getPrototypeOf(native.prepare('SELECT 1')), ['all', 'run', 'get'], self => self.database === native && request(self.source))
-  } else {
-    wrap(pg.Client.prototype as unknown as Record<string, Method>, ['query'], (self, [query]) => self.database === orm.config.get('dbName') &&
-      request(typeof query === 'string' ? query : (query as { text?: unknown } | undefined)?.text))
+    return () => statements
   }
+  // The protocol writers of this database's clients, each with the text of its unnamed statement
+  // and the statement it bound last (a named one's text is in `pg`'s own account of the writer).
+  type Writer = Self & { parsedStatements: Record<string, string>, submittedNamedStatements: Record<string, string> }
+  const writers = new WeakMap<object, { unnamed: string, bound: string }>()
+  wrap(pg.Client.prototype as unknown as Record<string, Method>, ['query'], self => {
+    if (self.database === orm.config.get('dbName') && self.connection !== undefined && !writers.has(self.connection)) writers.set(self.connection, { unnamed: '', bound: '' })
+    return false
+  })
+  const connection = pg.Connection.prototype as unknown as Record<string, Method>
+  wrap(connection, ['parse'], (self, [config]) => {
+    const { name, text } = config as { name?: string, text: string }
+    const writer = writers.get(self)
+    if (writer !== undefined && (name ?? '') === '') writer.unnamed = text
+    return false
+  })
+  wrap(connection, ['bind'], (self, [config]) => {
+    const writer = writers.get(self)
+    if (writer !== undefined) writer.bound = (config as { statement?: string }).statement ?? ''
+    return false
+  })
+  wrap(connection, ['execute'], self => {
+    const writer = writers.get(self)
+    if (writer === undefined) return false
+    const { parsedStatements, submittedNamedStatements } = self as Writer
+    return request(writer.bound === '' ? writer.unnamed : parsedStatements[writer.bound] ?? submittedNamedStatements[writer.bound])
+  })
+  wrap(connection, ['query'], (self, [text]) => writers.has(self) && request(text))
   return () => statements
 }

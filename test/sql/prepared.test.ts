@@ -162,12 +162,12 @@ for (const db of DATABASES) {
   })
 }
 
-// Transactions on the pool are pipelined (src/sql/transactions.ts): what a write issues before it
-// first waits leaves with BEGIN in one write to the socket, and the server runs it in order. The
-// change log's row follows once the change set is known (it needs the write's results), and
-// COMMIT right behind it in the same write, without waiting for its answer.
+// A write's transaction on the pool is an implicit one (src/sql/postgres/postgres-implicit.ts):
+// what it issues before it first waits leaves in one write to the socket, and the server runs it
+// in order. The change log's row follows once the change set is known (it needs the write's
+// results), and the Sync that commits right behind it in the same write.
 if (DATABASES.includes('postgres')) {
-  t.test('postgres: a many-to-many write and its answer reach the server in one write to the socket, the log row and COMMIT in one more', async t => {
+  t.test('postgres: a many-to-many write and its answer reach the server in one write to the socket, the log row and the commit in one more', async t => {
     const { app, orm } = await build(t, 'postgres')
     type Client = { pipeline?: boolean, connection: { stream: { _write: (...args: unknown[]) => unknown, _writev: (...args: unknown[]) => unknown } } }
     const pool = await orm.em.getConnection().getNativeClient() as unknown as { connect (...args: unknown[]): Promise<Client> }
@@ -192,13 +192,13 @@ if (DATABASES.includes('postgres')) {
       writes = 0
       const res = await app.inject({ method, url, payload: method === 'PUT' && url.endsWith('tags') ? { fks: ['vip'] } : undefined })
       t.equal(res.statusCode, 200, `${method} ${url}`)
-      t.equal(writes, 2, `${method} ${url}: BEGIN, the write's statements and the answer's in one write; the change log's row and COMMIT in one`)
+      t.equal(writes, 2, `${method} ${url}: the write's statements and the answer's in one write; the change log's row and the Sync in one`)
     }
     t.same((await app.inject('/user/2?populate=tags&select=name')).json().tags.map((tag: { slug: string }) => tag.slug), ['vip'], 'the writes took effect')
     t.ok(clients.length > 0 && clients.every(client => client.pipeline === false), 'each client went back to the pool out of pipeline mode')
   })
 
-  t.test('postgres: a statement that failed unnoticed rolls the transaction back; COMMIT does not pass for success', async t => {
+  t.test('postgres: a statement that failed unnoticed rolls the transaction back; the commit does not pass for success', async t => {
     const database = await openDatabase(t, 'postgres')
     await database.run({ sql: 'CREATE TABLE probe (id integer)', params: [] })
     await t.rejects(database.transaction(async run => {
