@@ -21,6 +21,7 @@
 import type { QueryConfig } from '../driver.ts'
 import type { OpenTransaction } from '../transactions.ts'
 import type { QueryRunner } from '../driver.ts'
+import { turnWriter, type Corkable } from './postgres-turns.ts'
 
 /** The part of `pg`'s protocol writer (its `Connection`) this module uses. */
 interface Wire {
@@ -35,7 +36,7 @@ interface Wire {
   removeListener (event: 'parseComplete', listener: () => void): unknown
   parsedStatements: Record<string, string>
   submittedNamedStatements: Record<string, string>
-  stream?: { cork (): void, uncork (): void }
+  stream?: Corkable
 }
 
 /** What `pg`'s query objects write to: the protocol writer's messages and its account of statements. */
@@ -74,13 +75,13 @@ export function implicitTransaction (
   const transaction = new ImplicitTransaction(client)
   let context: unknown
   return {
-    runner: { query: async (config: QueryConfig | string, values?: unknown) => await transaction.query(config, values) } as unknown as QueryRunner,
+    runner: { query: (config: QueryConfig | string, values?: unknown) => transaction.query(config, values) } as unknown as QueryRunner,
     commit: async () => { await transaction.end(true) },
     rollback: async () => { await transaction.end(false) },
     context: () => {
       if (context === undefined) {
         transaction.explicit()
-        context = kysely({ query: async (config, values) => await transaction.query(config as QueryConfig | string, values) })
+        context = kysely({ query: (config, values) => transaction.query(config as QueryConfig | string, values) })
       }
       return context
     },
@@ -109,7 +110,9 @@ class ImplicitTransaction {
   #sent: PgQuery[] = []
   /** Statements whose Parse went out and whose ParseComplete has not come, in order. */
   readonly #parses: PgQuery[] = []
-  #corked = false
+  /** Called before each write once submitted (see postgres-turns.ts); the turn's end sends a Flush. */
+  #turn: (() => void) | undefined
+  /** A statement written this turn awaits its answers (a Sync would send them by itself). */
   #flush = false
   /** `pg` could not bind the values of the statement it was writing. */
   #unbound = false
@@ -160,8 +163,8 @@ class ImplicitTransaction {
   }
 
   /** Sends a statement; resolves with `pg`'s result. */
-  async query (config: QueryConfig | string, values?: unknown): Promise<unknown> {
-    return await new Promise((resolve, reject) => {
+  query (config: QueryConfig | string, values?: unknown): Promise<unknown> {
+    return new Promise((resolve, reject) => {
       const query = new this.#Query(config, values, (err, result) => { if (err === null) resolve(result); else reject(err) })
       if (query._result !== undefined && query._result._types === undefined) query._result._types = this.#client._types
       if (this.#failure !== undefined) reject(this.#failure)
@@ -216,18 +219,7 @@ class ImplicitTransaction {
       this.#waiting.push(action)
       return
     }
-    const connection = this.#connection as Wire
-    if (!this.#corked) {
-      this.#corked = true
-      connection.stream?.cork()
-      process.nextTick(() => {
-        this.#corked = false
-        // A Sync sends the server's answers by itself.
-        if (this.#flush && !this.#synced) connection.flush()
-        this.#flush = false
-        connection.stream?.uncork()
-      })
-    }
+    ;(this.#turn as () => void)()
     action()
   }
 
@@ -265,6 +257,10 @@ class ImplicitTransaction {
 
   submit (connection: Wire): null {
     this.#connection = connection
+    this.#turn = turnWriter(connection.stream, () => {
+      if (this.#flush && !this.#synced) connection.flush()
+      this.#flush = false
+    })
     connection.on('parseComplete', this.#parsed)
     this.#listening = true
     const waiting = this.#waiting as Array<() => void>

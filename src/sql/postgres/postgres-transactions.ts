@@ -13,6 +13,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import type { NativeClient, NativePool, QueryRunner } from '../driver.ts'
 import type { Open } from '../transactions.ts'
 import { implicitTransaction, type ImplicitCapable } from './postgres-implicit.ts'
+import { turnWriter, type Corkable } from './postgres-turns.ts'
 
 /**
  * Transactions on a client of the ORM's `pg` pool: a write in an implicit transaction where the
@@ -28,7 +29,7 @@ export function openOnPool (pool: NativePool): Open {
     let broken: Error | undefined
     try {
       if (snapshot !== true && implicitCapable(client)) {
-        const transaction = implicitTransaction(client, lent => onClient(lent))
+        const transaction = implicitTransaction(client, onClient)
         try {
           return await body(transaction)
         } finally {
@@ -56,18 +57,9 @@ async function pipelined<T> (
   const mode = client.pipeline
   client.pipeline = true
   // Every statement issued in one turn of the event loop goes out in one write to the socket.
-  const stream = client.connection?.stream
-  let corked = false
-  const uncork = (): void => {
-    corked = false
-    stream?.uncork()
-  }
+  const turn = turnWriter(client.connection?.stream)
   const send = (query: Parameters<NativeClient['query']>[0]): Promise<{ rows: unknown[] }> => {
-    if (stream !== undefined && !corked) {
-      corked = true
-      stream.cork()
-      process.nextTick(uncork)
-    }
+    turn()
     return client.query(query)
   }
   try {
@@ -111,7 +103,7 @@ async function pipelined<T> (
 type PooledClient = NativeClient & Partial<ImplicitCapable> & {
   release (destroy?: Error): void
   pipeline?: boolean
-  connection?: { stream?: { cork (): void, uncork (): void } }
+  connection?: { stream?: Corkable }
 }
 
 /** Whether the client is a `pg` client with what an implicit transaction needs. */
