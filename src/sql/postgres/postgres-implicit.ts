@@ -21,40 +21,15 @@
 import type { QueryConfig } from '../driver.ts'
 import type { OpenTransaction } from '../transactions.ts'
 import type { QueryRunner } from '../driver.ts'
+import { describedQueries, type PgQuery, type QueryClass, type QueryWriter } from './postgres-described.ts'
 import { turnWriter, type Corkable } from './postgres-turns.ts'
 
 /** The part of `pg`'s protocol writer (its `Connection`) this module uses. */
-interface Wire {
-  parse (config: unknown): void
-  bind (config: unknown): void
-  describe (config: unknown): void
-  execute (config: unknown): void
+interface Wire extends QueryWriter {
   flush (): void
-  sync (): void
-  close (config: unknown): void
   on (event: 'parseComplete', listener: () => void): unknown
   removeListener (event: 'parseComplete', listener: () => void): unknown
-  parsedStatements: Record<string, string>
-  submittedNamedStatements: Record<string, string>
   stream?: Corkable
-}
-
-/** What `pg`'s query objects write to: the protocol writer's messages and its account of statements. */
-type Writer = Pick<Wire, 'parse' | 'bind' | 'describe' | 'execute' | 'sync' | 'close' | 'parsedStatements' | 'submittedNamedStatements'>
-
-/** A `pg` query object, as this module drives it. */
-interface PgQuery {
-  readonly name?: string
-  readonly text: string
-  hasBeenParsed (connection: Writer): unknown
-  prepare (connection: Writer): void
-  handleRowDescription (message: unknown): void
-  handleDataRow (message: unknown): void
-  handleCommandComplete (message: unknown, connection: Wire): void
-  handleReadyForQuery (connection: Wire): void
-  handleError (err: Error, connection: Wire): void
-  handleCopyInResponse (connection: Wire): void
-  _result?: { _types?: unknown }
 }
 
 /** What an implicit transaction needs of a `pg` client: its query class and its protocol writer. */
@@ -66,7 +41,6 @@ export interface ImplicitCapable {
   query (submittable: object): unknown
 }
 
-type QueryClass = new (config: QueryConfig | string, values: unknown, callback: (err: Error | null, result: unknown) => void) => PgQuery
 
 /** A write's transaction on `client`; `release()` says whether its connection broke (then the pool drops it). */
 export function implicitTransaction (
@@ -105,7 +79,7 @@ class ImplicitTransaction {
   /** Writes waiting for the submission. */
   #waiting: Array<() => void> | undefined = []
   /** `#connection` with a Flush for each Sync and no Close (see the constructor). */
-  readonly #wire: Writer
+  readonly #wire: QueryWriter
   /** Statements issued whose answer has not come, in order. */
   #sent: PgQuery[] = []
   /** Statements whose Parse went out and whose ParseComplete has not come, in order. */
@@ -141,7 +115,7 @@ class ImplicitTransaction {
 
   constructor (client: ImplicitCapable) {
     this.#client = client
-    this.#Query = (client.constructor as unknown as { Query: QueryClass }).Query
+    this.#Query = describedQueries((client.constructor as unknown as { Query: QueryClass }).Query)
     this.#mode = client.pipeline
     const wire = (): Wire => this.#connection as Wire
     this.#wire = {

@@ -8,9 +8,10 @@
  * @module
  */
 import { CompiledQuery } from 'kysely'
-import type { NativeClient, NativePool } from '../driver.ts'
+import type { NativeClient, NativePool, QueryConfig } from '../driver.ts'
 import { MAX_PREPARED, plain, rowsOf, valuesOf, type Connections, type OrmConnection, type RunPrepared } from '../runners.ts'
 import { openWithKysely, type TransactionalKysely } from '../transactions.ts'
+import { describedQueries, type QueryClass } from './postgres-described.ts'
 import { openOnPool } from './postgres-transactions.ts'
 
 /**
@@ -30,6 +31,11 @@ function namedStatements (pool: NativePool, direct: boolean): RunPrepared {
   if (names === undefined) NAMES.set(pool, names = new Map())
   const known = names
   const outside = direct ? pool : undefined
+  // Outside a transaction, `pg`'s own query objects that skip the rows' description once the
+  // connection has it (postgres-described.ts); given to the pool without a callback, so that the
+  // pool sets its own (which releases the client) and answers with a promise.
+  const Query = (pool as { Client?: { Query?: QueryClass } }).Client?.Query
+  const Described = typeof Query === 'function' ? describedQueries(Query) : undefined
   return (runner, sql, params, held, arrays) => {
     let name = known.get(sql)
     if (name === undefined && known.size < MAX_PREPARED) known.set(sql, name = `bp${known.size + 1}`)
@@ -37,7 +43,10 @@ function namedStatements (pool: NativePool, direct: boolean): RunPrepared {
     const native = held ? (typeof (runner as Partial<NativeClient>).query === 'function' ? runner as unknown as NativeClient : undefined) : outside
     // Without a name, pg runs the text as an unnamed statement. Returned, not awaited: the
     // caller's await is the only one.
-    if (native !== undefined) return native.query({ name, text: sql, values: params, rowMode: arrays ? 'array' : undefined }).then(rowsOf)
+    if (native !== undefined) {
+      const config = { name, text: sql, values: params, rowMode: arrays ? 'array' as const : undefined }
+      return native.query(native === outside && Described !== undefined ? new Described(config) as unknown as QueryConfig : config).then(rowsOf)
+    }
     // Kysely hands `sql` to pg's `client.query()` as it is, and pg takes a query config object
     // there as well as a text: a fresh one each time, since pg writes the values into it.
     const query = { ...CompiledQuery.raw(sql, params as unknown[]), sql: { name, text: sql } as unknown as string }
