@@ -148,3 +148,17 @@ if (DATABASES.includes('postgres')) {
     }
   })
 }
+
+if (DATABASES.includes('postgres')) {
+  t.test('postgres: a change set of a few KB stays in its row as it is (not compressed at the write, nor decompressed at each read)', async t => {
+    const opened = await openDatabase(t, 'postgres')
+    const log = await ChangeLog.open(opened.database, opened.dialect, SETTINGS, LOG)
+    // About 3 KB of JSON that compresses well: PostgreSQL's default would compress it.
+    const large: Envelope = { origin: 'socket-large', items: Array.from({ length: 40 }, (_, n) => ({ kind: 'change', model: 'tag', id: n, message: { verb: 'addedTo', id: n, attribute: 'pets', addedIds: [101] } })) }
+    const position = await append(opened, log, large)
+    const [row] = await opened.database.run({ sql: 'SELECT octet_length(envelope) AS text, pg_column_size(envelope) AS stored FROM blueprints_log WHERE position = $1', params: [position] })
+    t.ok(Number(row.text) > 2500, `a change set larger than PostgreSQL's 2 KB threshold (${String(row.text)} bytes)`)
+    t.ok(Number(row.stored) >= Number(row.text), `stored uncompressed (${String(row.stored)} bytes)`)
+    t.same((await log.read(position - 1, 1))[0].envelope, { position, epoch: log.epoch, ...large }, 'read back whole')
+  })
+}
