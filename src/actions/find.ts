@@ -68,16 +68,14 @@ export interface FoundPage extends Page<JsonRecord> {
 }
 
 /**
- * Runs a find asked as a cursor page (`after` / `before`, criteria/cursor.ts): the page in the
- * query's order and the cursors of the pages beside it; with `counted`, the number of records the
- * query's `where` matches, whatever the cursor (as {@link findCounted}).
- *
- * @throws the coded 400 errors of the criteria pipeline, BP_ERR_INVALID_CURSOR among them.
+ * Runs a find asked as a cursor page (`after` / `before`, criteria/cursor.ts), from its checked
+ * `criteria` (`validateFind`, or `pageCriteria` of a kept query): the page in the query's order
+ * and the cursors of the pages beside it; with `counted`, the number of records the query's
+ * `where` matches, whatever the cursor (as {@link findCounted}).
  */
 export function findPage (
-  ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, counted: boolean, snapshot?: Snapshot
+  ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, counted: boolean, snapshot?: Snapshot
 ): Promise<FoundPage> {
-  const criteria = validateFind(query, model, ctx.bounds)
   const paging = criteria.paging as Paging
   if (!counted) return findBy(ctx, model, criteria, policy, snapshot).then(rows => pageOf(paging, rows))
   return findAndCount(ctx, model, criteria, { ...criteria, where: paging.where }, policy, snapshot)

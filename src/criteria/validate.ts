@@ -12,7 +12,7 @@ import type { Attribute, Model } from '../models/model.ts'
 import { describe } from '../models/values.ts'
 import type { ResolvedLimits } from '../limits.ts'
 import { bindingOf, cursorWhere } from './cursor.ts'
-import type { BlueprintQuery, Criteria, Projection, RelationQuery, WhereNode } from './types.ts'
+import type { BlueprintQuery, Criteria, PageSide, Projection, RelationQuery, WhereNode } from './types.ts'
 import { buildWhere, combine, targetOf } from './where.ts'
 
 /** Settings that bound a query. */
@@ -32,6 +32,15 @@ export interface Bounds {
  * @throws the coded 400 errors of `errors.ts` for any name or value the model does not accept.
  */
 export function validateFind (query: BlueprintQuery, model: Model, bounds: Bounds): Criteria {
+  if (query.after !== undefined || query.before !== undefined) {
+    return pageCriteria(pageTemplate(query, model, bounds), query.after !== undefined ? 'after' : 'before', query.after ?? query.before)
+  }
+  const { where, sort, projection } = checkedFind(query, model, bounds)
+  return { where, limit: query.limit, skip: query.skip, sort, projection, caseInsensitive: bounds.caseInsensitive }
+}
+
+/** A find query's limits, sort, `where` and projection, checked against its model. */
+function checkedFind (query: BlueprintQuery, model: Model, bounds: Bounds): { where: WhereNode, sort: Criteria['sort'], projection: Projection } {
   checkWhole('limit', query.limit, true)
   checkWhole('skip', query.skip, false)
   checkWhole('populateLimit', query.populateLimit, true)
@@ -39,28 +48,38 @@ export function validateFind (query: BlueprintQuery, model: Model, bounds: Bound
   const sort = validateSort(query.sort, model, 'sort')
   const where = buildWhere(model, query.where, bounds.limits, 'where', query.whereFrom === 'parameters')
   const projection = validateProjection(query, model, bounds)
-  if (query.after === undefined && query.before === undefined) {
-    return { where, limit: query.limit, skip: query.skip, sort, projection, caseInsensitive: bounds.caseInsensitive }
-  }
-  return paged(query, model, bounds, where, sort, projection)
+  return { where, sort, projection }
 }
 
 /**
- * A cursor page's criteria (cursor.ts): the cursor's condition added to `where`, the order run
- * backwards for `before`, one record more than the page read, and the sort keys selected.
- *
- * @throws BP_ERR_PARAMETER_NOT_ALLOWED for `after` with `before`, or with `skip`;
- * BP_ERR_INVALID_CURSOR for a cursor that is not one of this query.
+ * What a cursor page's criteria hold whatever its cursor (cursor.ts): the query's `where`, sort
+ * and projection checked against the model (the sort keys added to the projection), and what binds
+ * cursors to the query. Kept for a query asked again with other cursors (routes/query-cache.ts).
  */
-function paged (query: BlueprintQuery, model: Model, bounds: Bounds, where: WhereNode, sort: Criteria['sort'], projection: Projection): Criteria {
+export interface PageTemplate {
+  readonly where: WhereNode
+  readonly sort: Criteria['sort']
+  /** The projection, with the sort keys it leaves out (`added`). */
+  readonly projection: Projection
+  readonly added: readonly string[]
+  readonly binding: string
+  /** The page's size (the query's `limit`). */
+  readonly limit: number
+  readonly caseInsensitive: boolean
+}
+
+/**
+ * A cursor query's {@link PageTemplate}.
+ *
+ * @throws BP_ERR_PARAMETER_NOT_ALLOWED for `after` with `before`, or with `skip`, and the coded
+ * 400 errors of {@link validateFind}.
+ */
+export function pageTemplate (query: BlueprintQuery, model: Model, bounds: Bounds): PageTemplate {
+  const { where, sort, projection } = checkedFind(query, model, bounds)
   if (query.after !== undefined && query.before !== undefined) {
     throw new BP_ERR_PARAMETER_NOT_ALLOWED('before', '`after` and `before` do not combine: a page lies on one side of one cursor')
   }
   if (query.skip > 0) throw new BP_ERR_PARAMETER_NOT_ALLOWED('skip', 'a cursor page starts at its cursor, not at an offset')
-  const side = query.after !== undefined ? 'after' : 'before'
-  const text = query.after ?? query.before
-  const binding = bindingOf(model, query)
-  const condition = cursorWhere(text, side, sort, binding)
   // The cursors are the sort keys' values: read even where `select` / `omit` leave them out.
   const added = sort.map(({ target }) => target.name)
     .filter(name => !projection.attributes.some(a => a.name === name) && !projection.singulars.some(s => s.association.name === name))
@@ -69,14 +88,26 @@ function paged (query: BlueprintQuery, model: Model, bounds: Bounds, where: Wher
     : validateProjection(query.select !== undefined
       ? { ...query, select: [...query.select, ...added] }
       : { ...query, omit: (query.omit as string[]).filter(name => !added.includes(name)) }, model, bounds)
+  return { where, sort, projection: widened, added, binding: bindingOf(model, query), limit: query.limit, caseInsensitive: bounds.caseInsensitive }
+}
+
+/**
+ * A cursor page's criteria: the cursor's condition added to the template's `where`, the order run
+ * backwards for `before`, one record more than the page read, and the sort keys selected.
+ *
+ * @throws BP_ERR_INVALID_CURSOR for a cursor that is not one of this query.
+ */
+export function pageCriteria (template: PageTemplate, side: PageSide, text: unknown): Criteria {
+  const { where, sort, limit } = template
+  const condition = cursorWhere(text, side, sort, template.binding)
   return {
     where: condition === undefined ? where : combine('and', [where, condition]),
-    limit: query.limit === Infinity ? Infinity : query.limit + 1,
+    limit: limit === Infinity ? Infinity : limit + 1,
     skip: 0,
     sort: side === 'after' ? sort : sort.map(({ target, direction }) => ({ target, direction: direction === 'ASC' ? 'DESC' : 'ASC' })),
-    projection: widened,
-    caseInsensitive: bounds.caseInsensitive,
-    paging: { side, limit: query.limit, where, sort, binding, added, anchored: text !== '' }
+    projection: template.projection,
+    caseInsensitive: template.caseInsensitive,
+    paging: { side, limit, where, sort, binding: template.binding, added: template.added, anchored: text !== '' }
   }
 }
 

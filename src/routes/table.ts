@@ -16,9 +16,9 @@ import { populate } from '../actions/populate.ts'
 import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
 import { update } from '../actions/update.ts'
-import { parseCount, parseFields, parseFollow, parseFind, parsePopulate, parseRelations, type QueryString } from '../criteria/parse.ts'
+import { parseCount, parseCursor, parseFields, parseFollow, parseFind, parsePopulate, parseRelations, type QueryString } from '../criteria/parse.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
-import { validateFind, type Bounds } from '../criteria/validate.ts'
+import { pageCriteria, pageTemplate, validateFind, type Bounds } from '../criteria/validate.ts'
 import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON, BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, CollectionAssociation } from '../models/model.ts'
 import { describe } from '../models/values.ts'
@@ -115,7 +115,10 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         // A query asked again without a policy: parsed and checked once (query-cache.ts).
         const key = policy === undefined ? queries.key(parameters) : undefined
         const known = queries.get(key)
-        const parsed = known?.query ?? parseFind(parameters, input.model, defaults(input))
+        // A kept cursor query is kept without its cursor: this request's is read here.
+        const parsed = known === undefined
+          ? parseFind(parameters, input.model, defaults(input))
+          : known.page === undefined ? known.query : { ...known.query, ...parseCursor(parameters) }
         const counted = parseCount(parameters)
         // Checked here for every request; realtime follows the query of a socket's find.
         parseFollow(parameters)
@@ -126,13 +129,16 @@ export const READ_ROUTES: readonly RouteSpec[] = [
             const criteria = known?.criteria ?? queries.keep(key, parsed, validateFind(parsed, input.model, bounds))
             return flatWhenBare(reply, parsed, flat, findBy(input.ctx, input.model, criteria, undefined, snapshot), deeper, bounds)
           }
-          const paged = findPage(input.ctx, input.model, parsed, undefined, false, snapshot)
+          const template = known?.page ?? queries.keepPage(key, parsed, pageTemplate(parsed, input.model, bounds))
+          const side = parsed.after !== undefined ? 'after' : 'before'
+          const criteria = pageCriteria(template, side, parsed.after ?? parsed.before)
+          const paged = findPage(input.ctx, input.model, criteria, undefined, false, snapshot)
           return paged.then(page => flatWhenBare(reply, parsed, flat, withLinks(reply, page), deeper, bounds))
         }
         const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
         ranQuery(request, query)
         if (byCursor(query)) {
-          const page = await findPage(input.ctx, input.model, query, policy, counted, snapshot)
+          const page = await findPage(input.ctx, input.model, validateFind(query, input.model, bounds), policy, counted, snapshot)
           if (counted) reply.header(TOTAL_COUNT, String(page.total))
           return flatWhenBare(reply, query, flat, withLinks(reply, page), deeper, bounds)
         }

@@ -3,7 +3,8 @@
 // reads the data as it is now; the parameters are taken as the app's hooks leave them (a hook that
 // rewrites `request.query` per request is obeyed on every request); past the number of queries
 // kept, or past the longest key kept, answers stay right; a kept query is shared frozen, and a
-// socket that follows it (which reads it again) is answered as over HTTP.
+// socket that follows it (which reads it again) is answered as over HTTP. A cursor page's query is
+// kept without its cursor: every page, on either side, reads its own cursor.
 import t from 'tap'
 import blueprints from '../../../src/index.ts'
 import { MAX_QUERIES, MAX_QUERY_KEY } from '../../../src/routes/query-cache.ts'
@@ -74,5 +75,36 @@ for (const db of DATABASES) {
     t.equal(answer.statusCode, 200)
     t.same(answer.body, http)
     t.same((await get(app, url)).body, http)
+  })
+
+  t.test(`${db}: a cursor page's query is kept without its cursor: every page reads its own, on either side`, async t => {
+    const { app } = await build(t, db)
+    const base = '/user?populate=false&sort=age%20DESC&limit=3'
+    const whole = ids((await get(app, '/user?populate=false&sort=age%20DESC&limit=Infinity')).body)
+    const walk = async (side: 'after' | 'before'): Promise<unknown[]> => {
+      const records: unknown[][] = []
+      let url: string | undefined = `${base}&${side}=`
+      while (url !== undefined) {
+        const res: { statusCode: number, headers: Record<string, unknown>, json: () => Array<Record<string, unknown>> } = await app.inject({ method: 'GET', url })
+        t.equal(res.statusCode, 200, url)
+        records.push(ids(res.json()))
+        const rel = side === 'after' ? 'next' : 'prev'
+        url = /<([^>]*)>; rel="(\w+)"/g.exec(String(res.headers.link ?? '').split(', ').find(link => link.endsWith(`rel="${rel}"`)) ?? '')?.[1]
+      }
+      return (side === 'after' ? records : records.reverse()).flat()
+    }
+    // Twice each way: the second walk asks kept queries only.
+    for (let round = 1; round <= 2; round++) {
+      t.same(await walk('after'), whole, `forward, walk ${round}`)
+      t.same(await walk('before'), whole, `backward, walk ${round}`)
+    }
+    // The same parameters without a cursor are another query: a plain find.
+    t.same(ids((await get(app, base)).body), whole.slice(0, 3), 'no cursor: the first records')
+    // A cursor of another query, under this query's kept key: still refused.
+    const other = (await app.inject({ method: 'GET', url: '/user?populate=false&sort=name&limit=3&after=' })).headers.link as string
+    const foreign = new URL(/<([^>]*)>/.exec(other)?.[1] as string, 'http://x').searchParams.get('after') as string
+    const refused = await get(app, `${base}&after=${foreign}`)
+    t.same([refused.status, refused.body.code], [400, 'BP_ERR_INVALID_CURSOR'], 'another query\'s cursor')
+    t.same(ids((await get(app, `${base}&after=`)).body), whole.slice(0, 3), 'the kept query answers on')
   })
 }
