@@ -98,7 +98,6 @@ function relationWhere (param: string, text: string): Record<string, unknown> {
 }
 
 /** `after` and `before`: a cursor page's cursor (checked in `validate.ts`, for a hook's query too). */
-/** `after` / `before`: a cursor page's cursor, as given (checked in `validate.ts`). */
 export function parseCursor (query: QueryString): Pick<BlueprintQuery, 'after' | 'before'> {
   const cursor: { after?: string, before?: string } = {}
   if (query.after !== undefined) cursor.after = single(query, 'after')
