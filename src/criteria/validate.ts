@@ -33,7 +33,7 @@ export interface Bounds {
  */
 export function validateFind (query: BlueprintQuery, model: Model, bounds: Bounds): Criteria {
   if (query.after !== undefined || query.before !== undefined) {
-    return pageCriteria(pageTemplate(query, model, bounds), query.after !== undefined ? 'after' : 'before', query.after ?? query.before)
+    return pageCriteria(pageTemplate(query, model, bounds), query)
   }
   const { where, sort, projection } = checkedFind(query, model, bounds)
   return { where, limit: query.limit, skip: query.skip, sort, projection, caseInsensitive: bounds.caseInsensitive }
@@ -92,12 +92,15 @@ export function pageTemplate (query: BlueprintQuery, model: Model, bounds: Bound
 }
 
 /**
- * A cursor page's criteria: the cursor's condition added to the template's `where`, the order run
- * backwards for `before`, one record more than the page read, and the sort keys selected.
+ * A cursor page's criteria, for the cursor of `query` (its `after`, or else its `before`): the
+ * cursor's condition added to the template's `where`, the order run backwards for `before`, one
+ * record more than the page read, and the sort keys selected.
  *
  * @throws BP_ERR_INVALID_CURSOR for a cursor that is not one of this query.
  */
-export function pageCriteria (template: PageTemplate, side: PageSide, text: unknown): Criteria {
+export function pageCriteria (template: PageTemplate, query: Pick<BlueprintQuery, 'after' | 'before'>): Criteria {
+  const side: PageSide = query.after !== undefined ? 'after' : 'before'
+  const text = query.after ?? query.before
   const { where, sort, limit } = template
   const condition = cursorWhere(text, side, sort, template.binding)
   return {

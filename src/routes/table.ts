@@ -130,9 +130,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
             return flatWhenBare(reply, parsed, flat, findBy(input.ctx, input.model, criteria, undefined, snapshot), deeper, bounds)
           }
           const template = known?.page ?? queries.keepPage(key, parsed, pageTemplate(parsed, input.model, bounds))
-          const side = parsed.after !== undefined ? 'after' : 'before'
-          const criteria = pageCriteria(template, side, parsed.after ?? parsed.before)
-          const paged = findPage(input.ctx, input.model, criteria, undefined, false, snapshot)
+          const paged = findPage(input.ctx, input.model, pageCriteria(template, parsed), undefined, false, snapshot)
           return paged.then(page => flatWhenBare(reply, parsed, flat, withLinks(reply, page), deeper, bounds))
         }
         const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
