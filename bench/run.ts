@@ -32,13 +32,15 @@
 // own) puts the pool's pets in their starting state; after it, it checks that every pet not in a
 // request holds exactly the tags the lease logic expects.
 //
-// Measurement. A warm-up of 2 s per contender, then ROUNDS rounds of SECONDS seconds, interleaved
-// and in alternating order (plugin, baseline; baseline, plugin; plugin, baseline …) so that drift
-// of the machine hits both alike. Any error or
-// non-2xx answer stops the run. Per workload and contender it reports:
+// Measurement. A warm-up of 2 s per contender (baseline, then plugin), then ROUNDS rounds of
+// SECONDS seconds, interleaved and in alternating order (plugin, baseline; baseline, plugin;
+// plugin, baseline …) so that drift of the machine hits both alike, and each contender runs as
+// often right after its own run as after the other's. Any error or non-2xx answer stops the run.
+// Per workload and contender it reports:
 // - requests/s of each round (2xx answers / elapsed time) and their median; the ratio of the
 //   medians plugin / baseline, which the targets apply to (PostgreSQL: reads ≥ 0.9, writes ≥ 0.8;
-//   SQLite has none), and the median of the per-round ratios;
+//   SQLite has none), and the median of the per-round ratios with their middle half (from the
+//   median of the lower half to that of the upper half: the spread one run's figure moves in);
 // - server CPU µs per request: utime + stime of the server process (/proc/<pid>/stat) over the run,
 //   divided by the requests;
 // - PostgreSQL CPU µs per request: utime + stime summed over the PostgreSQL processes (comm
@@ -523,7 +525,14 @@ const median = (values: number[]): number => {
 }
 const medianOf = (runs: Run[], field: keyof Run): number => median(runs.map(run => run[field]))
 const ratio = (o: Outcome): number => medianOf(o.runs.plugin, 'rps') / medianOf(o.runs.baseline, 'rps')
-const pairedRatio = (o: Outcome): number => median(o.runs.plugin.map((run, i) => run.rps / o.runs.baseline[i].rps))
+const roundRatios = (o: Outcome): number[] => o.runs.plugin.map((run, i) => run.rps / o.runs.baseline[i].rps).sort((a, b) => a - b)
+const pairedRatio = (o: Outcome): number => median(roundRatios(o))
+/** The middle half of the per-round ratios (the medians of their lower and upper halves): how far one run's figure can move. */
+const middleHalf = (o: Outcome): string => {
+  const sorted = roundRatios(o)
+  const half = sorted.length >> 1
+  return `${median(sorted.slice(0, half)).toFixed(2)}–${median(sorted.slice(sorted.length - half)).toFixed(2)}`
+}
 const pad = (s: string, n: number): string => s.padStart(n)
 const int = (n: number): string => Number.isNaN(n) ? '–' : Math.round(n).toString()
 const targetText = (o: Outcome): string => o.db === 'postgres' ? `≥ ${o.workload.target}: ${ratio(o) >= o.workload.target ? 'met' : 'MISSED'}` : '(none)'
@@ -535,7 +544,7 @@ function report (o: Outcome): void {
     const runs = o.runs[who]
     console.log(`  ${who.padEnd(10)}  ${runs.map(r => pad(int(r.rps), 6)).join(' ')}  ${pad(int(medianOf(runs, 'rps')), 6)}  ${pad(int(medianOf(runs, 'cpu')), 10)}  ${pad(int(medianOf(runs, 'pgCpu')), 13)}  ${pad(medianOf(runs, 'statements').toFixed(2), 9)}`)
   }
-  console.log(`  ratio plugin/baseline: ${ratio(o).toFixed(2)} (medians), ${pairedRatio(o).toFixed(2)} (median of per-round ratios); target ${targetText(o)}`)
+  console.log(`  ratio plugin/baseline: ${ratio(o).toFixed(2)} (medians), ${pairedRatio(o).toFixed(2)} (median of per-round ratios, their middle half ${middleHalf(o)}); target ${targetText(o)}`)
 }
 
 async function benchDatabase (db: Db, memory: string[]): Promise<Outcome[]> {
@@ -552,7 +561,12 @@ async function benchDatabase (db: Db, memory: string[]): Promise<Outcome[]> {
       }
       console.log(`\n${DB_LABEL[db]} — ${workload.name}`)
       for (const line of lines) console.log(`  ${line}`)
-      for (const who of CONTENDERS) await measure(workload, servers[who], WARMUP_SECONDS)
+      // Warmed up in the reverse of the first round's order, so that the first round's first
+      // contender runs right after its own warm-up, as the second runs right after its first round:
+      // over the rounds each contender then runs as often right after itself as after the other
+      // (A: warm, 1 | B 1, 2 | A 2, 3 | B 3, 4 …). Warmed up in the round's order, the first
+      // contender ran one round more after the other than the second did.
+      for (const who of REVERSED) await measure(workload, servers[who], WARMUP_SECONDS)
       const outcome: Outcome = { db, workload, runs: { plugin: [], baseline: [] } }
       for (let round = 0; round < ROUNDS; round++) {
         // Every other round the baseline goes first (A B, B A, A B …): a drift of the machine
@@ -591,7 +605,7 @@ console.log('| database | workload | plugin req/s | baseline req/s | plugin/base
 console.log('| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |')
 for (const o of all) {
   const both = (field: keyof Run, digits = 0): string => CONTENDERS.map(who => digits === 0 ? int(medianOf(o.runs[who], field)) : medianOf(o.runs[who], field).toFixed(digits)).join(' / ')
-  console.log(`| ${DB_LABEL[o.db]} | ${o.workload.key} | ${int(medianOf(o.runs.plugin, 'rps'))} | ${int(medianOf(o.runs.baseline, 'rps'))} | ${ratio(o).toFixed(2)} | ${pairedRatio(o).toFixed(2)} | ${targetText(o)} | ${both('cpu')} | ${o.db === 'postgres' ? both('pgCpu') : '–'} | ${both('statements', 2)} |`)
+  console.log(`| ${DB_LABEL[o.db]} | ${o.workload.key} | ${int(medianOf(o.runs.plugin, 'rps'))} | ${int(medianOf(o.runs.baseline, 'rps'))} | ${ratio(o).toFixed(2)} | ${pairedRatio(o).toFixed(2)} (${middleHalf(o)}) | ${targetText(o)} | ${both('cpu')} | ${o.db === 'postgres' ? both('pgCpu') : '–'} | ${both('statements', 2)} |`)
 }
 console.log('\nServer memory at the end (MiB)')
 console.log('| database | contender | RSS | peak RSS |')
