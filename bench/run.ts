@@ -530,7 +530,8 @@ const pairedRatio = (o: Outcome): number => median(roundRatios(o))
 /** The middle half of the per-round ratios (the medians of their lower and upper halves): how far one run's figure can move. */
 const middleHalf = (o: Outcome): string => {
   const sorted = roundRatios(o)
-  const half = sorted.length >> 1
+  // (One round: its ratio, twice.)
+  const half = Math.max(1, sorted.length >> 1)
   return `${median(sorted.slice(0, half)).toFixed(2)}–${median(sorted.slice(sorted.length - half)).toFixed(2)}`
 }
 const pad = (s: string, n: number): string => s.padStart(n)
