@@ -50,6 +50,27 @@ export async function createOrm (db: Database, entities: unknown[], server: Post
   return orm as unknown as MikroORM
 }
 
+/**
+ * The end of a test's own `pg` pool, which waits until every connection it made is closed.
+ * `pool.end()` resolves once its clients are out of its list, while their connections may still
+ * be closing: a database dropped at once (`destroyOrm`, `WITH (FORCE)`) would end one with an
+ * error, which the pool raises again as an 'error' event of its own.
+ */
+export function poolEnd (pool: pg.Pool): () => Promise<void> {
+  const open = new Set<pg.PoolClient>()
+  pool.on('connect', client => { open.add(client) })
+  pool.on('remove', client => { open.delete(client) })
+  return async () => {
+    const closed = new Promise<void>(resolve => {
+      const check = (): void => { if (open.size === 0) resolve() }
+      pool.on('remove', check)
+      check()
+    })
+    await pool.end()
+    await closed
+  }
+}
+
 /** Closes the ORM; on PostgreSQL also drops its database (on `server`). */
 export async function destroyOrm (db: Database, orm: MikroORM, server: PostgresServerSettings = PG): Promise<void> {
   if (db === 'sqlite') {

@@ -11,7 +11,7 @@ import { describedQueries, type QueryClass } from '../../src/sql/postgres/postgr
 import { implicitTransaction } from '../../src/sql/postgres/postgres-implicit.ts'
 import { postgresConnections } from '../../src/sql/postgres/postgres-statements.ts'
 import { entities } from '../fixtures/entities.ts'
-import { createOrm, DATABASES, destroyOrm, PG } from '../helpers/db.ts'
+import { createOrm, DATABASES, destroyOrm, PG, poolEnd } from '../helpers/db.ts'
 
 type Result = { rows: unknown[], fields: Array<{ name: string, dataTypeID: number }>, rowCount: number | null, command: string }
 type Config = { name?: string, text: string, values?: unknown[], rowMode?: 'array' }
@@ -36,8 +36,9 @@ function countDescribes (t: Test): () => number {
 async function setUp (t: Test, max = 1): Promise<pg.Pool> {
   const orm: MikroORM = await createOrm('postgres', entities)
   const pool = new pg.Pool({ ...PG, database: orm.config.get('dbName') as string, max })
+  const end = poolEnd(pool)
   t.teardown(async () => {
-    await pool.end()
+    await end()
     await destroyOrm('postgres', orm)
   })
   return pool
@@ -186,8 +187,9 @@ if (DATABASES.includes('postgres')) {
     class Client extends pg.Client {}
     Object.defineProperty(Client, 'Query', { value: undefined })
     const pool = new pg.Pool({ ...PG, database: orm.config.get('dbName') as string, max: 1, Client })
+    const end = poolEnd(pool)
     t.teardown(async () => {
-      await pool.end()
+      await end()
       await destroyOrm('postgres', orm)
     })
     const describes = countDescribes(t)

@@ -12,7 +12,7 @@ import { openOnPool } from '../../src/sql/postgres/postgres-transactions.ts'
 import type { NativePool } from '../../src/sql/driver.ts'
 import type { OpenTransaction } from '../../src/sql/transactions.ts'
 import { entities } from '../fixtures/entities.ts'
-import { createOrm, DATABASES, destroyOrm, PG } from '../helpers/db.ts'
+import { createOrm, DATABASES, destroyOrm, PG, poolEnd } from '../helpers/db.ts'
 
 type Result = { rows: Array<Record<string, unknown>>, command: string }
 type Run = (config: string | { name?: string, text: string, values?: unknown[], rowMode?: 'array' }) => Promise<Result>
@@ -29,8 +29,9 @@ async function setUp (t: Test, options: pg.PoolConfig = {}): Promise<{ pool: pg.
   // As the ORM does: a client's connection that breaks while it is lent is an 'error' event of
   // the client, fatal without a listener.
   pool.on('connect', client => { client.on('error', () => {}) })
+  const end = poolEnd(pool)
   t.teardown(async () => {
-    await pool.end()
+    await end()
     await destroyOrm('postgres', orm)
   })
   const count = async (): Promise<number> => Number((await pool.query('SELECT count(*) AS n FROM "tag"')).rows[0].n)
