@@ -51,16 +51,21 @@ export async function createOrm (db: Database, entities: unknown[], server: Post
 }
 
 /**
- * The end of a test's own `pg` pool, which waits until every connection it made is closed.
- * `pool.end()` resolves once its clients are out of its list, while their connections may still
- * be closing: a database dropped at once (`destroyOrm`, `WITH (FORCE)`) would end one with an
- * error, which the pool raises again as an 'error' event of its own.
+ * A `pg` pool of a test's own (`config`: max 1 unless it says otherwise) on a new PostgreSQL
+ * database with `entities`, dropped at the test's end once every connection the pool made is
+ * closed: `pool.end()` resolves once its clients are out of its list, while their connections may
+ * still be closing, and a database dropped at once (`WITH (FORCE)`) would end one with an error
+ * that the pool raises again as an 'error' event of its own.
  */
-export function poolEnd (pool: pg.Pool): () => Promise<void> {
+export async function poolOnNewDatabase (
+  t: { teardown (fn: () => Promise<void>): void }, entities: unknown[], config: pg.PoolConfig = {}
+): Promise<pg.Pool> {
+  const orm = await createOrm('postgres', entities)
+  const pool = new pg.Pool({ ...PG, database: orm.config.get('dbName') as string, max: 1, ...config })
   const open = new Set<pg.PoolClient>()
   pool.on('connect', client => { open.add(client) })
   pool.on('remove', client => { open.delete(client) })
-  return async () => {
+  t.teardown(async () => {
     const closed = new Promise<void>(resolve => {
       const check = (): void => { if (open.size === 0) resolve() }
       pool.on('remove', check)
@@ -68,7 +73,9 @@ export function poolEnd (pool: pg.Pool): () => Promise<void> {
     })
     await pool.end()
     await closed
-  }
+    await destroyOrm('postgres', orm)
+  })
+  return pool
 }
 
 /** Closes the ORM; on PostgreSQL also drops its database (on `server`). */

@@ -6,12 +6,11 @@
 import t, { type Test } from 'tap'
 import fc from 'fast-check'
 import pg from 'pg'
-import type { MikroORM } from '@mikro-orm/core'
 import { describedQueries, type QueryClass } from '../../src/sql/postgres/postgres-described.ts'
 import { implicitTransaction } from '../../src/sql/postgres/postgres-implicit.ts'
 import { postgresConnections } from '../../src/sql/postgres/postgres-statements.ts'
 import { entities } from '../fixtures/entities.ts'
-import { createOrm, DATABASES, destroyOrm, PG, poolEnd } from '../helpers/db.ts'
+import { DATABASES, poolOnNewDatabase } from '../helpers/db.ts'
 
 type Result = { rows: unknown[], fields: Array<{ name: string, dataTypeID: number }>, rowCount: number | null, command: string }
 type Config = { name?: string, text: string, values?: unknown[], rowMode?: 'array' }
@@ -34,14 +33,7 @@ function countDescribes (t: Test): () => number {
 }
 
 async function setUp (t: Test, max = 1): Promise<pg.Pool> {
-  const orm: MikroORM = await createOrm('postgres', entities)
-  const pool = new pg.Pool({ ...PG, database: orm.config.get('dbName') as string, max })
-  const end = poolEnd(pool)
-  t.teardown(async () => {
-    await end()
-    await destroyOrm('postgres', orm)
-  })
-  return pool
+  return await poolOnNewDatabase(t, entities, { max })
 }
 
 /** Runs `config` through the described class on the pool (as the plugin's reads do). */
@@ -183,15 +175,9 @@ if (DATABASES.includes('postgres')) {
   })
 
   t.test('postgres: a pool whose client class has no query class runs the plugin\'s statements as pg\'s query configs', async t => {
-    const orm: MikroORM = await createOrm('postgres', entities)
     class Client extends pg.Client {}
     Object.defineProperty(Client, 'Query', { value: undefined })
-    const pool = new pg.Pool({ ...PG, database: orm.config.get('dbName') as string, max: 1, Client })
-    const end = poolEnd(pool)
-    t.teardown(async () => {
-      await end()
-      await destroyOrm('postgres', orm)
-    })
+    const pool = await poolOnNewDatabase(t, entities, { Client })
     const describes = countDescribes(t)
     const { prepared } = postgresConnections({} as never, pool, { config: { get: () => undefined } } as never)
     for (let n = 0; n < 3; n++) t.same(await prepared({} as never, 'SELECT $1::int AS n', [n], false, false), [{ n }], `execution ${n + 1}`)

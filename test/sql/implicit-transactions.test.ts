@@ -7,12 +7,11 @@
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import { sql as kyselySql, type Kysely } from 'kysely'
-import type { MikroORM } from '@mikro-orm/core'
 import { openOnPool } from '../../src/sql/postgres/postgres-transactions.ts'
 import type { NativePool } from '../../src/sql/driver.ts'
 import type { OpenTransaction } from '../../src/sql/transactions.ts'
 import { entities } from '../fixtures/entities.ts'
-import { createOrm, DATABASES, destroyOrm, PG, poolEnd } from '../helpers/db.ts'
+import { DATABASES, PG, poolOnNewDatabase } from '../helpers/db.ts'
 
 type Result = { rows: Array<Record<string, unknown>>, command: string }
 type Run = (config: string | { name?: string, text: string, values?: unknown[], rowMode?: 'array' }) => Promise<Result>
@@ -24,16 +23,10 @@ const runner = (transaction: OpenTransaction): Run => {
 }
 
 async function setUp (t: Test, options: pg.PoolConfig = {}): Promise<{ pool: pg.Pool, open: ReturnType<typeof openOnPool>, count: () => Promise<number> }> {
-  const orm: MikroORM = await createOrm('postgres', entities)
-  const pool = new pg.Pool({ ...PG, database: orm.config.get('dbName') as string, max: 1, ...options })
+  const pool = await poolOnNewDatabase(t, entities, options)
   // As the ORM does: a client's connection that breaks while it is lent is an 'error' event of
   // the client, fatal without a listener.
   pool.on('connect', client => { client.on('error', () => {}) })
-  const end = poolEnd(pool)
-  t.teardown(async () => {
-    await end()
-    await destroyOrm('postgres', orm)
-  })
   const count = async (): Promise<number> => Number((await pool.query('SELECT count(*) AS n FROM "tag"')).rows[0].n)
   return { pool, open: openOnPool(pool as unknown as NativePool), count }
 }

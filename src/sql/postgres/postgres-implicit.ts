@@ -18,9 +18,8 @@
  *
  * @module
  */
-import type { QueryConfig } from '../driver.ts'
+import type { QueryConfig, QueryRunner } from '../driver.ts'
 import type { OpenTransaction } from '../transactions.ts'
-import type { QueryRunner } from '../driver.ts'
 import { describedQueries, type PgQuery, type QueryClass, type QueryWriter } from './postgres-described.ts'
 import { turnWriter, type Corkable } from './postgres-turns.ts'
 
@@ -40,7 +39,6 @@ export interface ImplicitCapable {
   pipeline?: boolean
   query (submittable: object): unknown
 }
-
 
 /** A write's transaction on `client`; `release()` says whether its connection broke (then the pool drops it). */
 export function implicitTransaction (
