@@ -3,12 +3,13 @@
  *
  * @module
  */
-import { pageOf, type Page, type Paging } from '../criteria/cursor.ts'
+import { pageAround, pageOf, type Page, type Paging } from '../criteria/cursor.ts'
 import type { BlueprintQuery, Criteria, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import type { Model } from '../models/model.ts'
 import type { Snapshot } from '../sql/database.ts'
-import type { JsonRecord } from '../sql/rows.ts'
+import type { RowText } from '../sql/json-text.ts'
+import type { ArrayRow, JsonRecord } from '../sql/rows.ts'
 import type { ActionContext } from './context.ts'
 
 /**
@@ -80,4 +81,36 @@ export function findPage (
   if (!counted) return findBy(ctx, model, criteria, policy, snapshot).then(rows => pageOf(paging, rows))
   return findAndCount(ctx, model, criteria, { ...criteria, where: paging.where }, policy, snapshot)
     .then(([rows, total]) => ({ ...pageOf(paging, rows), total }))
+}
+
+/** A flat find's answer as JSON text (see {@link findText}); for a cursor page, with the cursors beside it. */
+export interface FoundText {
+  /** The JSON text of the array of the records. */
+  readonly json: string
+  readonly next?: string
+  readonly prev?: string
+}
+
+/**
+ * Runs a flat find (nothing populated) without a policy, from its checked `criteria`, answered as
+ * JSON text written straight from its rows (sql/json-text.ts): the text the route's serializer
+ * would write for its records; for a cursor page (`criteria.paging`), with the cursors of the
+ * pages beside it. `undefined`, with nothing run, where the dialect does not write its fields:
+ * the caller reads records.
+ */
+export function findText (ctx: ActionContext, model: Model, criteria: Criteria): Promise<FoundText> | undefined {
+  const text = ctx.loader.textOf(model, criteria)
+  if (text === undefined) return undefined
+  return ctx.database.read(undefined, run => ctx.loader.findText(run, model, criteria), true).then(rows => {
+    if (criteria.paging === undefined) return { json: arrayOf(rows, text.write) }
+    const page = pageAround(criteria.paging, rows, text.keys as NonNullable<RowText['keys']>)
+    return { json: arrayOf(page.records, text.write), next: page.next, prev: page.prev }
+  })
+}
+
+/** The JSON array of `rows`, each written by `write`. */
+function arrayOf (rows: readonly ArrayRow[], write: RowText['write']): string {
+  let json = '['
+  for (let i = 0; i < rows.length; i++) json += i === 0 ? write(rows[i]) : `,${write(rows[i])}`
+  return `${json}]`
 }

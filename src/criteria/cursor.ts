@@ -135,6 +135,16 @@ export interface Page<R> {
  * `before`).
  */
 export function pageOf<R extends Record<string, unknown>> (paging: Paging, rows: R[]): Page<R> {
+  const page = pageAround(paging, rows, record => record)
+  for (const name of paging.added) for (const record of rows) delete record[name]
+  return page
+}
+
+/**
+ * The page of `rows` as {@link pageOf} makes it, for rows of any form: `keys` gives a row's
+ * values of the sort keys, as its record has them.
+ */
+export function pageAround<R> (paging: Paging, rows: R[], keys: (row: R) => Readonly<Record<string, unknown>>): Page<R> {
   const more = rows.length > paging.limit
   if (more) rows.length = paging.limit
   if (paging.side === 'before') rows.reverse()
@@ -142,8 +152,7 @@ export function pageOf<R extends Record<string, unknown>> (paging: Paging, rows:
   const back = paging.side === 'after' ? paging.anchored : more
   const count = rows.length
   const page: { records: R[], next?: string, prev?: string } = { records: rows }
-  if (onward && count > 0) page.next = cursorOf(paging, rows[count - 1])
-  if (back && count > 0) page.prev = cursorOf(paging, rows[0])
-  for (const name of paging.added) for (const record of rows) delete record[name]
+  if (onward && count > 0) page.next = cursorOf(paging, keys(rows[count - 1]))
+  if (back && count > 0) page.prev = cursorOf(paging, keys(rows[0]))
   return page
 }

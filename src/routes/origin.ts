@@ -34,12 +34,21 @@ export const QUERY: unique symbol = Symbol('fastify-blueprints.query')
  */
 export const SERIALIZER: unique symbol = Symbol('fastify-blueprints.serializer')
 
-/** A raw request that may carry an origin, a snapshot for its read, the query its find ran and the serializer it chose. */
+/**
+ * The key of a mark on a raw request whose answer is read as records once the route has answered
+ * (realtime's tap on the routes marks every request it sees in a socket's scope: it subscribes the
+ * socket to what a read answered): its find answers records, never text that the database wrote
+ * (see routes/serialization.ts).
+ */
+export const RECORDS: unique symbol = Symbol('fastify-blueprints.records')
+
+/** A raw request that may carry an origin, a snapshot for its read, the query its find ran, the serializer it chose and the mark of {@link RECORDS}. */
 export interface WithOrigin {
   [ORIGIN]?: string
   [SNAPSHOT]?: Snapshot
   [QUERY]?: BlueprintQuery
   [SERIALIZER]?: (value: unknown) => string
+  [RECORDS]?: true
 }
 
 /** Serialises a route's answer with `serialize` rather than its response schema (see {@link SERIALIZER}). */
@@ -63,4 +72,14 @@ export function originOf (request: FastifyRequest): string | undefined {
 /** The snapshot `request`'s read is asked to run in (`undefined` for a plain HTTP request). */
 export function snapshotOf (request: FastifyRequest): Snapshot | undefined {
   return (request.raw as WithOrigin)[SNAPSHOT]
+}
+
+/** Marks `request`'s answer as read as records (see {@link RECORDS}). */
+export function answerRecords (request: FastifyRequest): void {
+  (request.raw as WithOrigin)[RECORDS] = true
+}
+
+/** Whether `request`'s answer is read as records (see {@link RECORDS}). */
+export function answersRecords (request: FastifyRequest): boolean {
+  return (request.raw as WithOrigin)[RECORDS] === true
 }

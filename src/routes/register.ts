@@ -12,6 +12,7 @@ import { originOf, snapshotOf } from './origin.ts'
 import { policyOf, routeModels } from './policy.ts'
 import { describeRoute } from './descriptions.ts'
 import { ROUTES } from './table.ts'
+import { keepErrorBody } from './serialization.ts'
 import { compileValidator, compileValidatorBodyReadByAction, parseJsonBodies } from './validation.ts'
 
 /**
@@ -94,16 +95,6 @@ function routeName (spec: RouteSpec): BlueprintAction | 'replaceShortcut' {
 function operationId (spec: RouteSpec, model: Model, association?: Association): string {
   const name = routeName(spec)
   return association === undefined ? `${name}_${model.identity}` : `${name}_${model.identity}_${association.name}`
-}
-
-/**
- * Sends an error body that app code put in the reply (a hook's `reply.code(403).send({ … })`)
- * as JSON of its own, so that the route's error schema cannot reshape it, drop its fields or
- * fail on them with a 500. The plugin's own errors are thrown, and never pass here.
- */
-function keepErrorBody (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void {
-  if (reply.statusCode >= 400) reply.serializer(JSON.stringify)
-  done(null, payload)
 }
 
 /** Global hooks run first, then the model's, then the action's. */

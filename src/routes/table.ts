@@ -10,7 +10,7 @@ import { Type, type TSchema } from 'typebox'
 import { add } from '../actions/add.ts'
 import { create } from '../actions/create.ts'
 import { destroy } from '../actions/destroy.ts'
-import { find, findBy, findCounted, findPage, type FoundPage } from '../actions/find.ts'
+import { find, findBy, findCounted, findPage, findText, type FoundPage } from '../actions/find.ts'
 import { findOne } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
 import { remove } from '../actions/remove.ts'
@@ -27,7 +27,8 @@ import { checked, type RouteQuery } from './policy.ts'
 import { checkQueryEncoding } from './validation.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { routePath } from '../models/identity.ts'
-import { ranQuery, serializeWith } from './origin.ts'
+import { answersRecords, ranQuery, serializeWith } from './origin.ts'
+import { onlyOwnSerialization, sendJson } from './serialization.ts'
 import { NestedSchemas } from './nested-schema.ts'
 import { pageLinks } from './page-links.ts'
 import { QueryCache } from './query-cache.ts'
@@ -76,9 +77,14 @@ function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSch
 
 /** A cursor page's records, its next and previous pages in the `Link` header (when it has either). */
 function withLinks (reply: FastifyReply, page: FoundPage): FoundPage['records'] {
+  linksOf(reply, page)
+  return page.records
+}
+
+/** The `Link` header of a cursor page's next and previous pages (when it has either). */
+function linksOf (reply: FastifyReply, page: { readonly next?: string, readonly prev?: string }): void {
   const links = pageLinks(reply.request.url, page)
   if (links !== undefined) reply.header(LINK, links)
-  return page.records
 }
 
 /** Whether a find is asked as a cursor page (`after` / `before`, docs/criteria.md#cursor-pages). */
@@ -109,6 +115,9 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const deeper = new NestedSchemas(input.model, true)
       const bounds = input.ctx.bounds
       const queries = new QueryCache()
+      // Whether the route runs no app hook that reads its records before they are serialised (see
+      // serialization.ts), known at its first request (hooks are fixed once the app is ready).
+      let textual: boolean | undefined
       return async (request, reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
         const parameters = request.query as QueryString
@@ -125,12 +134,24 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         // Without a policy or a count there is nothing to wait for: no await, no promise of ours.
         if (policy === undefined && !counted) {
           ranQuery(request, parsed)
+          // A flat find over HTTP: written straight from its rows, where the dialect writes them.
+          const text = parsed.populate === false && !answersRecords(request) && (textual ??= onlyOwnSerialization(request))
           if (!byCursor(parsed)) {
             const criteria = known?.criteria ?? queries.keep(key, parsed, validateFind(parsed, input.model, bounds))
+            const written = text ? findText(input.ctx, input.model, criteria) : undefined
+            if (written !== undefined) return written.then(found => sendJson(reply, found.json))
             return flatWhenBare(reply, parsed, flat, findBy(input.ctx, input.model, criteria, undefined, snapshot), deeper, bounds)
           }
           const template = known?.page ?? queries.keepPage(key, parsed, pageTemplate(parsed, input.model, bounds))
-          const paged = findPage(input.ctx, input.model, pageCriteria(template, parsed), undefined, false, snapshot)
+          const criteria = pageCriteria(template, parsed)
+          const written = text ? findText(input.ctx, input.model, criteria) : undefined
+          if (written !== undefined) {
+            return written.then(found => {
+              linksOf(reply, found)
+              return sendJson(reply, found.json)
+            })
+          }
+          const paged = findPage(input.ctx, input.model, criteria, undefined, false, snapshot)
           return paged.then(page => flatWhenBare(reply, parsed, flat, withLinks(reply, page), deeper, bounds))
         }
         const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)

@@ -17,7 +17,7 @@ import type { DatabaseKind, ToJson } from '../models/database-values.ts'
 import type { AttributeType, CollectionAssociation, Model } from '../models/model.ts'
 import type { SqlCache } from './cache.ts'
 import type { ChangeLogSql } from './change-log.ts'
-import type { JsonTree, Typed } from './fragments.ts'
+import type { JsonText, JsonTree, Typed } from './fragments.ts'
 import type { LinkChange, LinkLocks, LinkOutcome } from './link-change.ts'
 import { postgresDialect } from './postgres/postgres-dialect.ts'
 import type { Executor } from './rows.ts'
@@ -115,6 +115,11 @@ export interface Dialect {
    * does is one statement (see tree.ts); `undefined`: level by level, a statement per collection.
    */
   readonly jsonTree: JsonTree | undefined
+  /**
+   * How a flat find's values are written as JSON straight from its rows, so that a find answered
+   * over HTTP builds no record (see json-text.ts); `undefined`: the records are read and serialised.
+   */
+  readonly jsonText: JsonText | undefined
   /** The statements of realtime's change log kept in `table` (letters, digits and `_`); see change-log.ts. */
   changeLog (table: string): ChangeLogSql
 

@@ -36,6 +36,26 @@ export interface JsonTree {
   value (column: Sql, field: Pick<Field, 'type' | 'columnType'>): Sql | undefined
 }
 
+/** How a field's non-null value `v` is written (see {@link JsonText}): JavaScript expressions of `v` and of `date`. */
+export interface FieldText {
+  /** Its JSON text, as the route's serializer writes the record's value. */
+  readonly json: string
+  /** The record's value (the cursors are made of it). */
+  readonly value: string
+}
+
+/**
+ * How a field's values are written as JSON straight from a row's value, with no record between
+ * (see json-text.ts): for the column types whose values the dialect knows in both the forms a
+ * row can hold them — the text the server sent, and the driver's parsed value.
+ */
+export interface JsonText {
+  /** How `field`'s values are written; `undefined` for a field whose column type it does not know. */
+  field (field: Pick<Field, 'type' | 'columnType'>): FieldText | undefined
+  /** What the expressions call `date`: a timestamp's ISO text. */
+  readonly date: (value: unknown) => string
+}
+
 /** No SQL: the page of every row from the first, a clause a dialect does not have. */
 export const NOTHING: Sql = sql``
 

@@ -16,6 +16,7 @@ import type { Dialect } from './dialect.ts'
 import { NOTHING } from './fragments.ts'
 import { keyIndex, Projections } from './fields.ts'
 import { FindStatements, isKey, type Join } from './find-statement.ts'
+import { RowTexts, type RowText } from './json-text.ts'
 import { inOrder, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
 import { TreeColumns } from './tree.ts'
 import { where as condition } from './where.ts'
@@ -32,6 +33,8 @@ export class RecordLoader {
   readonly #statements: FindStatements
   /** Populate trees in one statement, where the database builds JSON (see tree.ts). */
   readonly #tree: TreeColumns | undefined
+  /** Flat records written as JSON text from their rows, where the dialect knows how (see json-text.ts). */
+  readonly #texts: RowTexts | undefined
 
   constructor (dialect: Dialect) {
     this.#dialect = dialect
@@ -39,6 +42,7 @@ export class RecordLoader {
     this.#children = new ChildLoader(dialect, this.#projections)
     this.#statements = new FindStatements(dialect, this.#projections)
     this.#tree = dialect.jsonTree === undefined ? undefined : new TreeColumns(dialect, dialect.jsonTree, this.#projections)
+    this.#texts = dialect.jsonText === undefined ? undefined : new RowTexts(dialect.jsonText)
   }
 
   /** The projection of a populated child: every attribute, singular associations as raw keys. */
@@ -129,6 +133,28 @@ export class RecordLoader {
       if (deep(criteria.projection)) await this.#deeper(run, model, records, criteria.projection, options, criteria.caseInsensitive, true)
     }
     return records
+  }
+
+  /**
+   * How a flat find (nothing populated) without a policy writes its rows as JSON text straight
+   * from them (json-text.ts); `undefined` where the dialect does not write a field's type (the
+   * find then reads records).
+   */
+  textOf (model: Model, criteria: Criteria): RowText | undefined {
+    const { projection } = criteria
+    const flat = projection.collections.length === 0 && projection.singulars.every(({ populate, nested }) => !populate && nested === undefined)
+    if (this.#texts === undefined || !flat) return undefined
+    return this.#texts.of(model, this.#projections.fields(projection), criteria)
+  }
+
+  /**
+   * The rows of a flat find that {@link textOf} writes: the find's statement, its values as the
+   * texts the server sent where the driver hands them over.
+   */
+  findText (run: Executor, model: Model, criteria: Criteria): Promise<ArrayRow[]> {
+    if (criteria.where.kind === 'none' || criteria.limit === 0) return Promise.resolve([])
+    const { statement } = this.#statements.find(model, this.#projections.fields(criteria.projection), criteria, undefined)
+    return run({ ...statement, arrays: 'texts' }) as unknown as Promise<ArrayRow[]>
   }
 
   /** The records of a find's rows: their fields, and the populated singular associations joined. */

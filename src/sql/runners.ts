@@ -15,10 +15,11 @@ export const MAX_PREPARED = 256
 /**
  * Runs a statement text with its parameters on `runner`. `held`: `runner` holds its connection
  * (a transaction); otherwise one is lent for the statement. `arrays`: rows as arrays of column
- * values, in the order of the select list (whose column names are then distinct).
+ * values, in the order of the select list (whose column names are then distinct); `'texts'`: see
+ * `Statement.arrays`.
  */
 export type RunPrepared = (
-  runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean, arrays: boolean
+  runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean, arrays: boolean | 'texts'
 ) => Promise<unknown[]>
 
 /** How statements run, and transactions open, on one ORM's connections (see `Database`). */
@@ -40,4 +41,4 @@ export const valuesOf = (result: { rows: unknown[] }): unknown[] => result.rows.
 
 /** Statements as Kysely runs them, unprepared: for drivers no dialect knows. */
 export const plain: RunPrepared = async (runner, sql, params, _held, arrays) =>
-  (arrays ? valuesOf : rowsOf)(await runner.executeQuery(CompiledQuery.raw(sql, params as unknown[])))
+  (arrays !== false ? valuesOf : rowsOf)(await runner.executeQuery(CompiledQuery.raw(sql, params as unknown[])))

@@ -17,8 +17,12 @@ export type Sql = RawBuilder<unknown>
 export interface Statement {
   readonly sql: string
   readonly params: readonly unknown[]
-  /** Its rows come as arrays of column values (`ArrayRow`, rows.ts) rather than objects. */
-  readonly arrays?: boolean
+  /**
+   * Its rows come as arrays of column values (`ArrayRow`, rows.ts) rather than objects; `'texts'`:
+   * as arrays, each value as the text the server sent where the driver can hand it over unparsed
+   * (PostgreSQL on `pg`, outside a transaction), else as parsed (see json-text.ts).
+   */
+  readonly arrays?: boolean | 'texts'
 }
 
 /**

@@ -20,7 +20,7 @@ import type { Hub, Read } from '../hub/hub.ts'
 import { FOLLOW_HANDLE, HELD_HEADER, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER, RESUMED_HEADER, SUBSCRIPTION_LIMIT } from '../protocol.ts'
 import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
-import { SERIALIZER, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
+import { answerRecords, SERIALIZER, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { followKey, followRead, hold, unhold, type FollowSetup } from '../live/follow-read.ts'
 import { heldRecords } from '../live/live-diff.ts'
@@ -63,6 +63,8 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
       return scope === undefined ? handler(request, reply) : tapped(scope, read, request, reply)
     }) as RouteHandlerMethod
     async function tapped (scope: SocketRequest, read: ReadRoute | undefined, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+      // What a read answers here is read as records (subscribe, below; a followed query's rows).
+      answerRecords(request)
       // A followed query run again, or a socket's find that follows its query (docs/live.md).
       const follows = scope.refresh === true || (read?.action === 'find' && scope.raw === request.raw && parseFollow(request.query as QueryString))
       if (follows) return await followed(scope, read as ReadRoute, request, reply)

@@ -31,6 +31,7 @@ export interface QueryWriter {
 /** `pg`'s result, as this module reads and fills it. */
 interface PgResult {
   fields: unknown[]
+  rows: unknown[]
   _parsers?: unknown[]
   _prebuiltEmptyResultObject?: object
   _types?: unknown
@@ -109,6 +110,24 @@ export function describedQueries (Query: QueryClass): QueryClass {
 
 function describedClass (Query: QueryClass): QueryClass {
   return class DescribedQuery extends Query {
+    /** The rows as the texts the server sent, unparsed (`texts` in the config; see json-text.ts). */
+    readonly #texts: boolean
+
+    constructor (config: object | string, values?: unknown, callback?: (err: Error | null, result: unknown) => void) {
+      super(config, values, callback)
+      this.#texts = (config as { texts?: unknown }).texts === true
+    }
+
+    handleDataRow (message: unknown): void {
+      if (!this.#texts) {
+        super.handleDataRow(message)
+        return
+      }
+      // `pg`'s own step but the parsing, which is all that can cancel a query's rows, and the
+      // 'row' event: these queries are the pool's, with a callback, and nothing listens to rows.
+      ;(this._result as PgResult).rows.push((message as { fields: unknown[] }).fields)
+    }
+
     prepare (connection: QueryWriter): void {
       const name = this.name
       if (name === undefined || name === '') {

@@ -10,6 +10,7 @@ import type { AttributeType } from '../../models/model.ts'
 import { SqlCache } from '../cache.ts'
 import { postgresChangeLog } from './postgres-change-log.ts'
 import { POSTGRES } from './postgres-fragments.ts'
+import { POSTGRES_JSON_TEXT } from './postgres-json-text.ts'
 import { PostgresLinks } from './postgres-links.ts'
 import { moveSequence } from './postgres-sequences.ts'
 import { postgresConnections } from './postgres-statements.ts'
@@ -32,6 +33,7 @@ export function postgresDialect () {
     // PostgreSQL sends every value as text to decode: a parent's columns repeated on each member's
     // row cost more than a statement (a write with ten members: 8 % slower joined).
     answerJoinsCollection: false,
+    jsonText: POSTGRES_JSON_TEXT,
     changeLog: postgresChangeLog
   }
 }

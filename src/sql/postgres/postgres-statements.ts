@@ -44,13 +44,13 @@ function namedStatements (pool: NativePool, direct: boolean): RunPrepared {
     // Without a name, pg runs the text as an unnamed statement. Returned, not awaited: the
     // caller's await is the only one.
     if (native !== undefined) {
-      const config = { name, text: sql, values: params, rowMode: arrays ? 'array' as const : undefined }
+      const config = { name, text: sql, values: params, rowMode: arrays !== false ? 'array' as const : undefined, texts: arrays === 'texts' }
       return native.query(native === outside && Described !== undefined ? new Described(config) as unknown as QueryConfig : config).then(rowsOf)
     }
     // Kysely hands `sql` to pg's `client.query()` as it is, and pg takes a query config object
     // there as well as a text: a fresh one each time, since pg writes the values into it.
     const query = { ...CompiledQuery.raw(sql, params as unknown[]), sql: { name, text: sql } as unknown as string }
-    return runner.executeQuery(query).then(arrays ? valuesOf : rowsOf)
+    return runner.executeQuery(query).then(arrays !== false ? valuesOf : rowsOf)
   }
 }
 

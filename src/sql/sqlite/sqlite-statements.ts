@@ -15,7 +15,7 @@ function cachedStatements (database: NativeSqlite): RunPrepared {
   // The handle's statements, for the registration that made this runner (a second registration
   // on the same ORM prepares its own: a statement is cheap to prepare once more).
   const cache = new Map<string, NativeStatement>()
-  const execute = (sql: string, params: readonly unknown[], arrays: boolean): unknown[] => {
+  const execute = (sql: string, params: readonly unknown[], arrays: boolean | 'texts'): unknown[] => {
     let statement = cache.get(sql)
     if (statement === undefined) {
       statement = database.prepare(sql)
@@ -23,7 +23,8 @@ function cachedStatements (database: NativeSqlite): RunPrepared {
     } else cache.delete(sql)
     // Most recently used last: the first key is the one to drop.
     cache.set(sql, statement)
-    if (statement.reader) return statement.raw(arrays).all(params)
+    // better-sqlite3 has no texts to hand over: its values are typed already.
+    if (statement.reader) return statement.raw(arrays !== false).all(params)
     statement.run(params)
     return []
   }
