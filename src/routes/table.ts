@@ -115,9 +115,6 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const deeper = new NestedSchemas(input.model, true)
       const bounds = input.ctx.bounds
       const queries = new QueryCache()
-      // Whether the route runs no app hook that reads its records before they are serialised (see
-      // serialization.ts), known at its first request (hooks are fixed once the app is ready).
-      let textual: boolean | undefined
       return async (request, reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
         const parameters = request.query as QueryString
@@ -135,7 +132,8 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         if (policy === undefined && !counted) {
           ranQuery(request, parsed)
           // A flat find over HTTP: written straight from its rows, where the dialect writes them.
-          const text = parsed.populate === false && !answersRecords(request) && (textual ??= onlyOwnSerialization(request))
+          // (Asked of each request's route: GET and HEAD share this handler, each with its hooks.)
+          const text = parsed.populate === false && !answersRecords(request) && onlyOwnSerialization(request)
           if (!byCursor(parsed)) {
             const criteria = known?.criteria ?? queries.keep(key, parsed, validateFind(parsed, input.model, bounds))
             const written = text ? findText(input.ctx, input.model, criteria) : undefined

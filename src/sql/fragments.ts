@@ -42,6 +42,12 @@ export interface FieldText {
   readonly json: string
   /** The record's value (the cursors are made of it). */
   readonly value: string
+  /**
+   * What the serializer writes for null where the record's schema does not allow it (a NOT NULL
+   * attribute whose column holds a null anyway: a column changed under the model, or a
+   * single-table-inheritance child's own column): a JSON text.
+   */
+  readonly none: string
 }
 
 /**

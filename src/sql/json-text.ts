@@ -12,7 +12,7 @@
  * @module
  */
 import type { Criteria } from '../criteria/types.ts'
-import type { Model } from '../models/model.ts'
+import type { Model, SingularAssociation } from '../models/model.ts'
 import type { FieldText, JsonText } from './fragments.ts'
 import type { ArrayRow, Field, JsonRecord } from './rows.ts'
 
@@ -79,8 +79,12 @@ export class RowTexts {
       `((v = row[${index}]) === null ? ${none} : ${(texts.get(field) as FieldText)[as]})`
     let body = ''
     for (const entry of answered) {
-      const name = `${body === '' ? '' : ','}${JSON.stringify(entry.field.name)}:`
-      body += ` + ${JSON.stringify(name)} + ${read(entry, 'json', "'null'")}`
+      const { name } = entry.field
+      // A null as the schema has it: null where it allows null, else what the serializer writes.
+      const attribute = model.attributes.get(name)
+      const nullable = attribute === undefined ? (model.singulars.get(name) as SingularAssociation).nullable : attribute.nullable
+      const none = nullable ? 'null' : (texts.get(entry.field) as FieldText).none
+      body += ` + ${JSON.stringify(`${body === '' ? '' : ','}${JSON.stringify(name)}:`)} + ${read(entry, 'json', JSON.stringify(none))}`
     }
     // eslint-disable-next-line no-new-func -- generated from metadata, not from input
     const write = new Function('date', `return row => { let v; return '{'${body} + '}' }`)(this.#text.date) as RowText['write']

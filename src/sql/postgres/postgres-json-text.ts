@@ -26,10 +26,10 @@ const TIMESTAMPTZ = /^(?:timestamptz|timestamp with time zone)(?:\(\d\))?$/
 
 /** How each kind of value is written. */
 const TEXTS = {
-  text: { json: 'JSON.stringify(v)', value: 'v' },
-  integer: { json: `('' + v)`, value: 'Number(v)' },
-  boolean: { json: `(v === true || v === 't' ? 'true' : 'false')`, value: `(v === true || v === 't')` },
-  date: { json: `('"' + date(v) + '"')`, value: 'date(v)' }
+  text: { json: 'JSON.stringify(v)', value: 'v', none: '""' },
+  integer: { json: `('' + v)`, value: 'Number(v)', none: '0' },
+  boolean: { json: `(v === true || v === 't' ? 'true' : 'false')`, value: `(v === true || v === 't')`, none: 'false' },
+  date: { json: `('"' + date(v) + '"')`, value: 'date(v)', none: '""' }
 } satisfies Record<string, FieldText>
 
 /** `JsonText` as PostgreSQL's values on `pg` need it. */
