@@ -4,6 +4,7 @@
  * @module
  */
 import { sql } from 'kysely'
+import { BP_ERR_VALUE_REJECTED } from '../errors.ts'
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
 import { table, type Executor } from './rows.ts'
@@ -37,7 +38,11 @@ export class RecordWriter {
     // `Dialect.moveSequence`; none where the database does it itself).
     const moveSequence = this.#dialect.moveSequence
     if (moveSequence !== undefined && !key.required && assignments.some(a => a.field === key)) await moveSequence(this.#run, model)
-    return row.id
+    // A key the database generated beyond what its column declares (SQLite's 64-bit rowid for an
+    // `integer` key past 2^31 − 1): refused, as PostgreSQL's sequence of such a column refuses it.
+    const id = row.id
+    if (key.range !== undefined && typeof id === 'number' && (id > key.range.max || id < key.range.min)) throw new BP_ERR_VALUE_REJECTED()
+    return id
   }
 
   /** Updates the columns of the assignments on the record `id`. */

@@ -72,6 +72,17 @@ for (const db of DATABASES) {
     t.same(await rows(app), before, 'nothing was written')
   })
 
+  t.test(`${db}: a key the database would generate beyond its column's range is refused; nothing is written`, async t => {
+    // Found by the writes fuzz: after a create that gave the largest integer key, SQLite's next
+    // rowid (2^31) was stored and answered, where PostgreSQL's sequence refuses it.
+    const { app } = await build(t, db, { seed: false, entities: [Meter] })
+    t.equal((await app.inject({ method: 'POST', url: '/meter', payload: { id: 2147483647 } })).statusCode, 200, 'the largest key, given')
+    const before = await rows(app)
+    const res = await app.inject({ method: 'POST', url: '/meter', payload: { tally: 1 } })
+    t.same([res.statusCode, res.json().code], [400, 'BP_ERR_VALUE_REJECTED'], 'the next generated key does not fit')
+    t.same(await rows(app), before, 'nothing was written')
+  })
+
   t.test(`${db}: the reported case: a double given as "1e999"`, async t => {
     const app = await meters(t, db)
     const created = await write(app, 'POST', '{"exact":"1e999"}')
