@@ -11,7 +11,7 @@ import { add } from '../actions/add.ts'
 import { create } from '../actions/create.ts'
 import { destroy } from '../actions/destroy.ts'
 import { find, findBy, findCounted, findPage, findText, type FoundPage } from '../actions/find.ts'
-import { findOne, findOneText } from '../actions/find-one.ts'
+import { findOne, findOneOf, findOneText, oneCriteria } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
 import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
@@ -195,12 +195,13 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         }
         const id = (request.params as { id: string }).id
         if (policy === undefined) {
+          const one = oneCriteria(input.ctx, input.model, id, query)
           // A flat record over HTTP: written straight from its row, where the dialect writes it.
           const written = query.populate === false && !answersRecords(request) && onlyOwnSerialization(request)
-            ? findOneText(input.ctx, input.model, id, query)
+            ? findOneText(input.ctx, input.model, one)
             : undefined
           if (written !== undefined) return written.then(json => sendJson(reply, json))
-          return flatWhenBare(reply, query, flat, findOne(input.ctx, input.model, id, query, undefined, snapshot), deeper, bounds)
+          return flatWhenBare(reply, query, flat, findOneOf(input.ctx, input.model, one, undefined, snapshot), deeper, bounds)
         }
         const customised = await checked(input, request, query, { action: 'findOne', model: input.model }, policy)
         return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, policy, snapshot), deeper, bounds)
