@@ -37,8 +37,8 @@ export const SERIALIZER: unique symbol = Symbol('fastify-blueprints.serializer')
 /**
  * The key of a mark on a raw request whose answer is read as records once the route has answered
  * (realtime's tap on the routes marks every request it sees in a socket's scope: it subscribes the
- * socket to what a read answered): its find answers records, never text that the database wrote
- * (see routes/serialization.ts).
+ * socket to what a read answered): its find answers records, never JSON text written straight
+ * from the rows (see routes/serialization.ts).
  */
 export const RECORDS: unique symbol = Symbol('fastify-blueprints.records')
 
