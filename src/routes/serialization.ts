@@ -11,6 +11,8 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { BlueprintQuery } from '../criteria/types.ts'
+import { answersRecords } from './origin.ts'
 
 /**
  * Sends an error body that app code put in the reply (a hook's `reply.code(403).send({ … })`)
@@ -31,7 +33,7 @@ let contextKey: symbol | null | undefined
  * route context, which it does not expose: read by the symbol's name, and where that is not found
  * (another version of Fastify), the answer is no — the route sends records.
  */
-export function onlyOwnSerialization (request: FastifyRequest): boolean {
+function onlyOwnSerialization (request: FastifyRequest): boolean {
   /* c8 ignore start -- the key not found: only under a Fastify whose requests keep their route context otherwise */
   if (contextKey === undefined) contextKey = Object.getOwnPropertySymbols(request).find(key => key.description === 'fastify.context') ?? null
   if (contextKey === null) return false
@@ -39,6 +41,16 @@ export function onlyOwnSerialization (request: FastifyRequest): boolean {
   const hooks = (request as unknown as Record<symbol, { preSerialization?: unknown } | undefined>)[contextKey]?.preSerialization
   // Fastify binds each hook: the bound function keeps its name.
   return Array.isArray(hooks) && hooks.length === 1 && (hooks[0] as { name?: unknown }).name === `bound ${keepErrorBody.name}`
+}
+
+/**
+ * Whether a read asked by `request` with `query` (no policy) may answer JSON text written straight
+ * from its rows: nothing populated, asked over HTTP (not in a socket's scope, see `RECORDS` in
+ * origin.ts), on a route with no app hook that wants the records. Asked of each request's route:
+ * a GET and its HEAD share a handler, each with its own hooks.
+ */
+export function answersText (request: FastifyRequest, query: BlueprintQuery): boolean {
+  return query.populate === false && !answersRecords(request) && onlyOwnSerialization(request)
 }
 
 /** JSON text as it is, where a route's serializer would take it for a string to write as JSON. */

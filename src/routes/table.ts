@@ -27,8 +27,8 @@ import { checked, type RouteQuery } from './policy.ts'
 import { checkQueryEncoding } from './validation.ts'
 import type { RouteInput, RouteSpec } from './route-spec.ts'
 import { routePath } from '../models/identity.ts'
-import { answersRecords, ranQuery, serializeWith } from './origin.ts'
-import { onlyOwnSerialization, sendJson } from './serialization.ts'
+import { ranQuery, serializeWith } from './origin.ts'
+import { answersText, sendJson } from './serialization.ts'
 import { NestedSchemas } from './nested-schema.ts'
 import { pageLinks } from './page-links.ts'
 import { QueryCache } from './query-cache.ts'
@@ -132,8 +132,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         if (policy === undefined && !counted) {
           ranQuery(request, parsed)
           // A flat find over HTTP: written straight from its rows, where the dialect writes them.
-          // (Asked of each request's route: GET and HEAD share this handler, each with its hooks.)
-          const text = parsed.populate === false && !answersRecords(request) && onlyOwnSerialization(request)
+          const text = answersText(request, parsed)
           if (!byCursor(parsed)) {
             const criteria = known?.criteria ?? queries.keep(key, parsed, validateFind(parsed, input.model, bounds))
             const written = text ? findText(input.ctx, input.model, criteria) : undefined
@@ -197,9 +196,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         if (policy === undefined) {
           const one = oneCriteria(input.ctx, input.model, id, query)
           // A flat record over HTTP: written straight from its row, where the dialect writes it.
-          const written = query.populate === false && !answersRecords(request) && onlyOwnSerialization(request)
-            ? findOneText(input.ctx, input.model, one)
-            : undefined
+          const written = answersText(request, query) ? findOneText(input.ctx, input.model, one) : undefined
           if (written !== undefined) return written.then(json => sendJson(reply, json))
           return flatWhenBare(reply, query, flat, findOneOf(input.ctx, input.model, one, undefined, snapshot), deeper, bounds)
         }
