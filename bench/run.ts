@@ -53,7 +53,9 @@
 // Usage: npm run bench. Knobs: BENCH_DB=postgres|sqlite (one database only), BENCH_ONLY=a,c,f (some
 // workloads only), BENCH_ROUNDS (8), BENCH_SECONDS (2), BENCH_CPU_PROF=<dir> (V8 CPU profiles of the
 // server processes, written when they exit), BENCH_PIN=0 (no CPU pinning), BENCH_PG_DB (bp_bench), BENCH_AB=<checkout>
-// (that checkout's plugin replaces the hand-written server: two plugin versions side by side).
+// (that checkout's plugin replaces the hand-written server: two plugin versions side by side),
+// BENCH_BASELINE=log (on PostgreSQL, the hand-written server's writes also append a change-log row,
+// as the plugin's do: see bench/baseline.ts).
 // PostgreSQL at PGHOST, PGPORT, PGUSER, PGPASSWORD (127.0.0.1:5432, postgres).
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
 import { deepStrictEqual, notDeepStrictEqual } from 'node:assert/strict'
@@ -78,6 +80,8 @@ const WRITE_TARGET = 0.8
 const DATABASES: Db[] = process.env.BENCH_DB === 'postgres' || process.env.BENCH_DB === 'sqlite' ? [process.env.BENCH_DB] : ['postgres', 'sqlite']
 const ONLY = process.env.BENCH_ONLY?.split(',').map(s => s.trim())
 const PG_DB = process.env.BENCH_PG_DB ?? 'bp_bench'
+const BASELINE = process.env.BENCH_BASELINE ?? ''
+if (BASELINE !== '' && BASELINE !== 'log') throw new Error(`BENCH_BASELINE must be unset or log, not ${BASELINE}`)
 const PIN = process.env.BENCH_PIN !== '0' && cpus().length >= 2 && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0
 const DB_LABEL: Record<Db, string> = { postgres: 'PostgreSQL', sqlite: 'SQLite (in memory)' }
 const CONTENDERS = ['plugin', 'baseline'] as const
@@ -596,6 +600,7 @@ const started = Date.now()
 const load = (): string => loadavg().map(n => n.toFixed(2)).join(' ')
 console.log(`fastify-blueprints benchmark: ${ROUNDS} interleaved rounds × ${SECONDS} s per contender after a ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections, Node ${process.version}, ${cpus().length} CPUs${PIN ? ', servers on CPU 1, load generator on CPU 0' : ', no CPU pinning'}`)
 console.log(`load average at start: ${load()}`)
+if (BASELINE === 'log' && process.env.BENCH_AB === undefined) console.log('baseline: the change-log variant (BENCH_BASELINE=log): on PostgreSQL each hand-written write also appends a change-log row')
 if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
 const all: Outcome[] = []
 const memory: string[] = []

@@ -4,7 +4,9 @@
 // - plugin: MikroORM (its default pool) and the plugin registered as a user would,
 //   `app.register(blueprints, { orm })`, realtime on (the default).
 // - baseline: the hand-written app of bench/baseline.ts, on its own `pg.Pool` or better-sqlite3
-//   database.
+//   database. With BENCH_BASELINE=log, on PostgreSQL, its change-log variant: every write also
+//   appends a row to a change log of the plugin's layout (the table and sequence created here
+//   when missing).
 //
 // PostgreSQL: `database` is the contender's own copy of the seeded database (bench/run.ts makes
 // it). SQLite: the process seeds an in-memory database from the same deterministic data
@@ -19,7 +21,7 @@ import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import { MikroORM as SqliteORM } from '@mikro-orm/sqlite'
 import blueprints from '../src/index.ts'
-import { baselinePoolConfig, baselinePostgres, baselineSqlite } from './baseline.ts'
+import { baselinePoolConfig, baselinePostgres, baselineSqlite, createChangeLog } from './baseline.ts'
 import { controlApp, type RunSql } from './control.ts'
 import { entities } from './entities.ts'
 import { seedSqlite } from './seed.ts'
@@ -99,7 +101,9 @@ if (who === 'plugin') {
   closers.push(async () => { await orm.close(true) })
 } else if (db === 'postgres') {
   const pool = new pg.Pool(baselinePoolConfig(connection))
-  app = baselinePostgres(pool)
+  const changeLog = process.env.BENCH_BASELINE === 'log'
+  if (changeLog) await createChangeLog(pool)
+  app = baselinePostgres(pool, { changeLog })
   runSql = await pgRunner()
   closers.push(async () => { await pool.end() })
 } else {

@@ -33,7 +33,14 @@ export interface NativeStatement {
 }
 
 /** A query as `pg` takes it: named, it is parsed once per connection. */
-export interface QueryConfig { name?: string, text: string, values?: readonly unknown[], rowMode?: 'array' }
+export interface QueryConfig {
+  name?: string
+  text: string
+  values?: readonly unknown[]
+  rowMode?: 'array' | undefined
+  /** The statement's own type parsers (`pg`'s query config). */
+  types?: { getTypeParser (oid: number, format?: string): (text: string) => unknown } | undefined
+}
 
 /** The part of a `pg` client (or pool) the plugin uses. */
 export interface NativeClient {

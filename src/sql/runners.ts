@@ -30,7 +30,8 @@ export interface Connections {
 
 /** What `connectionsFor` (prepared.ts) and the dialects read of the ORM. */
 export interface OrmConnection {
-  readonly config: { get (key: 'onCreateConnection' | 'onReserveConnection' | 'sessionContext'): unknown }
+  /** MikroORM's configuration: every option as the app gave it or as it defaults. */
+  readonly config: { getAll (): object }
   readonly em: { getConnection (): { getNativeClient (): Promise<unknown> } }
 }
 

@@ -48,16 +48,32 @@ interface TransactionBuilder {
   execute (): Promise<KyselyTransaction>
 }
 
-/** Transactions through Kysely (`connection().startTransaction()`). */
-export function openWithKysely (kysely: TransactionalKysely): Open {
+/**
+ * Transactions through Kysely (`connection().startTransaction()`). The connection goes back to
+ * Kysely only once its transaction ended: one that the work left open (it threw before its end, or
+ * its end failed) is rolled back first; `settle`, where the dialect can ask its driver, then
+ * checks the connection and ends whatever transaction is still open on it.
+ */
+export function openWithKysely (kysely: TransactionalKysely, settle?: () => void): Open {
   return async (body, snapshot) => await kysely.connection().execute(async connection => {
     const builder = connection.startTransaction()
     const transaction = await (snapshot === true ? builder.setIsolationLevel('repeatable read').setAccessMode('read only') : builder).execute()
-    return await body({
-      runner: transaction,
-      commit: async () => await transaction.commit().execute(),
-      rollback: async () => await transaction.rollback().execute(),
-      context: () => transaction
-    })
+    let ended = false
+    const end = async (how: KyselyTransaction['commit']): Promise<unknown> => {
+      const result = await how.call(transaction).execute()
+      ended = true
+      return result
+    }
+    try {
+      return await body({
+        runner: transaction,
+        commit: async () => await end(transaction.commit),
+        rollback: async () => await end(transaction.rollback),
+        context: () => transaction
+      })
+    } finally {
+      if (!ended) await transaction.rollback().execute().catch(() => {})
+      settle?.()
+    }
   })
 }

@@ -100,15 +100,14 @@ const BACKGROUND = /FROM "blueprints_log"|WITH l AS \(SELECT pg_advisory_xact_lo
 
 /**
  * Counts the SQL statements run on `orm`'s database from now on (each still runs), BEGIN and
- * COMMIT included where they are sent, the change log's background reads left out: on SQLite the
- * executions of statements of its database handle, on PostgreSQL what the server is sent to run —
- * each Execute of the extended protocol and each simple query — by `pg` clients connected to its
- * database (a write's implicit transaction is one `pg` query object for all its statements).
+ * COMMIT included, the change log's background reads left out: on SQLite the executions of
+ * statements of its database handle, on PostgreSQL the queries `pg` clients connected to its
+ * database are given (`client.query()`, which the pool's `query()` calls too).
  */
 export async function countStatements (t: { teardown (fn: () => void): void }, orm: MikroORM): Promise<() => number> {
   let statements = 0
   const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<unknown> }).getNativeClient() as { prepare?: (sql: string) => object }
-  type Self = { database?: unknown, source?: string, connection?: object }
+  type Self = { database?: unknown, source?: string }
   type Method = (this: Self, ...args: unknown[]) => unknown
   const wrap = (target: Record<string, Method>, names: string[], counts: (self: Self, args: unknown[]) => boolean): void => {
     for (const name of names) {
@@ -126,32 +125,8 @@ export async function countStatements (t: { teardown (fn: () => void): void }, o
     wrap(Object.getPrototypeOf(native.prepare('SELECT 1')), ['all', 'run', 'get'], self => self.database === native && request(self.source))
     return () => statements
   }
-  // The protocol writers of this database's clients, each with the text of its unnamed statement
-  // and the statement it bound last (a named one's text is in `pg`'s own account of the writer).
-  type Writer = Self & { parsedStatements: Record<string, string>, submittedNamedStatements: Record<string, string> }
-  const writers = new WeakMap<object, { unnamed: string, bound: string }>()
-  wrap(pg.Client.prototype as unknown as Record<string, Method>, ['query'], self => {
-    if (self.database === orm.config.get('dbName') && self.connection !== undefined && !writers.has(self.connection)) writers.set(self.connection, { unnamed: '', bound: '' })
-    return false
-  })
-  const connection = pg.Connection.prototype as unknown as Record<string, Method>
-  wrap(connection, ['parse'], (self, [config]) => {
-    const { name, text } = config as { name?: string, text: string }
-    const writer = writers.get(self)
-    if (writer !== undefined && (name ?? '') === '') writer.unnamed = text
-    return false
-  })
-  wrap(connection, ['bind'], (self, [config]) => {
-    const writer = writers.get(self)
-    if (writer !== undefined) writer.bound = (config as { statement?: string }).statement ?? ''
-    return false
-  })
-  wrap(connection, ['execute'], self => {
-    const writer = writers.get(self)
-    if (writer === undefined) return false
-    const { parsedStatements, submittedNamedStatements } = self as Writer
-    return request(writer.bound === '' ? writer.unnamed : parsedStatements[writer.bound] ?? submittedNamedStatements[writer.bound])
-  })
-  wrap(connection, ['query'], (self, [text]) => writers.has(self) && request(text))
+  const database = orm.config.get('dbName')
+  wrap(pg.Client.prototype as unknown as Record<string, Method>, ['query'], (self, [config]) =>
+    self.database === database && request(typeof config === 'string' ? config : (config as { text?: unknown }).text))
   return () => statements
 }

@@ -162,40 +162,51 @@ for (const db of DATABASES) {
   })
 }
 
-// A write's transaction on the pool is an implicit one (src/sql/postgres/postgres-implicit.ts):
-// what it issues before it first waits leaves in one write to the socket, and the server runs it
-// in order. The change log's row follows once the change set is known (it needs the write's
-// results), and the Sync that commits right behind it in the same write.
+// A write's transaction on the pool (src/sql/postgres/postgres-transactions.ts) sends its statements
+// one after the other; on a pool the app made with `pg`'s `pipeline: true` (MikroORM's
+// `driverOptions`), what it issues before it first waits leaves at once — BEGIN, the write's
+// statements and the answer's — and the change log's row and COMMIT together once the change set
+// is known. Round trips: the runs of statements sent before an answer comes back.
 if (DATABASES.includes('postgres')) {
-  t.test('postgres: a many-to-many write and its answer reach the server in one write to the socket, the log row and the commit in one more', async t => {
-    const { app, orm } = await build(t, 'postgres')
-    type Client = { pipeline?: boolean, connection: { stream: { _write: (...args: unknown[]) => unknown, _writev: (...args: unknown[]) => unknown } } }
-    const pool = await orm.em.getConnection().getNativeClient() as unknown as { connect (...args: unknown[]): Promise<Client> }
-    const clients: Client[] = []
-    let writes = 0
-    const connect = pool.connect.bind(pool)
-    // Transactions take a client by promise; the pool's own query() passes a callback.
-    pool.connect = async (...args: unknown[]) => {
-      if (args.length > 0) return await connect(...args)
-      const client = await connect()
-      if (!clients.includes(client)) {
-        clients.push(client)
-        const stream = client.connection.stream
-        for (const method of ['_write', '_writev'] as const) {
-          const original = stream[method].bind(stream)
-          stream[method] = (...args: unknown[]) => { writes++; return original(...args) }
-        }
+  t.test('postgres: round trips of a many-to-many write, one by one and pipelined', async t => {
+    for (const pipeline of [false, true]) {
+      const dbName = `bp_test_${process.pid}_rt_${randomBytes(4).toString('hex')}`
+      const orm = await PostgresORM.init({ entities, dbName, ...PG, pool: { min: 0, max: 4 }, driverOptions: { pipeline } }) as unknown as MikroORM
+      await orm.schema.ensureDatabase()
+      await orm.schema.create()
+      const app = Fastify()
+      t.teardown(async () => {
+        await app.close()
+        await destroyOrm('postgres', orm)
+      })
+      await (await import('../fixtures/seed.ts')).seed(orm)
+      await app.register(blueprints, { orm })
+      await app.ready()
+      let events = ''
+      type Query = (this: { database?: string }, ...args: unknown[]) => Promise<unknown>
+      const proto = Pg.Client.prototype as unknown as { query: Query }
+      const original = proto.query
+      proto.query = function (...args) {
+        const sent = original.apply(this, args)
+        if (this.database !== dbName || !(sent instanceof Promise)) return sent
+        events += 'S'
+        sent.then(() => { events += 'A' }, () => { events += 'A' })
+        return sent
       }
-      return client
+      t.teardown(() => { proto.query = original })
+      const trips = (): number => events.split(/A+/).filter(run => run.length > 0).length
+      // One by one: BEGIN, the locks and the write (one statement for an add, two for a remove
+      // or a replace), the answer (the user and its three collections: 4), the log's row and
+      // COMMIT. Pipelined: all but the last two at once, then the log's row with COMMIT.
+      const expected = pipeline ? { add: 2, remove: 2, replace: 2 } : { add: 8, remove: 9, replace: 9 }
+      for (const [name, method, url] of [['add', 'PUT', '/user/2/tags/vip'], ['remove', 'DELETE', '/user/2/tags/vip'], ['replace', 'PUT', '/user/2/tags']] as const) {
+        events = ''
+        const res = await app.inject({ method, url, payload: name === 'replace' ? { fks: ['vip'] } : undefined })
+        t.equal(res.statusCode, 200, `${method} ${url}`)
+        t.equal(trips(), expected[name], `${pipeline ? 'pipelined' : 'one by one'}: ${name} in ${expected[name]} round trips (${events})`)
+      }
+      t.same((await app.inject('/user/2?populate=tags&select=name')).json().tags.map((tag: { slug: string }) => tag.slug), ['vip'], 'the writes took effect')
     }
-    for (const [method, url] of [['PUT', '/user/2/tags/vip'], ['DELETE', '/user/2/tags/vip'], ['PUT', '/user/2/tags']] as const) {
-      writes = 0
-      const res = await app.inject({ method, url, payload: method === 'PUT' && url.endsWith('tags') ? { fks: ['vip'] } : undefined })
-      t.equal(res.statusCode, 200, `${method} ${url}`)
-      t.equal(writes, 2, `${method} ${url}: the write's statements and the answer's in one write; the change log's row and the Sync in one`)
-    }
-    t.same((await app.inject('/user/2?populate=tags&select=name')).json().tags.map((tag: { slug: string }) => tag.slug), ['vip'], 'the writes took effect')
-    t.ok(clients.length > 0 && clients.every(client => client.pipeline === false), 'each client went back to the pool out of pipeline mode')
   })
 
   t.test('postgres: a statement that failed unnoticed rolls the transaction back; the commit does not pass for success', async t => {

@@ -1,117 +1,158 @@
 /**
- * PostgreSQL's transactions straight on a client of the ORM's `pg` pool, with no layer between.
+ * PostgreSQL's transactions on a client of the ORM's `pg` pool, through `pg`'s public API only:
+ * `client.query()` for BEGIN, the statements and COMMIT or ROLLBACK, `client.getTransactionStatus()`
+ * (`pg` 8.21 and later) to learn the connection's state, and `release(err)` to have the pool destroy
+ * a connection whose state is not known to be clean.
  *
- * A write runs in an implicit transaction of the extended query protocol (see
- * postgres-implicit.ts): its statements go out without BEGIN, each round trip ends with a Flush,
- * and the Sync that follows its last statement commits it — two statements and every Sync but one
- * fewer per write. A read that must see one snapshot runs in an explicit REPEATABLE READ
- * transaction, pipelined (below).
+ * Statements go out one after the other: each waits for the answer to the one before, as `pg`
+ * wants of a client outside its pipeline mode. A pool whose clients the app made with
+ * `pipeline: true` (`pg` 8.23 and later, a documented option of `pg.Pool` that MikroORM passes on
+ * from `driverOptions`) sends them without waiting: BEGIN with the first statement, COMMIT with the
+ * last, statements that do not depend on each other in one round trip.
+ *
+ * The connection goes back to the pool clean, by construction: once every statement the
+ * transaction sent has its answer, it is idle outside any transaction (the driver says so), or it is
+ * rolled back until it is, or it is released as broken and the pool destroys it. Whatever failed — a
+ * statement, the work between statements (a generator, a hook, the app's code), a timeout, a lost
+ * connection — and whoever sent statements on it (the entity manager a write hands to generators).
  *
  * @module
  */
 import { Kysely, PostgresDialect } from 'kysely'
-import type { NativeClient, NativePool, QueryRunner } from '../driver.ts'
-import type { Open } from '../transactions.ts'
-import { implicitTransaction, type ImplicitCapable } from './postgres-implicit.ts'
-import { turnWriter, type Corkable } from './postgres-turns.ts'
+import type { NativeClient, NativePool, QueryConfig, QueryRunner } from '../driver.ts'
+import type { Open, OpenTransaction } from '../transactions.ts'
+
+/** A client of the pool, as this module uses it (`getTransactionStatus`: `pg` 8.21 and later). */
+interface PooledClient extends NativeClient {
+  query (config: QueryConfig | string, values?: readonly unknown[]): Promise<{ rows: unknown[], command?: string }>
+  release (destroy?: Error): void
+  getTransactionStatus?: () => string | null
+  /** The app made the pool's clients with `pipeline: true`. */
+  readonly pipeline?: boolean
+}
 
 /**
- * Transactions on a client of the ORM's `pg` pool: a write in an implicit transaction where the
- * client has what it needs (`pg`'s query objects and protocol writer), otherwise — and for a
- * snapshot — in an explicit one, pipelined.
- *
- * The client goes back to the pool whatever happens; one whose connection broke, or that could
- * not be rolled back, is destroyed rather than lent again.
+ * Transactions on clients of the ORM's `pg` pool: a write's, or (`snapshot`) a read-only one that
+ * sees one snapshot (REPEATABLE READ).
  */
 export function openOnPool (pool: NativePool): Open {
   return async (body, snapshot) => {
     const client = await pool.connect() as PooledClient
-    let broken: Error | undefined
+    const transaction = new PoolTransaction(client, snapshot === true)
     try {
-      if (snapshot !== true && implicitCapable(client)) {
-        const transaction = implicitTransaction(client, onClient)
-        try {
-          return await body(transaction)
-        } finally {
-          broken = transaction.release()
-        }
-      }
-      return await pipelined(client, body, snapshot === true, err => { broken = err })
+      return await body(transaction)
     } finally {
-      client.release(broken)
+      client.release(await transaction.end())
     }
   }
 }
 
-/**
- * An explicit transaction, pipelined: while it runs, the client sends each statement as soon as
- * it is issued instead of waiting for the answer to the one before (`pg`'s pipeline mode; a `pg`
- * without it queues them, which is only slower). BEGIN is sent with the first statement, and
- * statements that do not need each other's results reach the server in one round trip; the server
- * still runs them one after the other, in the order they were issued. A statement that fails
- * aborts the transaction: those behind it fail too, and the caller rolls back.
- */
-async function pipelined<T> (
-  client: PooledClient, body: Parameters<Open>[0], snapshot: boolean, broke: (err: Error) => void
-): Promise<T> {
-  const mode = client.pipeline
-  client.pipeline = true
-  // Every statement issued in one turn of the event loop goes out in one write to the socket.
-  const turn = turnWriter(client.connection?.stream)
-  const send = (query: Parameters<NativeClient['query']>[0]): Promise<{ rows: unknown[] }> => {
-    turn()
-    return client.query(query)
-  }
-  try {
-    const begun = send(snapshot ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN')
-    // Its failure (a broken connection) fails the statements behind it as well; it is read
-    // again before COMMIT and ROLLBACK.
-    begun.catch(() => {})
-    let context: Kysely<never> | undefined
-    return await body({
-      runner: { query: send } as unknown as QueryRunner,
-      commit: async () => {
-        // Sent at once (with what was issued in the same turn), read once BEGIN is known to be good.
-        const sent = send('COMMIT')
-        sent.catch(() => {})
-        await begun
-        const committed = await sent as { command?: string }
-        // COMMIT in a transaction a statement aborted rolls back instead (and says so).
-        if (committed.command === 'ROLLBACK') throw new Error('the transaction was aborted before COMMIT')
-        return committed
-      },
-      rollback: async () => {
-        try {
-          await begun
-          return await send('ROLLBACK')
-        } catch (err) {
-          broke(err as Error)
-          throw err
-        }
-      },
-      context: () => (context ??= onClient(client))
-    }) as T
-  } finally {
-    client.pipeline = mode
-  }
+/** Whether an error is the server's answer to a statement (the connection is fine). */
+function fromServer (err: unknown): boolean {
+  // FATAL and PANIC end the session; an error without a severity is the driver's own (a timeout,
+  // a lost connection): the connection's state is not known.
+  return (err as { severity?: unknown } | null)?.severity === 'ERROR'
 }
 
-/**
- * A client of the pool, as this module uses it: `pipeline`, which `pg` reads on every query, and
- * the socket it writes to (both `pg`'s own; without them the statements are only not pipelined).
- */
-type PooledClient = NativeClient & Partial<ImplicitCapable> & {
-  release (destroy?: Error): void
-  pipeline?: boolean
-  connection?: { stream?: Corkable }
-}
+const ignore = (): void => {}
 
-/** Whether the client is a `pg` client with what an implicit transaction needs. */
-function implicitCapable (client: PooledClient): client is PooledClient & ImplicitCapable {
-  const connection = client.connection as Partial<ImplicitCapable['connection']> | undefined
-  return typeof (client.constructor as { Query?: unknown }).Query === 'function' &&
-    typeof connection?.flush === 'function' && typeof connection.sync === 'function' && typeof connection.on === 'function' &&
-    typeof connection.parsedStatements === 'object' && typeof connection.submittedNamedStatements === 'object'
+/** One transaction on one client. */
+class PoolTransaction implements OpenTransaction {
+  readonly runner: QueryRunner
+  readonly #client: PooledClient
+  readonly #pipelined: boolean
+  /** Settles once every statement sent so far has its answer (or failed). */
+  #settled: Promise<unknown> = Promise.resolve()
+  /** COMMIT or ROLLBACK was sent: a statement sent later is refused. */
+  #ended = false
+  /** COMMIT or ROLLBACK ended the transaction, as its answer says. */
+  #closed = false
+  /** What broke the connection, if something did. */
+  #broken: Error | undefined
+  /** The first error the server answered a statement with (it aborted the transaction). */
+  #failure: Error | undefined
+  #context: Kysely<never> | undefined
+
+  constructor (client: PooledClient, snapshot: boolean) {
+    this.#client = client
+    this.#pipelined = client.pipeline === true
+    this.runner = { query: (config: QueryConfig | string, values?: readonly unknown[]) => this.#statement(config, values) } as unknown as QueryRunner
+    // Its failure (a broken connection) fails the statements behind it as well.
+    this.#send(snapshot ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN').catch(ignore)
+  }
+
+  async commit (): Promise<unknown> {
+    const committed = await this.#end('COMMIT')
+    // COMMIT in a transaction a statement aborted rolls back instead (and says so). Every
+    // statement goes through #send, which records the first failure.
+    /* c8 ignore next -- the fallback only guards a failure that did not pass #send, which none can */
+    if (committed.command === 'ROLLBACK') throw this.#failure ?? new Error('the transaction was aborted before COMMIT')
+    return committed
+  }
+
+  async rollback (): Promise<unknown> {
+    return await this.#end('ROLLBACK')
+  }
+
+  /** A Kysely instance on the transaction's statements, for an entity manager (made on first use). */
+  readonly context = (): unknown => {
+    const query = async (config: unknown, values?: unknown): Promise<unknown> =>
+      await this.#statement(config as QueryConfig | string, values as readonly unknown[])
+    this.#context ??= onClient({ query })
+    return this.#context
+  }
+
+  /**
+   * Once every statement has its answer: `undefined` when the connection is idle outside any
+   * transaction (rolled back first if it was left in one), or the error to release it with (the
+   * pool then destroys it).
+   */
+  async end (): Promise<Error | undefined> {
+    this.#ended = true
+    await this.#settled
+    if (this.#broken !== undefined) return this.#broken
+    const status = this.#status()
+    if (status === 'I' || (status === undefined && this.#closed)) return undefined
+    // Left in a transaction (the work threw before its end, or the end's answer was lost), or the
+    // driver cannot say: a ROLLBACK, then the driver is asked again.
+    try {
+      await this.#client.query('ROLLBACK')
+    } catch (err) {
+      return err as Error
+    }
+    const after = this.#status()
+    return after === 'I' || after === undefined ? undefined : new Error(`fastify-blueprints: the connection is still in a transaction (${after})`)
+  }
+
+  /** What the driver says of the connection: `undefined` where it cannot (`pg` before 8.21). */
+  #status (): string | undefined {
+    return typeof this.#client.getTransactionStatus === 'function' ? this.#client.getTransactionStatus() ?? undefined : undefined
+  }
+
+  async #end (command: 'COMMIT' | 'ROLLBACK'): Promise<{ command?: string }> {
+    if (this.#ended) throw new Error('fastify-blueprints: the transaction has ended')
+    const answer = this.#send(command)
+    this.#ended = true
+    const result = await answer
+    this.#closed = true
+    return result
+  }
+
+  #statement (config: QueryConfig | string, values?: readonly unknown[]): Promise<{ rows: unknown[] }> {
+    if (this.#ended) return Promise.reject(new Error('fastify-blueprints: a statement was issued after its transaction ended'))
+    return this.#send(config, values)
+  }
+
+  /** Sends a statement: at once in pipeline mode, otherwise once the one before has its answer. */
+  #send (config: QueryConfig | string, values?: readonly unknown[]): Promise<{ rows: unknown[], command?: string }> {
+    const run = (): Promise<{ rows: unknown[], command?: string }> => values === undefined ? this.#client.query(config) : this.#client.query(config, values)
+    const sent = this.#pipelined ? run() : this.#settled.then(run)
+    this.#settled = sent.then(ignore, (err: unknown) => {
+      if (fromServer(err)) this.#failure ??= err as Error
+      else this.#broken ??= err as Error
+    })
+    return sent
+  }
 }
 
 /**

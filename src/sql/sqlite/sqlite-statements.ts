@@ -44,5 +44,10 @@ function cachedStatements (database: NativeSqlite): RunPrepared {
  */
 export function sqliteConnections (kysely: TransactionalKysely, native: unknown): Connections {
   const handle = native as Partial<NativeSqlite> | undefined
-  return { prepared: typeof handle?.prepare === 'function' ? cachedStatements(handle as NativeSqlite) : plain, open: openWithKysely(kysely) }
+  if (typeof handle?.prepare !== 'function') return { prepared: plain, open: openWithKysely(kysely) }
+  const database = handle as NativeSqlite
+  // The one connection goes back idle: a transaction still open on it once the plugin's ended is
+  // rolled back (what better-sqlite3 says of its handle, `inTransaction`, decides).
+  const settle = (): void => { if (database.inTransaction) database.prepare('ROLLBACK').run([]) }
+  return { prepared: cachedStatements(database), open: openWithKysely(kysely, settle) }
 }
