@@ -4,7 +4,9 @@
 //   foundation (errors, did-you-mean, limits, messages, timestamps)
 //     ← models ← criteria ← sql ← actions ← routes ← realtime ← plugin (plugin, options, index)
 //
-// The browser client (src/client) imports only the foundation and the socket protocol.
+// The browser client (src/client) imports only the foundation and the socket protocol. The fenced
+// private parts of dependencies (src/internals/<dependency>/) import no other module of src/, nor
+// another dependency's folder: every layer may use them, and nothing else reaches those internals.
 // TypeScript 7 has no JavaScript API yet, so the sources are parsed with swc.
 const layers = ['models', 'criteria', 'sql', 'actions', 'routes', 'realtime']
 const FOUNDATION = '^src/(errors|did-you-mean|limits|messages|timestamps)[.]ts$'
@@ -30,6 +32,13 @@ module.exports = {
       severity: 'error',
       from: { path: FOUNDATION },
       to: { path: [...layers.map(folder), PLUGIN, '^src/client/'] }
+    },
+    {
+      name: 'internals-stand-alone',
+      comment: 'a dependency\'s fenced internals import nothing of src/ but their own folder',
+      severity: 'error',
+      from: { path: '^src/internals/([^/]+)/' },
+      to: { path: '^src/', pathNot: '^src/internals/$1/' }
     },
     {
       name: 'client-stands-alone',

@@ -2,7 +2,9 @@
 // One contender per process, so that CPU time and memory are each contender's own.
 //
 // - plugin: MikroORM (its default pool) and the plugin registered as a user would,
-//   `app.register(blueprints, { orm })`, realtime on (the default).
+//   `app.register(blueprints, { orm, textFinds: true })`, realtime on (the default): the app has no
+//   preSerialization hook of its own, and says so (docs/options.md), as the hand-written server
+//   has none.
 // - baseline: the hand-written app of bench/baseline.ts, on its own `pg.Pool` or better-sqlite3
 //   database. With BENCH_BASELINE=log, on PostgreSQL, its change-log variant: every write also
 //   appends a row to a change log of the plugin's layout (the table and sequence created here
@@ -97,7 +99,7 @@ if (who === 'plugin') {
   } else {
     runSql = await pgRunner()
   }
-  await app.register(blueprints, { orm })
+  await app.register(blueprints, { orm, textFinds: true })
   closers.push(async () => { await orm.close(true) })
 } else if (db === 'postgres') {
   const pool = new pg.Pool(baselinePoolConfig(connection))

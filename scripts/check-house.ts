@@ -21,6 +21,14 @@ const declared = (line: string, kind: string): string | undefined =>
   new RegExp(`^(?:export\\s+)?(?:const|let|var)\\s+(\\w+)[^=]*=\\s*new ${kind}\\b`).exec(line)?.[1]
 /** A declaration at module level (unindented) that makes a weak collection: a marker table. */
 const MODULE_LEVEL_WEAK = /^(?:export )?(?:const|let|var) (\w+)\b.*\bnew (WeakSet|WeakMap)\b/
+/**
+ * A private member of a dependency read or written: a property whose name starts with `_` (but the
+ * documented methods a stream implementation overrides, and socket.io's `_placeholder` of its
+ * protocol), or one of the undocumented parts this project once used.
+ */
+const PRIVATE_MEMBER = /\.\s*_(?!(read|write|writev|final|destroy|construct|transform|flush|placeholder)\b)[A-Za-z]\w*|\b(parsedStatements|submittedNamedStatements|writeBuffer|wsPreEncodedFrame|preEncoded|kRouteContext)\b|['"]fastify\.context['"]|\bSender\.frame\b|\bconnection\.stream\b/
+/** Where those are allowed: one folder per dependency, with a probe, a fallback and a canary test. */
+const INTERNALS = /^src\/internals\//
 /** The longest line of `src/`, in characters (code points, not bytes or UTF-16 units). */
 const MAX_LINE = 160
 
@@ -58,6 +66,12 @@ const RULES: Rule[] = [
       'on the endpoint, hub or socket',
     applies: path => path.startsWith('src/realtime/'),
     offending: line => MODULE_LEVEL_WEAK.test(line)
+  },
+  {
+    name: 'a private member of a dependency outside src/internals/: use its public API, or fence the use in ' +
+      'src/internals/<dependency>/ with a probe, a fallback and a canary test (docs/architecture.md#private-parts-of-dependencies)',
+    applies: path => path.startsWith('src/') && !INTERNALS.test(path),
+    offending: line => !/^\s*(\/\/|\*|\/\*)/.test(line) && PRIVATE_MEMBER.test(line)
   },
   {
     name: `a line longer than ${MAX_LINE} characters: wrap it (a signature one parameter list per line, a long ternary or ` +

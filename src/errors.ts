@@ -147,6 +147,10 @@ export const BP_ERR_DATABASE_UNAVAILABLE = createError<'BP_ERR_DATABASE_UNAVAILA
 export const BP_ERR_DATABASE_BUSY = createError<'BP_ERR_DATABASE_BUSY', 503>(
   'BP_ERR_DATABASE_BUSY', 'The database is busy with concurrent writes on the same records; try again', 503, undefined, NO_STACK)
 
+/** A statement ran past a time limit (`statement_timeout`, `pg`'s `query_timeout`) or was cancelled. 503. */
+export const BP_ERR_DATABASE_TIMEOUT = createError<'BP_ERR_DATABASE_TIMEOUT', 503>(
+  'BP_ERR_DATABASE_TIMEOUT', 'The database did not finish the request in time; try again later', 503, undefined, NO_STACK)
+
 /** The database failed in a way the request did not cause; the server log has the details. 500. */
 export const BP_ERR_DATABASE = createError<'BP_ERR_DATABASE', 500>(
   'BP_ERR_DATABASE', 'The database failed to run the request', 500)
@@ -242,6 +246,7 @@ export const errors = {
   BP_ERR_VALUE_REJECTED,
   BP_ERR_DATABASE_UNAVAILABLE,
   BP_ERR_DATABASE_BUSY,
+  BP_ERR_DATABASE_TIMEOUT,
   BP_ERR_DATABASE,
   BP_ERR_INVALID_FRAME,
   BP_ERR_ORIGIN_NOT_ALLOWED,

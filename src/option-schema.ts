@@ -152,6 +152,7 @@ export const OPTIONS = readonly(Type.Object({
   populateLimit: Type.Optional(count(0, true)),
   caseInsensitive: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
   shortcuts: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
+  textFinds: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
   hooks: Type.Optional(HOOKS),
   models: Type.Optional(readonly(Type.Record(Type.String(), MODEL, { description: 'must be an object keyed by entity name' }))),
   parseBlueprintOptions: Type.Optional(fn<ParseBlueprintOptions>()),

@@ -61,6 +61,15 @@ export interface BlueprintsOptions {
    * changes data through a GET. Never turn it on in production. Default `false`.
    */
   readonly shortcuts?: boolean
+  /**
+   * Flat finds and find-ones (`populate=false`, no policy, no `count`) asked over HTTP on
+   * PostgreSQL send the JSON text written straight from their rows, never building the records:
+   * the app says that nothing of its own needs those records — no `preSerialization` hook in an
+   * enclosing context or added to the routes by another plugin, no serializer compiler of its own.
+   * Hooks given in these options are known: a route with a `preSerialization` hook here answers
+   * records anyway. Default `false`: every answer is built as records, and every hook sees them.
+   */
+  readonly textFinds?: boolean
   /** Hooks added to every blueprint route (auth, policies). */
   readonly hooks?: RouteHooks
   /** Per-model options, keyed by entity name (`User`). */
@@ -108,6 +117,7 @@ export const DEFAULTS = deepFreeze({
   prefix: '',
   caseInsensitive: false,
   shortcuts: false,
+  textFinds: false,
   hooks: {} as RouteHooks,
   models: {} as Readonly<Record<string, ModelOptions>>,
   limits: DEFAULT_LIMITS,
@@ -136,6 +146,7 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
     openapi: resolveOpenApi(options.openapi),
     caseInsensitive: options.caseInsensitive ?? DEFAULTS.caseInsensitive,
     shortcuts: options.shortcuts ?? DEFAULTS.shortcuts,
+    textFinds: options.textFinds ?? DEFAULTS.textFinds,
     hooks: frozenHooks(options.hooks ?? DEFAULTS.hooks),
     models: Object.freeze(Object.fromEntries(Object.entries(options.models ?? DEFAULTS.models).map(([entity, model]) => [entity, resolveModel(model)]))),
     parseBlueprintOptions: options.parseBlueprintOptions,

@@ -204,7 +204,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
       // A socket is notified of what a find would show it, whatever the read that subscribed it.
       policyOf: options.parseBlueprintOptions === undefined
         ? undefined
-        : async (read, request, models) => await policyOf({ ctx, options, ...read }, request, 'find', models)
+        : async (read, request, models) => await policyOf({ ctx, options, text: false, ...read }, request, 'find', models)
     })
   if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
   ctx.feed.subscribe(shared.notifier)

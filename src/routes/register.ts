@@ -41,8 +41,11 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
       const associations: Array<Association | undefined> = spec.per === 'model'
         ? [undefined]
         : [...(spec.per === 'association' ? model.singulars.values() : []), ...model.collections.values()]
+      const hooks = mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks, { preSerialization: keepErrorBody })
+      // Only the plugin's own hook: no hook of the options wants the records.
+      const text = options.textFinds && (hooks.preSerialization as unknown[]).length === 1
       for (const association of associations) {
-        const input = { ctx, options, model, association }
+        const input = { ctx, options, model, association, text }
         const config: BlueprintRouteConfig = { model: model.identity, action: spec.action, association: association?.name }
         const handler = withRequester(spec.handler(input), input, spec.action)
         app.route({
@@ -58,7 +61,7 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
           validatorCompiler: spec.body === 'read-by-action' ? compileValidatorBodyReadByAction : compileValidator,
           config: { blueprint: config },
           handler,
-          ...mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks, { preSerialization: keepErrorBody })
+          ...hooks
         } as RouteOptions)
       }
     }

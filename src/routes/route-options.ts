@@ -81,6 +81,8 @@ export interface RouteSettings {
   readonly limits: Pick<ResolvedLimits, 'defaultLimit' | 'populateLimit'>
   /** Sails' development-only shortcut routes are on. */
   readonly shortcuts: boolean
+  /** The app said flat finds may be written straight from their rows (see `BlueprintsOptions.textFinds`). */
+  readonly textFinds: boolean
   /** Hooks of every blueprint route. */
   readonly hooks: RouteHooks
   /** Per-model options, keyed by entity name. */

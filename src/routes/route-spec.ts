@@ -15,6 +15,11 @@ export interface RouteInput {
   readonly model: Model
   /** For populate: the association the route serves. */
   readonly association?: Association
+  /**
+   * A flat read of this route may answer the JSON text written from its rows: the app allows it
+   * (`textFinds`), and no `preSerialization` hook of the plugin's options is on the route.
+   */
+  readonly text: boolean
 }
 
 /** One row of the table. */

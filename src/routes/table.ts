@@ -132,7 +132,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         if (policy === undefined && !counted) {
           ranQuery(request, parsed)
           // A flat find over HTTP: written straight from its rows, where the dialect writes them.
-          const text = answersText(request, parsed)
+          const text = answersText(input.text, request, parsed)
           if (!byCursor(parsed)) {
             const criteria = known?.criteria ?? queries.keep(key, parsed, validateFind(parsed, input.model, bounds))
             const written = text ? findText(input.ctx, input.model, criteria) : undefined
@@ -196,7 +196,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         if (policy === undefined) {
           const one = oneCriteria(input.ctx, input.model, id, query)
           // A flat record over HTTP: written straight from its row, where the dialect writes it.
-          const written = answersText(request, query) ? findOneText(input.ctx, input.model, one) : undefined
+          const written = answersText(input.text, request, query) ? findOneText(input.ctx, input.model, one) : undefined
           if (written !== undefined) return written.then(json => sendJson(reply, json))
           return flatWhenBare(reply, query, flat, findOneOf(input.ctx, input.model, one, undefined, snapshot), deeper, bounds)
         }

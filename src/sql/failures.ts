@@ -6,7 +6,7 @@
  * @module
  */
 import {
-  BP_ERR_CONSTRAINT, BP_ERR_DATABASE, BP_ERR_DATABASE_BUSY, BP_ERR_DATABASE_UNAVAILABLE, BP_ERR_UNIQUE,
+  BP_ERR_CONSTRAINT, BP_ERR_DATABASE, BP_ERR_DATABASE_BUSY, BP_ERR_DATABASE_TIMEOUT, BP_ERR_DATABASE_UNAVAILABLE, BP_ERR_UNIQUE,
   BP_ERR_VALUE_REJECTED
 } from '../errors.ts'
 
@@ -35,6 +35,9 @@ const UNAVAILABLE = new Set([
 ])
 // pg reports a broken or closing connection with messages only, no code.
 const UNAVAILABLE_MESSAGE = /Connection terminated|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end/
+// A statement cancelled (a statement_timeout, a cancel request) or read past pg's query_timeout:
+// not run again (it would load the database as much once more).
+const TIMEOUT = (code: string, message: string): boolean => code === '57014' || (code === '' && /^Query read timeout$/.test(message))
 // Deadlock, serialisation failure, and a lock taken without waiting that another transaction holds.
 const RETRY = new Set(['40001', '40P01', '55P03'])
 // Class 22 (data exceptions) and SQLite's equivalents: a value its column refuses.
@@ -59,6 +62,7 @@ interface DriverError {
  *
  * - connection lost, refused, server starting or stopping, no slot → 503 BP_ERR_DATABASE_UNAVAILABLE;
  * - deadlock, serialisation failure → `retry` (503 BP_ERR_DATABASE_BUSY once retries run out);
+ * - a statement cancelled or past a time limit → 503 BP_ERR_DATABASE_TIMEOUT;
  * - a value the database refuses (class 22) → 400 BP_ERR_VALUE_REJECTED;
  * - unique, foreign-key, not-null and check constraints → 409 BP_ERR_UNIQUE / BP_ERR_CONSTRAINT;
  * - anything else → 500 BP_ERR_DATABASE.
@@ -70,6 +74,7 @@ export function classify (err: unknown, naming: Naming): Failure {
   const message = String(e.message)
   const fail = (error: Error): Failure => ({ kind: 'fail', error: withCause(error, err) })
   if (RETRY.has(code)) return { kind: 'retry', error: withCause(new BP_ERR_DATABASE_BUSY(), err) }
+  if (TIMEOUT(code, message)) return fail(new BP_ERR_DATABASE_TIMEOUT())
   if (UNAVAILABLE.has(code) || (code === '' && UNAVAILABLE_MESSAGE.test(message))) return fail(new BP_ERR_DATABASE_UNAVAILABLE())
   if (REJECTED(code)) return fail(new BP_ERR_VALUE_REJECTED())
   if (UNIQUE.has(code)) return fail(new BP_ERR_UNIQUE(unique(e, message, naming)))

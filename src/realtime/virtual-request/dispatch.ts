@@ -91,9 +91,6 @@ class VirtualRequest extends Readable {
   }
 }
 
-/** Node's internal record of a sent response head. */
-interface Head { _header: string | null }
-
 /**
  * The response: a real `ServerResponse` (so that app code that uses its API finds it), with no
  * socket; its head and body are kept instead of written.
@@ -114,9 +111,9 @@ class VirtualResponse extends ServerResponse {
     const headers: Record<string, unknown> = { ...this.getHeaders() }
     for (const name in given) headers[name.toLowerCase()] = given[name]
     this.headersOut = headers
-    // What Node reads for `headersSent` (and to refuse later setHeader calls): the head is out.
-    ;(this as unknown as Head)._header = 'virtual'
-    return this
+    // Node's own head, never written (the response has no socket): `headersSent` is true from
+    // now on, and later `setHeader` calls are refused, as on a response whose head went out.
+    return super.writeHead(statusCode, ...rest as [])
   }
 
   override write (chunk: unknown, ...rest: unknown[]): boolean {

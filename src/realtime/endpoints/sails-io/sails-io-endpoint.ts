@@ -28,7 +28,7 @@ import { answerSocketRequest, errorAnswer, socketAnswer, type SocketAnswer } fro
 import { SAILS_REQUEST_EVENTS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
 import type { EndpointOptions } from '../../options.ts'
 import { withoutAttachments, type PacketDecoder } from './sails-io-decoder.ts'
-import { SocketIoTransport, type Ack, type FrameText, type IoSocket } from './sails-io-transport.ts'
+import { SocketIoTransport, type Ack, type IoSocket } from './sails-io-transport.ts'
 
 /** Headers of a refused handshake's answer that are written here, not copied from the app's. */
 const HEAD_SET_HERE = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive'])
@@ -55,13 +55,6 @@ export interface IoModules {
   readonly Engine: new (options: Record<string, unknown>) => EngineServer
   /** socket.io-parser's, for the `parser` option: its encoder, and a decoder that drops attachments. */
   readonly parser: { readonly Encoder: unknown, readonly Decoder: new () => PacketDecoder }
-  /** The websocket frame of a text message, as Engine.IO's `ws` makes it. */
-  readonly frame: FrameText
-}
-
-/** What the endpoint uses of `ws`, loaded from where Engine.IO loads it. */
-interface Ws {
-  readonly Sender: { frame (data: Buffer, options: Record<string, unknown>): unknown }
 }
 
 /**
@@ -81,10 +74,7 @@ export async function loadSocketIo (from: string = import.meta.url): Promise<IoM
   const fromSocketIo = createRequire(entry)
   const engine = fromSocketIo('engine.io') as { Server: IoModules['Engine'] }
   const parser = fromSocketIo('socket.io-parser') as { Encoder: unknown, Decoder: new () => PacketDecoder }
-  const { Sender } = createRequire(fromSocketIo.resolve('engine.io'))('ws') as Ws
-  // A final, unmasked text frame, as socket.io's broadcasts make them.
-  const frame: FrameText = text => Sender.frame(text, { readOnly: false, mask: false, rsv1: false, opcode: 1, fin: true })
-  return { Server: io.Server, Engine: engine.Server, parser: { Encoder: parser.Encoder, Decoder: withoutAttachments(parser.Decoder) }, frame }
+  return { Server: io.Server, Engine: engine.Server, parser: { Encoder: parser.Encoder, Decoder: withoutAttachments(parser.Decoder) } }
 }
 
 /** What a socket is admitted with: its `context`, and the answer its requests get if the app refused them. */
@@ -136,7 +126,7 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: Endpoi
   })
   const io = new modules.Server({ path, serveClient: false, transports: ['websocket'], allowEIO3: true, cookie: false, parser: modules.parser })
   io.bind(engine)
-  io.on('connection', socket => { connect(app, hub, options, socket, modules.frame) })
+  io.on('connection', socket => { connect(app, hub, options, socket) })
 
   // The handshake as the app sees it: the app's own hooks, then the origin check and the
   // `realtime.hooks`, then `context`. A real HTTP request here is Engine.IO long-polling, which is
@@ -235,12 +225,12 @@ async function admit (
 }
 
 /** A socket.io connection: a Connection of the hub, and its request events. */
-function connect (app: FastifyInstance, hub: Hub, options: EndpointOptions, socket: IoServerSocket, frame: FrameText): void {
+function connect (app: FastifyInstance, hub: Hub, options: EndpointOptions, socket: IoServerSocket): void {
   const headers: Record<string, string | string[] | undefined> = {}
   for (const [name, value] of Object.entries(socket.request.headers)) {
     if (!UPGRADE_ONLY.has(name)) headers[name] = value
   }
-  const transport = new SocketIoTransport(socket, frame)
+  const transport = new SocketIoTransport(socket)
   const peer = new VirtualSocket(socket.request.socket, () => { socket.disconnect(true) })
   const connection = new Connection(hub, transport, headers, peer, { maxBufferedBytes: options.maxBufferedBytes })
   // (Engine.IO takes only the upgrades admit() handed it.)

@@ -13,46 +13,28 @@ import type { SharedFrames, Transport } from '../../transport.ts'
  */
 export interface IoSocket {
   readonly connected: boolean
-  /** The Engine.IO connection under it. */
+  /** The Engine.IO connection under it (`socket.conn`). */
   readonly conn: EngineSocket
   disconnect (close: boolean): unknown
 }
 
-/** The part of an Engine.IO socket the transport uses. */
+/** The part of an Engine.IO socket the transport uses: its documented API. */
 export interface EngineSocket {
-  /** Packets queued while the transport could not take them. */
-  readonly writeBuffer: ReadonlyArray<{ readonly data?: unknown }>
-  /** The websocket transport (the endpoint serves no other); its `socket` is the `ws` WebSocket. */
-  readonly transport: { readonly socket: { readonly bufferedAmount: number, terminate (): void } }
+  /** The request that opened the connection; its socket is the connection's TCP socket. */
+  readonly request: { readonly socket: { destroy (): void } }
   /**
-   * Sends an Engine.IO message packet: here, an encoded socket.io packet; with
-   * `wsPreEncodedFrame`, the websocket frame made for it once (what socket.io's own broadcasts use).
+   * Sends an Engine.IO message (here, an encoded socket.io packet); `sent` is called once the
+   * transport has written it.
    */
-  write (data: string, options: PacketOptions): unknown
-}
-
-/** Engine.IO's options of one packet. */
-export interface PacketOptions {
-  readonly preEncoded?: boolean
-  readonly wsPreEncodedFrame?: unknown
-}
-
-/** Makes the websocket frame of a text message (`ws`'s `Sender.frame`). */
-export type FrameText = (text: Buffer) => unknown
-
-/** One notification's socket.io packet, and its Engine.IO packet's websocket frame, made once. */
-interface Encoded {
-  readonly packet: string
-  readonly options: PacketOptions
+  write (data: string, options: undefined, sent: () => void): unknown
 }
 
 /**
- * The socket.io packet of an event in the main namespace (type 2, then the JSON array of its
- * arguments), and the websocket frame of the Engine.IO message packet that carries it (type 4).
+ * The socket.io packet of an event in the main namespace: type 2, then the JSON array of its
+ * arguments (socket.io's protocol, version 5).
  */
-function encode (event: string, data: unknown, frame: FrameText): Encoded {
-  const packet = `2${JSON.stringify([event, data])}`
-  return { packet, options: { preEncoded: true, wsPreEncodedFrame: frame(Buffer.from(`4${packet}`)) } }
+function encode (event: string, data: unknown): string {
+  return `2${JSON.stringify([event, data])}`
 }
 
 /** An acknowledgement callback of socket.io. */
@@ -61,13 +43,13 @@ export type Ack = (answer: unknown) => void
 /** One socket of the socket.io endpoint. */
 export class SocketIoTransport implements Transport {
   readonly #socket: IoSocket
-  readonly #frame: FrameText
   readonly #acks = new Map<number, Ack>()
   #nextAck = 0
+  /** Characters of the notifications written to Engine.IO that its transport has not written yet. */
+  #queued = 0
 
-  constructor (socket: IoSocket, frame: FrameText) {
+  constructor (socket: IoSocket) {
     this.#socket = socket
-    this.#frame = frame
   }
 
   get open (): boolean {
@@ -75,12 +57,11 @@ export class SocketIoTransport implements Transport {
   }
 
   get bufferedAmount (): number {
-    // What `ws` holds, and the packets Engine.IO holds back while `ws` has not written the last
-    // ones (a peer that does not read): a packet without data (a ping) counts a few bytes.
-    const { conn } = this.#socket
-    let queued = conn.transport.socket.bufferedAmount
-    for (const packet of conn.writeBuffer) queued += String(packet.data).length
-    return queued
+    // What Engine.IO holds back, and its transport is writing, of what this transport gave it (a
+    // peer that does not read stops the transport's writes): counted from the callback Engine.IO
+    // calls once a message is written. Answers (acknowledgements) and Engine.IO's own pings are
+    // not counted; notifications are what a slow reader piles up.
+    return this.#queued
   }
 
   /** Keeps `ack` until {@link reply} answers with the id returned. */
@@ -91,11 +72,11 @@ export class SocketIoTransport implements Transport {
   }
 
   notify (model: string, data: unknown, shared: SharedFrames): void {
-    // Encoded once for every socket.io socket that gets it, down to the websocket frame, and
-    // written to each Engine.IO connection as socket.io writes a broadcast: in order with the
-    // socket's other packets, without encoding it again.
-    const encoded = (shared.socketIo ??= encode(model, data, this.#frame)) as Encoded
-    this.#socket.conn.write(encoded.packet, encoded.options)
+    // Encoded once for every socket.io socket that gets it, and written to each Engine.IO
+    // connection as a message: in order with the socket's other packets.
+    const packet = (shared.socketIo ??= encode(model, data)) as string
+    this.#queued += packet.length
+    this.#socket.conn.write(packet, undefined, () => { this.#queued -= packet.length })
   }
 
   reply (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): void {
@@ -111,8 +92,9 @@ export class SocketIoTransport implements Transport {
 
   terminate (): void {
     // Engine.IO's close() would first wait for the held packets to be written, which a peer that
-    // does not read never lets happen: the websocket is dropped at once instead.
-    this.#socket.conn.transport.socket.terminate()
+    // does not read never lets happen: the connection's TCP socket is destroyed at once instead,
+    // and Engine.IO and socket.io see it close.
+    this.#socket.conn.request.socket.destroy()
   }
 
   // No ping(): Engine.IO keeps the connection alive with its own heartbeats.

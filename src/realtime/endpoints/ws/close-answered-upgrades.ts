@@ -6,8 +6,9 @@
  *
  * @module
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
+import { answerOf, recordsAnswers } from '../../../internals/node/upgrade-answer.ts'
 
 /**
  * The mark of a server whose upgrades are watched, on the server itself (as @fastify/websocket
@@ -18,30 +19,32 @@ const kWatched = Symbol('fastify-blueprints.answered-upgrades-closed')
 /** A server, with the mark of {@link closeAnsweredUpgrades}. */
 interface Watched { [kWatched]?: true }
 
-/** The answer Node attached to a socket (`ServerResponse#assignSocket` records it there). */
-interface Answered { _httpMessage?: ServerResponse | null }
-
 /**
  * Closes every upgrade connection of `server` that was answered over HTTP, once the answer is
  * written; upgrades that became websockets are left alone. Watches a server once, however many
- * times it is asked.
+ * times it is asked. Where Node does not say which answer a socket got (see
+ * internals/node/upgrade-answer.ts), it does nothing: such a connection stays open until its
+ * client closes it, as `@fastify/websocket` leaves it. Returns whether it watches.
  */
-export function closeAnsweredUpgrades (server: Server): void {
+export function closeAnsweredUpgrades (server: Server): boolean {
   const watched = server as Server & Watched
-  if (watched[kWatched] === true) return
+  if (watched[kWatched] === true) return true
+  /* c8 ignore next -- a Node that does not record the answer on its socket: the canary test fails there */
+  if (!recordsAnswers()) return false
   watched[kWatched] = true
   server.on('upgrade', (_request: IncomingMessage, socket: Duplex) => {
     // `@fastify/websocket` attaches its answer in its own 'upgrade' listener, which may run after
     // this one: look once every listener has run.
     queueMicrotask(() => {
-      const response = (socket as Answered)._httpMessage
+      const response = answerOf(socket)
       /* c8 ignore next 2 -- @fastify/websocket answers every upgrade it routes; this guards a server
          where some other listener takes an upgrade over without an HTTP answer. */
-      if (response === undefined || response === null) return
+      if (response === undefined) return
       const close = (): void => { socket.end(() => socket.destroy()) }
       // A synchronous answer (the router's 404) has finished already; a hook's may come later.
       if (response.writableFinished) close()
       else response.once('finish', close)
     })
   })
+  return true
 }
