@@ -89,7 +89,11 @@ let runSql: RunSql
 const closers: Array<() => Promise<void>> = []
 if (who === 'plugin') {
   const orm = (db === 'postgres'
-    ? await PostgresORM.init({ entities, dbName: database, host: connection.host, port: connection.port, user: connection.user, password: connection.password })
+    ? await PostgresORM.init({
+      entities, dbName: database, host: connection.host, port: connection.port, user: connection.user, password: connection.password,
+      // BENCH_PIPELINE=1: the ORM's pool in pg's pipeline mode (MikroORM passes driverOptions to pg.Pool).
+      ...(process.env.BENCH_PIPELINE === '1' ? { driverOptions: { pipeline: true } } : {})
+    })
     : await SqliteORM.init({ entities, dbName: ':memory:' })) as unknown as MikroORM
   app = Fastify()
   if (db === 'sqlite') {

@@ -1,5 +1,7 @@
-// A transaction on a client of the ORM's `pg` pool (src/sql/postgres/postgres-transactions.ts),
-// through `pg`'s public API, with the pool's clients in `pg`'s default mode and in its pipeline mode:
+// A transaction on a client of the ORM's `pg` pool (src/sql/postgres/postgres-transactions.ts), on a
+// pool the app made in `pg`'s pipeline mode, on one in its default mode (the transaction turns the
+// mode on: src/internals/pg/pipeline.ts), and on a client without the mode (an older `pg`: one
+// statement after the other):
 // the statements commit together at COMMIT, or not at all; a failure aborts what follows; the
 // entity manager's statements are in the same transaction; and the client goes back to the pool
 // idle outside any transaction (the driver says so), or is destroyed — whatever happened.
@@ -29,10 +31,15 @@ interface Setup {
   removed (): number
   /** The transaction status of every client the pool holds idle. */
   statuses (): string[]
+  /** The pipeline mode of every client the pool holds idle. */
+  pipelines (): unknown[]
 }
 
-async function setUp (t: Test, pipeline: boolean, options: pg.PoolConfig = {}): Promise<Setup> {
-  const pool = await poolOnNewDatabase(t, entities, { pipeline, ...options } as pg.PoolConfig)
+/** How the pool's clients send statements: see the file's comment. */
+type Mode = 'pipelined by the app' | 'pipelined by the transaction' | 'one by one'
+
+async function setUp (t: Test, mode: Mode, options: pg.PoolConfig = {}): Promise<Setup> {
+  const pool = await poolOnNewDatabase(t, entities, { pipeline: mode === 'pipelined by the app', ...options } as pg.PoolConfig)
   // As the ORM does: a client's connection that breaks while it is lent is an 'error' event of
   // the client, fatal without a listener.
   const clients = new Set<pg.PoolClient>()
@@ -47,12 +54,20 @@ async function setUp (t: Test, pipeline: boolean, options: pg.PoolConfig = {}): 
     clients.delete(client)
   })
   const count = async (): Promise<number> => Number((await pool.query('SELECT count(*) AS n FROM "tag"')).rows[0].n)
+  // An older `pg`: a client without the pipeline mode.
+  const older = {
+    connect: async () => {
+      const client = await pool.connect()
+      return new Proxy(client, { get: (target, key) => key === 'pipeline' ? undefined : Reflect.get(target, key) })
+    }
+  }
   return {
     pool,
-    open: openOnPool(pool as unknown as NativePool),
+    open: openOnPool((mode === 'one by one' ? older : pool) as unknown as NativePool),
     count,
     removed: () => removed,
-    statuses: () => [...clients].map(client => String(client.getTransactionStatus()))
+    statuses: () => [...clients].map(client => String(client.getTransactionStatus())),
+    pipelines: () => [...clients].map(client => (client as unknown as { pipeline: unknown }).pipeline)
   }
 }
 
@@ -62,11 +77,10 @@ const insert = (slug: string, name = 'insert-tag'): { name: string, text: string
 const caught = async (work: Promise<unknown>): Promise<unknown> => await work.then(() => undefined, (err: unknown) => err)
 
 if (DATABASES.includes('postgres')) {
-  for (const pipeline of [false, true]) {
-    const mode = pipeline ? 'pipelined' : 'one by one'
+  for (const mode of ['pipelined by the app', 'pipelined by the transaction', 'one by one'] as const) {
 
     t.test(`postgres, ${mode}: the statements commit together at COMMIT, and not before`, async t => {
-      const { pool, open, count, statuses } = await setUp(t, pipeline, { max: 2 })
+      const { pool, open, count, statuses, pipelines } = await setUp(t, mode, { max: 2 })
       const seen = await open(async transaction => {
         const run = runner(transaction)
         const [a, b] = await Promise.all([run(insert('a')), run(insert('b'))])
@@ -78,10 +92,12 @@ if (DATABASES.includes('postgres')) {
       t.equal(seen, 0, 'nothing visible before COMMIT')
       t.equal(await count(), 2, 'both committed')
       t.same(statuses(), ['I', 'I'], 'the clients are idle outside a transaction')
+      const made = mode === 'pipelined by the app'
+      t.same(pipelines(), [made, made], 'and in the pipeline mode the app made them with')
     })
 
     t.test(`postgres, ${mode}: a rollback undoes every statement; the client serves the next transaction`, async t => {
-      const { open, count, removed } = await setUp(t, pipeline)
+      const { open, count, removed } = await setUp(t, mode)
       await open(async transaction => {
         await runner(transaction)(insert('gone'))
         await transaction.rollback()
@@ -96,7 +112,7 @@ if (DATABASES.includes('postgres')) {
     })
 
     t.test(`postgres, ${mode}: a statement that fails aborts those behind it, and the commit fails with its error`, async t => {
-      const { pool, open, count, statuses, removed } = await setUp(t, pipeline)
+      const { pool, open, count, statuses, removed } = await setUp(t, mode)
       await open(async transaction => {
         const run = runner(transaction)
         const first = run(insert('dup'))
@@ -115,7 +131,7 @@ if (DATABASES.includes('postgres')) {
     })
 
     t.test(`postgres, ${mode}: work that throws without ending the transaction: rolled back, the client clean`, async t => {
-      const { open, count, statuses, removed } = await setUp(t, pipeline)
+      const { open, count, statuses, removed } = await setUp(t, mode)
       await t.rejects(open(async transaction => {
         await runner(transaction)(insert('thrown'))
         throw new Error('the app failed')
@@ -131,7 +147,7 @@ if (DATABASES.includes('postgres')) {
     })
 
     t.test(`postgres, ${mode}: values pg cannot bind fail their statement; the client is not trusted after it`, async t => {
-      const { open, count, removed, statuses } = await setUp(t, pipeline)
+      const { open, count, removed, statuses } = await setUp(t, mode)
       const circular: Record<string, unknown> = {}
       circular.self = circular
       await open(async transaction => {
@@ -150,7 +166,7 @@ if (DATABASES.includes('postgres')) {
     })
 
     t.test(`postgres, ${mode}: the entity manager's statements are in the transaction, committed or rolled back with the rest`, async t => {
-      const { open, count } = await setUp(t, pipeline)
+      const { open, count } = await setUp(t, mode)
       for (const commit of [true, false]) {
         await open(async transaction => {
           const kysely = transaction.context() as Kysely<never>
@@ -166,7 +182,7 @@ if (DATABASES.includes('postgres')) {
     })
 
     t.test(`postgres, ${mode}: a statement the entity manager sends and nobody waits for: in the transaction, or refused after its end`, async t => {
-      const { open, count, statuses, removed } = await setUp(t, pipeline)
+      const { open, count, statuses, removed } = await setUp(t, mode)
       await t.rejects(open(async transaction => {
         const run = runner(transaction)
         await run(insert('unnoticed'))
@@ -189,7 +205,7 @@ if (DATABASES.includes('postgres')) {
     })
 
     t.test(`postgres, ${mode}: the end of a transaction answers once; a statement after it is refused`, async t => {
-      const { open } = await setUp(t, pipeline)
+      const { open } = await setUp(t, mode)
       await open(async transaction => {
         const run = runner(transaction)
         await transaction.commit()
@@ -199,7 +215,7 @@ if (DATABASES.includes('postgres')) {
     })
 
     t.test(`postgres, ${mode}: a connection that breaks fails the transaction; the client is destroyed, and the pool serves on`, async t => {
-      const { open, count, removed } = await setUp(t, pipeline)
+      const { open, count, removed } = await setUp(t, mode)
       await open(async transaction => {
         const run = runner(transaction)
         await run(insert('lost'))
@@ -218,7 +234,7 @@ if (DATABASES.includes('postgres')) {
     })
 
     t.test(`postgres, ${mode}: a statement past pg's query_timeout: the client is destroyed`, async t => {
-      const { open, count, removed } = await setUp(t, pipeline, { query_timeout: 100 })
+      const { open, count, removed } = await setUp(t, mode, { query_timeout: 100 })
       await t.rejects(open(async transaction => {
         const run = runner(transaction)
         await run(insert('slow'))
@@ -230,7 +246,7 @@ if (DATABASES.includes('postgres')) {
     })
 
     t.test(`postgres, ${mode}: a read in one snapshot, the entity manager's statements in it too`, async t => {
-      const { open } = await setUp(t, pipeline)
+      const { open } = await setUp(t, mode)
       const levels = await open(async transaction => {
         const { rows } = await runner(transaction)('SHOW transaction_isolation')
         const { rows: [orm] } = await kyselySql<{ transaction_isolation: string }>`SHOW transaction_isolation`.execute(transaction.context() as Kysely<never>)
@@ -242,7 +258,7 @@ if (DATABASES.includes('postgres')) {
   }
 
   t.test('postgres: a client that cannot be queried fails the transaction', async t => {
-    const { pool } = await setUp(t, false)
+    const { pool } = await setUp(t, 'one by one')
     const ended = new pg.Client({ ...PG, database: pool.options.database })
     await ended.connect()
     await ended.end()
@@ -253,7 +269,7 @@ if (DATABASES.includes('postgres')) {
   })
 
   t.test('postgres: a pg that cannot tell the transaction status (before 8.21): clean only after its own COMMIT or ROLLBACK', async t => {
-    const { pool, count, statuses, removed } = await setUp(t, false)
+    const { pool, count, statuses, removed } = await setUp(t, 'one by one')
     const hidden = {
       connect: async () => {
         const client = await pool.connect()
@@ -275,7 +291,7 @@ if (DATABASES.includes('postgres')) {
   })
 
   t.test('postgres: a connection lost before the end\'s ROLLBACK: the client is destroyed', async t => {
-    const { pool, open, count, removed } = await setUp(t, false)
+    const { pool, open, count, removed } = await setUp(t, 'one by one')
     const admin = new pg.Client({ ...PG, database: pool.options.database })
     await admin.connect()
     t.teardown(async () => { await admin.end() })
@@ -291,7 +307,7 @@ if (DATABASES.includes('postgres')) {
   })
 
   t.test('postgres: a driver that says null, or still in a transaction after ROLLBACK, is believed', async t => {
-    const { pool, count, removed } = await setUp(t, false)
+    const { pool, count, removed } = await setUp(t, 'one by one')
     const lying = (status: string | null): NativePool => ({
       connect: async () => {
         const client = await pool.connect()

@@ -1,14 +1,16 @@
 /**
- * PostgreSQL's transactions on a client of the ORM's `pg` pool, through `pg`'s public API only:
+ * PostgreSQL's transactions on a client of the ORM's `pg` pool, through `pg`'s public API:
  * `client.query()` for BEGIN, the statements and COMMIT or ROLLBACK, `client.getTransactionStatus()`
  * (`pg` 8.21 and later) to learn the connection's state, and `release(err)` to have the pool destroy
  * a connection whose state is not known to be clean.
  *
- * Statements go out one after the other: each waits for the answer to the one before, as `pg`
- * wants of a client outside its pipeline mode. A pool whose clients the app made with
- * `pipeline: true` (`pg` 8.23 and later, a documented option of `pg.Pool` that MikroORM passes on
- * from `driverOptions`) sends them without waiting: BEGIN with the first statement, COMMIT with the
- * last, statements that do not depend on each other in one round trip.
+ * Statements go out in `pg`'s pipeline mode (`pg` 8.23 and later), without waiting for each other:
+ * BEGIN with the first statement, COMMIT with the last, statements that do not depend on each other
+ * in one write to the socket and one round trip. The app may have made its pool so
+ * (`pipeline: true`, which MikroORM passes on from `driverOptions`); otherwise the mode is turned on
+ * for the transaction, and the turn's statements grouped, by the fenced private part of
+ * internals/pg/pipeline.ts. Where `pg` has no pipeline mode, they go out one after the other, each
+ * once the one before has its answer.
  *
  * The connection goes back to the pool clean, by construction: once every statement the
  * transaction sent has its answer, it is idle outside any transaction (the driver says so), or it is
@@ -19,6 +21,7 @@
  * @module
  */
 import { Kysely, PostgresDialect } from 'kysely'
+import { corkOf, pipelineOf } from '../../internals/pg/pipeline.ts'
 import type { NativeClient, NativePool, QueryConfig, QueryRunner } from '../driver.ts'
 import type { Open, OpenTransaction } from '../transactions.ts'
 
@@ -61,6 +64,10 @@ class PoolTransaction implements OpenTransaction {
   readonly runner: QueryRunner
   readonly #client: PooledClient
   readonly #pipelined: boolean
+  /** Gives the client back its pipeline mode (see internals/pg/pipeline.ts). */
+  readonly #mode: (() => void) | undefined
+  /** Called before each statement: one write to the socket per turn (see internals/pg/pipeline.ts). */
+  readonly #turn: (() => void) | undefined
   /** Settles once every statement sent so far has its answer (or failed). */
   #settled: Promise<unknown> = Promise.resolve()
   /** COMMIT or ROLLBACK was sent: a statement sent later is refused. */
@@ -75,7 +82,9 @@ class PoolTransaction implements OpenTransaction {
 
   constructor (client: PooledClient, snapshot: boolean) {
     this.#client = client
+    this.#mode = pipelineOf(client)
     this.#pipelined = client.pipeline === true
+    this.#turn = this.#pipelined ? corkOf(client) : undefined
     this.runner = { query: (config: QueryConfig | string, values?: readonly unknown[]) => this.#statement(config, values) } as unknown as QueryRunner
     // Its failure (a broken connection) fails the statements behind it as well.
     this.#send(snapshot ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN').catch(ignore)
@@ -110,6 +119,7 @@ class PoolTransaction implements OpenTransaction {
   async end (): Promise<Error | undefined> {
     this.#ended = true
     await this.#settled
+    this.#mode?.()
     if (this.#broken !== undefined) return this.#broken
     const status = this.#status()
     if (status === 'I' || (status === undefined && this.#closed)) return undefined
@@ -146,6 +156,7 @@ class PoolTransaction implements OpenTransaction {
   /** Sends a statement: at once in pipeline mode, otherwise once the one before has its answer. */
   #send (config: QueryConfig | string, values?: readonly unknown[]): Promise<{ rows: unknown[], command?: string }> {
     const run = (): Promise<{ rows: unknown[], command?: string }> => values === undefined ? this.#client.query(config) : this.#client.query(config, values)
+    this.#turn?.()
     const sent = this.#pipelined ? run() : this.#settled.then(run)
     this.#settled = sent.then(ignore, (err: unknown) => {
       if (fromServer(err)) this.#failure ??= err as Error
