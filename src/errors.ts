@@ -151,6 +151,14 @@ export const BP_ERR_DATABASE_BUSY = createError<'BP_ERR_DATABASE_BUSY', 503>(
 export const BP_ERR_DATABASE_TIMEOUT = createError<'BP_ERR_DATABASE_TIMEOUT', 503>(
   'BP_ERR_DATABASE_TIMEOUT', 'The database did not finish the request in time; try again later', 503, undefined, NO_STACK)
 
+/**
+ * The database did not confirm a write's COMMIT (the connection broke, or its answer came later
+ * than `pg`'s `query_timeout`): the write may have been saved. 504.
+ */
+export const BP_ERR_COMMIT_UNCONFIRMED = createError<'BP_ERR_COMMIT_UNCONFIRMED', 504>(
+  'BP_ERR_COMMIT_UNCONFIRMED', 'The database did not confirm the write: it may have been saved; read it back before trying again', 504,
+  undefined, NO_STACK)
+
 /** The database failed in a way the request did not cause; the server log has the details. 500. */
 export const BP_ERR_DATABASE = createError<'BP_ERR_DATABASE', 500>(
   'BP_ERR_DATABASE', 'The database failed to run the request', 500)
@@ -247,6 +255,7 @@ export const errors = {
   BP_ERR_DATABASE_UNAVAILABLE,
   BP_ERR_DATABASE_BUSY,
   BP_ERR_DATABASE_TIMEOUT,
+  BP_ERR_COMMIT_UNCONFIRMED,
   BP_ERR_DATABASE,
   BP_ERR_INVALID_FRAME,
   BP_ERR_ORIGIN_NOT_ALLOWED,

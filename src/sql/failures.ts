@@ -18,6 +18,21 @@ export interface Naming {
   attribute (table: string, column: string): string | undefined
 }
 
+/**
+ * Whether a failed COMMIT, sent once every statement before it had its answer, leaves its outcome
+ * unknown: the connection broke or timed out after it went out, so the server may have committed.
+ * An error the server answered COMMIT with says it did not (a deferred constraint, a serialisation
+ * failure); so does `pg`'s refusal to send it on a connection it already knew broken ("not
+ * queryable").
+ */
+export function unconfirmed (err: unknown): boolean {
+  const e = Object(err) as DriverError
+  const code = typeof e.code === 'string' ? e.code : ''
+  const message = String(e.message)
+  if (code === '' && /not queryable/.test(message)) return false
+  return UNAVAILABLE.has(code) || (code === '' && UNAVAILABLE_MESSAGE.test(message)) || TIMEOUT(code, message)
+}
+
 /** What a failed statement means. */
 export type Failure =
   /** A deadlock or serialisation failure: running the whole transaction again may succeed. */

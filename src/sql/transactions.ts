@@ -7,11 +7,24 @@
  * @module
  */
 import type { ConnectionLender, QueryRunner } from './driver.ts'
+import { unconfirmed } from './failures.ts'
+
+/**
+ * What `OpenTransaction.commit()` rejects with when COMMIT went out and no answer says what became
+ * of it (the connection broke or timed out on the way, after every statement before it had its
+ * answer): the transaction may have committed. The driver's error is the `cause`.
+ */
+export class CommitUnconfirmed extends Error {
+  constructor (cause: unknown) {
+    super('fastify-blueprints: COMMIT was sent and not answered', { cause })
+  }
+}
 
 /** An open transaction, as the database module uses it. */
 export interface OpenTransaction {
   /** What its statements run on (see prepared.ts). */
   readonly runner: QueryRunner
+  /** Rejects with {@link CommitUnconfirmed} where the outcome is not known. */
   commit (): Promise<unknown>
   rollback (): Promise<unknown>
   /**
@@ -67,7 +80,11 @@ export function openWithKysely (kysely: TransactionalKysely, settle?: () => void
     try {
       return await body({
         runner: transaction,
-        commit: async () => await end(transaction.commit),
+        commit: async () => await end(transaction.commit).catch((err: unknown) => {
+          // Kysely sends each statement once the one before has its answer: a COMMIT whose answer
+          // was lost on a connection that broke or timed out went out after every other.
+          throw unconfirmed(err) ? new CommitUnconfirmed(err) : err
+        }),
         rollback: async () => await end(transaction.rollback),
         context: () => transaction
       })

@@ -14,6 +14,7 @@ import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import blueprints from '../../src/index.ts'
 import { build, DATABASES, type Database } from '../helpers/app.ts'
 import { createOrm, destroyOrm, PG } from '../helpers/db.ts'
+import { eventually } from '../helpers/wait.ts'
 
 interface Tap { teardown (fn: () => unknown): void }
 
@@ -220,4 +221,34 @@ t.test('postgres: a statement past pg\'s query_timeout is a 503 BP_ERR_DATABASE_
   t.same([slow.statusCode, slow.json().code], [503, 'BP_ERR_DATABASE_TIMEOUT'])
   t.equal((await app.inject({ method: 'POST', url: '/gadget', payload: { label: 'quick' } })).statusCode, 200, 'the next write, on a sound connection')
 })
+
+for (const through of ['the pool', 'Kysely (a connection hook)'] as const) {
+t.test(`postgres, through ${through}: a COMMIT whose answer comes past pg's query_timeout is a 504 BP_ERR_COMMIT_UNCONFIRMED: the write may be saved`, async t => {
+  const maker = await createOrm('postgres', [Strict])
+  const dbName = maker.config.get('dbName') as string
+  const hooks = through === 'the pool' ? {} : { onCreateConnection: async () => {} }
+  const orm = await PostgresORM.init({ entities: [Strict], dbName, ...PG, pool: { min: 0, max: 2 }, driverOptions: { query_timeout: 300 }, ...hooks }) as unknown as MikroORM
+  const app = Fastify()
+  t.teardown(async () => { await app.close(); await orm.close(true); await destroyOrm('postgres', maker) })
+  const sql = async (text: string): Promise<unknown> => await maker.em.getConnection().execute(text)
+  // A deferred constraint trigger: it runs at COMMIT, and sleeps there.
+  await sql(`create function slow_commit() returns trigger language plpgsql as $$
+    begin if new.label = 'slow' then perform pg_sleep(1); end if; return null; end $$`)
+  await sql('create constraint trigger slow_commit after insert on "gadget" deferrable initially deferred for each row execute function slow_commit()')
+  await app.register(blueprints, { orm, realtime: false })
+  const slow = await app.inject({ method: 'POST', url: '/gadget', payload: { label: 'slow' } })
+  t.same(slow.json(), {
+    statusCode: 504,
+    code: 'BP_ERR_COMMIT_UNCONFIRMED',
+    error: 'Gateway Timeout',
+    message: 'The database did not confirm the write: it may have been saved; read it back before trying again'
+  })
+  // The server committed it all the same, once its trigger woke: read it back as a client would.
+  const stored = await eventually('the slow write to be committed', async () => {
+    const rows = await sql('select label from "gadget"') as Array<{ label: string }>
+    return rows.length > 0 ? rows : undefined
+  }, 5000)
+  t.same(stored, [{ label: 'slow' }], 'and it was saved')
+})
+}
 }

@@ -326,4 +326,34 @@ if (DATABASES.includes('postgres')) {
     t.equal(removed(), 1, '"T" even after a ROLLBACK: released as broken')
     t.equal(await count(), 2, 'both committed')
   })
+
+  t.test('postgres: a server that answers in another language: its errors are still the server\'s, the client kept', async t => {
+    const { pool, count, removed, statuses } = await setUp(t, 'one by one')
+    // pg's error carries the severity's word as the server wrote it (lc_messages): FEHLER in German.
+    const german = {
+      connect: async () => {
+        const client = await pool.connect()
+        const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>
+        return new Proxy(client, {
+          get: (target, key) => key === 'query'
+            ? async (...args: unknown[]) => await query(...args).catch((err: { severity?: string }) => {
+              if (err.severity === 'ERROR') err.severity = 'FEHLER'
+              throw err
+            })
+            : Reflect.get(target, key)
+        })
+      }
+    } as unknown as NativePool
+    const open = openOnPool(german)
+    for (let i = 0; i < 3; i++) {
+      await t.rejects(open(async transaction => {
+        await caught(runner(transaction)(insert('same')))
+        await runner(transaction)(insert('same'))
+        await transaction.commit()
+      }), { code: '23505', severity: 'FEHLER' }, `attempt ${i + 1}: the unique violation`)
+    }
+    t.equal(await count(), 0)
+    t.equal(removed(), 0, 'no client destroyed for a constraint error')
+    t.same(statuses(), ['I'])
+  })
 }

@@ -23,7 +23,7 @@
 import { Kysely, PostgresDialect } from 'kysely'
 import { corkOf, pipelineOf } from '../../internals/pg/pipeline.ts'
 import type { NativeClient, NativePool, QueryConfig, QueryRunner } from '../driver.ts'
-import type { Open, OpenTransaction } from '../transactions.ts'
+import { CommitUnconfirmed, type Open, type OpenTransaction } from '../transactions.ts'
 
 /** A client of the pool, as this module uses it (`getTransactionStatus`: `pg` 8.21 and later). */
 interface PooledClient extends NativeClient {
@@ -50,11 +50,23 @@ export function openOnPool (pool: NativePool): Open {
   }
 }
 
-/** Whether an error is the server's answer to a statement (the connection is fine). */
+/**
+ * Whether an error is the server's answer to a statement, on a connection that goes on: an
+ * ErrorResponse, which `pg` makes a `DatabaseError` with the severity and the SQLSTATE the server
+ * sent. The severity's word is in the server's language (`FEHLER`, `ERREUR` …): its presence is what
+ * counts, not its text; the SQLSTATE is the same in every language, and its classes 08 (connection)
+ * and 57P (the server shutting down, the backend terminated) end the session. An error without them
+ * is the driver's own (a timeout, a lost connection, values it could not bind): the connection's
+ * state is not known.
+ */
 function fromServer (err: unknown): boolean {
-  // FATAL and PANIC end the session; an error without a severity is the driver's own (a timeout,
-  // a lost connection): the connection's state is not known.
-  return (err as { severity?: unknown } | null)?.severity === 'ERROR'
+  return answered(err) && !/^(08|57P)/.test((err as { code: string }).code)
+}
+
+/** Whether the server sent the error (an ErrorResponse, whatever its severity). */
+function answered (err: unknown): boolean {
+  const { severity, code } = Object(err) as { severity?: unknown, code?: unknown }
+  return typeof severity === 'string' && typeof code === 'string'
 }
 
 const ignore = (): void => {}
@@ -78,6 +90,8 @@ class PoolTransaction implements OpenTransaction {
   #broken: Error | undefined
   /** The first error the server answered a statement with (it aborted the transaction). */
   #failure: Error | undefined
+  /** The server answered a statement with an error, ending the session or not. */
+  #answered = false
   #context: Kysely<never> | undefined
 
   constructor (client: PooledClient, snapshot: boolean) {
@@ -91,7 +105,21 @@ class PoolTransaction implements OpenTransaction {
   }
 
   async commit (): Promise<unknown> {
-    const committed = await this.#end('COMMIT')
+    if (this.#ended) throw new Error('fastify-blueprints: the transaction has ended')
+    // Every statement before COMMIT, as it was sent.
+    const before = this.#settled
+    let committed: { command?: string }
+    try {
+      committed = await this.#end('COMMIT')
+    } catch (err) {
+      await before
+      // COMMIT's answer is missing (the connection broke or timed out, or the session ended with
+      // it): the server may have committed. It did not if it answered an error to a statement
+      // before (it runs them in order), or if `pg` never sent COMMIT (a connection it knew broken).
+      const sent = !/not queryable/.test(String((err as Error | undefined)?.message))
+      if (!this.#answered && !fromServer(err) && sent) throw new CommitUnconfirmed(err)
+      throw err
+    }
     // COMMIT in a transaction a statement aborted rolls back instead (and says so). Every
     // statement goes through #send, which records the first failure.
     /* c8 ignore next -- the fallback only guards a failure that did not pass #send, which none can */
@@ -159,6 +187,7 @@ class PoolTransaction implements OpenTransaction {
     this.#turn?.()
     const sent = this.#pipelined ? run() : this.#settled.then(run)
     this.#settled = sent.then(ignore, (err: unknown) => {
+      if (answered(err) && config !== 'COMMIT') this.#answered = true
       if (fromServer(err)) this.#failure ??= err as Error
       else this.#broken ??= err as Error
     })

@@ -1,7 +1,8 @@
 // Two server instances on one database, sharing notifications through the Redis broker: a
 // sails.io.js socket on one hears what is written on the other, and the writer's own socket
 // nothing of its write — on every database. Then a sails.io.js socket that stops reading is
-// dropped once its backlog passes maxBufferedBytes.
+// dropped once its backlog passes maxBufferedBytes: of notifications, and of answers to its own
+// requests.
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { RedisBroker } from '../../../src/realtime/brokers/redis.ts'
@@ -9,8 +10,9 @@ import { DATABASES } from '../../helpers/app.ts'
 import { REDIS } from '../../helpers/db.ts'
 import { pair } from '../../helpers/pair.ts'
 import { before, listening, sentinel, settled } from '../../helpers/realtime.ts'
+import { rawIo } from '../../helpers/raw-io.ts'
 import { sailsSocket } from '../../helpers/sails-socket.ts'
-import { deadline } from '../../helpers/wait.ts'
+import { deadline, eventually } from '../../helpers/wait.ts'
 
 for (const db of DATABASES) {
   t.test(`${db}: two instances over the Redis broker`, async t => {
@@ -48,4 +50,23 @@ t.test('a sails.io.js socket that stops reading is dropped; one that reads gets 
   }
   t.same(await settled(app, 1), { sockets: 1, subscriptions: 1, records: 1, watches: 0 }, `the stalled socket was dropped (${sent} messages sent)`)
   t.ok(reader.notices.every((n, i) => n.data.i === i) && reader.notices.length === sent, 'the reading socket got every notification, in order')
+})
+
+t.test('a socket.io socket that asks and does not read the answers is dropped', async t => {
+  const app = await listening(t, 'sqlite', { plugin: { realtime: { sailsIo: true, maxBufferedBytes: 256 * 1024 } } })
+  const created = await app.inject({ method: 'POST', url: '/user', payload: { name: 'big', meta: { pad: 'x'.repeat(60_000) } } })
+  const { id } = created.json()
+  const io = await rawIo(t, app)
+  // Stop reading the TCP socket, then ask for the big record over and over: each answer is
+  // about 60 KB, and none is read.
+  const tcp = (io.ws as unknown as { _socket: { pause (): void } })._socket
+  tcp.pause()
+  let asked = 0
+  const dropped = eventually('the socket to be dropped', () => app.blueprints.stats().sockets === 0, 20_000)
+  for (; asked < 2000 && app.blueprints.stats().sockets > 0; asked++) {
+    io.packet(`2${asked}["get",{"url":"/user/${String(id)}","data":{"populate":false}}]`)
+    if (asked % 20 === 19) await new Promise(resolve => setImmediate(resolve))
+  }
+  await dropped
+  t.ok(asked < 2000, `dropped after ${asked} requests, ${asked * 60} KB of answers at most, past the 256 KB allowed`)
 })

@@ -27,14 +27,23 @@ export interface EngineSocket {
    * transport has written it.
    */
   write (data: string, options: undefined, sent: () => void): unknown
+  /** 'drain': Engine.IO handed what it held to the transport. */
+  on (event: 'drain', listener: () => void): unknown
+}
+
+/** A notification's socket.io packet, made once for every socket that gets it, and its size. */
+interface Encoded {
+  readonly packet: string
+  readonly bytes: number
 }
 
 /**
  * The socket.io packet of an event in the main namespace: type 2, then the JSON array of its
  * arguments (socket.io's protocol, version 5).
  */
-function encode (event: string, data: unknown): string {
-  return `2${JSON.stringify([event, data])}`
+function encode (event: string, data: unknown): Encoded {
+  const packet = `2${JSON.stringify([event, data])}`
+  return { packet, bytes: Buffer.byteLength(packet) }
 }
 
 /** An acknowledgement callback of socket.io. */
@@ -45,11 +54,14 @@ export class SocketIoTransport implements Transport {
   readonly #socket: IoSocket
   readonly #acks = new Map<number, Ack>()
   #nextAck = 0
-  /** Characters of the notifications written to Engine.IO that its transport has not written yet. */
+  /** Bytes of the notifications written to Engine.IO that its transport has not written yet. */
   #queued = 0
+  /** Bytes of the answers given to socket.io since Engine.IO last handed its packets to the transport. */
+  #answers = 0
 
   constructor (socket: IoSocket) {
     this.#socket = socket
+    socket.conn.on('drain', () => { this.#answers = 0 })
   }
 
   get open (): boolean {
@@ -58,10 +70,12 @@ export class SocketIoTransport implements Transport {
 
   get bufferedAmount (): number {
     // What Engine.IO holds back, and its transport is writing, of what this transport gave it (a
-    // peer that does not read stops the transport's writes): counted from the callback Engine.IO
-    // calls once a message is written. Answers (acknowledgements) and Engine.IO's own pings are
-    // not counted; notifications are what a slow reader piles up.
-    return this.#queued
+    // peer that does not read stops the transport's writes): notifications counted until the
+    // callback Engine.IO calls once one is written; answers, which socket.io writes (an
+    // acknowledgement has no such callback), until Engine.IO next hands its packets to the
+    // transport, which it stops doing while the transport cannot write. Engine.IO's own pings
+    // are not counted.
+    return this.#queued + this.#answers
   }
 
   /** Keeps `ack` until {@link reply} answers with the id returned. */
@@ -74,15 +88,17 @@ export class SocketIoTransport implements Transport {
   notify (model: string, data: unknown, shared: SharedFrames): void {
     // Encoded once for every socket.io socket that gets it, and written to each Engine.IO
     // connection as a message: in order with the socket's other packets.
-    const packet = (shared.socketIo ??= encode(model, data)) as string
-    this.#queued += packet.length
-    this.#socket.conn.write(packet, undefined, () => { this.#queued -= packet.length })
+    const { packet, bytes } = (shared.socketIo ??= encode(model, data)) as Encoded
+    this.#queued += bytes
+    this.#socket.conn.write(packet, undefined, () => { this.#queued -= bytes })
   }
 
   reply (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): void {
     const ack = this.#acks.get(id as number)
     if (ack === undefined) return
     this.#acks.delete(id as number)
+    // About what socket.io writes: the body, its headers and the packet's frame.
+    this.#answers += Buffer.byteLength(bodyJson) + 64
     ack({ body: JSON.parse(bodyJson), headers, statusCode })
   }
 
