@@ -186,11 +186,14 @@ class PoolTransaction implements OpenTransaction {
     const run = (): Promise<{ rows: unknown[], command?: string }> => values === undefined ? this.#client.query(config) : this.#client.query(config, values)
     this.#turn?.()
     const sent = this.#pipelined ? run() : this.#settled.then(run)
+    // Settled once this statement and every one before it are: in pipeline mode `pg` may fail a
+    // statement at once (values it cannot bind) while earlier ones still wait for their answers.
+    const before = this.#settled
     this.#settled = sent.then(ignore, (err: unknown) => {
       if (answered(err) && config !== 'COMMIT') this.#answered = true
       if (fromServer(err)) this.#failure ??= err as Error
       else this.#broken ??= err as Error
-    })
+    }).then(async () => await before)
     return sent
   }
 }
