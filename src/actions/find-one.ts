@@ -55,7 +55,8 @@ export async function findOneOf (
 ): Promise<JsonRecord> {
   // The collections' statements leave with the record's, on the key (see `ReadOptions.together`): a
   // hand-written server would send them in parallel too.
-  const [record] = await ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, { policy, together: { key: id } }), true)
+  const [record] = await ctx.database.read(
+    snapshot, run => ctx.loader.find(run, model, criteria, { policy, together: { key: id } }), ctx.loader.atOnce(criteria, true))
   if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   return record
 }

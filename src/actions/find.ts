@@ -26,7 +26,7 @@ export async function find (ctx: ActionContext, model: Model, query: BlueprintQu
 
 /** Runs a find of criteria already checked against `model` (as {@link find} does, the checking done). */
 export function findBy (ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, snapshot?: Snapshot): Promise<JsonRecord[]> {
-  return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, readOptions(policy)), atOnce(criteria))
+  return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, readOptions(policy)), ctx.loader.atOnce(criteria, false))
 }
 
 /** The find of `criteria` and the count of the records `counted` matches, in one read. */
@@ -36,12 +36,7 @@ function findAndCount (
   return ctx.database.read(snapshot, run => Promise.all([
     ctx.loader.find(run, model, criteria, readOptions(policy)),
     ctx.loader.count(run, model, counted, policy)
-  ]), atOnce(criteria))
-}
-
-/** Without collections to populate, one statement: issued at once. */
-function atOnce (criteria: Criteria): boolean {
-  return criteria.projection.collections.length === 0
+  ]), ctx.loader.atOnce(criteria, false))
 }
 
 function readOptions (policy: Policy | undefined): { policy: Policy } | undefined {

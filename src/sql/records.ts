@@ -136,6 +136,17 @@ export class RecordLoader {
   }
 
   /**
+   * Whether {@link find} of `criteria` issues every statement before it first waits for an answer
+   * (what `Database.read` asks to send COMMIT with them): one statement, or a record's with its
+   * collections' (`together`), or a whole tree built by the database. A populate deeper than the
+   * records' own associations, where the database builds no tree (SQLite), reads level by level.
+   */
+  atOnce (criteria: Criteria, together: boolean): boolean {
+    if (deep(criteria.projection)) return this.#tree !== undefined
+    return together || criteria.projection.collections.length === 0
+  }
+
+  /**
    * How a flat find (nothing populated) without a policy writes its rows as JSON text straight
    * from them (json-text.ts); `undefined` where the dialect does not write a field's type (the
    * find then reads records).
