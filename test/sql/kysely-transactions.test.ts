@@ -35,5 +35,15 @@ if (DATABASES.includes('sqlite')) {
     })
     t.equal(handle.inTransaction, false, 'one opened on the handle afterwards: rolled back too')
     t.same(await count(), { n: 1 }, 'the committed row only')
+
+    // A COMMIT the database refuses (a deferred foreign key): its own error, not an unknown outcome.
+    await run(kysely, 'PRAGMA foreign_keys = ON')
+    await run(kysely, 'CREATE TABLE parent (id integer PRIMARY KEY)')
+    await run(kysely, 'CREATE TABLE child (id integer, parent integer REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)')
+    await t.rejects(open(async transaction => {
+      await run(transaction.runner, 'INSERT INTO child VALUES (1, 99)')
+      await transaction.commit()
+    }), { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' }, 'the database\'s refusal')
+    t.equal(handle.inTransaction, false, 'and the connection outside any transaction')
   })
 }

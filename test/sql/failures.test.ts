@@ -1,0 +1,25 @@
+// Whether a failed COMMIT leaves its outcome unknown (src/sql/failures.ts `unconfirmed`): the
+// connection broke or timed out after COMMIT went out. The errors are the drivers' own shapes: pg's
+// DatabaseError (a SQLSTATE `code`), its client-side errors (a message, no code), Node's socket
+// errors, better-sqlite3's (a SQLITE_ code).
+import t from 'tap'
+import { unconfirmed } from '../../src/sql/failures.ts'
+
+const error = (message: string, code?: string): Error => Object.assign(new Error(message), code === undefined ? {} : { code })
+
+t.test('a COMMIT without an answer is unconfirmed; one the server or the driver refused is not', async t => {
+  const cases: Array<[Error, boolean, string]> = [
+    [error('Connection terminated unexpectedly'), true, 'pg: the connection closed while COMMIT waited'],
+    [error('Query read timeout'), true, 'pg: query_timeout on COMMIT'],
+    [error('read ECONNRESET', 'ECONNRESET'), true, 'Node: the connection reset'],
+    [error('terminating connection due to administrator command', '57P01'), true, 'the session ended with COMMIT'],
+    [error('canceling statement due to statement timeout', '57014'), true, 'COMMIT cancelled'],
+    [error('Client has encountered a connection error and is not queryable'), false, 'pg never sent COMMIT'],
+    [error('duplicate key value violates unique constraint', '23505'), false, 'a deferred constraint: the server rolled back'],
+    [error('could not serialize access', '40001'), false, 'a serialisation failure: rolled back'],
+    [error('FOREIGN KEY constraint failed', 'SQLITE_CONSTRAINT_FOREIGNKEY'), false, 'SQLite: a deferred foreign key'],
+    [error('something else'), false, 'an error that says nothing of the connection']
+  ]
+  for (const [err, expected, what] of cases) t.equal(unconfirmed(err), expected, what)
+  t.equal(unconfirmed(undefined), false, 'nothing thrown at all')
+})
