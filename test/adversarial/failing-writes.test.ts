@@ -22,7 +22,7 @@ import { defineEntity, p, type MikroORM } from '@mikro-orm/core'
 import type { FastifyInstance } from 'fastify'
 import blueprints, { createdAt, updatedAt } from '../../src/index.ts'
 import { bareApp, DATABASES, type Database } from '../helpers/app.ts'
-import { PG } from '../helpers/db.ts'
+import { PG, transactionStatus } from '../helpers/db.ts'
 import { open } from '../helpers/realtime.ts'
 import type { TestSocket } from '../helpers/socket.ts'
 
@@ -264,7 +264,7 @@ async function poolIsClean (world: World, what: string): Promise<void> {
   const clients = await Promise.all(Array.from({ length: pool.options.max }, async () => await pool.connect()))
   const answers: string[] = []
   for (const client of clients) {
-    const status = await client.query('select 1 as one').then(res => `${String(res.rows[0].one)} ${String(client.getTransactionStatus())}`, (err: Error) => err.message)
+    const status = await client.query('select 1 as one').then(async res => `${String(res.rows[0].one)} ${await transactionStatus(client)}`, (err: Error) => err.message)
     answers.push(status)
     client.release()
   }

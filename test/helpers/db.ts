@@ -7,6 +7,7 @@ import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import type { MikroORM } from '@mikro-orm/core'
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 
 export type Database = 'sqlite' | 'postgres'
 
@@ -129,4 +130,30 @@ export async function countStatements (t: { teardown (fn: () => void): void }, o
   wrap(pg.Client.prototype as unknown as Record<string, Method>, ['query'], (self, [config]) =>
     self.database === database && request(typeof config === 'string' ? config : (config as { text?: unknown }).text))
   return () => statements
+}
+
+/** The installed `pg`'s version, as numbers (the peer-version matrix runs the suite on several). */
+export const PG_VERSION: readonly number[] = (JSON.parse(readFileSync(new URL('../../node_modules/pg/package.json', import.meta.url), 'utf8')) as { version: string })
+  .version.split('.').map(Number)
+
+/** Whether the installed `pg` is at least `major.minor`. */
+export function pgAtLeast (major: number, minor: number): boolean {
+  return PG_VERSION[0] > major || (PG_VERSION[0] === major && PG_VERSION[1] >= minor)
+}
+
+/**
+ * What a `pg` client says of its transaction state (`I` idle, `T` in one, `E` in a failed one):
+ * `getTransactionStatus()` from `pg` 8.21; before it, asked of the server, `E` when a statement
+ * fails there, `T` when the transaction began before this statement.
+ */
+export async function transactionStatus (client: pg.ClientBase): Promise<string> {
+  if (typeof (client as { getTransactionStatus?: unknown }).getTransactionStatus === 'function') {
+    return String((client as unknown as { getTransactionStatus (): string | null }).getTransactionStatus())
+  }
+  try {
+    const { rows: [row] } = await client.query('SELECT now() = statement_timestamp() AS fresh')
+    return row.fresh === true ? 'I' : 'T'
+  } catch {
+    return 'E'
+  }
 }

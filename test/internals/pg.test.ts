@@ -1,14 +1,25 @@
-// Canary of the private parts of `pg` the plugin uses (src/internals/pg/pipeline.ts): on the `pg`
-// the suite runs on, a client of a pool made in the default mode can be switched to pipeline mode
-// and back, and its socket can be corked. When this fails, a `pg` release changed them: the
-// plugin's transactions then send their statements one after the other, or one write per statement
-// (slower, as docs/performance.md measures, never wrong), and the fenced module needs another way.
+// Canary of the private parts of `pg` the plugin uses (src/internals/pg/pipeline.ts): on a `pg` of
+// 8.23 or later (the lockfile's), a client of a pool made in the default mode can be switched to
+// pipeline mode and back, and its socket can be corked. When this fails there, a `pg` release
+// changed them: the plugin's transactions then send their statements one after the other, or one
+// write per statement (slower, as docs/performance.md measures, never wrong), and the fenced module
+// needs another way. On an older `pg` (the peer-version matrix's lowest), the probe says there is
+// no pipeline mode, and the transactions fall back.
 import t from 'tap'
 import { corkOf, pipelineOf, type PipelineClient } from '../../src/internals/pg/pipeline.ts'
 import { entities } from '../fixtures/entities.ts'
-import { DATABASES, poolOnNewDatabase } from '../helpers/db.ts'
+import { DATABASES, PG_VERSION, pgAtLeast, poolOnNewDatabase } from '../helpers/db.ts'
 
-if (DATABASES.includes('postgres')) {
+if (DATABASES.includes('postgres') && !pgAtLeast(8, 23)) {
+  t.test(`postgres: pg ${PG_VERSION.join('.')} has no pipeline mode: the probe says so`, async t => {
+    const pool = await poolOnNewDatabase(t, entities)
+    const client = await pool.connect()
+    t.equal(pipelineOf(client as unknown as PipelineClient), undefined, 'nothing to switch: statements go one after the other')
+    client.release()
+  })
+}
+
+if (DATABASES.includes('postgres') && pgAtLeast(8, 23)) {
   t.test('postgres: pg\'s pipeline mode switched on for a transaction and back, the socket corked for a turn', async t => {
     const pool = await poolOnNewDatabase(t, entities)
     const client = await pool.connect()

@@ -13,7 +13,7 @@ import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import blueprints from '../../src/index.ts'
 import { entities } from '../fixtures/entities.ts'
-import { destroyOrm, PG } from '../helpers/db.ts'
+import { destroyOrm, PG, pgAtLeast } from '../helpers/db.ts'
 import { buildRegistry } from '../../src/models/registry.ts'
 import { dialectFor } from '../../src/sql/dialect.ts'
 import { Database } from '../../src/sql/database.ts'
@@ -197,8 +197,9 @@ if (DATABASES.includes('postgres')) {
       t.teardown(() => { proto.query = original })
       const trips = (): number => events.split(/A+/).filter(run => run.length > 0).length
       // BEGIN, the locks and the write (one statement for an add, two for a remove or a replace),
-      // the answer (the user and its three collections), then the log's row with COMMIT.
-      const expected = { add: 2, remove: 2, replace: 2 }
+      // the answer (the user and its three collections), then the log's row with COMMIT. A `pg`
+      // before 8.23 has no pipeline mode: each statement once the one before has its answer.
+      const expected = pgAtLeast(8, 23) ? { add: 2, remove: 2, replace: 2 } : { add: 8, remove: 9, replace: 9 }
       for (const [name, method, url] of [['add', 'PUT', '/user/2/tags/vip'], ['remove', 'DELETE', '/user/2/tags/vip'], ['replace', 'PUT', '/user/2/tags']] as const) {
         events = ''
         const res = await app.inject({ method, url, payload: name === 'replace' ? { fks: ['vip'] } : undefined })

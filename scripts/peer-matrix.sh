@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Peer matrix: runs the test suite on the lowest or the latest published version of each peer
+# dependency range (pg ^8, fastify ^5, @mikro-orm/core ^7, socket.io ^4.8, @fastify/swagger ^9).
+#
+# MikroORM: core, sql, postgresql, sqlite and decorators are installed at one version (the drivers
+# pin core exactly), the lowest / latest version where all five are published.
+# pg: @mikro-orm/postgresql depends on an exact pg of its own; an npm override makes every pg in
+# the tree the chosen one, so the ORM and the plugin share it (checked below).
+#
+# The set is installed into this checkout's node_modules; package.json and package-lock.json are
+# restored on exit (node_modules is left with the set: `npm ci` goes back to the lockfile).
+#
+# Usage: scripts/peer-matrix.sh low|high [tap arguments, e.g. test files]   (exits non-zero on any failure)
+set -euo pipefail
+
+set_name="${1:-}"
+shift || true
+# Each version can be overridden from the environment (PG_VERSION=8.15.5 scripts/peer-matrix.sh low),
+# e.g. to try one peer at another version.
+case "$set_name" in
+  low)
+    # The lowest versions that pass (package.json's peer ranges start there):
+    #   pg 8.15.5: below 8.15.0 `import { Client } from 'pg'` fails (no ESM named exports), and
+    #     MikroORM's driver imports TypeOverrides, named from 8.15.3 (8.15.3 and 8.15.4 are not on
+    #     every registry). It has neither getTransactionStatus() (8.21) nor the pipeline mode
+    #     (8.23): the plugin's transactions take their fallbacks, which this run tests.
+    #   MikroORM 7.2.0: the plugin calls Connection#getNativeClient(), new in 7.2.0.
+    #   @fastify/swagger 9.8.2: earlier versions put `type: [..., 'null']` in the OpenAPI 3.0
+    #     document, which is invalid there (test/openapi.test.ts).
+    #   fastify 5.0.0 passes the tests, not tsc (FastifySchemaValidationError is exported from
+    #     'fastify' from 5.5.0, the tests' `routerOptions` is typed from 5.6.0): TYPECHECK=no.
+    : "${PG_VERSION:=8.15.5}"
+    : "${FASTIFY_VERSION:=5.0.0}"
+    : "${MIKRO_ORM_VERSION:=7.2.0}"
+    : "${SOCKET_IO_VERSION:=4.8.0}"
+    : "${SWAGGER_VERSION:=9.8.2}"
+    : "${TYPECHECK:=no}"
+    ;;
+  high)
+    : "${PG_VERSION:=8.23.1}"
+    : "${FASTIFY_VERSION:=5.12.8}"
+    : "${MIKRO_ORM_VERSION:=7.2.1}"
+    : "${SOCKET_IO_VERSION:=4.8.4}"
+    : "${SWAGGER_VERSION:=9.9.3}"
+    : "${TYPECHECK:=yes}"
+    ;;
+  *)
+    echo "usage: $0 low|high [tap arguments]" >&2
+    exit 2
+    ;;
+esac
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+backup="$(mktemp -d)"
+cp package.json package-lock.json "$backup/"
+restore () {
+  cp "$backup/package.json" "$backup/package-lock.json" .
+  rm -rf "$backup"
+}
+trap restore EXIT
+
+elapsed () { # start seconds
+  local s=$(( $(date +%s) - $1 ))
+  printf '%dm%02ds' $(( s / 60 )) $(( s % 60 ))
+}
+
+echo "peer matrix ($set_name): installing"
+start=$(date +%s)
+npm pkg set \
+  "devDependencies.pg=$PG_VERSION" \
+  "devDependencies.fastify=$FASTIFY_VERSION" \
+  "devDependencies.@mikro-orm/core=$MIKRO_ORM_VERSION" \
+  "devDependencies.@mikro-orm/postgresql=$MIKRO_ORM_VERSION" \
+  "devDependencies.@mikro-orm/sqlite=$MIKRO_ORM_VERSION" \
+  "devDependencies.@mikro-orm/decorators=$MIKRO_ORM_VERSION" \
+  "devDependencies[socket.io]=$SOCKET_IO_VERSION" \
+  "devDependencies.@fastify/swagger=$SWAGGER_VERSION" \
+  'overrides.pg=$pg'
+npm install --no-audit --no-fund
+echo "peer matrix ($set_name): installed in $(elapsed "$start")"
+
+npm ls fastify @mikro-orm/core @mikro-orm/sql @mikro-orm/postgresql @mikro-orm/sqlite \
+  @mikro-orm/decorators socket.io @fastify/swagger better-sqlite3 kysely
+echo "pg, every copy in the tree (the plugin's and @mikro-orm/postgresql's):"
+npm ls pg --all
+
+# Every installed copy must be the chosen version (a second copy would mean the override failed).
+check_versions () { # package wanted
+  local pkg="$1" wanted="$2" dir got bad=0
+  while IFS= read -r dir; do
+    [[ -n "$dir" && -f "$dir/package.json" ]] || continue
+    got="$(sed -n 's/^  "version": "\(.*\)",\{0,1\}$/\1/p' "$dir/package.json" | head -n 1)"
+    if [[ "$got" != "$wanted" ]]; then
+      echo "peer matrix: $pkg $got installed at $dir, expected $wanted" >&2
+      bad=1
+    fi
+  done < <(find node_modules -type d -path "*node_modules/$pkg" -prune)
+  return "$bad"
+}
+mismatch=0
+check_versions pg "$PG_VERSION" || mismatch=1
+check_versions fastify "$FASTIFY_VERSION" || mismatch=1
+check_versions socket.io "$SOCKET_IO_VERSION" || mismatch=1
+check_versions @fastify/swagger "$SWAGGER_VERSION" || mismatch=1
+for p in core sql postgresql sqlite decorators; do
+  check_versions "@mikro-orm/$p" "$MIKRO_ORM_VERSION" || mismatch=1
+done
+[[ "$mismatch" == 0 ]] || { echo "peer matrix ($set_name): FAILED: wrong versions installed" >&2; exit 1; }
+
+status=0
+
+if [[ "$TYPECHECK" == yes ]]; then
+  echo "peer matrix ($set_name): tsc --noEmit"
+  start=$(date +%s)
+  if npm exec -- tsc --noEmit; then
+    echo "peer matrix ($set_name): tsc passed in $(elapsed "$start")"
+  else
+    echo "peer matrix ($set_name): tsc FAILED in $(elapsed "$start")" >&2
+    status=1
+  fi
+else
+  echo "peer matrix ($set_name): tsc skipped (TYPECHECK=$TYPECHECK)"
+fi
+
+echo "peer matrix ($set_name): tap"
+start=$(date +%s)
+npm exec -- tap build
+if npm exec -- tap --disable-coverage "$@"; then
+  echo "peer matrix ($set_name): tap passed in $(elapsed "$start")"
+else
+  echo "peer matrix ($set_name): tap FAILED in $(elapsed "$start")" >&2
+  status=1
+fi
+
+exit "$status"
