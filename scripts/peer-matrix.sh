@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Peer matrix: runs the test suite on the lowest or the latest published version of each peer
-# dependency range (pg ^8, fastify ^5, @mikro-orm/core ^7, socket.io ^4.8, @fastify/swagger ^9).
+# dependency range (pg, fastify, @mikro-orm/core, socket.io, @fastify/swagger, and engine.io and
+# socket.io-parser, which the socket.io endpoint loads from socket.io's own dependencies), and of
+# `ws`, the one dependency the plugin's code imports whose range is not the lockfile's choice.
 #
 # MikroORM: core, sql, postgresql, sqlite and decorators are installed at one version (the drivers
 # pin core exactly), the lowest / latest version where all five are published.
 # pg: @mikro-orm/postgresql depends on an exact pg of its own; an npm override makes every pg in
-# the tree the chosen one, so the ORM and the plugin share it (checked below).
+# the tree the chosen one, so the ORM and the plugin share it (checked below). engine.io,
+# socket.io-parser and ws: socket.io's own ranges would take their latest; overrides choose them.
 #
 # The set is installed into this checkout's node_modules; package.json and package-lock.json are
 # restored on exit (node_modules is left with the set: `npm ci` goes back to the lockfile).
@@ -23,18 +26,26 @@ case "$set_name" in
     #   pg 8.15.5: below 8.15.0 `import { Client } from 'pg'` fails (no ESM named exports), and
     #     MikroORM's driver imports TypeOverrides, named from 8.15.3 (8.15.3 and 8.15.4 are not on
     #     every registry). It has neither getTransactionStatus() (8.21) nor the pipeline mode
-    #     (8.23): the plugin's transactions take their fallbacks, which this run tests.
+    #     (8.23), and answers nothing more on a connection after values it could not bind (8.22):
+    #     the plugin's transactions take their fallbacks, which this run tests.
     #   MikroORM 7.2.0: the plugin calls Connection#getNativeClient(), new in 7.2.0.
     #   @fastify/swagger 9.8.2: earlier versions put `type: [..., 'null']` in the OpenAPI 3.0
     #     document, which is invalid there (test/openapi.test.ts).
-    #   fastify 5.0.0 passes the tests, not tsc (FastifySchemaValidationError is exported from
-    #     'fastify' from 5.5.0, the tests' `routerOptions` is typed from 5.6.0): TYPECHECK=no.
+    #   fastify 5.5.0: before it, a body that is not JSON (or holds `__proto__`) is a 400 without a
+    #     `code` (test/adversarial/fuzz.test.ts), and the plugin's types name
+    #     FastifySchemaValidationError, exported from 5.5.0. The tests' own `routerOptions` is typed
+    #     from 5.6.0: the plugin's sources are type-checked (TYPECHECK=src), the tests are not.
     : "${PG_VERSION:=8.15.5}"
-    : "${FASTIFY_VERSION:=5.0.0}"
+    : "${FASTIFY_VERSION:=5.5.0}"
     : "${MIKRO_ORM_VERSION:=7.2.0}"
     : "${SOCKET_IO_VERSION:=4.8.0}"
     : "${SWAGGER_VERSION:=9.8.2}"
-    : "${TYPECHECK:=no}"
+    #   engine.io 6.6.0 and socket.io-parser 4.2.4: what socket.io 4.8.0 asks for at least; ws
+    #   8.17.1: what engine.io 6.6.0 asks for at least.
+    : "${ENGINE_IO_VERSION:=6.6.0}"
+    : "${SOCKET_IO_PARSER_VERSION:=4.2.4}"
+    : "${WS_VERSION:=8.17.1}"
+    : "${TYPECHECK:=src}"
     ;;
   high)
     : "${PG_VERSION:=8.23.1}"
@@ -42,6 +53,9 @@ case "$set_name" in
     : "${MIKRO_ORM_VERSION:=7.2.1}"
     : "${SOCKET_IO_VERSION:=4.8.4}"
     : "${SWAGGER_VERSION:=9.9.3}"
+    : "${ENGINE_IO_VERSION:=6.6.13}"
+    : "${SOCKET_IO_PARSER_VERSION:=4.2.7}"
+    : "${WS_VERSION:=8.23.0}"
     : "${TYPECHECK:=yes}"
     ;;
   *)
@@ -76,12 +90,19 @@ npm pkg set \
   "devDependencies.@mikro-orm/decorators=$MIKRO_ORM_VERSION" \
   "devDependencies[socket.io]=$SOCKET_IO_VERSION" \
   "devDependencies.@fastify/swagger=$SWAGGER_VERSION" \
-  'overrides.pg=$pg'
+  "devDependencies[engine.io]=$ENGINE_IO_VERSION" \
+  "devDependencies[socket.io-parser]=$SOCKET_IO_PARSER_VERSION" \
+  "dependencies.ws=$WS_VERSION" \
+  "devDependencies.ws=$WS_VERSION" \
+  'overrides.pg=$pg' \
+  'overrides[engine.io]=$engine.io' \
+  'overrides[socket.io-parser]=$socket.io-parser' \
+  'overrides.ws=$ws'
 npm install --no-audit --no-fund
 echo "peer matrix ($set_name): installed in $(elapsed "$start")"
 
 npm ls fastify @mikro-orm/core @mikro-orm/sql @mikro-orm/postgresql @mikro-orm/sqlite \
-  @mikro-orm/decorators socket.io @fastify/swagger better-sqlite3 kysely
+  @mikro-orm/decorators socket.io @fastify/swagger better-sqlite3 kysely engine.io socket.io-parser ws
 echo "pg, every copy in the tree (the plugin's and @mikro-orm/postgresql's):"
 npm ls pg --all
 
@@ -103,6 +124,9 @@ check_versions pg "$PG_VERSION" || mismatch=1
 check_versions fastify "$FASTIFY_VERSION" || mismatch=1
 check_versions socket.io "$SOCKET_IO_VERSION" || mismatch=1
 check_versions @fastify/swagger "$SWAGGER_VERSION" || mismatch=1
+check_versions engine.io "$ENGINE_IO_VERSION" || mismatch=1
+check_versions socket.io-parser "$SOCKET_IO_PARSER_VERSION" || mismatch=1
+check_versions ws "$WS_VERSION" || mismatch=1
 for p in core sql postgresql sqlite decorators; do
   check_versions "@mikro-orm/$p" "$MIKRO_ORM_VERSION" || mismatch=1
 done
@@ -110,10 +134,13 @@ done
 
 status=0
 
-if [[ "$TYPECHECK" == yes ]]; then
-  echo "peer matrix ($set_name): tsc --noEmit"
+if [[ "$TYPECHECK" == yes || "$TYPECHECK" == src ]]; then
+  # src: the plugin's sources only (tsconfig.build.json), what an app's tsc checks against.
+  project=tsconfig.json
+  [[ "$TYPECHECK" == src ]] && project=tsconfig.build.json
+  echo "peer matrix ($set_name): tsc --noEmit -p $project"
   start=$(date +%s)
-  if npm exec -- tsc --noEmit; then
+  if npm exec -- tsc --noEmit -p "$project"; then
     echo "peer matrix ($set_name): tsc passed in $(elapsed "$start")"
   else
     echo "peer matrix ($set_name): tsc FAILED in $(elapsed "$start")" >&2

@@ -71,6 +71,13 @@ function answered (err: unknown): boolean {
 
 const ignore = (): void => {}
 
+/** A statement not sent, because the connection broke before it: the break's message, and the break as its cause. */
+class Unsent extends Error {
+  constructor (cause: Error) {
+    super(cause.message, { cause })
+  }
+}
+
 /** One transaction on one client. */
 class PoolTransaction implements OpenTransaction {
   readonly runner: QueryRunner
@@ -116,7 +123,7 @@ class PoolTransaction implements OpenTransaction {
       // COMMIT's answer is missing (the connection broke or timed out, or the session ended with
       // it): the server may have committed. It did not if it answered an error to a statement
       // before (it runs them in order), or if `pg` never sent COMMIT (a connection it knew broken).
-      const sent = !/not queryable/.test(String((err as Error | undefined)?.message))
+      const sent = !(err instanceof Unsent) && !/not queryable/.test(String((err as Error | undefined)?.message))
       if (!this.#answered && !fromServer(err) && sent) throw new CommitUnconfirmed(err)
       throw err
     }
@@ -185,7 +192,9 @@ class PoolTransaction implements OpenTransaction {
   #send (config: QueryConfig | string, values?: readonly unknown[]): Promise<{ rows: unknown[], command?: string }> {
     const run = (): Promise<{ rows: unknown[], command?: string }> => values === undefined ? this.#client.query(config) : this.#client.query(config, values)
     this.#turn?.()
-    const sent = this.#pipelined ? run() : this.#settled.then(run)
+    // One by one, nothing more goes out once the connection is known broken: the driver's state is
+    // not known (`pg` before 8.22 answers no statement sent after values it could not bind).
+    const sent = this.#pipelined ? run() : this.#settled.then(async () => await (this.#broken === undefined ? run() : Promise.reject(new Unsent(this.#broken))))
     // Settled once this statement and every one before it are: in pipeline mode `pg` may fail a
     // statement at once (values it cannot bind) while earlier ones still wait for their answers.
     const before = this.#settled
