@@ -2,13 +2,14 @@
 # Peer matrix: runs the test suite on the lowest or the latest published version of each peer
 # dependency range (pg, fastify, @mikro-orm/core, socket.io, @fastify/swagger, and engine.io and
 # socket.io-parser, which the socket.io endpoint loads from socket.io's own dependencies), and of
-# `ws`, the one dependency the plugin's code imports whose range is not the lockfile's choice.
+# `ws`, a dependency the plugin's code imports).
 #
 # MikroORM: core, sql, postgresql, sqlite and decorators are installed at one version (the drivers
 # pin core exactly), the lowest / latest version where all five are published.
 # pg: @mikro-orm/postgresql depends on an exact pg of its own; an npm override makes every pg in
-# the tree the chosen one, so the ORM and the plugin share it (checked below). engine.io,
-# socket.io-parser and ws: socket.io's own ranges would take their latest; overrides choose them.
+# the tree the chosen one, so the ORM and the plugin share it (checked below). engine.io and
+# socket.io-parser: socket.io's own ranges would take their latest; overrides choose them. ws: the
+# plugin's own copy is the chosen one (socket.io's packages may keep copies of their own).
 #
 # The set is installed into this checkout's node_modules; package.json and package-lock.json are
 # restored on exit (node_modules is left with the set: `npm ci` goes back to the lockfile).
@@ -96,13 +97,13 @@ npm pkg set \
   "devDependencies.ws=$WS_VERSION" \
   'overrides.pg=$pg' \
   'overrides[engine.io]=$engine.io' \
-  'overrides[socket.io-parser]=$socket.io-parser' \
-  'overrides.ws=$ws'
+  'overrides[socket.io-parser]=$socket.io-parser'
 npm install --no-audit --no-fund
 echo "peer matrix ($set_name): installed in $(elapsed "$start")"
 
 npm ls fastify @mikro-orm/core @mikro-orm/sql @mikro-orm/postgresql @mikro-orm/sqlite \
-  @mikro-orm/decorators socket.io @fastify/swagger better-sqlite3 kysely engine.io socket.io-parser ws
+  @mikro-orm/decorators socket.io @fastify/swagger better-sqlite3 kysely engine.io socket.io-parser
+npm ls ws --depth=0
 echo "pg, every copy in the tree (the plugin's and @mikro-orm/postgresql's):"
 npm ls pg --all
 
@@ -126,7 +127,8 @@ check_versions socket.io "$SOCKET_IO_VERSION" || mismatch=1
 check_versions @fastify/swagger "$SWAGGER_VERSION" || mismatch=1
 check_versions engine.io "$ENGINE_IO_VERSION" || mismatch=1
 check_versions socket.io-parser "$SOCKET_IO_PARSER_VERSION" || mismatch=1
-check_versions ws "$WS_VERSION" || mismatch=1
+# ws: the plugin's own copy (the top one); engine.io and socket.io-adapter may hold copies of their own.
+[[ "$(node -p 'require("./node_modules/ws/package.json").version')" == "$WS_VERSION" ]] || { echo "peer matrix: ws is not $WS_VERSION" >&2; mismatch=1; }
 for p in core sql postgresql sqlite decorators; do
   check_versions "@mikro-orm/$p" "$MIKRO_ORM_VERSION" || mismatch=1
 done
