@@ -8,7 +8,8 @@
 # pin core exactly), the lowest / latest version where all five are published.
 # pg: @mikro-orm/postgresql depends on an exact pg of its own; an npm override makes every pg in
 # the tree the chosen one, so the ORM and the plugin share it (checked below). engine.io and
-# socket.io-parser: socket.io's own ranges would take their latest; overrides choose them. ws: the
+# socket.io-parser: socket.io's own ranges would take their latest; overrides choose them, in
+# socket.io's tree only (the tests' sails.io.js client has a socket.io-parser 3 of its own). ws: the
 # plugin's own copy is the chosen one (socket.io's packages may keep copies of their own).
 #
 # The set is installed into this checkout's node_modules; package.json and package-lock.json are
@@ -96,8 +97,8 @@ npm pkg set \
   "dependencies.ws=$WS_VERSION" \
   "devDependencies.ws=$WS_VERSION" \
   'overrides.pg=$pg' \
-  'overrides[engine.io]=$engine.io' \
-  'overrides[socket.io-parser]=$socket.io-parser'
+  'overrides[socket.io][engine.io]=$engine.io' \
+  'overrides[socket.io][socket.io-parser]=$socket.io-parser'
 npm install --no-audit --no-fund
 echo "peer matrix ($set_name): installed in $(elapsed "$start")"
 
@@ -125,8 +126,18 @@ check_versions pg "$PG_VERSION" || mismatch=1
 check_versions fastify "$FASTIFY_VERSION" || mismatch=1
 check_versions socket.io "$SOCKET_IO_VERSION" || mismatch=1
 check_versions @fastify/swagger "$SWAGGER_VERSION" || mismatch=1
-check_versions engine.io "$ENGINE_IO_VERSION" || mismatch=1
-check_versions socket.io-parser "$SOCKET_IO_PARSER_VERSION" || mismatch=1
+# engine.io and socket.io-parser: the copies socket.io loads (the tests' sails.io.js client keeps
+# its own socket.io-parser 3).
+from_socket_io () { # package: the version of the copy socket.io's require() finds
+  node -e "
+    const { dirname, join } = require('node:path'), { readFileSync } = require('node:fs')
+    let dir = dirname(require('node:module').createRequire(require.resolve('socket.io')).resolve('$1'))
+    const manifest = () => { try { return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) } catch { return {} } }
+    while (manifest().name !== '$1') dir = dirname(dir)
+    console.log(manifest().version)"
+}
+[[ "$(from_socket_io engine.io)" == "$ENGINE_IO_VERSION" ]] || { echo "peer matrix: socket.io's engine.io is not $ENGINE_IO_VERSION" >&2; mismatch=1; }
+[[ "$(from_socket_io socket.io-parser)" == "$SOCKET_IO_PARSER_VERSION" ]] || { echo "peer matrix: socket.io's socket.io-parser is not $SOCKET_IO_PARSER_VERSION" >&2; mismatch=1; }
 # ws: the plugin's own copy (the top one); engine.io and socket.io-adapter may hold copies of their own.
 [[ "$(node -p 'require("./node_modules/ws/package.json").version')" == "$WS_VERSION" ]] || { echo "peer matrix: ws is not $WS_VERSION" >&2; mismatch=1; }
 for p in core sql postgresql sqlite decorators; do

@@ -71,12 +71,6 @@ function answered (err: unknown): boolean {
 
 const ignore = (): void => {}
 
-/** A statement not sent, because the connection broke before it: the break's message, and the break as its cause. */
-class Unsent extends Error {
-  constructor (cause: Error) {
-    super(cause.message, { cause })
-  }
-}
 
 /** One transaction on one client. */
 class PoolTransaction implements OpenTransaction {
@@ -99,6 +93,8 @@ class PoolTransaction implements OpenTransaction {
   #failure: Error | undefined
   /** The server answered a statement with an error, ending the session or not. */
   #answered = false
+  /** COMMIT was not sent: the connection broke before it (see #send). */
+  #commitUnsent = false
   #context: Kysely<never> | undefined
 
   constructor (client: PooledClient, snapshot: boolean) {
@@ -122,8 +118,9 @@ class PoolTransaction implements OpenTransaction {
       await before
       // COMMIT's answer is missing (the connection broke or timed out, or the session ended with
       // it): the server may have committed. It did not if it answered an error to a statement
-      // before (it runs them in order), or if `pg` never sent COMMIT (a connection it knew broken).
-      const sent = !(err instanceof Unsent) && !/not queryable/.test(String((err as Error | undefined)?.message))
+      // before (it runs them in order), or if COMMIT was never sent (a connection this transaction
+      // or `pg` knew broken).
+      const sent = !this.#commitUnsent && !/not queryable/.test(String((err as Error | undefined)?.message))
       if (!this.#answered && !fromServer(err) && sent) throw new CommitUnconfirmed(err)
       throw err
     }
@@ -194,7 +191,12 @@ class PoolTransaction implements OpenTransaction {
     this.#turn?.()
     // One by one, nothing more goes out once the connection is known broken: the driver's state is
     // not known (`pg` before 8.22 answers no statement sent after values it could not bind).
-    const sent = this.#pipelined ? run() : this.#settled.then(async () => await (this.#broken === undefined ? run() : Promise.reject(new Unsent(this.#broken))))
+    // Such a statement fails with the break's own error (what the client is told is the break).
+    const sent = this.#pipelined ? run() : this.#settled.then(async () => {
+      if (this.#broken === undefined) return await run()
+      if (config === 'COMMIT') this.#commitUnsent = true
+      throw this.#broken
+    })
     // Settled once this statement and every one before it are: in pipeline mode `pg` may fail a
     // statement at once (values it cannot bind) while earlier ones still wait for their answers.
     const before = this.#settled
