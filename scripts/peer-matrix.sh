@@ -50,6 +50,9 @@ case "$set_name" in
     : "${TYPECHECK:=src}"
     ;;
   high)
+    # The latest of each range that the registry this runs against could install on 2026-11-28,
+    # pinned so that a run is repeatable (raise them as versions are published). MikroORM 7.2.1
+    # is the latest version published there for all five packages (later ones exist for some only).
     : "${PG_VERSION:=8.23.1}"
     : "${FASTIFY_VERSION:=5.12.8}"
     : "${MIKRO_ORM_VERSION:=7.2.1}"
