@@ -26,8 +26,8 @@ case "$set_name" in
   low)
     # The lowest versions that pass (package.json's peer ranges start there):
     #   pg 8.15.5: below 8.15.0 `import { Client } from 'pg'` fails (no ESM named exports), and
-    #     MikroORM's driver imports TypeOverrides, named from 8.15.3 (8.15.3 and 8.15.4 are not on
-    #     every registry). It has neither getTransactionStatus() (8.21) nor the pipeline mode
+    #     MikroORM's driver imports TypeOverrides, named from 8.15.3 (8.15.3 and 8.15.4 could not be
+    #     installed where this was written). It has neither getTransactionStatus() (8.21) nor the pipeline mode
     #     (8.23), and answers nothing more on a connection after values it could not bind (8.22):
     #     the plugin's transactions take their fallbacks, which this run tests.
     #   MikroORM 7.2.0: the plugin calls Connection#getNativeClient(), new in 7.2.0.
