@@ -7,11 +7,12 @@
  */
 import type { ModelRegistry } from '../models/registry.ts'
 import { CommitOrder } from './commit-order.ts'
+import { BP_ERR_COMMIT_UNCONFIRMED } from '../errors.ts'
 import { classify, type Naming } from './failures.ts'
 import type { QueryRunner } from './driver.ts'
 import type { Executor } from './rows.ts'
 import type { RunPrepared } from './runners.ts'
-import type { Open } from './transactions.ts'
+import { CommitUnconfirmed, type Open } from './transactions.ts'
 
 /** How many times a transaction runs at most when deadlocks or serialisation failures end it. */
 export const ATTEMPTS = 5
@@ -149,6 +150,7 @@ export class Database {
     // What `work` throws is the app's or the plugin's (statements' errors are classified as they
     // happen); anything else comes from the driver: acquiring the connection, BEGIN or COMMIT.
     let failed: { error: unknown } | undefined
+    let committing: unknown
     try {
       return await this.#open(async transaction => {
         let result: T
@@ -162,7 +164,10 @@ export class Database {
           }
           // Taken before COMMIT, while the locks are held: see commit-order.ts.
           ticket = this.order.take()
-          await transaction.commit()
+          await transaction.commit().catch((err: unknown) => {
+            committing = err
+            throw err
+          })
         } catch (err) {
           if (ticket !== undefined) this.order.done(ticket)
           // The client is told the first error. A rollback that fails means the connection is
@@ -173,7 +178,14 @@ export class Database {
         return { result, ticket }
       })
     } catch (err) {
-      throw failed?.error === err ? err : this.#failure(err)
+      if (failed?.error === err) throw err
+      // COMMIT went out and no answer says what became of it: the write may be saved.
+      if (err === committing && err instanceof CommitUnconfirmed) {
+        const error = new BP_ERR_COMMIT_UNCONFIRMED()
+        Object.defineProperty(error, 'cause', { value: err.cause, enumerable: false, writable: true, configurable: true })
+        throw error
+      }
+      throw this.#failure(err)
     }
   }
 

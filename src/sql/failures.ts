@@ -6,8 +6,8 @@
  * @module
  */
 import {
-  BP_ERR_COMMIT_UNCONFIRMED, BP_ERR_CONSTRAINT, BP_ERR_DATABASE, BP_ERR_DATABASE_BUSY, BP_ERR_DATABASE_TIMEOUT, BP_ERR_DATABASE_UNAVAILABLE,
-  BP_ERR_UNIQUE, BP_ERR_VALUE_REJECTED
+  BP_ERR_CONSTRAINT, BP_ERR_DATABASE, BP_ERR_DATABASE_BUSY, BP_ERR_DATABASE_TIMEOUT, BP_ERR_DATABASE_UNAVAILABLE, BP_ERR_UNIQUE,
+  BP_ERR_VALUE_REJECTED
 } from '../errors.ts'
 
 /** Names of a table's model and columns' attributes, for messages (the registry knows them). */
@@ -16,17 +16,6 @@ export interface Naming {
   model (table: string): string | undefined
   /** The attribute stored in `column` of `table`, if any. */
   attribute (table: string, column: string): string | undefined
-}
-
-/**
- * What `OpenTransaction.commit()` rejects with when COMMIT went out and no answer says what became
- * of it (the connection broke or timed out on the way, after every statement before it had its
- * answer): the transaction may have committed. The driver's error is the `cause`.
- */
-export class CommitUnconfirmed extends Error {
-  constructor (cause: unknown) {
-    super('fastify-blueprints: COMMIT was sent and not answered', { cause })
-  }
 }
 
 /**
@@ -99,8 +88,6 @@ export function classify (err: unknown, naming: Naming): Failure {
   const code = typeof e.code === 'string' ? e.code : ''
   const message = String(e.message)
   const fail = (error: Error): Failure => ({ kind: 'fail', error: withCause(error, err) })
-  // The write may be saved: the driver's error, not the wrapper, is the cause.
-  if (err instanceof CommitUnconfirmed) return { kind: 'fail', error: withCause(new BP_ERR_COMMIT_UNCONFIRMED(), err.cause) }
   if (RETRY.has(code)) return { kind: 'retry', error: withCause(new BP_ERR_DATABASE_BUSY(), err) }
   if (TIMEOUT(code, message)) return fail(new BP_ERR_DATABASE_TIMEOUT())
   if (UNAVAILABLE.has(code) || (code === '' && UNAVAILABLE_MESSAGE.test(message))) return fail(new BP_ERR_DATABASE_UNAVAILABLE())

@@ -7,7 +7,18 @@
  * @module
  */
 import type { ConnectionLender, QueryRunner } from './driver.ts'
-import { CommitUnconfirmed, unconfirmed } from './failures.ts'
+import { unconfirmed } from './failures.ts'
+
+/**
+ * What `OpenTransaction.commit()` rejects with when COMMIT went out and no answer says what became
+ * of it (the connection broke or timed out on the way, after every statement before it had its
+ * answer): the transaction may have committed. The driver's error is the `cause`.
+ */
+export class CommitUnconfirmed extends Error {
+  constructor (cause: unknown) {
+    super('fastify-blueprints: COMMIT was sent and not answered', { cause })
+  }
+}
 
 /** An open transaction, as the database module uses it. */
 export interface OpenTransaction {

@@ -23,8 +23,7 @@
 import { Kysely, PostgresDialect } from 'kysely'
 import { corkOf, pipelineOf } from '../../internals/pg/pipeline.ts'
 import type { NativeClient, NativePool, QueryConfig, QueryRunner } from '../driver.ts'
-import { CommitUnconfirmed } from '../failures.ts'
-import type { Open, OpenTransaction } from '../transactions.ts'
+import { CommitUnconfirmed, type Open, type OpenTransaction } from '../transactions.ts'
 
 /** A client of the pool, as this module uses it (`getTransactionStatus`: `pg` 8.21 and later). */
 interface PooledClient extends NativeClient {
@@ -71,6 +70,7 @@ function answered (err: unknown): boolean {
 }
 
 const ignore = (): void => {}
+
 
 /** One transaction on one client. */
 class PoolTransaction implements OpenTransaction {
