@@ -15,9 +15,18 @@
 # The set is installed into this checkout's node_modules; package.json and package-lock.json are
 # restored on exit (node_modules is left with the set: `npm ci` goes back to the lockfile).
 #
-# Usage: scripts/peer-matrix.sh low|high [tap arguments, e.g. test files]   (exits non-zero on any failure)
+# The lockfile installs the high set (an npm override makes @mikro-orm/postgresql's pg the plugin's),
+# so `npm test` runs the suite on it; `--check` only checks that the installed tree is the set
+# (what .ci/run does for the high set after `npm test`, instead of running the suite twice on it).
+#
+# Usage: scripts/peer-matrix.sh [--check] low|high [tap arguments, e.g. test files]   (exits non-zero on any failure)
 set -euo pipefail
 
+check_only=0
+if [[ "${1:-}" == --check ]]; then
+  check_only=1
+  shift
+fi
 set_name="${1:-}"
 shift || true
 # Each version can be overridden from the environment (PG_VERSION=8.15.5 scripts/peer-matrix.sh low),
@@ -71,6 +80,12 @@ esac
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+elapsed () { # start seconds
+  local s=$(( $(date +%s) - $1 ))
+  printf '%dm%02ds' $(( s / 60 )) $(( s % 60 ))
+}
+
+if [[ "$check_only" == 0 ]]; then
 backup="$(mktemp -d)"
 cp package.json package-lock.json "$backup/"
 restore () {
@@ -78,11 +93,6 @@ restore () {
   rm -rf "$backup"
 }
 trap restore EXIT
-
-elapsed () { # start seconds
-  local s=$(( $(date +%s) - $1 ))
-  printf '%dm%02ds' $(( s / 60 )) $(( s % 60 ))
-}
 
 echo "peer matrix ($set_name): installing"
 start=$(date +%s)
@@ -104,6 +114,7 @@ npm pkg set \
   'overrides[socket.io][socket.io-parser]=$socket.io-parser'
 npm install --no-audit --no-fund
 echo "peer matrix ($set_name): installed in $(elapsed "$start")"
+fi
 
 npm ls fastify @mikro-orm/core @mikro-orm/sql @mikro-orm/postgresql @mikro-orm/sqlite \
   @mikro-orm/decorators socket.io @fastify/swagger better-sqlite3 kysely engine.io socket.io-parser
@@ -147,6 +158,10 @@ for p in core sql postgresql sqlite decorators; do
   check_versions "@mikro-orm/$p" "$MIKRO_ORM_VERSION" || mismatch=1
 done
 [[ "$mismatch" == 0 ]] || { echo "peer matrix ($set_name): FAILED: wrong versions installed" >&2; exit 1; }
+if [[ "$check_only" == 1 ]]; then
+  echo "peer matrix ($set_name): the installed tree is this set"
+  exit 0
+fi
 
 status=0
 
