@@ -32,7 +32,7 @@ export async function add (
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)
   return inTransaction(ctx, 'add', model, by, async scope => {
-    const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
+    const { id, parentKey, fk, childKey, current, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
     if (association.relation === '1:m') {
       if (current === null || String(current) !== String(id)) {
         await scope.links.set(child, [fk], association.parentColumn, id, model)
@@ -41,10 +41,8 @@ export async function add (
         scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: current === null ? null : keyOf(model, current) })
         if (current !== null) scope.changes.removedFrom(model.identity, keyOf(model, current), association.name, [childKey])
       }
-    } else if (changed) {
-      scope.changes.addedTo(model.identity, parentKey, association.name, [childKey])
-      if (association.via !== undefined) scope.changes.addedTo(child.identity, childKey, association.via, [parentKey])
     }
+    // Many-to-many: the changes are recorded with the links (actions/collection.ts).
     return record ?? await parentRecord(ctx, scope, collection, id, rawId)
   })
 }

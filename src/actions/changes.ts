@@ -35,9 +35,48 @@ export interface ChangeContext {
  */
 export type ChangeListener = (changes: readonly Change[], context: ChangeContext) => void | Promise<void>
 
+/**
+ * A change of many-to-many links, whole: the parent (`model`, `id`), its collection (`attribute`),
+ * the children's model and the attribute on their side (`via`, none for a collection without
+ * one), and the children linked (in the order asked for) and unlinked (ascending). What the change
+ * log holds of a link write (realtime/log/change-log.ts); {@link linkChanges} gives its changes.
+ */
+export interface LinkRecord {
+  readonly model: string
+  readonly id: Id
+  readonly attribute: string
+  readonly child: string
+  readonly via?: string | undefined
+  readonly addedIds: readonly Id[]
+  readonly removedIds: readonly Id[]
+}
+
+/**
+ * The changes of a link change: with `onParent`, `addedTo` and `removedFrom` on the parent; with
+ * a via, one `addedTo` per child linked, then one `removedFrom` per child unlinked.
+ */
+export function linkChanges (link: LinkRecord, onParent = true): Change[] {
+  const { model, id, attribute, child, via, addedIds, removedIds } = link
+  const set = new ChangeSet()
+  if (onParent) {
+    set.addedTo(model, id, attribute, [...addedIds])
+    set.removedFrom(model, id, attribute, [...removedIds])
+  }
+  if (via !== undefined) {
+    for (const key of addedIds) set.addedTo(child, key, via, [id])
+    for (const key of removedIds) set.removedFrom(child, key, via, [id])
+  }
+  return set.changes
+}
+
 /** Collects the changes of one write, merging repeated ids into one message per record. */
 export class ChangeSet {
   readonly changes: Change[] = []
+  /**
+   * The change log's position at which the write's own statement recorded these changes (see
+   * `CommitSubscriber.inStatement`); `undefined`: they are recorded before COMMIT, if at all.
+   */
+  recorded: number | undefined
 
   /** `addedTo` on record `id` of `model`; nothing when `ids` is empty. */
   addedTo (model: string, id: Id, attribute: string, ids: Id[]): void {

@@ -9,7 +9,7 @@ import type { CollectionAssociation, Model } from '../models/model.ts'
 import { inOrder, type JsonRecord } from '../sql/rows.ts'
 import { mustSee, viewedRecord } from './in-view.ts'
 import { defaultRecord } from './record.ts'
-import type { Id } from './changes.ts'
+import { linkChanges, type Id, type LinkRecord } from './changes.ts'
 import { type ActionContext, type WriteScope } from './context.ts'
 import { inLockOrder } from './locks.ts'
 import type { RowsToLock } from '../sql/links.ts'
@@ -39,8 +39,6 @@ export interface OneChild {
   readonly childKey: Id
   /** One-to-many: the child's current foreign key (raw), or null. */
   readonly current: unknown
-  /** Many-to-many: whether the link was made (add) or broken (remove) by this write. */
-  readonly changed: boolean
   /** Many-to-many: the answer, read right after the write (see {@link changeLinks}). */
   readonly record: JsonRecord | undefined
 }
@@ -52,8 +50,8 @@ export type AnswerReader = (id: unknown) => Promise<JsonRecord>
  * The opening of add and remove: coerce both ids, then in the transaction lock what the write
  * may change (see locks.ts) and find the child. One-to-many: the parent and the child's current
  * parent first (one statement, in key order), then the child, whose foreign key is read under
- * its lock. Many-to-many: the link is also made (`linking`: add) or broken (remove), and the
- * answer read by `answer`, see {@link changeLinks}.
+ * its lock. Many-to-many: the link is also made (`linking`: add) or broken (remove), its
+ * changes recorded, and the answer read by `answer`, see {@link changeLinks}.
  *
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
@@ -63,9 +61,9 @@ export function oneChild (
   const { parent, child, association } = collection
   const id = parseId(parent, rawId, 'id')
   const fk = parseId(child, rawFk, 'fk')
-  const opened = (found: { id: unknown, value: unknown } | undefined, current: unknown, changed: boolean, record?: JsonRecord): OneChild => {
+  const opened = (found: { id: unknown, value: unknown } | undefined, current: unknown, record?: JsonRecord): OneChild => {
     if (found === undefined) throw new BP_ERR_RECORD_NOT_FOUND(child.identity, rawFk)
-    return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current, changed, record }
+    return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current, record }
   }
   // A child the requester's policy hides is missing (after the parent, as a missing one would be).
   const seen = async (scope: WriteScope, result: OneChild): Promise<OneChild> => {
@@ -80,13 +78,14 @@ export function oneChild (
       await mustSee(ctx, scope, parent, id, rawId)
       const found = (await scope.links.lock(child, { ids: [fk], read: column })).get(String(fk))
       await lockMovedParents(scope, parent, parents, [found?.value])
-      const result = opened(found, found?.value, false)
+      const result = opened(found, found?.value)
       return scope.policy === undefined ? result : await seen(scope, result)
     }
   }
   return async (scope, answer) => {
-    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids: [fk], link: linking, unlink: linking ? undefined : 'ids' }, answer)
-    const result = opened(outcome.found.get(String(fk)), undefined, (linking ? outcome.linked : outcome.unlinked).length > 0, outcome.record)
+    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids: [fk], link: linking, unlink: linking ? undefined : 'ids' }, answer, true)
+    // The changes are recorded with the links (see changeLinks).
+    const result = opened(outcome.found.get(String(fk)), undefined, outcome.record)
     return scope.policy === undefined ? result : await seen(scope, result)
   }
 }
@@ -140,10 +139,15 @@ export async function lockEnds (
  * via, whose two ends lock in one statement in key order; otherwise one statement per step, then
  * the answer.
  *
+ * `records`: the links changed are the write's whole change set (add, remove, replace; not a
+ * create's members): they are recorded here (see {@link recordLinkChanges}), and where the log
+ * offers it (`WriteScope.statementLog`), the statements write them into the change log too.
+ *
  * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
  */
 export async function changeLinks (
-  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, answer: AnswerReader
+  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, answer: AnswerReader,
+  records: boolean
 ): Promise<LinkOutcome & { record: JsonRecord }> {
   const { parent, child, association } = collection
   const via = association.via
@@ -151,17 +155,45 @@ export async function changeLinks (
   // one statement per step, the unlinking one limited to them.
   const within = change.unlink === 'others' ? scope.policy?.view(child).where : undefined
   const inFew = ctx.dialect.changeLinks
+  let outcome: LinkOutcome
+  let record: JsonRecord
   if (inFew !== undefined && (via === undefined || parent !== child) && (within === undefined || within.kind === 'all')) {
     // The children are the far end: locked, shared, when the write links them or when they lock
     // first (as lockEnds does); without a via, only read.
     const childFirst = via !== undefined && (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(parent.identity) as number)
     const locks = { childFirst, share: via !== undefined && (childFirst || change.link), members: childFirst && change.unlink === 'others' }
-    const [outcome, record] = await inOrder([inFew(scope.run, association, parent, child, id, change, locks), answer(id)])
+    const statementLog = records ? scope.statementLog : undefined
+    const log = statementLog === undefined
+      ? undefined
+      : { log: statementLog.log, row: statementLog.linkRow(linkHead(collection, keyOf(parent, id))), at: Date.now() }
+    ;[outcome, record] = await inOrder([inFew(scope.run, association, parent, child, id, change, locks, log), answer(id)])
     if (!outcome.parentFound) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
-    return { ...outcome, record }
+  } else {
+    outcome = await changeLinksStepByStep(ctx, scope, collection, id, rawId, change, within)
+    record = await answer(id)
   }
-  const outcome = await changeLinksStepByStep(ctx, scope, collection, id, rawId, change, within)
-  return { ...outcome, record: await answer(id) }
+  if (records) {
+    recordLinkChanges(scope, collection, keyOf(parent, id), outcome.linked, outcome.unlinked, true)
+    scope.changes.recorded = outcome.logged?.position
+  }
+  return { ...outcome, record }
+}
+
+/** What a link change of the parent `parentKey` is, but its children (see `LinkRecord`). */
+function linkHead ({ parent, child, association }: Collection, parentKey: Id): Omit<LinkRecord, 'addedIds' | 'removedIds'> {
+  return { model: parent.identity, id: parentKey, attribute: association.name, child: child.identity, via: association.via }
+}
+
+/**
+ * Records the changes of many-to-many links changed (see `linkChanges`): with `onParent`, on the
+ * parent too (not for the members of a parent the write created, whose `created` lists them).
+ */
+export function recordLinkChanges (
+  scope: WriteScope, collection: Collection, parentKey: Id, linked: readonly unknown[], unlinked: readonly unknown[], onParent: boolean
+): void {
+  const { child } = collection
+  const link = { ...linkHead(collection, parentKey), addedIds: linked.map(key => keyOf(child, key)), removedIds: unlinked.map(key => keyOf(child, key)) }
+  scope.changes.changes.push(...linkChanges(link, onParent))
 }
 
 /**

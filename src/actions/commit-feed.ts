@@ -9,8 +9,19 @@
  * @module
  */
 import type { FastifyBaseLogger } from 'fastify'
-import type { Change, ChangeContext, ChangeListener } from './changes.ts'
+import type { Change, ChangeContext, ChangeListener, LinkRecord } from './changes.ts'
+import type { LogInStatement } from '../sql/change-log.ts'
+import type { LinkRow } from '../sql/link-change.ts'
 import type { Executor } from '../sql/rows.ts'
+
+/**
+ * Where a write may record its change set in its own statement (see `LogInStatement`): the log's
+ * SQL, and the texts of the row of a link change around its children's keys (see `LinkRow`).
+ */
+export interface StatementLog {
+  readonly log: LogInStatement
+  linkRow (link: Omit<LinkRecord, 'addedIds' | 'removedIds'>): LinkRow
+}
 
 /**
  * One subscriber of the feed. `N` is what its `beforeCommit` reads for it (nothing without one).
@@ -34,9 +45,15 @@ export interface CommitSubscriber<N = unknown> {
    * Called in the write's transaction, once its work is done and before it commits (again on each
    * attempt of a retried transaction), with `run` bound to the transaction; what it resolves to is
    * handed to `committed`. Asked at each write (`undefined`: nothing to read for this one).
-   * `context`: what `committed` will be told of the write.
+   * `context`: what `committed` will be told of the write; `recorded`: the position at which the
+   * write's own statement recorded the changes (see {@link inStatement}).
    */
-  beforeCommit?: ((changes: readonly Change[], run: Executor, context: ChangeContext) => Promise<N>) | undefined
+  beforeCommit?: ((changes: readonly Change[], run: Executor, context: ChangeContext, recorded: number | undefined) => Promise<N>) | undefined
+  /**
+   * Where a write may record its change set itself, in the statement that makes it (asked once per
+   * write that can; `undefined`: not for this one). Its `beforeCommit` is then told the position.
+   */
+  inStatement?: ((context: ChangeContext) => StatementLog | undefined) | undefined
   /** The changes of a committed write (never of a rolled-back one, never an empty set). */
   committed (changes: readonly Change[], context: ChangeContext, read: N | undefined): void | Promise<void>
 }
@@ -63,9 +80,18 @@ export class CommitFeed {
    * Runs the subscribers' `beforeCommit` steps in the transaction of `run`; `undefined` when none
    * has one (no promise, nothing to wait for), as on most writes.
    */
-  beforeCommit (changes: readonly Change[], run: Executor, context: ChangeContext): Promise<BeforeCommit> | undefined {
+  beforeCommit (changes: readonly Change[], run: Executor, context: ChangeContext, recorded?: number): Promise<BeforeCommit> | undefined {
     if (changes.length === 0 || !this.#subscribers.some(subscriber => subscriber.beforeCommit !== undefined)) return undefined
-    return Promise.all(this.#subscribers.map(async subscriber => await subscriber.beforeCommit?.(changes, run, context)))
+    return Promise.all(this.#subscribers.map(async subscriber => await subscriber.beforeCommit?.(changes, run, context, recorded)))
+  }
+
+  /** Where a write may record its change set in its own statement (see {@link CommitSubscriber.inStatement}). */
+  inStatement (context: ChangeContext): StatementLog | undefined {
+    for (const subscriber of this.#subscribers) {
+      const log = subscriber.inStatement?.(context)
+      if (log !== undefined) return log
+    }
+    return undefined
   }
 
   /**

@@ -10,7 +10,7 @@ import type { Dialect } from '../sql/dialect.ts'
 import { LinkWriter } from '../sql/links.ts'
 import { RecordWriter } from '../sql/writes.ts'
 import { ChangeSet, type ChangeContext } from './changes.ts'
-import type { BeforeCommit, CommitFeed } from './commit-feed.ts'
+import type { BeforeCommit, CommitFeed, StatementLog } from './commit-feed.ts'
 import type { LockRanks } from './locks.ts'
 import type { Policy } from '../criteria/types.ts'
 import type { Bounds } from '../criteria/validate.ts'
@@ -75,6 +75,11 @@ export interface WriteScope {
    * it, and the record it answers is read through it (see in-view.ts).
    */
   readonly policy: Policy | undefined
+  /**
+   * Where the write may record its change set in the statement that makes it (see
+   * `CommitFeed.inStatement`): for a write whose whole change set that statement decides.
+   */
+  readonly statementLog: StatementLog | undefined
 }
 
 /**
@@ -113,9 +118,10 @@ export async function inTransaction<T> (
       get links () { return (links ??= new LinkWriter(ctx.dialect, run)) },
       get records () { return (records ??= new RecordWriter(ctx.dialect, run)) },
       changes,
-      policy
+      policy,
+      get statementLog () { return ctx.feed.inStatement(context) }
     })
-    const reading = ctx.feed.beforeCommit(changes.changes, run, context)
+    const reading = ctx.feed.beforeCommit(changes.changes, run, context, changes.recorded)
     read = reading === undefined ? undefined : await reading
     return answer
   })

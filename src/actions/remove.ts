@@ -32,7 +32,7 @@ export async function remove (
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, false)
   return inTransaction(ctx, 'remove', model, by, async scope => {
-    const { id, parentKey, fk, childKey, current, changed, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
+    const { id, parentKey, fk, childKey, current, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
     if (association.relation === '1:m') {
       if (current !== null && String(current) === String(id)) {
         const via = association.via as string
@@ -41,10 +41,8 @@ export async function remove (
         scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
         scope.changes.updated(child.identity, childKey, { [via]: null }, { [via]: parentKey })
       }
-    } else if (changed) {
-      scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
-      if (association.via !== undefined) scope.changes.removedFrom(child.identity, childKey, association.via, [parentKey])
     }
+    // Many-to-many: the changes are recorded with the links (actions/collection.ts).
     return record ?? await parentRecord(ctx, scope, collection, id, rawId)
   })
 }

@@ -8,7 +8,7 @@ import type { CollectionAssociation, Model } from '../models/model.ts'
 import { checkAssociation } from '../criteria/policy.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import type { Id } from './changes.ts'
-import { changeLinks, collectionOf, lockMovedParents, parentRecord, type Collection } from './collection.ts'
+import { changeLinks, collectionOf, lockMovedParents, parentRecord, recordLinkChanges, type Collection } from './collection.ts'
 import { inTransaction, type ActionContext, type Requester, type WriteScope } from './context.ts'
 import { hiddenAmong, mustSee } from './in-view.ts'
 import { keyOf, parseId } from '../models/identity.ts'
@@ -102,7 +102,9 @@ export async function setMembers (
     }
     await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
   } else {
-    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids, link: true, unlink: 'others' }, answer)
+    // The parent's own collection: its changes are recorded with the links; a created parent's
+    // members only tell the children (below).
+    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids, link: true, unlink: 'others' }, answer, parentOwn)
     record = outcome.record
     found = outcome.found
     added.push(...outcome.linked)
@@ -146,17 +148,10 @@ export async function setMembers (
     }
     for (const key of toRemove) scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
     for (const { parent, children } of formerParents.values()) scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
-  } else {
+  } else if (!parentOwn) {
     // The members that stay were neither deleted nor inserted: the statements reported exactly
     // the links they changed, so none was needed to read the current members first.
-    if (parentOwn) {
-      scope.changes.addedTo(model.identity, parentKey, association.name, added.map(key => keyOf(child, key)))
-      scope.changes.removedFrom(model.identity, parentKey, association.name, removed.map(key => keyOf(child, key)))
-    }
-    if (association.via !== undefined) {
-      for (const key of added) scope.changes.addedTo(child.identity, keyOf(child, key), association.via, [parentKey])
-      for (const key of removed) scope.changes.removedFrom(child.identity, keyOf(child, key), association.via, [parentKey])
-    }
+    recordLinkChanges(scope, collection, parentKey, added, removed, false)
   }
   return record ?? await answer(id)
 }

@@ -11,7 +11,7 @@
  * @module
  */
 import type { Executor } from './rows.ts'
-import type { Statement } from './statement.ts'
+import type { Sql, Statement } from './statement.ts'
 
 /** What every instance of an app shares of its log, made once with the tables. */
 export interface LogIdentity {
@@ -34,8 +34,24 @@ export interface LogBounds {
   readonly newest: number
 }
 
+/**
+ * The change log's row written by a write's own statement (PostgreSQL: a data-modifying CTE), rather
+ * than by a statement of its own: one statement less per write.
+ */
+export interface LogInStatement {
+  /**
+   * The CTEs that append the change set of the CTE `source` (at most one row, its JSON text in the
+   * column `envelope`; no row: nothing is appended) at `at` (milliseconds since the epoch), under
+   * the log's shared lock taken after `source` was computed — so after the write's work — and name
+   * its position `position` in the CTE `ll`.
+   */
+  append (source: string, at: Sql): Sql
+}
+
 /** The change log's statements on one database, for one table name. */
 export interface ChangeLogSql {
+  /** Where a write's statement can append its row itself (`undefined`: {@link append} only). */
+  readonly inStatement: LogInStatement | undefined
   /**
    * With `tables`, creates the tables when they are missing (otherwise a migration made them);
    * gives the log its identity (`made`, unless it has one already); resolves with the log's

@@ -18,7 +18,7 @@ import type { AttributeType, CollectionAssociation, Model } from '../models/mode
 import type { SqlCache } from './cache.ts'
 import type { ChangeLogSql } from './change-log.ts'
 import type { JsonText, JsonTree, Typed } from './fragments.ts'
-import type { LinkChange, LinkLocks, LinkOutcome } from './link-change.ts'
+import type { LinkChange, LinkLocks, LinkLog, LinkOutcome } from './link-change.ts'
 import { postgresDialect } from './postgres/postgres-dialect.ts'
 import type { Executor } from './rows.ts'
 import type { Connections, OrmConnection } from './runners.ts'
@@ -93,9 +93,12 @@ export interface Dialect {
    * step-by-step writes take (links.ts), in their order. `undefined`: the database has no such
    * statements, and the writes go step by step. It does not take a self-referencing collection
    * with a via, nor a replace limited to the members a policy shows (see actions/collection.ts).
+   * With `log`, the statements also append the change log's row of the links they changed (see
+   * `LinkLog`), where the keys allow it.
    */
   readonly changeLinks: ((
-    run: Executor, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks
+    run: Executor, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks,
+    log?: LinkLog
   ) => Promise<LinkOutcome>) | undefined
   /**
    * After an insert that gave a generated primary key explicitly: moves the key's sequence past

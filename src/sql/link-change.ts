@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { LogInStatement } from './change-log.ts'
 
 /** What a write does to the links of the parent. */
 export interface LinkChange {
@@ -29,6 +30,28 @@ export interface LinkLocks {
   readonly members: boolean
 }
 
+/**
+ * The change log's row, written by the statement that changes the links (see `LogInStatement`):
+ * the keys of the children it linked (in the order asked for) and unlinked (ascending), as JSON,
+ * each list joined by commas and written between the texts of `row` — a record of the change
+ * (actions/changes.ts `LinkRecord`) that the log expands into its change set when it is read.
+ * `Dialect.changeLinks` may decline it (keys whose JSON its SQL cannot write): the outcome then
+ * has no `logged`, and the write appends its row itself.
+ */
+export interface LinkLog {
+  readonly log: LogInStatement
+  readonly row: LinkRow
+  /** Milliseconds since the epoch, the row's time. */
+  readonly at: number
+}
+
+/** The texts of a link change's row around the keys: `before` added `between` removed `after`. */
+export interface LinkRow {
+  readonly before: string
+  readonly between: string
+  readonly after: string
+}
+
 /** What a change of links reports: raw keys. */
 export interface LinkOutcome {
   readonly parentFound: boolean
@@ -38,12 +61,32 @@ export interface LinkOutcome {
   readonly linked: unknown[]
   /** The children unlinked, ascending. */
   readonly unlinked: unknown[]
+  /**
+   * With a {@link LinkLog} the statements took: whether they did, and the position of the change
+   * set they appended (`undefined`: no link changed, nothing appended).
+   */
+  readonly logged?: { readonly position: number | undefined } | undefined
 }
 
-/** Order of distinct keys: numbers by value, anything else by its text (code points). */
+/**
+ * Order of distinct keys: numbers by value, anything else by its text's code points (the order of
+ * PostgreSQL's "C" collation on UTF-8 text, which the log's row is written in; JavaScript's own
+ * comparison of UTF-16 units differs from it for characters past U+FFFF).
+ */
 export function ascending (a: unknown, b: unknown): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b
   const x = String(a)
   const y = String(b)
-  return Number(x > y) - Number(x < y)
+  const length = Math.min(x.length, y.length)
+  for (let i = 0; i < length; i++) {
+    const u = x.charCodeAt(i)
+    const v = y.charCodeAt(i)
+    if (u !== v) return codePointRank(u) - codePointRank(v)
+  }
+  return x.length - y.length
+}
+
+/** A UTF-16 unit ranked in code-point order: surrogates (characters past U+FFFF) after U+E000–U+FFFF. */
+function codePointRank (unit: number): number {
+  return unit < 0xd800 ? unit : unit < 0xe000 ? unit + 0x2000 : unit - 0x800
 }

@@ -43,9 +43,9 @@ export function socketUrl (app: FastifyInstance, path = '/socket'): string {
   return `ws://127.0.0.1:${address.port}${path}`
 }
 
-/** Opens a socket to a listening app. */
-export async function connect (url: string, options: WebSocket.ClientOptions = {}): Promise<TestSocket> {
-  const ws = new WebSocket(url, options)
+/** Opens a socket to a listening app (asking for `protocols`, the websocket subprotocols, if any). */
+export async function connect (url: string, options: WebSocket.ClientOptions = {}, protocols?: string[]): Promise<TestSocket> {
+  const ws = protocols === undefined ? new WebSocket(url, options) : new WebSocket(url, protocols, options)
   const notices: Notice[] = []
   const frames: NoticeFrame[] = []
   const waiting = new Map<string | number, (frame: Frame) => void>()

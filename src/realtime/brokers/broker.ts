@@ -7,6 +7,7 @@
  * @module
  */
 import type { Id } from '../../messages.ts'
+import type { Change } from '../../actions/changes.ts'
 
 /** One notification in an envelope. */
 export interface EnvelopeItem {
@@ -53,6 +54,11 @@ export interface Envelope {
    * `{ items: [], missed: true }` to its own handlers when its subscription comes back.
    */
   readonly missed?: boolean
+}
+
+/** The item of a change of a write's change set. */
+export function changeItem ({ model, message }: Change): EnvelopeItem {
+  return { kind: 'change', model, id: message.id, message }
 }
 
 /** Receives every envelope published by any instance. It must not throw. */

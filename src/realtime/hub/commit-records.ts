@@ -9,7 +9,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify'
 import type { Change, ChangeContext, Id } from '../../actions/changes.ts'
-import type { Envelope, EnvelopeItem } from '../brokers/broker.ts'
+import { changeItem, type Envelope, type EnvelopeItem } from '../brokers/broker.ts'
 import type { CommitSubscriber } from '../../actions/commit-feed.ts'
 import type { CollectionAssociation, Model } from '../../models/model.ts'
 import type { ModelRegistry } from '../../models/registry.ts'
@@ -17,6 +17,7 @@ import { coerce } from '../../models/values.ts'
 import type { RecordLoader } from '../../sql/records.ts'
 import type { Executor, JsonRecord } from '../../sql/rows.ts'
 import type { Hub, NamedRecords } from './hub.ts'
+import type { ChangeLog } from '../log/change-log.ts'
 
 /** What the subscriber needs besides the hub. */
 export interface CommitRecordsSetup {
@@ -49,9 +50,12 @@ interface Recorded {
  */
 export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSubscriber<Recorded> {
   const log = hub.changeLog
-  const record = async (changes: readonly Change[], run: Executor, context: ChangeContext): Promise<Recorded> => {
-    const envelope = envelopeOf(changes, context.origin, setup.policed() ? await namedRecords(setup, run, changes) : undefined)
+  const record = async (changes: readonly Change[], run: Executor, context: ChangeContext, recorded: number | undefined): Promise<Recorded> => {
+    // A change set its write recorded itself was offered the log only when no records are read
+    // (see inStatement below).
+    const envelope = envelopeOf(changes, context.origin, recorded === undefined && setup.policed() ? await namedRecords(setup, run, changes) : undefined)
     if (log === undefined) return { envelope, position: undefined }
+    if (recorded !== undefined) return { envelope: { epoch: log.epoch, ...envelope }, position: Promise.resolve(recorded) }
     // Last in the transaction (a position is held as briefly as it can be, see sql/change-log.ts),
     // and not waited for: COMMIT follows it at once. If it fails, the transaction is aborted and
     // COMMIT says so: the write fails, and nothing is published.
@@ -64,6 +68,12 @@ export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSu
     // ioredis may hold a command for seconds).
     awaited: false,
     get beforeCommit () { return log !== undefined || setup.policed() ? record : undefined },
+    // The write's statement writes the change set it decides into the log itself (one statement
+    // less), where the database can, and where no records travel with it (no policy).
+    inStatement (context) {
+      const sql = log?.inStatement
+      return sql === undefined || setup.policed() ? undefined : { log: sql, linkRow: link => (log as ChangeLog).linkRow(context.origin, link) }
+    },
     committed (changes, context, recorded) {
       void publish(recorded ?? { envelope: envelopeOf(changes, context.origin, undefined), position: undefined })
     }
@@ -80,9 +90,9 @@ export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSu
 
 /** The envelope of a change set (`records`: see {@link namedRecords}). */
 function envelopeOf (changes: readonly Change[], origin: string | undefined, records: NamedRecords | undefined): Envelope {
-  const items: EnvelopeItem[] = changes.map(({ model, message }, i) => {
+  const items: EnvelopeItem[] = changes.map((change, i) => {
     const named = records?.[i]
-    return named === undefined ? { kind: 'change', model, id: message.id, message } : { kind: 'change', model, id: message.id, message, records: named }
+    return named === undefined ? changeItem(change) : { ...changeItem(change), records: named }
   })
   return { origin, items }
 }

@@ -11,11 +11,13 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { BP_ERR_INVALID_OPTION } from '../../errors.ts'
-import type { ChangeLogSql, LogBounds, LogIdentity } from '../../sql/change-log.ts'
+import type { ChangeLogSql, LogBounds, LogIdentity, LogInStatement } from '../../sql/change-log.ts'
+import type { LinkRow } from '../../sql/link-change.ts'
+import { linkChanges, type LinkRecord } from '../../actions/changes.ts'
 import type { Database, Snapshot } from '../../sql/database.ts'
 import type { Dialect } from '../../sql/dialect.ts'
 import type { Executor } from '../../sql/rows.ts'
-import type { Envelope } from '../brokers/broker.ts'
+import { changeItem, type Envelope } from '../brokers/broker.ts'
 
 /** The change log's settings (`realtime.log` after defaults). */
 export interface LogSettings {
@@ -102,6 +104,21 @@ export class ChangeLog {
     return new ChangeLog(identity, sql, database.run, settings, log)
   }
 
+  /** Where a write's own statement can append its change set (`undefined`: the database cannot). */
+  get inStatement (): LogInStatement | undefined {
+    return this.#sql.inStatement
+  }
+
+  /**
+   * The texts of the row of a link change around its children's keys (see `LinkRow`), for a
+   * statement that writes the row itself: `{"origin":…,"links":{…,"addedIds":[` added
+   * `],"removedIds":[` removed `]}}` — a `LinkRecord` that {@link read} expands into its change set.
+   */
+  linkRow (origin: string | undefined, link: Omit<LinkRecord, 'addedIds' | 'removedIds'>): LinkRow {
+    const before = JSON.stringify({ origin, links: { ...link, addedIds: [] } })
+    return { before: before.slice(0, -3), between: '],"removedIds":[', after: ']}}' }
+  }
+
   /** Records a change set in the transaction of `run`; resolves with its position. */
   async append (run: Executor, envelope: Envelope): Promise<number> {
     return await this.#sql.append(run, JSON.stringify(envelope), Date.now())
@@ -123,11 +140,14 @@ export class ChangeLog {
   /** Up to `limit` change sets after `after`, in order (possibly with holes: see {@link settle}). */
   async read (after: number, limit: number): Promise<Logged[]> {
     const rows = await this.#sql.read(this.#run, after, limit)
-    // The envelope is stored without its position, which it got by being stored.
-    return rows.map(({ position, envelope }) => ({
-      position,
-      envelope: envelope === null ? undefined : { position, epoch: this.epoch, ...JSON.parse(envelope) as Envelope }
-    }))
+    // The envelope is stored without its position, which it got by being stored; a link write's
+    // row holds its change as a record (see linkRow).
+    return rows.map(({ position, envelope }) => {
+      if (envelope === null) return { position, envelope: undefined }
+      const { links, ...stored } = JSON.parse(envelope) as Envelope & { links?: LinkRecord }
+      const items = links === undefined ? stored.items : linkChanges(links).map(changeItem)
+      return { position, envelope: { position, epoch: this.epoch, ...stored, items } }
+    })
   }
 
   /** Waits until positions `from`…`to` hold what they will hold for good (see `ChangeLogSql.settle`). */

@@ -44,6 +44,10 @@ export function postgresChangeLog (name: string): ChangeLogSql {
       ORDER BY position LIMIT ${0}) RETURNING 1`)
   }
   return {
+    inStatement: {
+      append: (source, at) => sql`lk AS MATERIALIZED (SELECT envelope, pg_advisory_xact_lock_shared(${lock}) FROM ${sql.id(source)}),
+        ll AS (INSERT INTO ${log} (position, envelope, at) SELECT nextval(${next}), envelope, ${at} FROM lk RETURNING position)`
+    },
     async open (run: Executor, made: LogIdentity, tables: boolean): Promise<LogIdentity> {
       if (tables) {
         // Instances that start together wait for each other: CREATE … IF NOT EXISTS is not safe

@@ -14,7 +14,7 @@ import type { Sql } from '../statement.ts'
 
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
 /** A fixed-length text column type (`char(5)`, `character(5)`), not `character varying`. */
-const FIXED_LENGTH = /^(?:char|character|bpchar)\b(?!\s*varying)/
+export const FIXED_LENGTH = /^(?:char|character|bpchar)\b(?!\s*varying)/
 const INT8 = sql.raw('::int8')
 const FLOAT8 = sql.raw('::float8')
 

@@ -29,6 +29,7 @@ export function sqliteChangeLog (name: string): ChangeLogSql {
       ORDER BY position LIMIT ${0}) RETURNING 1`)
   }
   return {
+    inStatement: undefined,
     async open (run: Executor, made: LogIdentity, tables: boolean): Promise<LogIdentity> {
       if (tables) {
         await run(SQLITE.statement(sql`CREATE TABLE IF NOT EXISTS ${log} (position INTEGER PRIMARY KEY AUTOINCREMENT, envelope TEXT, at INTEGER NOT NULL)`))
