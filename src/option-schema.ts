@@ -17,6 +17,7 @@ import { Compile } from 'typebox/compile'
 import { didYouMean } from './did-you-mean.ts'
 import type { Broker } from './realtime/brokers/broker.ts'
 import type { Authorize } from './realtime/hub/hub.ts'
+import type { Audience } from './realtime/options.ts'
 import { ACTIONS, HOOK_NAMES, type BlueprintAction, type ParseBlueprintOptions, type RouteHooks } from './routes/route-options.ts'
 
 const isFunction = (value: unknown): boolean => typeof value === 'function'
@@ -77,6 +78,7 @@ const REALTIME = Type.Union([
       'must have publish() and subscribe()'
     )),
     context: Type.Optional(fn<(request: FastifyRequest) => unknown>()),
+    audience: Type.Optional(fn<Audience>()),
     // It runs for every recipient of every notification: a promise would never be a yes.
     authorize: Type.Optional(refined<Authorize>(
       value => isFunction(value) && Object.prototype.toString.call(value) !== '[object AsyncFunction]',

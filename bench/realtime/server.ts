@@ -84,7 +84,8 @@ for (let i = 0; i < appCount; i++) {
   }
   const app = Fastify()
   // maxSubscriptions only needs to cover the reads the benchmark makes (one record, or a page).
-  await app.register(blueprints, { orm, realtime: { broker: broker(), maxSubscriptions: 1000, pingInterval: 0, sailsIo: true } })
+  // Every socket one audience (a public feed): the sockets that follow one query share its group.
+  await app.register(blueprints, { orm, realtime: { broker: broker(), maxSubscriptions: 1000, pingInterval: 0, sailsIo: true, audience: () => 'public' } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   apps.push(app)
 }

@@ -11,6 +11,7 @@ import type { RouteHooks } from '../routes/route-options.ts'
 import type { Broker } from './brokers/broker.ts'
 import type { LogSettings } from './log/change-log.ts'
 import type { Authorize } from './hub/hub.ts'
+import type { BlueprintSocket } from './socket.ts'
 import { resolveOrigins, type OriginPolicy } from './origins.ts'
 
 /**
@@ -27,6 +28,15 @@ import { resolveOrigins, type OriginPolicy } from './origins.ts'
  * }
  * ```
  */
+/**
+ * The `realtime.audience` option: who shares a followed query's group (`undefined`: the socket
+ * alone). `find.model` is the identity of the model the find reads; `find.request` its request.
+ */
+export type Audience = (socket: BlueprintSocket, find: { readonly model: string, readonly request: FastifyRequest }) => unknown
+
+/** The default audience: the socket's `context` (none without the `context` option). */
+const contextAudience: Audience = socket => socket.context
+
 export interface RealtimeOptions {
   /**
    * Path of the websocket endpoint, or `false` for none (this instance still publishes the changes
@@ -42,6 +52,16 @@ export interface RealtimeOptions {
    * closed with code 4003. Default: none (`context` is `undefined`).
    */
   readonly context?: (request: FastifyRequest) => unknown
+  /**
+   * Who shares a followed query's group (docs/live.md#who-shares-a-group): called for each find a
+   * socket follows (and each resume), with the socket and the find's model; sockets whose finds
+   * ran the same query and whose audiences are equal (as JSON) share one group, and one run per
+   * change, whatever their cookies or addresses — a public feed: everyone (`() => 'public'`); a
+   * team's board: the team. `undefined`: the socket's own group. Synchronous. Default: the
+   * socket's `context` — sockets the app identified alike share; without a `context` option, no
+   * socket shares a group with another.
+   */
+  readonly audience?: Audience
   /**
    * Decides per recipient whether a socket may receive a notification; synchronous, no queries.
    * A socket that may not is skipped (and, for `created`, not subscribed). Default: every
@@ -146,6 +166,7 @@ export interface ResolvedRealtime {
   readonly path: string | false
   readonly broker: Broker | undefined
   readonly context: ((request: FastifyRequest) => unknown) | undefined
+  readonly audience: Audience
   readonly authorize: Authorize | undefined
   readonly hooks: RouteHooks
   /** `undefined`: any origin (outside production). */
@@ -219,6 +240,7 @@ export function resolveRealtime (value: boolean | RealtimeOptions | undefined, p
     path,
     broker: given.broker,
     context: given.context,
+    audience: given.audience ?? contextAudience,
     authorize: given.authorize,
     hooks: Object.freeze({ ...given.hooks }),
     origins,

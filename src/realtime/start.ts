@@ -21,6 +21,7 @@ import type { Dialect } from '../sql/dialect.ts'
 import { closeAfterRequests } from './virtual-request/in-flight.ts'
 import type { ResolvedRealtime } from './options.ts'
 import { CLOSE } from './protocol.ts'
+import type { Connection } from './socket.ts'
 import { loadSocketIo, registerSailsIo, type IoModules } from './endpoints/sails-io/sails-io-endpoint.ts'
 import { tapRoutes, type ReadPolicy } from './virtual-request/route-tap.ts'
 import { registerWsEndpoint } from './endpoints/ws/ws-endpoint.ts'
@@ -80,7 +81,12 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
       current: async (model, ids) => await setup.database.read(undefined, async run => await recordsByKey(setup.loader, run, model, ids), true)
     }
   })
-  const follow = { bounds: setup.bounds, maxRecords: options.maxSubscriptions }
+  const follow = {
+    bounds: setup.bounds,
+    maxRecords: options.maxSubscriptions,
+    audience: options.audience,
+    owner: (connection: Connection) => hub.live.owner(connection)
+  }
   const realtime: Realtime = {
     hub,
     tap: routes => { tapRoutes(routes, hub, setup.registry, setup.policyOf, follow) }

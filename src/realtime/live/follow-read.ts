@@ -9,6 +9,7 @@
  */
 import type { FastifyRequest } from 'fastify'
 import type { Bounds } from '../../criteria/validate.ts'
+import type { Audience } from '../options.ts'
 import { validateFind } from '../../criteria/validate.ts'
 import type { BlueprintQuery, Projection, WhereNode } from '../../criteria/types.ts'
 import { BP_ERR_FOLLOW_LIMIT } from '../../errors.ts'
@@ -33,6 +34,10 @@ export interface FollowSetup {
   readonly bounds: Bounds
   /** Records a followed result may hold (`realtime.maxSubscriptions`). */
   readonly maxRecords: number
+  /** Who shares a group (`realtime.audience`). */
+  readonly audience: Audience
+  /** Which socket a socket follows its own queries as (see `LiveQueries.owner`). */
+  readonly owner: (connection: Connection) => string
 }
 
 /**
@@ -65,10 +70,11 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
     shown.set(association.target.identity, read)
   }
   const { whereFrom: _from, ...ran } = query
-  const { key, headers } = followKey(model, ran, models, connection, request)
+  const requester = requesterOf(setup.audience, model, connection, request, setup.owner(connection))
+  const { key, headers } = followKey(model, ran, models, connection, request, requester)
   // What the socket is told from its joining on waits for the answer (see `Connection.hold`).
   hold(scope)
-  scope.follow = { model, key, query: ran, where, fields: [...fields], shown, related, member: { connection, url: request.url, headers } }
+  scope.follow = { model, key, requester, query: ran, where, fields: [...fields], shown, related, member: { connection, url: request.url, headers } }
 }
 
 /** What a socket is told from now on waits for the answer of its request (see `Connection.hold`). */
@@ -84,27 +90,41 @@ export function unhold (scope: SocketRequest): void {
 }
 
 /**
+ * Who a followed find's group is for, as its key holds it (docs/live.md#who-shares-a-group): the
+ * audience the app declares for the socket (`realtime.audience`, by default the socket's
+ * `context`), which sockets share; without one, the socket alone — `owner`, the socket it follows
+ * as (its own id, or that of the socket whose query it resumed) — and its requests as the app's
+ * hooks could tell them apart (address and headers), so that no other socket ever shares it and a
+ * resume is the same requester's.
+ */
+export function requesterOf (audience: Audience, model: Model, connection: Connection, request: FastifyRequest, owner: string): unknown {
+  const declared = audience(connection, { model: model.identity, request })
+  return declared === undefined ? ['socket', owner, request.ip, requestHeaders(request)] : ['audience', declared]
+}
+
+/** The request's headers, those of a reconnect's resume left out. */
+function requestHeaders (request: FastifyRequest): Record<string, unknown> {
+  const headers: Record<string, unknown> = { ...request.headers }
+  delete headers[RESUME_HEADER]
+  delete headers[POSITION_HEADER]
+  delete headers[HELD_HEADER]
+  return headers
+}
+
+/**
  * The key of a followed query's group: the query the find ran (`ran`, as the app's policy left
- * it), the socket's views of `models` (set under a policy for this request), and the requester —
- * the request's address and its own headers (those of a reconnect's resume left out), which are
- * also what the group's runs are made with.
+ * it), the socket's views of `models` (set under a policy for this request), and who it is for
+ * (`requester`, see {@link requesterOf}); and the request's own headers (those of a reconnect's
+ * resume left out), which the group's runs are made with.
  */
 export function followKey (
-  model: Model, ran: unknown, models: Iterable<Model>, connection: Connection, request: FastifyRequest
+  model: Model, ran: unknown, models: Iterable<Model>, connection: Connection, request: FastifyRequest, requester: unknown
 ): { key: string, headers: Record<string, unknown> } {
   const views = [...models].map(each => {
     const view = connection.views.get(each.identity)
     return [each.identity, view === undefined ? undefined : { where: named(view.where), fields: view.fields }]
   })
-  const headers: Record<string, unknown> = { ...request.headers }
-  delete headers[RESUME_HEADER]
-  delete headers[POSITION_HEADER]
-  delete headers[HELD_HEADER]
-  // Who asks, as the app's hooks see it: sockets share a group only when their requests look the
-  // same to the app (its hooks may shape an answer by requester, and a group's runs are made as
-  // one of its followers).
-  const requester = [request.ip, headers]
-  return { key: JSON.stringify([model.identity, ran, views, requester], keyed), headers }
+  return { key: JSON.stringify([model.identity, ran, views, requester], keyed), headers: requestHeaders(request) }
 }
 
 /**

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { randomBytes } from 'node:crypto'
+import { randomBytes, timingSafeEqual } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { matches } from '../../criteria/matches.ts'
 import type { WhereNode } from '../../criteria/types.ts'
@@ -78,8 +78,10 @@ export interface FollowStats {
 /** A find that asks to follow its query, as realtime's route tap hands it over. */
 export interface FollowRequest {
   readonly model: Model
-  /** What tells the query apart: its effective criteria and the policy's views (equal keys, one group). */
+  /** What tells the query apart: its effective criteria, the policy's views and who it is for (equal keys, one group). */
   readonly key: string
+  /** Who it is for, as its key holds it (see follow-read.ts `requesterOf`). */
+  readonly requester: unknown
   /** The query the find ran, as the app's policy left it: what a resuming follower's key is made of. */
   readonly query: unknown
   /** What a record must match to be in the result: the query's `where` and the policy's. */
@@ -120,6 +122,9 @@ const MAX_GRACE = 2_147_483_647
 class Group {
   readonly id: string
   readonly key: string
+  readonly requester: unknown
+  /** What makes its resume handle unguessable (see `LiveQueries.handle`). */
+  readonly secret = randomBytes(16).toString('base64url')
   readonly query: unknown
   readonly model: Model
   readonly where: WhereNode
@@ -159,6 +164,7 @@ class Group {
   constructor (id: string, request: FollowRequest, records: LiveRecord[]) {
     this.id = id
     this.key = request.key
+    this.requester = request.requester
     this.query = request.query
     this.model = request.model
     this.where = request.where
@@ -191,6 +197,8 @@ export class LiveQueries {
   /** The groups by the records their results name. */
   readonly #named = new NamedRecords<Group>()
   readonly #bySocket = new Map<Connection, Set<Group>>()
+  /** Sockets that resumed a query of a socket alone, and that socket (see {@link owner}). */
+  readonly #successors = new WeakMap<Connection, string>()
   /** Groups by the models they watch besides their records (see `Group.shown`, `Group.silent`). */
   readonly #byWatched = new Map<string, Set<Group>>()
   #next = 0
@@ -248,23 +256,40 @@ export class LiveQueries {
     return group.id
   }
 
+  /**
+   * The socket that `connection` follows its own queries as (without an audience, see
+   * follow-read.ts `requesterOf`): itself, or the socket whose query it resumed last — a reconnected
+   * client, whose finds of the same queries then join the groups it resumed.
+   */
+  owner (connection: Connection): string {
+    return this.#successors.get(connection) ?? connection.id
+  }
+
   /** Whether queries are kept for a reconnect (see `LiveOptions.grace`): followed answers then carry a resume handle. */
   get keeps (): boolean {
     return this.#options.grace > 0 && !this.#closed
   }
 
-  /** The resume handle of a followed query (`follow:<instance>:<query>`), which its answer carries. */
+  /**
+   * The resume handle of a followed query (`follow:<instance>:<query>:<secret>`), which its answer
+   * carries: the query's secret, drawn when it began, makes it unguessable (a query's id is no
+   * secret: every follower's messages name it).
+   */
   handle (id: string): string {
-    return `${FOLLOW_HANDLE}${this.#instance}:${id}`
+    return `${FOLLOW_HANDLE}${this.#instance}:${id}:${(this.#byId.get(id) as Group).secret}`
   }
 
   /**
    * The query that a resume handle names, when it is one of this instance's, still followed or
-   * kept: its key, and the query its find ran (from which a resuming follower's key is made).
+   * kept, and the handle holds its secret: its key, who it is for and the query its find ran (from
+   * which a resuming follower's key is made).
    */
-  named (handle: string): { readonly id: string, readonly key: string, readonly query: unknown, readonly urls: ReadonlySet<string> } | undefined {
+  named (handle: string): Pick<Group, 'id' | 'key' | 'requester' | 'query' | 'urls'> | undefined {
     const start = `${FOLLOW_HANDLE}${this.#instance}:`
-    return handle.startsWith(start) ? this.#byId.get(handle.slice(start.length)) : undefined
+    if (!handle.startsWith(start)) return undefined
+    const [id, secret] = handle.slice(start.length).split(':')
+    const group = this.#byId.get(id)
+    return group !== undefined && secret !== undefined && sameSecret(group.secret, secret) ? group : undefined
   }
 
   /**
@@ -281,6 +306,8 @@ export class LiveQueries {
     const { connection } = member
     const mine = this.#bySocket.get(connection)
     if (group?.key !== key || !connection.open || group.members.has(connection) || (mine?.size ?? 0) >= this.#options.maxPerSocket) return false
+    const { requester } = group
+    if (Array.isArray(requester) && requester[0] === 'socket') this.#successors.set(connection, String(requester[1]))
     this.#join(group, connection, held)
     this.#enrol(group, member, mine)
     return true
@@ -549,4 +576,11 @@ export class LiveQueries {
 /** The models a group watches besides its records (see `Group.shown`, `Group.silent` and `Group.related`). */
 function watchedBy (group: Group): Set<string> {
   return new Set([...group.shown.keys(), ...group.silent, ...group.related])
+}
+
+/** Whether `given` is `secret`, compared in a time that does not tell how much of it matched. */
+function sameSecret (secret: string, given: string): boolean {
+  const a = Buffer.from(secret)
+  const b = Buffer.from(given)
+  return a.length === b.length && timingSafeEqual(a, b)
 }

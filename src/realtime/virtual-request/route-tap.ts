@@ -22,7 +22,7 @@ import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
 import { answerRecords, SERIALIZER, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
-import { followKey, followRead, hold, unhold, type FollowSetup } from '../live/follow-read.ts'
+import { followKey, followRead, hold, requesterOf, unhold, type FollowSetup } from '../live/follow-read.ts'
 import { heldRecords } from '../live/live-diff.ts'
 import { parseFollow, type QueryString } from '../../criteria/parse.ts'
 
@@ -115,7 +115,10 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     if (held === undefined) return false
     const models = modelsOf(read.model)
     await views(scope, read, request)
-    const { key, headers } = followKey(read.model, named.query, models, scope.connection, request)
+    // A socket alone resumes as the socket whose query it was (its client holds the handle).
+    const previous = Array.isArray(named.requester) && named.requester[0] === 'socket' ? String(named.requester[1]) : follow.owner(scope.connection)
+    const requester = requesterOf(follow.audience, read.model, scope.connection, request, previous)
+    const { key, headers } = followKey(read.model, named.query, models, scope.connection, request, requester)
     if (key !== named.key) return false
     // What the socket is told from its joining on waits for the answer.
     hold(scope)

@@ -37,7 +37,8 @@ for (const db of DATABASES) {
 
   t.test(`${db}: the limits`, async t => {
     // Without a grace, a query ends with its last follower (resume.test.ts keeps them).
-    const app = await listening(t, db, { plugin: { realtime: { maxFollows: 3, maxQueries: 3, maxSubscriptions: 50, followGrace: 0 } } })
+    // One audience for every socket: they share the groups of the queries they follow alike.
+    const app = await listening(t, db, { plugin: { realtime: { maxFollows: 3, maxQueries: 3, maxSubscriptions: 50, followGrace: 0, audience: () => 'everyone' } } })
     const a = await open(t, app)
     const b = await open(t, app)
     for (const limit of ['Infinity', '51']) {
@@ -261,6 +262,8 @@ for (const db of DATABASES) {
     let entered = (): void => {}
     const app = await listening(t, db, {
       plugin: {
+        // One audience: the second socket joins the first's group.
+        realtime: { audience: () => 'everyone' },
         hooks: {
           preHandler: async (request: { url: string }) => {
             if (hold === undefined || !request.url.includes('follow=true')) return

@@ -95,7 +95,7 @@ for (const db of DATABASES) {
     const answer = await a.request('GET', `${CATS}&follow=true`)
     const query = answer.headers['x-blueprints-query']
     const handle = answer.headers['x-blueprints-resume'] as string
-    t.match(handle, /^follow:[\w-]+:q\d+$/, 'a followed answer carries its resume handle')
+    t.match(handle, /^follow:[\w-]+:q\d+:[\w-]{22}$/, 'a followed answer carries its resume handle')
     const records = answer.body as Pet[]
     await a.close()
     await settled(app, 0)
@@ -111,14 +111,16 @@ for (const db of DATABASES) {
       t.same(ran.body, records, why)
     }
     await refuse({ 'x-blueprints-resume': handle.replace(/:[\w-]+:/, ':another:'), 'x-blueprints-held': held(records) }, 'another instance\'s handle')
-    await refuse({ 'x-blueprints-resume': handle.replace(/q\d+$/, 'q999'), 'x-blueprints-held': held(records) }, 'a query this instance does not follow')
+    await refuse({ 'x-blueprints-resume': handle.replace(/q\d+:/, 'q999:'), 'x-blueprints-held': held(records) }, 'a query this instance does not follow')
+    await refuse({ 'x-blueprints-resume': handle.replace(/:[\w-]+$/, ':' + 'A'.repeat(22)), 'x-blueprints-held': held(records) }, 'a guessed secret')
+    await refuse({ 'x-blueprints-resume': handle.replace(/:[\w-]+$/, ''), 'x-blueprints-held': held(records) }, 'no secret')
     await refuse({ 'x-blueprints-resume': handle, 'x-blueprints-held': '[[1,"x"],[1,"y"]]' }, 'a key held twice')
     for (const list of ['nope', '{}', '[[1]]', '[[true,"x"]]', '[[1,2]]', JSON.stringify(Array.from({ length: 1001 }, (_, i) => [i, 'x']))]) {
       await refuse({ 'x-blueprints-resume': handle, 'x-blueprints-held': list }, `a held list ${list.slice(0, 12)}`)
     }
     await refuse({ 'x-blueprints-resume': handle }, 'no held list')
     await refuse({ 'x-blueprints-resume': handle, 'x-blueprints-held': held(records), 'x-user': 'bob' }, 'another requester')
-    t.same(app.blueprints.followed(), { queries: 2, follows: 2 }, 'b follows the query it ran as ann (the kept group) and as bob (another)')
+    t.same(app.blueprints.followed(), { queries: 3, follows: 2 }, 'b follows the query it ran as ann and as bob, each a group of its own; a\'s is kept')
     await b.close()
     await settled(app, 0)
 
@@ -178,7 +180,8 @@ for (const db of DATABASES) {
     let hold: (() => Promise<void>) | undefined
     const app = await listening(t, db, {
       plugin: {
-        realtime: { followGrace: 40 },
+        // One audience: sockets that follow one query share its group.
+        realtime: { followGrace: 40, audience: () => 'everyone' },
         parseBlueprintOptions: async (request, query) => {
           const wait = hold
           if (wait !== undefined && request.headers['x-blueprints-held'] !== undefined) {
@@ -230,7 +233,7 @@ for (const db of DATABASES) {
     const other = await b.request('GET', `/pet?where=${q({ species: 'cat' })}&populate=false&sort=id&limit=30&follow=true`, undefined,
       { 'x-blueprints-resume': answer.headers['x-blueprints-resume'] as string, 'x-blueprints-held': held(answer.body as Pet[]) })
     t.equal(other.statusCode, 200, 'the same query written otherwise: the find runs')
-    t.equal(other.headers['x-blueprints-query'], answer.headers['x-blueprints-query'], 'and joins the query, whose key it has')
+    t.not(other.headers['x-blueprints-query'], answer.headers['x-blueprints-query'], 'as this socket\'s own (no audience declared): a group of its own')
   })
 
   t.test(`${db}: a grace beyond what a timer can wait keeps the query; an instance that stops keeps nothing`, async t => {
