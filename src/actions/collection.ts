@@ -155,6 +155,7 @@ export async function changeLinks (
   // one statement per step, the unlinking one limited to them.
   const within = change.unlink === 'others' ? scope.policy?.view(child).where : undefined
   const inFew = ctx.dialect.changeLinks
+  const parentKey = keyOf(parent, id)
   let outcome: LinkOutcome
   let record: JsonRecord
   if (inFew !== undefined && (via === undefined || parent !== child) && (within === undefined || within.kind === 'all')) {
@@ -165,7 +166,7 @@ export async function changeLinks (
     const statementLog = records ? scope.statementLog : undefined
     const log = statementLog === undefined
       ? undefined
-      : { log: statementLog.log, row: statementLog.linkRow(linkHead(collection, keyOf(parent, id))), at: Date.now() }
+      : { log: statementLog.log, row: statementLog.linkRow(linkHead(collection, parentKey)), at: Date.now() }
     ;[outcome, record] = await inOrder([inFew(scope.run, association, parent, child, id, change, locks, log), answer(id)])
     if (!outcome.parentFound) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
   } else {
@@ -173,7 +174,7 @@ export async function changeLinks (
     record = await answer(id)
   }
   if (records) {
-    recordLinkChanges(scope, collection, keyOf(parent, id), outcome.linked, outcome.unlinked, true)
+    recordLinkChanges(scope, collection, parentKey, outcome.linked, outcome.unlinked, true)
     scope.changes.recorded = outcome.logged?.position
   }
   return { ...outcome, record }

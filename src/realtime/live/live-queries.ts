@@ -306,8 +306,8 @@ export class LiveQueries {
     const { connection } = member
     const mine = this.#bySocket.get(connection)
     if (group?.key !== key || !connection.open || group.members.has(connection) || (mine?.size ?? 0) >= this.#options.maxPerSocket) return false
-    const { requester } = group
-    if (Array.isArray(requester) && requester[0] === 'socket') this.#successors.set(connection, String(requester[1]))
+    const previous = soleSocket(group.requester)
+    if (previous !== undefined) this.#successors.set(connection, previous)
     this.#join(group, connection, held)
     this.#enrol(group, member, mine)
     return true
@@ -583,4 +583,9 @@ function sameSecret (secret: string, given: string): boolean {
   const a = Buffer.from(secret)
   const b = Buffer.from(given)
   return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/** The socket a group is for when it is a socket's alone (see follow-read.ts `requesterOf`); `undefined` for an audience's. */
+export function soleSocket (requester: unknown): string | undefined {
+  return Array.isArray(requester) && requester[0] === 'socket' ? String(requester[1]) : undefined
 }

@@ -23,6 +23,7 @@ import type { ReflectedChanges } from '../log/change-log.ts'
 import { answerRecords, SERIALIZER, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { followKey, followRead, hold, requesterOf, unhold, type FollowSetup } from '../live/follow-read.ts'
+import { soleSocket } from '../live/live-queries.ts'
 import { heldRecords } from '../live/live-diff.ts'
 import { parseFollow, type QueryString } from '../../criteria/parse.ts'
 
@@ -116,7 +117,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     const models = modelsOf(read.model)
     await views(scope, read, request)
     // A socket alone resumes as the socket whose query it was (its client holds the handle).
-    const previous = Array.isArray(named.requester) && named.requester[0] === 'socket' ? String(named.requester[1]) : follow.owner(scope.connection)
+    const previous = soleSocket(named.requester) ?? follow.owner(scope.connection)
     const requester = requesterOf(follow.audience, read.model, scope.connection, request, previous)
     const { key, headers } = followKey(read.model, named.query, models, scope.connection, request, requester)
     if (key !== named.key) return false

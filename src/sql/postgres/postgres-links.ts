@@ -66,6 +66,14 @@ const INT4_MAX = 2 ** 31 - 1
  * appends its row itself.
  */
 function keyJson (key: Attribute): KeyJson | undefined {
+  if (!KEY_JSON.has(key)) KEY_JSON.set(key, keyJsonOf(key))
+  return KEY_JSON.get(key)
+}
+
+/** {@link keyJson} per key attribute (the registry's objects), decided once. */
+const KEY_JSON = new WeakMap<Attribute, KeyJson | undefined>()
+
+function keyJsonOf (key: Attribute): KeyJson | undefined {
   if (key.type === 'number' && key.integer && typeof key.range?.max === 'number' && key.range.max <= INT4_MAX) {
     return { json: id => sql`${id}::text`, order: id => id, cast: sql`::int8` }
   }
