@@ -5,7 +5,7 @@
  * @module
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/core'
-import type { Database, Snapshot } from '../sql/database.ts'
+import type { Database, ReadScope } from '../sql/database.ts'
 import type { Dialect } from '../sql/dialect.ts'
 import { LinkWriter } from '../sql/links.ts'
 import { RecordWriter } from '../sql/writes.ts'
@@ -52,7 +52,7 @@ export interface Requester {
    * What carried the request asks of a read's statements: that they see one snapshot (see
    * `Database.read`); `undefined` for most requests.
    */
-  readonly snapshot?: Snapshot | undefined
+  readonly snapshot?: ReadScope | undefined
 }
 
 /** The actions that write. */

@@ -8,7 +8,7 @@ import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
 import { byPrimaryKey } from '../sql/records.ts'
-import type { Snapshot } from '../sql/database.ts'
+import type { ReadScope } from '../sql/database.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { type ActionContext } from './context.ts'
 import { parseId } from '../models/identity.ts'
@@ -23,7 +23,7 @@ import { parseId } from '../models/identity.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND and the coded 400s of the criteria pipeline.
  */
 export async function findOne (
-  ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, policy: Policy | undefined, snapshot?: Snapshot
+  ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, policy: Policy | undefined, snapshot?: ReadScope
 ): Promise<JsonRecord> {
   return await findOneOf(ctx, model, oneCriteria(ctx, model, rawId, query), policy, snapshot)
 }
@@ -51,7 +51,7 @@ export function oneCriteria (ctx: ActionContext, model: Model, rawId: string, qu
 
 /** {@link findOne} of what {@link oneCriteria} checked. */
 export async function findOneOf (
-  ctx: ActionContext, model: Model, { rawId, id, criteria }: One, policy: Policy | undefined, snapshot?: Snapshot
+  ctx: ActionContext, model: Model, { rawId, id, criteria }: One, policy: Policy | undefined, snapshot?: ReadScope
 ): Promise<JsonRecord> {
   // The collections' statements leave with the record's, on the key (see `ReadOptions.together`): a
   // hand-written server would send them in parallel too.

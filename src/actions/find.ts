@@ -7,7 +7,7 @@ import { pageAround, pageOf, type Page, type Paging } from '../criteria/cursor.t
 import type { BlueprintQuery, Criteria, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import type { Model } from '../models/model.ts'
-import type { Snapshot } from '../sql/database.ts'
+import type { ReadScope } from '../sql/database.ts'
 import type { RowText } from '../sql/json-text.ts'
 import type { ArrayRow, JsonRecord } from '../sql/rows.ts'
 import type { ActionContext } from './context.ts'
@@ -20,18 +20,18 @@ import type { ActionContext } from './context.ts'
  *
  * @throws the coded 400 errors of the criteria pipeline.
  */
-export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, snapshot?: Snapshot): Promise<JsonRecord[]> {
+export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, snapshot?: ReadScope): Promise<JsonRecord[]> {
   return await findBy(ctx, model, validateFind(query, model, ctx.bounds), policy, snapshot)
 }
 
 /** Runs a find of criteria already checked against `model` (as {@link find} does, the checking done). */
-export function findBy (ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, snapshot?: Snapshot): Promise<JsonRecord[]> {
+export function findBy (ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, snapshot?: ReadScope): Promise<JsonRecord[]> {
   return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, readOptions(policy)), ctx.loader.atOnce(criteria, false))
 }
 
 /** The find of `criteria` and the count of the records `counted` matches, in one read. */
 function findAndCount (
-  ctx: ActionContext, model: Model, criteria: Criteria, counted: Criteria, policy: Policy | undefined, snapshot?: Snapshot
+  ctx: ActionContext, model: Model, criteria: Criteria, counted: Criteria, policy: Policy | undefined, snapshot?: ReadScope
 ): Promise<[JsonRecord[], number]> {
   return ctx.database.read(snapshot, run => Promise.all([
     ctx.loader.find(run, model, criteria, readOptions(policy)),
@@ -52,7 +52,7 @@ function readOptions (policy: Policy | undefined): { policy: Policy } | undefine
  * @throws the coded 400 errors of the criteria pipeline.
  */
 export async function findCounted (
-  ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, snapshot?: Snapshot
+  ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, snapshot?: ReadScope
 ): Promise<[JsonRecord[], number]> {
   const criteria = validateFind(query, model, ctx.bounds)
   return await findAndCount(ctx, model, criteria, criteria, policy, snapshot)
@@ -70,7 +70,7 @@ export interface FoundPage extends Page<JsonRecord> {
  * `where` matches, whatever the cursor (as {@link findCounted}).
  */
 export function findPage (
-  ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, counted: boolean, snapshot?: Snapshot
+  ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, counted: boolean, snapshot?: ReadScope
 ): Promise<FoundPage> {
   const paging = criteria.paging as Paging
   if (!counted) return findBy(ctx, model, criteria, policy, snapshot).then(rows => pageOf(paging, rows))

@@ -8,7 +8,7 @@ import type { BlueprintQuery, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_ASSOCIATION_EMPTY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Association, Model } from '../models/model.ts'
-import type { Snapshot } from '../sql/database.ts'
+import type { ReadScope } from '../sql/database.ts'
 import type { JsonRecord } from '../sql/rows.ts'
 import { type ActionContext } from './context.ts'
 import { parseId } from '../models/identity.ts'
@@ -25,7 +25,7 @@ import { parseId } from '../models/identity.ts'
  * `snapshot`, its statements see one snapshot (see `Database.read`).
  */
 export async function populate (
-  ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined, snapshot?: Snapshot
+  ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined, snapshot?: ReadScope
 ): Promise<JsonRecord[] | JsonRecord> {
   // An association the requester's view hides is an attribute it may not read.
   if (policy !== undefined) checkAssociation(policy, model, association.name)

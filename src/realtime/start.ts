@@ -85,7 +85,8 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     bounds: setup.bounds,
     maxRecords: options.maxSubscriptions,
     audience: options.audience,
-    owner: (connection: Connection) => hub.live.owner(connection)
+    owner: (connection: Connection) => hub.live.owner(connection),
+    runs: setup.database.together
   }
   const realtime: Realtime = {
     hub,

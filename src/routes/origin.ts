@@ -8,16 +8,17 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Snapshot } from '../sql/database.ts'
+import type { ReadScope } from '../sql/database.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
 
 /** The key of the origin on a raw request (`request.raw`). */
 export const ORIGIN: unique symbol = Symbol('fastify-blueprints.origin')
 
 /**
- * The key of a read's snapshot on a raw request: what carried the request asks that the read's
+ * The key of a read's scope on a raw request: what carried the request asks that the read's
  * statements see one snapshot of the database (realtime, to know which change sets the answer
- * reflects; see `Snapshot` in sql/database.ts). Set the same way as the origin, and as safe.
+ * reflects), or run with those of the reads issued at the same moment (a followed query's run);
+ * see `ReadScope` in sql/database.ts. Set the same way as the origin, and as safe.
  */
 export const SNAPSHOT: unique symbol = Symbol('fastify-blueprints.snapshot')
 
@@ -45,7 +46,7 @@ export const RECORDS: unique symbol = Symbol('fastify-blueprints.records')
 /** A raw request that may carry an origin, a snapshot for its read, the query its find ran, the serializer it chose and the mark of {@link RECORDS}. */
 export interface WithOrigin {
   [ORIGIN]?: string
-  [SNAPSHOT]?: Snapshot
+  [SNAPSHOT]?: ReadScope
   [QUERY]?: BlueprintQuery
   [SERIALIZER]?: (value: unknown) => string
   [RECORDS]?: true
@@ -69,8 +70,8 @@ export function originOf (request: FastifyRequest): string | undefined {
   return (request.raw as WithOrigin)[ORIGIN]
 }
 
-/** The snapshot `request`'s read is asked to run in (`undefined` for a plain HTTP request). */
-export function snapshotOf (request: FastifyRequest): Snapshot | undefined {
+/** The scope `request`'s read is asked to run in (`undefined` for a plain HTTP request). */
+export function snapshotOf (request: FastifyRequest): ReadScope | undefined {
   return (request.raw as WithOrigin)[SNAPSHOT]
 }
 

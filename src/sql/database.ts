@@ -12,6 +12,7 @@ import { classify, type Naming } from './failures.ts'
 import type { QueryRunner } from './driver.ts'
 import type { Executor } from './rows.ts'
 import type { RunPrepared } from './runners.ts'
+import { StatementBatch, type Renumber } from './statement-batch.ts'
 import { CommitUnconfirmed, type Open } from './transactions.ts'
 
 /** How many times a transaction runs at most when deadlocks or serialisation failures end it. */
@@ -43,25 +44,39 @@ export interface Snapshot {
   readonly beside: (run: Executor) => Promise<void>
 }
 
+/**
+ * What a read asks of {@link Database.read} besides its statements: one snapshot, or to run with
+ * the reads issued at the same moment ({@link Database.together}).
+ */
+export type ReadScope = Snapshot | StatementBatch
+
 /** Statements and transactions on one ORM's connection pool. */
 export class Database {
   /** Runs one statement outside any transaction. */
   readonly run: Executor
   /** The order in which this process's transactions committed. */
   readonly order = new CommitOrder()
+  /**
+   * A read given this runs its statements with those of the other reads given it at the same
+   * moment, outside any transaction: a statement of one text with others (see statement-batch.ts).
+   * Realtime's followed queries, run again together after a change, read so.
+   */
+  readonly together: StatementBatch
   readonly #naming: Naming
   readonly #prepared: RunPrepared
   readonly #open: Open
 
   /**
    * @param kysely - the ORM's Kysely instance, which statements outside transactions run on.
-   * @param connections - how statements run and transactions open (see `connectionsFor`).
+   * @param connections - how statements run and transactions open, and how joined statements
+   * number their parameters (see `connectionsFor`).
    */
-  constructor (kysely: QueryRunner, registry: ModelRegistry, connections: { prepared: RunPrepared, open: Open }) {
+  constructor (kysely: QueryRunner, registry: ModelRegistry, connections: { prepared: RunPrepared, open: Open, renumber: Renumber }) {
     this.#naming = namingOf(registry)
     this.#prepared = connections.prepared
     this.#open = connections.open
     this.run = this.#executor(kysely, false)
+    this.together = new StatementBatch(this.run, connections.renumber)
   }
 
   /**
@@ -90,16 +105,18 @@ export class Database {
   }
 
   /**
-   * Runs the statements of a read: outside any transaction, each on its own (the default), or,
-   * with a `snapshot`, all of them in one read-only transaction that sees one snapshot, `beside`
-   * first (see {@link Snapshot}). `atOnce`: `work` issues all its statements before it first
+   * Runs the statements of a read: outside any transaction, each on its own (the default); with
+   * {@link together}, with those of the reads issued at the same moment; or, with a `snapshot`,
+   * all of them in one read-only transaction that sees one snapshot, `beside` first (see
+   * {@link Snapshot}). `atOnce`: `work` issues all its statements before it first
    * waits (one statement, or statements issued together), so that COMMIT leaves with them; a
    * statement issued later fails.
    *
    * @throws the coded error of a failed statement (see `failures.ts`), or what `work` threw.
    */
-  read<T> (snapshot: Snapshot | undefined, work: (run: Executor) => Promise<T>, atOnce = false): Promise<T> {
-    return snapshot === undefined ? work(this.run) : this.#snapshot(snapshot, work, atOnce)
+  read<T> (snapshot: ReadScope | undefined, work: (run: Executor) => Promise<T>, atOnce = false): Promise<T> {
+    if (snapshot === undefined) return work(this.run)
+    return snapshot instanceof StatementBatch ? work(snapshot.run) : this.#snapshot(snapshot, work, atOnce)
   }
 
   /**
@@ -194,7 +211,7 @@ export class Database {
     // A promise chain rather than an async function: one promise less per statement.
     return statement => {
       try {
-        return (this.#prepared(runner, statement.sql, statement.params, held, statement.arrays ?? false) as Promise<Array<Record<string, unknown>>>).catch(fail)
+        return (this.#prepared(runner, statement.sql, statement.params, held, statement.arrays ?? false, statement.once === true) as Promise<Array<Record<string, unknown>>>).catch(fail)
       } catch (err) {
         // A driver that throws before it returns a promise (pg does for a query it cannot send).
         return Promise.reject(this.#failure(err))

@@ -74,6 +74,12 @@ export interface Dialect {
   list (values: readonly unknown[]): unknown
   /** The LIMIT/OFFSET tail of a query (none of it where it asks nothing); `limit` may be Infinity. */
   page (limit: number, skip: number): Sql
+  /**
+   * A compiled statement's text with its parameters numbered from `by + 1`, for statements joined
+   * into one (see statement-batch.ts): its placeholders are the first of the joined parameters
+   * after `by` others.
+   */
+  renumber (sql: string, by: number): string
 
   // Whole operations.
 

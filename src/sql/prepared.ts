@@ -13,15 +13,19 @@
  */
 import type { Dialect } from './dialect.ts'
 import type { Connections, OrmConnection } from './runners.ts'
+import type { Renumber } from './statement-batch.ts'
 import type { TransactionalKysely } from './transactions.ts'
 
 
 /**
  * How statements run, and transactions open, for a dialect, on the ORM's Kysely instance and
  * native client (the better-sqlite3 handle; the `pg` pool): the dialect chooses (see
- * `Dialect.connections`); a native client the ORM cannot give counts as none.
+ * `Dialect.connections`); a native client the ORM cannot give counts as none. With them, how
+ * statements joined into one number their parameters (`Dialect.renumber`).
  */
-export async function connectionsFor (dialect: Dialect, kysely: TransactionalKysely, orm: OrmConnection): Promise<Connections> {
+export async function connectionsFor (
+  dialect: Dialect, kysely: TransactionalKysely, orm: OrmConnection
+): Promise<Connections & { readonly renumber: Renumber }> {
   const native = await orm.em.getConnection().getNativeClient().catch(() => undefined)
-  return dialect.connections(kysely, native, orm)
+  return { ...dialect.connections(kysely, native, orm), renumber: dialect.renumber }
 }

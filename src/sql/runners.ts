@@ -16,10 +16,10 @@ export const MAX_PREPARED = 256
  * Runs a statement text with its parameters on `runner`. `held`: `runner` holds its connection
  * (a transaction); otherwise one is lent for the statement. `arrays`: rows as arrays of column
  * values, in the order of the select list (whose column names are then distinct); `'texts'`: see
- * `Statement.arrays`.
+ * `Statement.arrays`. `once`: see `Statement.once`.
  */
 export type RunPrepared = (
-  runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean, arrays: boolean | 'texts'
+  runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean, arrays: boolean | 'texts', once: boolean
 ) => Promise<unknown[]>
 
 /** How statements run, and transactions open, on one ORM's connections (see `Database`). */

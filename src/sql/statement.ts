@@ -23,6 +23,11 @@ export interface Statement {
    * (PostgreSQL on `pg`, outside a transaction), else as parsed (see json-text.ts).
    */
   readonly arrays?: boolean | 'texts'
+  /**
+   * A text unlikely to run again (see statement-batch.ts): it runs without being prepared or
+   * kept, so that it takes no place among the statements that are.
+   */
+  readonly once?: true
 }
 
 /**

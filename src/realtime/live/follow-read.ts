@@ -10,6 +10,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { Bounds } from '../../criteria/validate.ts'
 import type { Audience } from '../options.ts'
+import type { ReadScope } from '../../sql/database.ts'
 import { validateFind } from '../../criteria/validate.ts'
 import type { BlueprintQuery, Projection, WhereNode } from '../../criteria/types.ts'
 import { BP_ERR_FOLLOW_LIMIT } from '../../errors.ts'
@@ -38,6 +39,11 @@ export interface FollowSetup {
   readonly audience: Audience
   /** Which socket a socket follows its own queries as (see `LiveQueries.owner`). */
   readonly owner: (connection: Connection) => string
+  /**
+   * How a followed query's run reads: with the runs of the other queries that the same change
+   * concerned (`Database.together`: a statement per query shape, not per query).
+   */
+  readonly runs: ReadScope
 }
 
 /**

@@ -83,10 +83,12 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     /**
      * A find that follows its query subscribes to no record and watches no model: its socket is
      * told what enters, changes in and leaves its result. Run again for its group (`refresh`), it
-     * only keeps its serialisation.
+     * reads with the runs of the other groups (`FollowSetup.runs`) and only keeps its serialisation.
      */
     async function followed (scope: SocketRequest, read: ReadRoute, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-      if (scope.refresh !== true && await resumedFollow(scope, read, request, reply)) return reply
+      // A run of a group reads with the runs of the other groups a change concerned.
+      if (scope.refresh === true) (request.raw as WithOrigin)[SNAPSHOT] = follow.runs
+      else if (await resumedFollow(scope, read, request, reply)) return reply
       const result = await handler(request, reply)
       if (scope.refresh !== true && reply.statusCode === 200) {
         await views(scope, read, request)

@@ -63,6 +63,7 @@ export const POSTGRES = {
     for (const value of values) if (typeof value !== 'number' || !Number.isSafeInteger(value)) return values
     return `{${values.join(',')}}`
   },
+  renumber: renumberPlaceholders,
   // No OFFSET for the first page (a plan node less, as a hand-written statement would have).
   page: (limit: number, skip: number): Sql => page(limit, skip, undefined),
   jsonTree: {
@@ -92,3 +93,41 @@ export const POSTGRES = {
   } satisfies JsonTree
 }
 
+
+const DOLLAR = 36
+const QUOTE = 39
+const DOUBLE_QUOTE = 34
+
+/** Whether `code` is an ASCII digit. */
+const isDigit = (code: number): boolean => code >= 48 && code <= 57
+
+/** Whether `code` can continue an unquoted identifier (where a `$` is part of the name). */
+const inName = (code: number): boolean => isDigit(code) || code === DOLLAR || code === 95 || ((code | 32) >= 97 && (code | 32) <= 122) || code > 127
+
+/**
+ * `sql`'s placeholders (`$1`, `$2` …) numbered from `by + 1`. The plugin's statements hold no
+ * comments, escape strings (`E'…'`) or dollar quotes: a `$` followed by digits is a placeholder
+ * unless it is inside a quoted identifier or string, or part of an unquoted name.
+ */
+function renumberPlaceholders (sql: string, by: number): string {
+  if (by === 0) return sql
+  let out = ''
+  let from = 0
+  for (let i = 0; i < sql.length; i++) {
+    const code = sql.charCodeAt(i)
+    if (code === QUOTE || code === DOUBLE_QUOTE) {
+      // To the closing quote (a doubled quote is one quote inside).
+      do i = sql.indexOf(sql[i], i + 1) + 1
+      while (i > 0 && sql.charCodeAt(i) === code)
+      if (i === 0) break
+      i--
+    } else if (code === DOLLAR && isDigit(sql.charCodeAt(i + 1)) && (i === 0 || !inName(sql.charCodeAt(i - 1)))) {
+      let end = i + 1
+      while (isDigit(sql.charCodeAt(end))) end++
+      out += `${sql.slice(from, i)}$${Number(sql.slice(i + 1, end)) + by}`
+      from = end
+      i = end - 1
+    }
+  }
+  return out + sql.slice(from)
+}

@@ -34,9 +34,9 @@ function namedStatements (pool: NativePool): RunPrepared {
   let names = NAMES.get(pool)
   if (names === undefined) NAMES.set(pool, names = new Map())
   const known = names
-  return (runner, sql, params, held, arrays) => {
-    let name = known.get(sql)
-    if (name === undefined && known.size < MAX_PREPARED) known.set(sql, name = `bp${known.size + 1}`)
+  return (runner, sql, params, held, arrays, once) => {
+    let name = once ? undefined : known.get(sql)
+    if (name === undefined && !once && known.size < MAX_PREPARED) known.set(sql, name = `bp${known.size + 1}`)
     // A transaction of openOnPool() runs on a `pg` client. Without a name, pg runs the text as an
     // unnamed statement. Returned, not awaited: the caller's await is the only one.
     const native = held ? runner as unknown as NativeClient : pool

@@ -44,5 +44,7 @@ export const SQLITE = {
     ? sql`${expr} = ${values[0]}`
     : sql`${expr} IN (SELECT value FROM json_each(${values[0] instanceof Slot ? values : SQLITE.list(values)}))`,
   list: (values: readonly unknown[]): unknown => `[${values.map(v => typeof v === 'bigint' ? String(v) : JSON.stringify(v)).join(',')}]`,
-  page: (limit: number, skip: number): Sql => page(limit, skip, -1)
+  page: (limit: number, skip: number): Sql => page(limit, skip, -1),
+  // `?` placeholders take the parameters in order: joined statements need nothing.
+  renumber: (sql: string): string => sql
 }

@@ -15,26 +15,29 @@ function cachedStatements (database: NativeSqlite): RunPrepared {
   // The handle's statements, for the registration that made this runner (a second registration
   // on the same ORM prepares its own: a statement is cheap to prepare once more).
   const cache = new Map<string, NativeStatement>()
-  const execute = (sql: string, params: readonly unknown[], arrays: boolean | 'texts'): unknown[] => {
+  const execute = (sql: string, params: readonly unknown[], arrays: boolean | 'texts', once: boolean): unknown[] => {
     let statement = cache.get(sql)
-    if (statement === undefined) {
-      statement = database.prepare(sql)
-      if (cache.size === MAX_PREPARED) cache.delete(cache.keys().next().value as string)
-    } else cache.delete(sql)
-    // Most recently used last: the first key is the one to drop.
-    cache.set(sql, statement)
+    if (once) statement ??= database.prepare(sql)
+    else {
+      if (statement === undefined) {
+        statement = database.prepare(sql)
+        if (cache.size === MAX_PREPARED) cache.delete(cache.keys().next().value as string)
+      } else cache.delete(sql)
+      // Most recently used last: the first key is the one to drop.
+      cache.set(sql, statement)
+    }
     // better-sqlite3 has no texts to hand over: its values are typed already.
     if (statement.reader) return statement.raw(arrays !== false).all(params)
     statement.run(params)
     return []
   }
-  return async (runner, sql, params, held, arrays) => held || !database.inTransaction
+  return async (runner, sql, params, held, arrays, once) => held || !database.inTransaction
     // A statement runs to its end synchronously: when no transaction is open on the handle, none
     // can be in its middle, and the statement runs at once.
-    ? execute(sql, params, arrays)
+    ? execute(sql, params, arrays, once)
     // Otherwise the connection is lent first, so that the statement never runs in the middle of
     // another write's transaction on the same (single) SQLite connection.
-    : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params, arrays))
+    : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params, arrays, once))
 }
 
 /**

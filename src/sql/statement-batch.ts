@@ -1,0 +1,149 @@
+/**
+ * Reads issued at one moment, run together (docs/live.md#what-it-costs): the statements that the
+ * reads of one batch issue before the event loop turns are grouped by text, and the statements of
+ * one text — the same query shape with other values, a policy's `owner = <me>` for each of many
+ * followed queries — run as one statement, `UNION ALL` of each statement as it is (its own
+ * parameters, renumbered), every row marked with its statement's place; the rows are split back
+ * in order. Statements of one text with the same values run once.
+ *
+ * Each statement keeps its text, so the database types and plans each one as it would alone, and
+ * its rows are exactly its own: a branch of `UNION ALL` hands its rows over in its own order (one
+ * process runs a branch whole, even under a parallel plan). All of them see one snapshot, which is
+ * more than statements run apart would. When the statement fails, each runs again alone, so that a
+ * failure is only its own statement's.
+ *
+ * @module
+ */
+import type { Executor, Row } from './rows.ts'
+import type { Statement } from './statement.ts'
+
+/** Statements joined into one at most. */
+export const MAX_BRANCHES = 100
+
+/** Parameters of one joined statement at most (below SQLite's default limit of 32 766). */
+export const MAX_PARAMS = 30_000
+
+/** The column that holds a row's statement (its place in the batch). */
+const BRANCH = '__bp_branch'
+
+/** A statement's placeholders numbered from `by + 1` (PostgreSQL's `$n`; SQLite's `?` need nothing). */
+export type Renumber = (sql: string, by: number) => string
+
+/** A statement waiting for its batch, and whoever awaits its rows. */
+interface Waiting {
+  readonly statement: Statement
+  readonly resolve: (rows: Row[]) => void
+  readonly reject: (err: unknown) => void
+}
+
+/** The statements of reads issued together (see the module's comment). */
+export class StatementBatch {
+  /** Runs a statement with the others of its batch. */
+  readonly run: Executor
+  readonly #alone: Executor
+  readonly #renumber: Renumber
+  /** The statements of the batch being gathered, by text and row form. */
+  #waiting = new Map<string, Waiting[]>()
+  /** Statements run (joined ones count once), for tests. */
+  statements = 0
+
+  /** @param alone - runs one statement on its own (outside any transaction). */
+  constructor (alone: Executor, renumber: Renumber) {
+    this.#alone = alone
+    this.#renumber = renumber
+    this.run = statement => new Promise((resolve, reject) => {
+      const key = `${String(statement.arrays)}:${statement.sql}`
+      if (this.#waiting.size === 0) setImmediate(() => { this.#flush() })
+      let list = this.#waiting.get(key)
+      if (list === undefined) this.#waiting.set(key, list = [])
+      list.push({ statement, resolve, reject })
+    })
+  }
+
+  #flush (): void {
+    const batch = this.#waiting
+    this.#waiting = new Map()
+    for (const list of batch.values()) {
+      // The same values: one statement, its rows for each.
+      const byValues = new Map<unknown, Waiting[]>()
+      for (const waiting of list) {
+        // (Values without a key: a key of their own.)
+        const key = valuesKey(waiting.statement.params) ?? waiting
+        const same = byValues.get(key)
+        if (same !== undefined) same.push(waiting)
+        else byValues.set(key, [waiting])
+      }
+      let chunk: Waiting[][] = []
+      let params = 0
+      for (const same of byValues.values()) {
+        const count = same[0].statement.params.length
+        if (chunk.length === MAX_BRANCHES || (chunk.length > 0 && params + count > MAX_PARAMS)) {
+          this.#runChunk(chunk)
+          chunk = []
+          params = 0
+        }
+        chunk.push(same)
+        params += count
+      }
+      this.#runChunk(chunk)
+    }
+  }
+
+  /** Runs the statements of one chunk (each a list of waiting reads with the same values) as one. */
+  #runChunk (chunk: ReadonlyArray<readonly Waiting[]>): void {
+    this.statements++
+    if (chunk.length === 1) {
+      this.#settle(chunk[0], this.#alone(chunk[0][0].statement))
+      return
+    }
+    const joined = this.#joined(chunk.map(same => same[0].statement))
+    const arrays = joined.arrays !== undefined && joined.arrays !== false
+    this.#alone(joined).then(rows => {
+      const split: Row[][] = chunk.map(() => [])
+      for (const row of rows) {
+        if (arrays) {
+          const values = row as unknown as unknown[]
+          split[Number(values[0])].push(values.slice(1) as unknown as Row)
+        } else {
+          const { [BRANCH]: branch, ...rest } = row
+          split[Number(branch)].push(rest)
+        }
+      }
+      chunk.forEach((same, i) => { for (const waiting of same) waiting.resolve(split[i]) })
+    }, () => {
+      // Each alone: a failure is its own statement's only.
+      for (const same of chunk) {
+        this.statements++
+        this.#settle(same, this.#alone(same[0].statement))
+      }
+    })
+  }
+
+  #settle (same: readonly Waiting[], rows: Promise<Row[]>): void {
+    rows.then(found => { for (const waiting of same) waiting.resolve(found) }, (err: unknown) => { for (const waiting of same) waiting.reject(err) })
+  }
+
+  /** One statement of `statements` (of one text): each one's rows, marked with its place. */
+  #joined (statements: readonly Statement[]): Statement {
+    let sql = ''
+    const params: unknown[] = []
+    for (let i = 0; i < statements.length; i++) {
+      const statement = statements[i]
+      if (i > 0) sql += ' UNION ALL '
+      sql += `SELECT ${i} AS "${BRANCH}", "__bp_q".* FROM (${this.#renumber(statement.sql, params.length)}) AS "__bp_q"`
+      for (const param of statement.params) params.push(param)
+    }
+    return { sql, params, arrays: statements[0].arrays, once: true }
+  }
+}
+
+/** The values of a statement as a key (`undefined`: values that a key cannot tell apart surely). */
+function valuesKey (params: readonly unknown[]): string | undefined {
+  let key = ''
+  for (const param of params) {
+    if (typeof param === 'string') key += `s${param.length}:${param}`
+    else if (typeof param === 'number' || typeof param === 'boolean' || param === null) key += `v${String(param)};`
+    else return undefined
+  }
+  return key
+}
