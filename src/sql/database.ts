@@ -211,7 +211,8 @@ export class Database {
     // A promise chain rather than an async function: one promise less per statement.
     return statement => {
       try {
-        return (this.#prepared(runner, statement.sql, statement.params, held, statement.arrays ?? false, statement.once === true) as Promise<Array<Record<string, unknown>>>).catch(fail)
+        const rows = this.#prepared(runner, statement.sql, statement.params, held, statement.arrays ?? false, statement.once === true)
+        return (rows as Promise<Array<Record<string, unknown>>>).catch(fail)
       } catch (err) {
         // A driver that throws before it returns a promise (pg does for a query it cannot send).
         return Promise.reject(this.#failure(err))
