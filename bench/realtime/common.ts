@@ -42,7 +42,14 @@ export type ClientRequest =
    * `subscribe`: the read each socket sends (a list: socket i sends item i modulo its length); none
    * with protocol `bare` (the bare `ws` server of the live part has no requests).
    */
-  | { readonly type: 'connect', readonly protocol: Protocol, readonly url: string, readonly count: number, readonly concurrency: number, readonly subscribe: string | readonly string[] }
+  /**
+   * `identities`: socket i says it is user i + 1 (`own`) or every socket user 1 (`one`), by its
+   * upgrade URL's `user` (see server.ts); none without.
+   */
+  | {
+    readonly type: 'connect', readonly protocol: Protocol, readonly url: string, readonly count: number, readonly concurrency: number
+    readonly subscribe: string | readonly string[], readonly identities?: 'own' | 'one'
+  }
   /** How many of the process's sockets the write that sets `age` concerns (default: all). */
   | { readonly type: 'expect', readonly age: number, readonly count: number }
   | { readonly type: 'times' }

@@ -31,17 +31,27 @@ let notifications = 0
 let cpuAtConnected: NodeJS.CpuUsage | undefined
 
 /** A notification as the plugin's endpoint frames it. */
-interface Frame { event?: string, data?: { verb?: string, id?: number, data?: { age?: number, name?: string } } }
+interface Frame { event?: string, data?: { verb?: string, id?: number, data?: { age?: number, name?: string, tags?: Array<{ label?: unknown }> } } }
+
+/** A write's mark: `w<n>`. */
+const MARK = /^w(\d+)$/
 
 /** Sockets each write concerns, when not all of them (the live part's writes). */
 const expected = new Map<number, number>()
 
-/** The write a notification is about: `age` (user 1's), or a pet's `name` `w<n>` (the live part's). */
+/**
+ * The write a notification is about: `age` (user 1's), a pet's `name` `w<n>` (the live part's), or
+ * the `label` `w<n>` of one of a pet's populated tags (the identities part's tag renames).
+ */
 function tagOf (frame: Frame): number | undefined {
   const data = frame.data?.data
   if (typeof data?.age === 'number') return data.age
-  const name = data?.name
-  return typeof name === 'string' && name.startsWith('w') ? Number(name.slice(1)) : undefined
+  for (const tag of data?.tags ?? []) {
+    const marked = typeof tag.label === 'string' ? MARK.exec(tag.label) : null
+    if (marked !== null) return Number(marked[1])
+  }
+  const name = typeof data?.name === 'string' ? MARK.exec(data.name) : null
+  return name === null ? undefined : Number(name[1])
 }
 
 /** Says `delivered` once the sockets a write concerns all have it. */
@@ -129,7 +139,9 @@ async function open (protocol: Protocol, url: string, index: number, subscribe: 
 // 85 s): one timer pings every sails-io socket.
 let pinging: ReturnType<typeof setInterval> | undefined
 
-async function connect (protocol: Protocol, url: string, count: number, concurrency: number, subscribe: string | readonly string[]): Promise<void> {
+async function connect (
+  protocol: Protocol, url: string, count: number, concurrency: number, subscribe: string | readonly string[], identities: 'own' | 'one' | undefined
+): Promise<void> {
   if (protocol === 'sails-io') pinging ??= setInterval(() => { for (const ws of sockets) if (ws?.readyState === WebSocket.OPEN) ws.send('2') }, 20_000)
   const started = performance.now()
   sockets.length = count
@@ -138,7 +150,8 @@ async function connect (protocol: Protocol, url: string, count: number, concurre
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
     while (next < count) {
       const index = next++
-      await open(protocol, url, index, typeof subscribe === 'string' ? subscribe : subscribe[index % subscribe.length])
+      const user = identities === undefined ? '' : `${url.includes('?') ? '&' : '?'}user=${identities === 'one' ? 1 : index + 1}`
+      await open(protocol, url + user, index, typeof subscribe === 'string' ? subscribe : subscribe[index % subscribe.length])
     }
   }))
   cpuAtConnected = process.cpuUsage()
@@ -147,7 +160,7 @@ async function connect (protocol: Protocol, url: string, count: number, concurre
 
 process.on('message', (request: ClientRequest) => {
   if (request.type === 'connect') {
-    connect(request.protocol, request.url, request.count, request.concurrency, request.subscribe).catch((err: unknown) => {
+    connect(request.protocol, request.url, request.count, request.concurrency, request.subscribe, request.identities).catch((err: unknown) => {
       tell({ type: 'failed', message: (err as Error).message })
     })
   } else if (request.type === 'expect') {

@@ -51,7 +51,12 @@
 //
 //    BENCH_RT_LIVE_ROUNDS (3) interleaved rounds of the five cases; ratios are medians of per-round ratios.
 //
-// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io,herd,follow-herd,live; BENCH_RT_LIVE_N, BENCH_RT_LIVE_WRITES (100), BENCH_RT_LIVE_DISTINCT, BENCH_RT_LIVE_ROUNDS; BENCH_RT_HERD (5000), BENCH_RT_HERD_ROUNDS (2); BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
+// 7. Identities. LIVE_N sockets of as many users (see `identities` below): one query shared by a
+//    declared audience, against one user's sockets and against no audience declared; then each
+//    user's own pets (one query shape, a value per user), a change concerning ID_CONCERNED of them:
+//    statements to PostgreSQL per change, beyond the write's own.
+//
+// Knobs (environment): BENCH_RT_ONLY=throughput,fanout,cross,sails-io,herd,follow-herd,live,identities; BENCH_RT_ID_ROUNDS (3), BENCH_RT_ID_WRITES (30), BENCH_RT_ID_CONCERNED (1000); BENCH_RT_LIVE_N, BENCH_RT_LIVE_WRITES (100), BENCH_RT_LIVE_DISTINCT, BENCH_RT_LIVE_ROUNDS; BENCH_RT_HERD (5000), BENCH_RT_HERD_ROUNDS (2); BENCH_RT_ROUNDS (5), BENCH_RT_SECONDS
 // (3), BENCH_RT_WARMUP (2 s); BENCH_RT_FANOUT (1000,10000: the values of N); BENCH_RT_FANOUT_CLIENTS
 // (client processes, 1); BENCH_RT_WRITES (25 per N); BENCH_RT_CROSS_WRITES (200);
 // BENCH_RT_BROKERS=redis,postgres,memory; BENCH_RT_CPU_PROF=<dir> (V8 CPU profiles of the servers
@@ -75,7 +80,7 @@ import {
 
 const env = process.env
 const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
-const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd,follow-herd,live')
+const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd,follow-herd,live,identities')
 const ROUNDS = Number(env.BENCH_RT_ROUNDS ?? 5)
 const SECONDS = Number(env.BENCH_RT_SECONDS ?? 3)
 const WARMUP_SECONDS = Number(env.BENCH_RT_WARMUP ?? 2)
@@ -99,7 +104,7 @@ const PROFILES = env.BENCH_RT_CPU_PROF
 const PROFILED_WRITES = 50
 const CONNECT_CONCURRENCY = 100
 const WARM_SOCKETS = 500
-const TIME_LIMIT_MINUTES = 8 + (ONLY.includes('live') ? 10 : 0) + (ONLY.includes('follow-herd') ? 3 : 0)
+const TIME_LIMIT_MINUTES = 8 + (ONLY.includes('live') ? 10 : 0) + (ONLY.includes('follow-herd') ? 3 : 0) + (ONLY.includes('identities') ? 20 : 0)
 const SUBSCRIBE = '/user/1?populate=false'
 const TARGETS = { ratio: 1.0, fanoutP99: 50, rssPerSocket: 10 * 1024, crossP99: 20, sailsIo: 1.5 }
 const SAILS_IO_N = Number(env.BENCH_RT_SAILS_IO_N ?? 1000)
@@ -142,9 +147,12 @@ interface Server {
   stop (): Promise<void>
 }
 
-async function startServer (label: string, broker: string, options: { apps?: number, seed?: boolean } = {}): Promise<Server> {
-  const args = ['--expose-gc', here('./server.ts'), '--broker', broker, '--apps', String(options.apps ?? 1)]
+async function startServer (
+  label: string, broker: string, options: { apps?: number, seed?: boolean, audience?: 'public' | 'identity', own?: boolean } = {}
+): Promise<Server> {
+  const args = ['--expose-gc', here('./server.ts'), '--broker', broker, '--apps', String(options.apps ?? 1), '--audience', options.audience ?? 'public']
   if (options.seed === true) args.push('--seed')
+  if (options.own === true) args.push('--own')
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced', env: { ...env, BENCH_RT_CHANNEL: CHANNEL } })
   const exited = track(child, `server ${label}`)
   exited.catch(() => {})
@@ -446,7 +454,8 @@ interface Written { age: number, sentAt: bigint, answeredAt: bigint }
 
 /** Starts `processes` client processes holding `n` sockets in all, and waits until all are subscribed. */
 async function connectClients (
-  port: number, n: number, processes: number, into: Client[], protocol: Protocol = 'ws', subscribe: string | readonly string[] = SUBSCRIBE
+  port: number, n: number, processes: number, into: Client[], protocol: Protocol = 'ws', subscribe: string | readonly string[] = SUBSCRIBE,
+  identities?: 'own' | 'one'
 ): Promise<number> {
   const started = performance.now()
   const clients = Array.from({ length: processes }, (_, i) => startClient(i))
@@ -458,7 +467,7 @@ async function connectClients (
     : protocol === 'bare'
       ? `ws://127.0.0.1:${port}/`
       : `ws://127.0.0.1:${port}/socket.io/?EIO=3&transport=websocket&__sails_io_sdk_version=1.2.1&__sails_io_sdk_platform=node&__sails_io_sdk_language=javascript`
-  clients.forEach((client, i) => client.send({ type: 'connect', protocol, url, count: share(i), concurrency: CONNECT_CONCURRENCY, subscribe }))
+  clients.forEach((client, i) => client.send({ type: 'connect', protocol, url, count: share(i), concurrency: CONNECT_CONCURRENCY, subscribe, identities }))
   await within(Promise.all(connected), 180_000, `connecting ${n} sockets`)
   return performance.now() - started
 }
@@ -1011,6 +1020,8 @@ interface LiveCase {
   readonly serverCpuPerWrite: number
   readonly serverSystemShare: number
   readonly unexpected: number
+  /** Statements to PostgreSQL per write beyond the write's own (measured before the sockets came); NaN for the bare server. */
+  readonly statementsPerChange: number
 }
 
 const followUrl = (where: object): string => `/pet?where=${encodeURIComponent(JSON.stringify(where))}&populate=false&follow=true`
@@ -1022,12 +1033,17 @@ const followUrl = (where: object): string => `/pet?where=${encodeURIComponent(JS
  */
 async function liveCase (
   label: string, server: Server, protocol: Protocol, subscribe: readonly string[], write: (age: number) => Promise<Answer>, concerned: (age: number) => number,
-  queries: number
+  queries: number, identities?: 'own' | 'one', count = LIVE_WRITES
 ): Promise<LiveCase> {
   const clients: Client[] = []
+  const statements = async (): Promise<number> => protocol === 'bare' ? NaN : (await server.ask({ type: 'queries' })).queries as number
   try {
     const port = server.ports[0]
-    await connectClients(port, LIVE_N, 1, clients, protocol, subscribe)
+    // The write's own statements: the same write with no socket connected.
+    const alone = await statements()
+    for (let i = 0; i < FANOUT_WARMUP_WRITES; i++) await write(nextAge++)
+    const own = (await statements() - alone) / FANOUT_WARMUP_WRITES
+    await connectClients(port, LIVE_N, 1, clients, protocol, subscribe, identities)
     const one = async (): Promise<Written> => {
       const age = nextAge++
       for (const client of clients) client.send({ type: 'expect', age, count: concerned(age) })
@@ -1038,13 +1054,15 @@ async function liveCase (
       return { age, sentAt: answer.sentAt, answeredAt: answer.answeredAt }
     }
     for (let i = 0; i < FANOUT_WARMUP_WRITES; i++) await one()
+    const statementsBefore = await statements()
     const cpuBefore = cpuTimes(server.pid)
     const writes: Written[] = []
-    for (let i = 0; i < LIVE_WRITES; i++) {
+    for (let i = 0; i < count; i++) {
       writes.push(await one())
       await sleep(20)
     }
     const cpuAfter = cpuTimes(server.pid)
+    const statementsPerChange = (await statements() - statementsBefore) / count - own
     if (PROFILES !== undefined) {
       await profiled([server], `live-${label.replace(/[^a-z0-9]+/gi, '-')}`, async () => {
         for (let i = 0; i < PROFILED_WRITES; i++) {
@@ -1078,9 +1096,10 @@ async function liveCase (
       queries,
       latency: distribution(latencies),
       complete: distribution(complete),
-      serverCpuPerWrite: cpu / LIVE_WRITES,
+      serverCpuPerWrite: cpu / count,
       serverSystemShare: (cpuAfter.system - cpuBefore.system) / cpu,
-      unexpected: times.unexpected
+      unexpected: times.unexpected,
+      statementsPerChange
     }
   } finally {
     await closeClients(clients)
@@ -1170,14 +1189,90 @@ async function lives (): Promise<LiveCase[][]> {
     rounds.push(outcome)
   }
   const outcomes = rounds.flat()
-  const ms = (value: number): string => `${value.toFixed(1)} ms`
   console.log(`\n${LIVE_ROUNDS} interleaved rounds; ${LIVE_WRITES} writes per case after ${FANOUT_WARMUP_WRITES} warm-up writes; latency = receipt at a concerned socket − send of the write`)
-  console.log('\n| round | case | queries | sockets per write | p50 | p90 | p99 | last socket (median) | server CPU per write | in the kernel |')
-  console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
-  for (const [r, c] of outcomes.map((c, i) => [Math.floor(i / cases.length) + 1, c] as const)) {
-    console.log(`| ${r} | ${c.label} | ${c.queries} | ${c.concerned} | ${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${ms(c.latency.p99)} | ${ms(c.complete.p50)} | ${ms(c.serverCpuPerWrite * 1000)} | ${Math.round(c.serverSystemShare * 100)}% |`)
+  liveTable(outcomes, cases.length)
+  return rounds
+}
+
+/** The table of live cases, `perRound` cases a round. */
+function liveTable (outcomes: readonly LiveCase[], perRound: number): void {
+  const ms = (value: number): string => `${value.toFixed(1)} ms`
+  console.log('\n| round | case | queries | sockets per write | p50 | p90 | p99 | last socket (median) | server CPU per write | in the kernel | statements per change |')
+  console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const [r, c] of outcomes.map((c, i) => [Math.floor(i / perRound) + 1, c] as const)) {
+    const statements = Number.isNaN(c.statementsPerChange) ? '–' : c.statementsPerChange.toFixed(1)
+    console.log(`| ${r} | ${c.label} | ${c.queries} | ${c.concerned} | ${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${ms(c.latency.p99)} | ${ms(c.complete.p50)} | ${ms(c.serverCpuPerWrite * 1000)} | ${Math.round(c.serverSystemShare * 100)}% | ${statements} |`)
   }
   for (const c of outcomes) if (c.unexpected > 0) console.log(`  warning: ${c.label}: ${c.unexpected} unexpected frames at the clients`)
+}
+
+const ID_ROUNDS = Number(env.BENCH_RT_ID_ROUNDS ?? 3)
+const ID_WRITES = Number(env.BENCH_RT_ID_WRITES ?? 30)
+/** Users whose first pet the identities part tags with {@link ID_TAG}: the groups a rename of it concerns. */
+const ID_CONCERNED = Number(env.BENCH_RT_ID_CONCERNED ?? 1000)
+/** A tag the seed links to no pet (bench/seed.ts), renamed by the identities part's writes. */
+const ID_TAG = 4999
+
+/**
+ * 7. Identities: LIVE_N sockets, socket i user i + 1 (its upgrade URL's `user`). (a) Every socket
+ * follows one query of pets, which the server declares one audience (`--audience public`); against
+ * the same with every socket user 1, and with no audience declared (a group per user; its runs
+ * share their statements). (b) Every socket follows `/pet?populate=tags…`, which the server narrows
+ * to the socket's own pets (`--own`, owner = <me>: one query shape, a value per user); the first pet
+ * of each of the first ID_CONCERNED users carries tag ID_TAG, and each write renames that tag: it
+ * concerns those users' groups.
+ */
+async function identities (): Promise<LiveCase[][]> {
+  console.log(`\n## 7. Identities: ${LIVE_N} sockets of as many users following queries (one server process, MemoryBroker)`)
+  const probe = await startServer('identities-probe', 'memory')
+  let pet: { id: number, owner: number }
+  let concerned = 0
+  try {
+    const found = await ok(probe.ports[0], 'GET', `/pet?where=${encodeURIComponent(JSON.stringify({ owner: { '<=': 200 }, id: { '<': 49_000 } }))}&populate=false&limit=1&sort=id`)
+    pet = (JSON.parse(found.text) as Array<typeof pet>)[0]
+    // The first pet of each concerned user carries the tag.
+    for (let from = 1; from <= ID_CONCERNED; from += 100) {
+      const where = { owner: { '>=': from, '<=': Math.min(from + 99, ID_CONCERNED) } }
+      const page = await ok(probe.ports[0], 'GET', `/pet?where=${encodeURIComponent(JSON.stringify(where))}&select=id,owner&populate=false&sort=id&limit=1000`)
+      const first = new Map<number, number>()
+      for (const { id, owner } of JSON.parse(page.text) as Array<{ id: number, owner: number }>) if (!first.has(owner)) first.set(owner, id)
+      for (const id of first.values()) await ok(probe.ports[0], 'PUT', `/pet/${id}/tags/${ID_TAG}`)
+      concerned += first.size
+    }
+  } finally {
+    await probe.stop()
+  }
+  const shared = [followUrl({ owner: pet.owner })]
+  const rename = (port: number) => async (age: number): Promise<Answer> => await http(port, 'PATCH', `/pet/${pet.id}`, { name: `w${age}` })
+  const cases: Array<() => Promise<LiveCase>> = [
+    async () => {
+      const server = await startServer('identities-shared', 'memory')
+      return await liveCase(`${LIVE_N} users, one query, one audience declared`, server, 'ws', shared, rename(server.ports[0]), () => LIVE_N, 1, 'own', ID_WRITES)
+    },
+    async () => {
+      const server = await startServer('identities-one', 'memory')
+      return await liveCase(`${LIVE_N} sockets of one user, one query`, server, 'ws', shared, rename(server.ports[0]), () => LIVE_N, 1, 'one', ID_WRITES)
+    },
+    async () => {
+      const server = await startServer('identities-undeclared', 'memory', { audience: 'identity' })
+      return await liveCase(`${LIVE_N} users, one query, no audience declared`, server, 'ws', shared, rename(server.ports[0]), () => LIVE_N, LIVE_N, 'own', ID_WRITES)
+    },
+    async () => {
+      const server = await startServer('identities-own', 'memory', { audience: 'identity', own: true })
+      const tag = async (age: number): Promise<Answer> => await http(server.ports[0], 'PATCH', `/tag/${ID_TAG}`, { label: `w${age}` })
+      return await liveCase(`${LIVE_N} users, each their own pets (owner = me), a tag of ${concerned} renamed`, server, 'ws', ['/pet?populate=tags&sort=id&limit=10&follow=true'], tag, () => concerned, LIVE_N, 'own', ID_WRITES)
+    }
+  ]
+  const rounds: LiveCase[][] = []
+  for (let round = 0; round < ID_ROUNDS; round++) {
+    const order = cases.map((_, i) => (i + round) % cases.length)
+    if (round % 2 === 1) order.reverse()
+    const outcome: LiveCase[] = []
+    for (const i of order) outcome[i] = await cases[i]()
+    rounds.push(outcome)
+  }
+  console.log(`\n${ID_ROUNDS} interleaved rounds; ${ID_WRITES} writes per case after ${FANOUT_WARMUP_WRITES} warm-up writes; statements per change: to PostgreSQL, beyond the write's own`)
+  liveTable(rounds.flat(), cases.length)
   return rounds
 }
 
@@ -1188,7 +1283,9 @@ console.log(`Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model 
 console.log(`load average at start: ${load()}`)
 if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
 
-const results: { throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout, herd?: Herd[], followHerd?: FollowHerd[], live?: LiveCase[][] } = {}
+const results: {
+  throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout, herd?: Herd[], followHerd?: FollowHerd[], live?: LiveCase[][], identities?: LiveCase[][]
+} = {}
 if (ONLY.includes('throughput')) results.throughput = await throughput()
 else if (ONLY.some(part => part !== 'throughput')) {
   // The other parts use the seeded database: seed it once with a short-lived server.
@@ -1201,6 +1298,7 @@ if (ONLY.includes('sails-io')) results.sailsIo = await sailsIoFanouts()
 if (ONLY.includes('herd')) results.herd = await herds()
 if (ONLY.includes('follow-herd')) results.followHerd = await followHerds()
 if (ONLY.includes('live')) results.live = await lives()
+if (ONLY.includes('identities')) results.identities = await identities()
 
 console.log('\n## Summary against the targets')
 const verdict = (met: boolean): string => met ? 'met' : 'MISSED'
@@ -1250,6 +1348,22 @@ const followRatio = roundRatio(c => c.queries === 1, c => c.label.endsWith('id s
 if (followRatio !== undefined) console.log(`- live: p99 to ${LIVE_N} followers ÷ to ${LIVE_N} id subscriptions (median of per-round ratios): ${followRatio.toFixed(2)} (target ≤ 1.2): ${verdict(followRatio <= 1.2)}`)
 const bareRatio = roundRatio(c => c.label.endsWith('id subscriptions'), c => c.label.startsWith('bare'), c => c.latency.p99)
 if (bareRatio !== undefined) console.log(`- live: p99 of the id-subscription fan-out ÷ the bare ws broadcast (median of per-round ratios): ${bareRatio.toFixed(2)} (target ≤ 1.2): ${verdict(bareRatio <= 1.2)}`)
+const idRounds = results.identities ?? []
+/** Each round's case `i`'s value, and their median. */
+const idMedian = (i: number, value: (c: LiveCase) => number): string => {
+  const values = idRounds.map(round => value(round[i]))
+  return `${median(values).toFixed(2)} (${values.map(v => v.toFixed(2)).join(', ')})`
+}
+if (idRounds.length > 0) {
+  const ratios = idRounds.map(round => round[0].latency.p99 / round[1].latency.p99)
+  const ratio = median(ratios)
+  console.log(`- identities: p99 to ${LIVE_N} users sharing one query by a declared audience ÷ ${LIVE_N} sockets of one user (median of per-round ratios): ${ratio.toFixed(2)} (${ratios.map(r => r.toFixed(2)).join(', ')}; target ≤ 1.2): ${verdict(ratio <= 1.2)}`)
+  const shared = median(idRounds.map(round => round[0].statementsPerChange))
+  console.log(`- identities: statements per change, one audience declared: ${idMedian(0, c => c.statementsPerChange)} (target ≤ 3): ${verdict(shared <= 3)}`)
+  console.log(`- identities: statements per change, no audience declared (${LIVE_N} groups): ${idMedian(2, c => c.statementsPerChange)}; server CPU per change ${idMedian(2, c => c.serverCpuPerWrite * 1000)} ms`)
+  const own = median(idRounds.map(round => round[3].statementsPerChange))
+  console.log(`- identities: statements per change, a change concerning ${idRounds[0][3].concerned} of ${LIVE_N} groups of one shape: ${idMedian(3, c => c.statementsPerChange)} (target ≤ 10): ${verdict(own <= 10)}; server CPU per change ${idMedian(3, c => c.serverCpuPerWrite * 1000)} ms`)
+}
 console.log(`\nTotal time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)
 agent.destroy()
 process.exit(0)

@@ -1,7 +1,13 @@
 // Server process of the realtime benchmark. bench/realtime/run.ts starts it as a child with an IPC
 // channel (advanced serialisation), so that the load generators never share its CPU:
 //
-//   node --expose-gc bench/realtime/server.ts --broker memory|redis|postgres [--apps 2] [--seed]
+//   node --expose-gc bench/realtime/server.ts --broker memory|redis|postgres [--apps 2] [--seed] [--audience public|identity] [--own]
+//
+// A socket's identity (`realtime.context`) is the `user` of its upgrade URL (`/socket?user=12`),
+// `undefined` without one. `--audience public` (the default) declares every socket one audience of
+// pets (a public feed: the sockets that follow one query share its group); `--audience identity`
+// keeps the default (the identity: a group per user). `--own` narrows a socket's finds of pets to
+// its user's (`owner = <me>`, in parseBlueprintOptions): one query shape, a value per user.
 //
 // It serves the plugin (realtime on: the websocket endpoint at /socket, without pings, and the
 // socket.io endpoint at /socket.io) on the PostgreSQL database of bench/server.ts's schema
@@ -32,7 +38,9 @@ const { values: args } = parseArgs({
   options: {
     broker: { type: 'string', default: 'memory' },
     apps: { type: 'string', default: '1' },
-    seed: { type: 'boolean', default: false }
+    seed: { type: 'boolean', default: false },
+    audience: { type: 'string', default: 'public' },
+    own: { type: 'boolean', default: false }
   }
 })
 const kind = args.broker
@@ -84,8 +92,23 @@ for (let i = 0; i < appCount; i++) {
   }
   const app = Fastify()
   // maxSubscriptions only needs to cover the reads the benchmark makes (one record, or a page).
-  // Every socket one audience (a public feed): the sockets that follow one query share its group.
-  await app.register(blueprints, { orm, realtime: { broker: broker(), maxSubscriptions: 1000, pingInterval: 0, sailsIo: true, audience: () => 'public' } })
+  await app.register(blueprints, {
+    orm,
+    realtime: {
+      broker: broker(),
+      maxSubscriptions: 1000,
+      pingInterval: 0,
+      sailsIo: true,
+      context: request => (request.query as { user?: string }).user,
+      audience: (socket, { model }) => args.audience === 'public' && model === 'pet' ? 'public' : socket.context
+    },
+    parseBlueprintOptions: args.own
+      ? (request, query, { model, view }) => {
+          const me = request.server.blueprints.socketOf(request)?.context
+          return view === true || model.identity !== 'pet' || me === undefined ? query : { ...query, where: { and: [query.where, { owner: Number(me) }] } }
+        }
+      : undefined
+  })
   await app.listen({ host: '127.0.0.1', port: 0 })
   apps.push(app)
 }

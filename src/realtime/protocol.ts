@@ -84,7 +84,7 @@ export const KEY_HEADER = 'x-blueprints-key'
  */
 export const HELD_HEADER = 'x-blueprints-held'
 
-/** The start of a followed find's resume handle (`follow:<instance>:<query>`), told apart from a read's resume token. */
+/** The start of a followed find's resume handle (`follow:<instance>:<query>:<secret>`), told apart from a read's resume token. */
 export const FOLLOW_HANDLE = 'follow:'
 
 /**
