@@ -12,7 +12,7 @@ import { classify, type Naming } from './failures.ts'
 import type { QueryRunner } from './driver.ts'
 import type { Executor } from './rows.ts'
 import type { RunPrepared } from './runners.ts'
-import { StatementBatch, type Renumber } from './statement-batch.ts'
+import { StatementBatch, type Renumber, type Session, type ValuesTable } from './statement-batch.ts'
 import { CommitUnconfirmed, type Open } from './transactions.ts'
 
 /** How many times a transaction runs at most when deadlocks or serialisation failures end it. */
@@ -50,6 +50,9 @@ export interface Snapshot {
  */
 export type ReadScope = Snapshot | StatementBatch
 
+/** A snapshot with no statement of its own. */
+const NOTHING_BESIDE: Snapshot = { beside: async () => {} }
+
 /** Statements and transactions on one ORM's connection pool. */
 export class Database {
   /** Runs one statement outside any transaction. */
@@ -71,12 +74,17 @@ export class Database {
    * @param connections - how statements run and transactions open, and how joined statements
    * number their parameters (see `connectionsFor`).
    */
-  constructor (kysely: QueryRunner, registry: ModelRegistry, connections: { prepared: RunPrepared, open: Open, renumber: Renumber }) {
+  constructor (
+    kysely: QueryRunner, registry: ModelRegistry,
+    connections: { prepared: RunPrepared, open: Open, renumber: Renumber, valuesTable?: ((session: Session) => ValuesTable) | undefined }
+  ) {
     this.#naming = namingOf(registry)
     this.#prepared = connections.prepared
     this.#open = connections.open
     this.run = this.#executor(kysely, false)
-    this.together = new StatementBatch(this.run, connections.renumber)
+    // Statements on one connection: a read-only transaction with nothing beside.
+    const session: Session = work => this.#snapshot(NOTHING_BESIDE, work, false)
+    this.together = new StatementBatch(this.run, connections.renumber, connections.valuesTable?.(session))
   }
 
   /**

@@ -24,6 +24,7 @@ import type { Executor } from './rows.ts'
 import type { Connections, OrmConnection } from './runners.ts'
 import { sqliteDialect } from './sqlite/sqlite-dialect.ts'
 import type { Sql, Statement } from './statement.ts'
+import type { Session, ValuesTable } from './statement-batch.ts'
 import type { TransactionalKysely } from './transactions.ts'
 
 /** A database's SQL fragments and whole operations, made for one plugin registration. */
@@ -131,6 +132,13 @@ export interface Dialect {
   readonly jsonText: JsonText | undefined
   /** The statements of realtime's change log kept in `table` (letters, digits and `_`); see change-log.ts. */
   changeLog (table: string): ChangeLogSql
+
+  /**
+   * How statements of one text run as one with their values as a table, planned once (see
+   * statement-batch.ts), given how to run statements on one connection; `undefined`: joined by
+   * `UNION ALL` (each statement planned in it).
+   */
+  readonly valuesTable: ((session: Session) => ValuesTable) | undefined
 
   /** What the SQL layer keeps for this registration (see cache.ts). */
   readonly cache: SqlCache

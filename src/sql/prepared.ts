@@ -13,7 +13,7 @@
  */
 import type { Dialect } from './dialect.ts'
 import type { Connections, OrmConnection } from './runners.ts'
-import type { Renumber } from './statement-batch.ts'
+import type { Renumber, Session, ValuesTable } from './statement-batch.ts'
 import type { TransactionalKysely } from './transactions.ts'
 
 
@@ -21,11 +21,11 @@ import type { TransactionalKysely } from './transactions.ts'
  * How statements run, and transactions open, for a dialect, on the ORM's Kysely instance and
  * native client (the better-sqlite3 handle; the `pg` pool): the dialect chooses (see
  * `Dialect.connections`); a native client the ORM cannot give counts as none. With them, how
- * statements joined into one number their parameters (`Dialect.renumber`).
+ * statements of one text join into one (`Dialect.renumber`, `Dialect.valuesTable`).
  */
 export async function connectionsFor (
   dialect: Dialect, kysely: TransactionalKysely, orm: OrmConnection
-): Promise<Connections & { readonly renumber: Renumber }> {
+): Promise<Connections & { readonly renumber: Renumber, readonly valuesTable: ((session: Session) => ValuesTable) | undefined }> {
   const native = await orm.em.getConnection().getNativeClient().catch(() => undefined)
-  return { ...dialect.connections(kysely, native, orm), renumber: dialect.renumber }
+  return { ...dialect.connections(kysely, native, orm), renumber: dialect.renumber, valuesTable: dialect.valuesTable }
 }

@@ -17,17 +17,31 @@
 import type { Executor, Row } from './rows.ts'
 import type { Statement } from './statement.ts'
 
-/** Statements joined into one at most. */
+/** Statements joined into one `UNION ALL` at most. */
 export const MAX_BRANCHES = 100
 
-/** Parameters of one joined statement at most (below SQLite's default limit of 32 766). */
+/** Parameters of one `UNION ALL` at most (below SQLite's default limit of 32 766). */
 export const MAX_PARAMS = 30_000
 
-/** The column that holds a row's statement (its place in the batch). */
-const BRANCH = '__bp_branch'
+/** Statements joined into one with their values as a table at most. */
+export const MAX_ROWS = 1000
+
+/** The column that holds a row's statement (its place in the joined statement). */
+export const BRANCH = '__bp_branch'
 
 /** A statement's placeholders numbered from `by + 1` (PostgreSQL's `$n`; SQLite's `?` need nothing). */
 export type Renumber = (sql: string, by: number) => string
+
+/** Runs `work`'s statements on one connection, in a read-only transaction. */
+export type Session = <T>(work: (run: Executor) => Promise<T>) => Promise<T>
+
+/**
+ * How a database runs statements of one text as one statement with their values as a table (the
+ * text once, planned once, joined laterally to a row of values per statement): given statements
+ * of one text, the writer of such a statement for any of them (its first column {@link BRANCH},
+ * the statement's place), or `undefined` where the text or the values do not allow it.
+ */
+export type ValuesTable = (statements: readonly Statement[]) => Promise<((statements: readonly Statement[]) => Statement) | undefined>
 
 /** A statement waiting for its batch, and whoever awaits its rows. */
 interface Waiting {
@@ -42,15 +56,21 @@ export class StatementBatch {
   readonly run: Executor
   readonly #alone: Executor
   readonly #renumber: Renumber
+  readonly #table: ValuesTable | undefined
   /** The statements of the batch being gathered, by text and row form. */
   #waiting = new Map<string, Waiting[]>()
   /** Statements run (joined ones count once), for tests. */
   statements = 0
 
-  /** @param alone - runs one statement on its own (outside any transaction). */
-  constructor (alone: Executor, renumber: Renumber) {
+  /**
+   * @param alone - runs one statement on its own (outside any transaction).
+   * @param table - where the database can, statements of one text with their values as a table
+   * (otherwise `UNION ALL`).
+   */
+  constructor (alone: Executor, renumber: Renumber, table?: ValuesTable) {
     this.#alone = alone
     this.#renumber = renumber
+    this.#table = table
     this.run = statement => new Promise((resolve, reject) => {
       const key = `${String(statement.arrays)}:${statement.sql}`
       if (this.#waiting.size === 0) setImmediate(() => { this.#flush() })
@@ -73,30 +93,41 @@ export class StatementBatch {
         if (same !== undefined) same.push(waiting)
         else byValues.set(key, [waiting])
       }
-      let chunk: Waiting[][] = []
-      let params = 0
-      for (const same of byValues.values()) {
-        const count = same[0].statement.params.length
-        if (chunk.length === MAX_BRANCHES || (chunk.length > 0 && params + count > MAX_PARAMS)) {
-          this.#runChunk(chunk)
-          chunk = []
-          params = 0
-        }
-        chunk.push(same)
-        params += count
-      }
-      this.#runChunk(chunk)
+      const sets = [...byValues.values()]
+      if (sets.length === 1) this.#runChunk(sets, undefined)
+      else void this.#runText(sets)
     }
   }
 
+  /** Runs statements of one text (each a list of waiting reads with the same values), in as few statements as they fit. */
+  async #runText (sets: ReadonlyArray<readonly Waiting[]>): Promise<void> {
+    // (A failed look-up: `UNION ALL`.)
+    const table = await this.#table?.(sets.map(same => same[0].statement)).catch(() => undefined)
+    let chunk: Array<readonly Waiting[]> = []
+    let params = 0
+    for (const same of sets) {
+      const count = same[0].statement.params.length
+      const full = table !== undefined ? chunk.length === MAX_ROWS : chunk.length === MAX_BRANCHES || params + count > MAX_PARAMS
+      if (chunk.length > 0 && full) {
+        this.#runChunk(chunk, table)
+        chunk = []
+        params = 0
+      }
+      chunk.push(same)
+      params += count
+    }
+    this.#runChunk(chunk, table)
+  }
+
   /** Runs the statements of one chunk (each a list of waiting reads with the same values) as one. */
-  #runChunk (chunk: ReadonlyArray<readonly Waiting[]>): void {
+  #runChunk (chunk: ReadonlyArray<readonly Waiting[]>, table: ((statements: readonly Statement[]) => Statement) | undefined): void {
     this.statements++
     if (chunk.length === 1) {
       this.#settle(chunk[0], this.#alone(chunk[0][0].statement))
       return
     }
-    const joined = this.#joined(chunk.map(same => same[0].statement))
+    const statements = chunk.map(same => same[0].statement)
+    const joined = table?.(statements) ?? this.#union(statements)
     const arrays = joined.arrays !== undefined && joined.arrays !== false
     this.#alone(joined).then(rows => {
       const split: Row[][] = chunk.map(() => [])
@@ -123,8 +154,8 @@ export class StatementBatch {
     rows.then(found => { for (const waiting of same) waiting.resolve(found) }, (err: unknown) => { for (const waiting of same) waiting.reject(err) })
   }
 
-  /** One statement of `statements` (of one text): each one's rows, marked with its place. */
-  #joined (statements: readonly Statement[]): Statement {
+  /** One statement of `statements` (of one text): `UNION ALL` of each, its rows marked with its place. */
+  #union (statements: readonly Statement[]): Statement {
     let sql = ''
     const params: unknown[] = []
     for (let i = 0; i < statements.length; i++) {

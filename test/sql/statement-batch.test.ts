@@ -11,8 +11,9 @@ import { dialectFor, type Dialect } from '../../src/sql/dialect.ts'
 import { Database } from '../../src/sql/database.ts'
 import { connectionsFor } from '../../src/sql/prepared.ts'
 import type { OrmConnection } from '../../src/sql/runners.ts'
-import type { Statement } from '../../src/sql/statement.ts'
-import { MAX_BRANCHES, MAX_PARAMS } from '../../src/sql/statement-batch.ts'
+import type { Sql, Statement } from '../../src/sql/statement.ts'
+import { MAX_BRANCHES, MAX_PARAMS, MAX_ROWS } from '../../src/sql/statement-batch.ts'
+import { MAX_PREPARED } from '../../src/sql/runners.ts'
 import type { TransactionalKysely } from '../../src/sql/transactions.ts'
 import { POSTGRES } from '../../src/sql/postgres/postgres-fragments.ts'
 import { bareApp, DATABASES, type Database as Db } from '../helpers/app.ts'
@@ -79,20 +80,33 @@ for (const db of DATABASES) {
     t.same(same.rows, Array.from({ length: 5 }, () => same.rows[0]))
     t.equal((same.rows[0] as unknown[]).length, 3)
 
-    const many = Array.from({ length: MAX_BRANCHES * 2 + 1 }, (_, i) => users(dialect, i, 2, false))
+    // Plain values: on PostgreSQL as a table, up to MAX_ROWS statements in one; on SQLite by UNION
+    // ALL, up to MAX_BRANCHES.
+    const many = Array.from({ length: MAX_ROWS + 1 }, (_, i) => users(dialect, i, 2, false))
     const split = await together(many)
-    t.equal(split.statements, 3, 'three statements of at most MAX_BRANCHES')
+    t.equal(split.statements, db === 'postgres' ? 2 : Math.ceil((MAX_ROWS + 1) / MAX_BRANCHES))
     t.same(split.rows, await Promise.all(many.map(async statement => await database.run(statement))))
 
-    // Statements of many parameters: as many as a statement holds.
-    const ids = (from: number): Statement => dialect.statement(sql`SELECT id FROM "user" WHERE id IN (${sql.join(Array.from({ length: 400 }, (_, i) => from + i))}) ORDER BY id`)
+    // Bytes: what `pg` converts (no table of values), and what a key cannot tell apart surely.
+    const length = (value: Buffer): Sql => db === 'postgres' ? sql`octet_length(${value}::bytea)` : sql`length(${value})`
+    const bytes = (n: number): Statement => dialect.statement(sql`SELECT ${length(Buffer.alloc(n))} AS n`)
+    const unions = Array.from({ length: MAX_BRANCHES * 2 + 1 }, (_, i) => bytes(i))
+    const unioned = await together(unions)
+    t.equal(unioned.statements, 3, 'UNION ALL: three statements of at most MAX_BRANCHES')
+    t.same(unioned.rows, await Promise.all(unions.map(async statement => await database.run(statement))))
+
+    // Statements of many parameters by UNION ALL: as many as a statement holds.
+    const ids = (from: number): Statement =>
+      dialect.statement(sql`SELECT id FROM "user" WHERE id IN (${sql.join(Array.from({ length: 399 }, (_, i) => from + i))}) AND ${length(Buffer.alloc(1))} = 1 ORDER BY id`)
     const wide = Array.from({ length: 80 }, (_, i) => ids(i))
     const parted = await together(wide)
     t.equal(parted.statements, Math.ceil(80 / Math.floor(MAX_PARAMS / 400)))
     t.same(parted.rows, await Promise.all(wide.map(async statement => await database.run(statement))))
 
-    // Values a key cannot tell apart surely (bytes) run apart, in one statement all the same.
-    const bytes = (n: number): Statement => dialect.statement(db === 'postgres' ? sql`SELECT octet_length(${Buffer.alloc(n)}::bytea) AS n` : sql`SELECT length(${Buffer.alloc(n)}) AS n`)
+    // Values of every plain kind, and a number `pg` converts (NaN: UNION ALL).
+    const kinds = [true, false, null, 10n, 2.5, NaN].map(value => dialect.statement(sql`SELECT ${value} AS v, ${'x'} AS w`))
+    const kinded = await together(kinds)
+    t.same(kinded.rows, await Promise.all(kinds.map(async statement => await database.run(statement).catch((err: { code?: string }) => err.code))))
     const blobs = await together([bytes(1), bytes(1), bytes(2)])
     t.equal(blobs.statements, 1)
     t.same(blobs.rows.map(rows => Number((rows as Array<{ n: unknown }>)[0].n)), [1, 1, 2])
@@ -104,5 +118,16 @@ for (const db of DATABASES) {
     const code = await database.run(parse('{')).then(() => 'answered', (err: { code?: string }) => err.code)
     t.match(code, /^BP_ERR_/, 'alone, it fails')
     t.same(failing.rows, [await database.run(parse('[1]')), code, await database.run(parse('[2]'))])
+
+    // A text whose parameters have no type alone: it fails joined and alone, each its own failure.
+    const untyped = (value: number): Statement => dialect.statement(sql`SELECT ${value} IS NULL AS u`)
+    const odd = await together([untyped(1), untyped(2)])
+    t.same(odd.rows, [await database.run(untyped(1)).catch((err: { code?: string }) => err.code), await database.run(untyped(2)).catch((err: { code?: string }) => err.code)])
+
+    // More texts than are kept: their types are asked again.
+    for (let i = 0; i < MAX_PREPARED + 2; i++) {
+      const text = (value: number): Statement => dialect.statement(sql`SELECT ${value} + 1 AS ${sql.id(`n${i}`)}`)
+      t.same((await together([text(1), text(2)])).rows, [[{ [`n${i}`]: 2 }], [{ [`n${i}`]: 3 }]])
+    }
   })
 }

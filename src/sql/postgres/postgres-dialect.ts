@@ -14,6 +14,7 @@ import { POSTGRES_JSON_TEXT } from './postgres-json-text.ts'
 import { PostgresLinks } from './postgres-links.ts'
 import { moveSequence } from './postgres-sequences.ts'
 import { postgresConnections } from './postgres-statements.ts'
+import { valuesTable } from './postgres-values-table.ts'
 
 /**
  * A PostgreSQL dialect for one registration: the fragments are copied in (a property read per
@@ -34,6 +35,7 @@ export function postgresDialect () {
     // row cost more than a statement (a write with ten members: 8 % slower joined).
     answerJoinsCollection: false,
     jsonText: POSTGRES_JSON_TEXT,
+    valuesTable,
     changeLog: postgresChangeLog
   }
 }

@@ -104,13 +104,17 @@ const isDigit = (code: number): boolean => code >= 48 && code <= 57
 /** Whether `code` can continue an unquoted identifier (where a `$` is part of the name). */
 const inName = (code: number): boolean => isDigit(code) || code === DOLLAR || code === 95 || ((code | 32) >= 97 && (code | 32) <= 122) || code > 127
 
+/** `sql`'s placeholders (`$1`, `$2` …) numbered from `by + 1`. */
+function renumberPlaceholders (sql: string, by: number): string {
+  return by === 0 ? sql : mapPlaceholders(sql, n => `$${n + by}`)
+}
+
 /**
- * `sql`'s placeholders (`$1`, `$2` …) numbered from `by + 1`. The plugin's statements hold no
+ * `sql` with each placeholder `$n` replaced by `replace(n)`. The plugin's statements hold no
  * comments, escape strings (`E'…'`) or dollar quotes: a `$` followed by digits is a placeholder
  * unless it is inside a quoted identifier or string, or part of an unquoted name.
  */
-function renumberPlaceholders (sql: string, by: number): string {
-  if (by === 0) return sql
+export function mapPlaceholders (sql: string, replace: (n: number) => string): string {
   let out = ''
   let from = 0
   for (let i = 0; i < sql.length; i++) {
@@ -124,7 +128,7 @@ function renumberPlaceholders (sql: string, by: number): string {
     } else if (code === DOLLAR && isDigit(sql.charCodeAt(i + 1)) && (i === 0 || !inName(sql.charCodeAt(i - 1)))) {
       let end = i + 1
       while (isDigit(sql.charCodeAt(end))) end++
-      out += `${sql.slice(from, i)}$${Number(sql.slice(i + 1, end)) + by}`
+      out += sql.slice(from, i) + replace(Number(sql.slice(i + 1, end)))
       from = end
       i = end - 1
     }

@@ -76,7 +76,10 @@ for (const db of DATABASES) {
     const one = await change(31)
     const queries = new Set([await follow(2), await follow(3), await follow(4), await follow(5), await follow(6), await follow(7)])
     t.equal(queries.size, 6, 'a group per user')
-    t.equal(await change(32), one, 'seven groups: the statements of one')
+    // On PostgreSQL the first change that runs a text's groups together asks the types of its
+    // parameters once (sql/postgres/postgres-values-table.ts).
+    await change(32)
+    t.equal(await change(33), one, 'seven groups: the statements of one')
   })
 
   t.test(`${db}: followers of one shape with their own values each hold what their own find answers, on two instances`, async t => {
