@@ -1179,19 +1179,27 @@ async function lives (): Promise<LiveCase[][]> {
     const bare = await startBare()
     return await liveCase(`bare ws broadcast to ${LIVE_N}`, bare, 'bare', [''], async age => await http(bare.ports[0], 'POST', '/broadcast', frame(age)), () => LIVE_N, 0)
   })
-  // Interleaved rounds, each in another order (the first case of one round is the last of the next).
-  const rounds: LiveCase[][] = []
-  for (let round = 0; round < LIVE_ROUNDS; round++) {
-    const order = cases.map((_, i) => (i + round) % cases.length)
-    if (round % 2 === 1) order.reverse()
-    const outcome: LiveCase[] = []
-    for (const i of order) outcome[i] = await cases[i]()
-    rounds.push(outcome)
-  }
+  const rounds = await interleaved(cases, LIVE_ROUNDS)
   const outcomes = rounds.flat()
   console.log(`\n${LIVE_ROUNDS} interleaved rounds; ${LIVE_WRITES} writes per case after ${FANOUT_WARMUP_WRITES} warm-up writes; latency = receipt at a concerned socket − send of the write`)
   liveTable(outcomes, cases.length)
   return rounds
+}
+
+/**
+ * `rounds` rounds of `cases`, each round in another order (the first case of one round is the last
+ * of the next); each round's outcomes in the order of `cases`.
+ */
+async function interleaved<T> (cases: ReadonlyArray<() => Promise<T>>, rounds: number): Promise<T[][]> {
+  const outcomes: T[][] = []
+  for (let round = 0; round < rounds; round++) {
+    const order = cases.map((_, i) => (i + round) % cases.length)
+    if (round % 2 === 1) order.reverse()
+    const outcome: T[] = []
+    for (const i of order) outcome[i] = await cases[i]()
+    outcomes.push(outcome)
+  }
+  return outcomes
 }
 
 /** The table of live cases, `perRound` cases a round. */
@@ -1263,14 +1271,7 @@ async function identities (): Promise<LiveCase[][]> {
       return await liveCase(`${LIVE_N} users, each their own pets (owner = me), a tag of ${concerned} renamed`, server, 'ws', ['/pet?populate=tags&sort=id&limit=10&follow=true'], tag, () => concerned, LIVE_N, 'own', ID_WRITES)
     }
   ]
-  const rounds: LiveCase[][] = []
-  for (let round = 0; round < ID_ROUNDS; round++) {
-    const order = cases.map((_, i) => (i + round) % cases.length)
-    if (round % 2 === 1) order.reverse()
-    const outcome: LiveCase[] = []
-    for (const i of order) outcome[i] = await cases[i]()
-    rounds.push(outcome)
-  }
+  const rounds = await interleaved(cases, ID_ROUNDS)
   console.log(`\n${ID_ROUNDS} interleaved rounds; ${ID_WRITES} writes per case after ${FANOUT_WARMUP_WRITES} warm-up writes; statements per change: to PostgreSQL, beyond the write's own`)
   liveTable(rounds.flat(), cases.length)
   return rounds
