@@ -2,15 +2,16 @@
  * Reads issued at one moment, run together (docs/live.md#what-it-costs): the statements that the
  * reads of one batch issue before the event loop turns are grouped by text, and the statements of
  * one text — the same query shape with other values, a policy's `owner = <me>` for each of many
- * followed queries — run as one statement, `UNION ALL` of each statement as it is (its own
- * parameters, renumbered), every row marked with its statement's place; the rows are split back
- * in order. Statements of one text with the same values run once.
+ * followed queries — run as one statement, every row marked with its statement's place; the rows
+ * are split back in order. Statements of one text with the same values run once.
  *
- * Each statement keeps its text, so the database types and plans each one as it would alone, and
- * its rows are exactly its own: a branch of `UNION ALL` hands its rows over in its own order (one
- * process runs a branch whole, even under a parallel plan). All of them see one snapshot, which is
- * more than statements run apart would. When the statement fails, each runs again alone, so that a
- * failure is only its own statement's.
+ * Where the dialect can (`ValuesTable`: PostgreSQL), the values are a table the text is joined to
+ * laterally, planned once (postgres/postgres-values-table.ts). Otherwise the statement is
+ * `UNION ALL` of each statement as it is, its own parameters renumbered: the database types and
+ * plans each one as it would alone, and a branch hands its rows over in its own order (one process
+ * runs a branch whole, even under a parallel plan). Either way each statement's rows are exactly its
+ * own, and all of them see one snapshot, which is more than statements run apart would. When the
+ * joined statement fails, each runs again alone, so that a failure is only its own statement's.
  *
  * @module
  */
