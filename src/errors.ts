@@ -208,6 +208,15 @@ export const BP_ERR_REALTIME_DISABLED = createError<'BP_ERR_REALTIME_DISABLED', 
 export const BP_ERR_INVALID_OPTION = createError<'BP_ERR_INVALID_OPTION', 500, [string]>(
   'BP_ERR_INVALID_OPTION', 'fastify-blueprints: invalid option: %s', 500)
 
+/**
+ * An entity the plugin would expose is one of a class hierarchy mapped by inheritance (single-table
+ * or table-per-type), whose rows the plugin cannot tell apart yet. Thrown at start-up.
+ */
+export const BP_ERR_UNSUPPORTED_ENTITY = createError<'BP_ERR_UNSUPPORTED_ENTITY', 500, [string, string, string]>(
+  'BP_ERR_UNSUPPORTED_ENTITY',
+  'fastify-blueprints: %s is mapped by %s inheritance, whose rows the plugin cannot tell apart yet (every read would answer its siblings): leave its hierarchy out (%s)',
+  500)
+
 /** The ORM runs on a database this plugin does not translate criteria for. Thrown at start-up. */
 export const BP_ERR_UNSUPPORTED_DATABASE = createError<'BP_ERR_UNSUPPORTED_DATABASE', 500, [string]>(
   'BP_ERR_UNSUPPORTED_DATABASE', 'fastify-blueprints: unsupported database platform %s (PostgreSQL and SQLite are supported)', 500)
@@ -267,5 +276,6 @@ export const errors = {
   BP_ERR_REALTIME_DISABLED,
   BP_ERR_INVALID_OPTION,
   BP_ERR_MISSING_PACKAGE,
-  BP_ERR_UNSUPPORTED_DATABASE
+  BP_ERR_UNSUPPORTED_DATABASE,
+  BP_ERR_UNSUPPORTED_ENTITY
 } as const

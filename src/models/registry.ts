@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { MikroORM } from '@mikro-orm/core'
-import { BP_ERR_INVALID_OPTION, BP_ERR_UNKNOWN_MODEL } from '../errors.ts'
+import type { EntityMetadata, MikroORM } from '@mikro-orm/core'
+import { BP_ERR_INVALID_OPTION, BP_ERR_UNKNOWN_MODEL, BP_ERR_UNSUPPORTED_ENTITY } from '../errors.ts'
 import { didYouMean } from '../did-you-mean.ts'
 import { modelInfo, type BlueprintModels } from './info.ts'
 import { readModels, type ModelDraft, type Skipped } from './metadata.ts'
@@ -54,6 +54,7 @@ export interface RegistryOptions {
  *
  * @throws BP_ERR_INVALID_OPTION when two models would share an identity, or an identity or an
  * excluded entity name is invalid.
+ * @throws BP_ERR_UNSUPPORTED_ENTITY for an entity mapped by inheritance that is not excluded.
  */
 export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRegistry {
   const storage = orm.getMetadata()
@@ -63,6 +64,7 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
     if (!known.has(name)) throw new BP_ERR_INVALID_OPTION(`there is no entity named ${name} (\`models.${name}\`)${didYouMean(name, [...known])}`)
   }
   const excluded = new Set(options.exclude)
+  refuseInheritance([...storage], excluded)
   const { models, skipped } = readModels(storage, name => options.identities[name] ?? defaultIdentity(name))
   const drafts = new Map<string, ModelDraft>()
   for (const draft of models) {
@@ -87,6 +89,24 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
     all: () => list,
     skipped,
     public: Object.freeze({ get: (identity: string) => infos.get(identity), all: () => infoList, skipped })
+  }
+}
+
+/**
+ * Refuses an entity mapped by inheritance (MikroORM's single-table or table-per-type) that is not
+ * excluded: its rows share a table (or span two) with its hierarchy's, which the plugin's reads do
+ * not tell apart — `GET /cat` would list dogs (docs/getting-started.md#inheritance).
+ *
+ * @throws BP_ERR_UNSUPPORTED_ENTITY naming the entity and every entity of its hierarchy.
+ */
+function refuseInheritance (metas: readonly EntityMetadata[], excluded: ReadonlySet<string>): void {
+  // (Every entity's `root` is the root of its hierarchy, itself outside one.)
+  for (const meta of metas) {
+    const kind = meta.root.inheritanceType
+    if (kind === undefined || excluded.has(meta.className)) continue
+    const family = metas.filter(other => other.root.className === meta.root.className).map(other => other.className)
+    const option = `\`models: { ${family.map(name => `${name}: { expose: false }`).join(', ')} }\``
+    throw new BP_ERR_UNSUPPORTED_ENTITY(meta.className, kind === 'sti' ? 'single-table' : 'table-per-type', option)
   }
 }
 
