@@ -171,6 +171,14 @@ t.test('parseBlueprintOptions changes the query per request, and its result is v
         if (request.headers['x-bad'] === '4') return { ...query, select: ['name'], omit: ['age'] }
         if (request.headers['x-bad'] === '5') return { ...query, skip: -1 }
         if (request.headers['x-bad'] === '6') return { ...query, populateLimit: 0.5 }
+        // Sorts in Waterline's forms, as a client's `sort` takes them; none; and no sort at all.
+        if (request.headers['x-sort'] === 'waterline') return { ...query, sort: [{ age: 'DESC' }] as never }
+        if (request.headers['x-sort'] === 'text') return { ...query, sort: 'age DESC, id' as never }
+        if (request.headers['x-sort'] === 'number') return { ...query, sort: [42] as never }
+        if (request.headers['x-sort'] === 'none') return { ...query, sort: undefined as never }
+        if (request.headers['x-sort'] === 'two') return { ...query, sort: [{ age: 'DESC', name: 'ASC' }] as never }
+        if (request.headers['x-sort'] === 'null') return { ...query, sort: [null] as never }
+        if (request.headers['x-sort'] === 'odd') return { ...query, sort: [{ attribute: 'age', order: 'DESC' }] as never }
         if (context.action === 'find' && request.query && (request.query as Record<string, string>).limit === undefined) return { ...query, limit: 2 }
         return undefined
       }
@@ -193,6 +201,40 @@ t.test('parseBlueprintOptions changes the query per request, and its result is v
   t.same(await ids('/user/1', { 'x-bad': '4' }), 'BP_ERR_SELECT_AND_OMIT')
   t.same(await ids('/user', { 'x-bad': '5' }), 'BP_ERR_INVALID_SKIP')
   t.same(await ids('/user', { 'x-bad': '6' }), 'BP_ERR_INVALID_LIMIT')
+  const byAge = [10, 8, 4, 5, 1, 6, 2, 9, 7, 3]
+  t.same(await ids('/user?limit=10&populate=false', { 'x-sort': 'waterline' }), byAge, 'a hook\'s sort in Waterline\'s form')
+  t.same(await ids('/user?limit=10&populate=false', { 'x-sort': 'text' }), byAge, 'a hook\'s sort as a text')
+  t.same(await ids('/user?limit=10&populate=false', { 'x-sort': 'number' }), 'BP_ERR_INVALID_SORT')
+  t.same(await ids('/user?limit=3&populate=false&sort=age%20DESC', { 'x-sort': 'none' }), [1, 2, 3], 'no sort: the primary key\'s order')
+  t.same(await ids('/user?limit=10&populate=false', { 'x-sort': 'two' }), [10, 8, 4, 5, 6, 1, 2, 9, 7, 3], 'a dictionary of two keys (ties by name)')
+  t.same(await ids('/user?limit=10&populate=false', { 'x-sort': 'null' }), 'BP_ERR_INVALID_SORT')
+  t.same(await ids('/user?limit=10&populate=false', { 'x-sort': 'odd' }), 'BP_ERR_INVALID_SORT', 'a dictionary: `attribute` is an attribute, its direction `age` none')
   t.same(await ids('/user/1/bestPet'), [2])
   t.ok(calls.includes('populate:user:friends') && calls.includes('findOne:user:') && calls.includes('populate:pet:bestPet'))
+})
+
+// The policy example of docs/options.md (a view that hides users' `email` from guests; here `age`), with
+// every form of a guest's find: no `select`, a `select` without it, one with it.
+t.test('the documented policy example hides a field from guests, with or without select', async t => {
+  const { app } = await build(t, db, {
+    plugin: {
+      parseBlueprintOptions (request, query, { model }) {
+        const admin = request.headers['x-admin'] === '1'
+        if (model.identity === 'user' && !admin && query.select === undefined) query.omit = [...(query.omit ?? []), 'age']
+        return query
+      }
+    }
+  })
+  const answer = async (url: string, admin = false): Promise<{ status: number, body: any }> => {
+    const res = await app.inject({ url, headers: admin ? { 'x-admin': '1' } : {} })
+    return { status: res.statusCode, body: res.json() }
+  }
+  const plain = await answer('/user/1?populate=false')
+  t.equal(plain.status, 200)
+  t.notOk('age' in plain.body, 'no select: no age')
+  const named = await answer('/user?select=name&limit=2&populate=false')
+  t.same(named, { status: 200, body: [{ id: 1, name: 'alice' }, { id: 2, name: 'Bob' }] }, 'a select without age answers')
+  t.equal((await answer('/user?select=name,age&populate=false')).body.code, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', 'a select with it is refused')
+  t.equal((await answer('/user?where=%7B%22age%22%3A30%7D')).body.code, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', 'not searchable')
+  t.ok('age' in (await answer('/user/1?populate=false', true)).body, 'an admin sees it')
 })

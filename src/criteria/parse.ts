@@ -223,6 +223,32 @@ function parseSort (raw: string | string[], param = 'sort'): BlueprintQuery['sor
   return keys
 }
 
+/**
+ * A sort as a `parseBlueprintOptions` hook may give it: the parsed form (`{ attribute, direction }`
+ * keys, as the hook was given it), or any form a client's `sort` takes — Waterline's
+ * `[{ score: 'DESC' }]`, a dictionary, `'score DESC'`, an array of those (docs/options.md); none
+ * (`undefined`) is no sort key.
+ *
+ * @throws BP_ERR_INVALID_SORT for anything else.
+ */
+export function hookSort (value: unknown): BlueprintQuery['sort'] {
+  const keys: BlueprintQuery['sort'] = []
+  if (value === undefined) return keys
+  for (const item of Array.isArray(value) ? value : [value]) {
+    if (isParsedKey(item)) keys.push({ attribute: item.attribute, direction: direction(item.direction, '') })
+    else if (typeof item === 'string') for (const piece of item.split(',')) sortItem(piece, keys, '')
+    else sortItem(item, keys, '')
+  }
+  return keys
+}
+
+/** A sort key in the parsed form: exactly `attribute` (a name) and `direction`. */
+function isParsedKey (item: unknown): item is { attribute: string, direction: unknown } {
+  if (typeof item !== 'object' || item === null) return false
+  const names = Object.keys(item)
+  return names.length === 2 && typeof (item as { attribute?: unknown }).attribute === 'string' && names.includes('direction')
+}
+
 function sortItem (item: unknown, keys: BlueprintQuery['sort'], at: string): void {
   if (typeof item === 'string') {
     const words = item.trim().split(/\s+/)

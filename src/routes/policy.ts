@@ -10,6 +10,7 @@
  */
 import type { FastifyRequest } from 'fastify'
 import { checkVisible, modelAt, populatedModels, reachedModels } from '../criteria/policy.ts'
+import { hookSort } from '../criteria/parse.ts'
 import type { BlueprintQuery, ModelView, Policy } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import { buildWhere } from '../criteria/where.ts'
@@ -120,10 +121,14 @@ function reached (query: BlueprintQuery, model: Model, maxDepth: number): Set<Mo
   return models
 }
 
-/** Runs the app's parseBlueprintOptions hook on a query (there is one). */
+/**
+ * Runs the app's parseBlueprintOptions hook on a query (there is one). Its sort is read in any form a
+ * client's takes (Waterline's `[{ score: 'DESC' }]` too), as the rest of its answer is checked.
+ */
 async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: RouteQuery): Promise<BlueprintQuery> {
   const hook = input.options.parseBlueprintOptions as NonNullable<RouteInput['options']['parseBlueprintOptions']>
-  return (await hook(request, query, shown(context))) ?? query
+  const answer = (await hook(request, query, shown(context))) ?? query
+  return { ...answer, sort: hookSort(answer.sort) }
 }
 
 /** The context the hook is told: the same keys, the models as the app sees them. */
