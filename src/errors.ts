@@ -214,7 +214,8 @@ export const BP_ERR_INVALID_OPTION = createError<'BP_ERR_INVALID_OPTION', 500, [
  */
 export const BP_ERR_UNSUPPORTED_ENTITY = createError<'BP_ERR_UNSUPPORTED_ENTITY', 500, [string, string, string]>(
   'BP_ERR_UNSUPPORTED_ENTITY',
-  'fastify-blueprints: %s is mapped by %s inheritance, whose rows the plugin cannot tell apart yet (every read would answer its siblings): leave its hierarchy out (%s)',
+  'fastify-blueprints: %s is mapped by %s inheritance, whose rows the plugin cannot tell apart yet ' +
+    '(every read would answer its siblings): leave its hierarchy out (%s)',
   500)
 
 /** The ORM runs on a database this plugin does not translate criteria for. Thrown at start-up. */
