@@ -114,8 +114,8 @@ export function findQuery (model: Model, populate: 'used' | 'ignored'): TSchema 
     select: Type.Optional(SELECT),
     omit: Type.Optional(OMIT)
   })
-  properties.populate = Type.Optional(populate === 'used' ? POPULATE : Type.String({ description: 'accepted and ignored: populated children never carry ' +
-    'collections' }))
+  properties.populate = Type.Optional(populate === 'used' ? POPULATE : Type.String({ description: 'only false: the children are answered without ' +
+    'their associations (any other value is a 400)' }))
   // A find's only: what a populate's children number is not counted.
   if (populate === 'used') properties.count = Type.Optional(Type.Boolean({ description: 'true: the total number of records matching `where` (whatever ' +
     'limit and skip) in the X-Total-Count response header; one more statement' }))

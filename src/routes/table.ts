@@ -238,6 +238,11 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           if (raw[name] !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, 'only a find (GET /m) pages by cursor; here, use limit and skip')
         }
         if (association.kind === 'collection') {
+          // The children are answered as records of their own, nothing of theirs populated.
+          if (raw.populate !== undefined && raw.populate !== 'false') {
+            throw new BP_ERR_PARAMETER_NOT_ALLOWED('populate', `the children of ${association.name} are answered without their associations ` +
+              `(only populate=false); read them populated with GET /${child.identity}`)
+          }
           query = parseFind(raw, child, defaults(input))
         } else {
           for (const name of ['limit', 'skip', 'sort']) {

@@ -100,3 +100,20 @@ for (const db of DATABASES) {
     t.same((await get(app, '/thing')).body, [{ id: 1, owner: { id: 1, [long]: 'kept' } }, { id: 2, owner: null }])
   })
 }
+
+// The populate route answers its children without their associations: `populate` there is only
+// `false`; any other value is refused with a code naming it (it was accepted and ignored).
+for (const db of DATABASES) {
+  t.test(`${db}: the populate route refuses populate other than false`, async t => {
+    const { app } = await build(t, db)
+    const flat = await get(app, '/user/1/pets?populate=false')
+    t.equal(flat.status, 200)
+    t.same(flat.body, (await get(app, '/user/1/pets')).body, 'populate=false: as without it')
+    for (const url of ['/user/1/pets?populate=nope', '/user/1/pets?populate=tags', '/user/1/pets?populate=tags&tags.select=label', '/user/1/pets?populate=true']) {
+      const res = await get(app, url)
+      t.equal(res.status, 400, url)
+      t.equal(res.body.code, 'BP_ERR_PARAMETER_NOT_ALLOWED', url)
+      t.match(res.body.message, /`populate`.*answered without their associations/, url)
+    }
+  })
+}
