@@ -184,10 +184,15 @@ export class RecordLoader {
    * all the records); collections (unless `loaded`: the find's statements read them), one batched
    * statement each, capped per parent; then the same below those, level by level. Under a policy,
    * every level is read through the views.
+   *
+   * A record populated under several parents is one object in each parent's list: it is populated
+   * once (a second time, its singular association would be read as a key while it holds the record
+   * populated, and be taken for a dangling one).
    */
   async #deeper (
-    run: Executor, model: Model, records: JsonRecord[], projection: Projection, options: ReadOptions, fold: boolean, loaded: boolean
+    run: Executor, model: Model, listed: JsonRecord[], projection: Projection, options: ReadOptions, fold: boolean, loaded: boolean
   ): Promise<void> {
+    const records = [...new Set(listed)]
     const read: ReadOptions = options.policy === undefined ? PLAIN_READ : { policy: options.policy }
     for (const { association, nested } of projection.singulars) {
       if (nested === undefined) continue

@@ -195,3 +195,30 @@ for (const db of DATABASES) {
     t.equal(wrong, 0, 'each answered as asked')
   })
 }
+
+// A record populated under several parents (alice: under the tags admin and beta; a friend under
+// each user whose friend she is) is populated below once, the same under each: every populated owner three
+// levels down is its pet's owner. SQLite, which reads level by level, answered `owner: null` under
+// a record listed twice (its owner was read again as a key while it held the owner populated).
+for (const db of DATABASES) {
+  t.test(`${db}: a record listed under several parents is populated below under each`, async t => {
+    const { app } = await build(t, db)
+    const ownerOf = new Map(PETS.map(pet => [pet.id, pet.owner]))
+    const pets = (node: unknown, found: Array<{ id: number, owner: unknown }>): typeof found => {
+      if (Array.isArray(node)) for (const item of node) pets(item, found)
+      else if (typeof node === 'object' && node !== null) {
+        const record = node as Record<string, unknown>
+        if ('species' in record) found.push(record as { id: number, owner: unknown })
+        for (const value of Object.values(record)) pets(value, found)
+      }
+      return found
+    }
+    for (const url of ['/tag?populate=users.pets.owner&users.pets.owner.select=name', '/user?populate=friends.pets.owner']) {
+      const res = await app.inject(url)
+      t.equal(res.statusCode, 200, url)
+      const found = pets(res.json(), [])
+      t.ok(found.length > 0, `${url}: pets three levels down`)
+      t.same(found.map(pet => [pet.id, (pet.owner as { id?: number } | null)?.id ?? null]), found.map(pet => [pet.id, ownerOf.get(pet.id) ?? null]), `${url}: each pet's owner populated`)
+    }
+  })
+}
