@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { BP_ERR_ATTRIBUTE_NOT_ALLOWED } from '../errors.ts'
+import { BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import type { BlueprintQuery, ModelView, Policy, WhereNode } from './types.ts'
 
@@ -63,6 +63,22 @@ export function checkVisible (
     for (const { attribute } of criteria.sort ?? []) if (below(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(`${path}.sort`, attribute, HIDDEN)
     for (const name of criteria.select ?? []) if (below(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(`${path}.select`, name, HIDDEN)
   }
+}
+
+/**
+ * Refuses a cursor page (`after` / `before`) of a query sorted, by the app's hook, by an attribute
+ * that `policy` leaves out of `model`'s view: a cursor carries the values of the sort keys of the
+ * record it names, which would show the hidden values (and a forged one would compare them), and
+ * the record answered, without them, cannot name its place. Paging by `skip` shows only the order.
+ *
+ * @throws BP_ERR_PARAMETER_NOT_ALLOWED naming the cursor's parameter and the attribute.
+ */
+export function checkCursorSort (query: Pick<BlueprintQuery, 'sort' | 'after' | 'before'>, model: Model, policy: Policy): void {
+  const hidden = hiddenNames(policy, model)
+  const key = hidden === undefined ? undefined : query.sort.find(({ attribute }) => hidden(attribute))
+  if (key === undefined) return
+  throw new BP_ERR_PARAMETER_NOT_ALLOWED(query.after !== undefined ? 'after' : 'before',
+    `the records are sorted by \`${key.attribute}\`, which the policy does not let this request see: a cursor would carry its values; page with skip`)
 }
 
 /**

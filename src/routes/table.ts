@@ -17,6 +17,7 @@ import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
 import { update } from '../actions/update.ts'
 import { parseCount, parseCursor, parseFields, parseFollow, parseFind, parsePopulate, parseRelations, type QueryString } from '../criteria/parse.ts'
+import { checkCursorSort } from '../criteria/policy.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
 import { pageCriteria, pageTemplate, validateFind, type Bounds } from '../criteria/validate.ts'
 import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON, BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
@@ -154,6 +155,7 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
         ranQuery(request, query)
         if (byCursor(query)) {
+          if (policy !== undefined) checkCursorSort(query, input.model, policy)
           const page = await findPage(input.ctx, input.model, validateFind(query, input.model, bounds), policy, counted, snapshot)
           if (counted) reply.header(TOTAL_COUNT, String(page.total))
           return flatWhenBare(reply, query, flat, withLinks(reply, page), deeper, bounds)
