@@ -179,6 +179,9 @@ t.test('parseBlueprintOptions changes the query per request, and its result is v
         if (request.headers['x-sort'] === 'two') return { ...query, sort: [{ age: 'DESC', name: 'ASC' }] as never }
         if (request.headers['x-sort'] === 'null') return { ...query, sort: [null] as never }
         if (request.headers['x-sort'] === 'odd') return { ...query, sort: [{ attribute: 'age', order: 'DESC' }] as never }
+        // A populated association's sort, in Waterline's form and in a bad one.
+        if (request.headers['x-sort'] === 'pets') return { ...query, relations: { pets: { sort: [{ name: 'DESC' }] as never } } }
+        if (request.headers['x-sort'] === 'pets-bad') return { ...query, relations: { pets: { sort: [{ attribute: 'name', direction: 'UP' }] as never } } }
         if (context.action === 'find' && request.query && (request.query as Record<string, string>).limit === undefined) return { ...query, limit: 2 }
         return undefined
       }
@@ -208,6 +211,11 @@ t.test('parseBlueprintOptions changes the query per request, and its result is v
   t.same(await ids('/user?limit=3&populate=false&sort=age%20DESC', { 'x-sort': 'none' }), [1, 2, 3], 'no sort: the primary key\'s order')
   t.same(await ids('/user?limit=10&populate=false', { 'x-sort': 'two' }), [10, 8, 4, 5, 6, 1, 2, 9, 7, 3], 'a dictionary of two keys (ties by name)')
   t.same(await ids('/user?limit=10&populate=false', { 'x-sort': 'null' }), 'BP_ERR_INVALID_SORT')
+  const pets = await app.inject({ url: '/user/1?populate=pets', headers: { 'x-sort': 'pets' } })
+  t.same(pets.json().pets.map((pet: { name: string }) => pet.name), ['Tom', 'Rex'], 'a populated association\'s sort in Waterline\'s form')
+  const bad = await app.inject({ url: '/user/1?populate=pets', headers: { 'x-sort': 'pets-bad' } })
+  t.equal(bad.json().code, 'BP_ERR_INVALID_SORT')
+  t.match(bad.json().message, /in `pets.sort`, the direction must be ASC or DESC, got "UP"/)
   t.same(await ids('/user?limit=10&populate=false', { 'x-sort': 'odd' }), 'BP_ERR_INVALID_SORT', 'a dictionary: `attribute` is an attribute, its direction `age` none')
   t.same(await ids('/user/1/bestPet'), [2])
   t.ok(calls.includes('populate:user:friends') && calls.includes('findOne:user:') && calls.includes('populate:pet:bestPet'))

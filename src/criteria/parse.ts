@@ -227,17 +227,18 @@ function parseSort (raw: string | string[], param = 'sort'): BlueprintQuery['sor
  * A sort as a `parseBlueprintOptions` hook may give it: the parsed form (`{ attribute, direction }`
  * keys, as the hook was given it), or any form a client's `sort` takes — Waterline's
  * `[{ score: 'DESC' }]`, a dictionary, `'score DESC'`, an array of those (docs/options.md); none
- * (`undefined`) is no sort key.
+ * (`undefined`) is no sort key. `param` names it in errors (a populated association's `pets.sort`).
  *
  * @throws BP_ERR_INVALID_SORT for anything else.
  */
-export function hookSort (value: unknown): BlueprintQuery['sort'] {
+export function hookSort (value: unknown, param = 'sort'): BlueprintQuery['sort'] {
   const keys: BlueprintQuery['sort'] = []
   if (value === undefined) return keys
+  const at = param === 'sort' ? '' : `in \`${param}\`, `
   for (const item of Array.isArray(value) ? value : [value]) {
-    if (isParsedKey(item)) keys.push({ attribute: item.attribute, direction: direction(item.direction, '') })
-    else if (typeof item === 'string') for (const piece of item.split(',')) sortItem(piece, keys, '')
-    else sortItem(item, keys, '')
+    if (isParsedKey(item)) keys.push({ attribute: item.attribute, direction: direction(item.direction, at) })
+    else if (typeof item === 'string') for (const piece of item.split(',')) sortItem(piece, keys, at)
+    else sortItem(item, keys, at)
   }
   return keys
 }

@@ -122,13 +122,19 @@ function reached (query: BlueprintQuery, model: Model, maxDepth: number): Set<Mo
 }
 
 /**
- * Runs the app's parseBlueprintOptions hook on a query (there is one). Its sort is read in any form a
- * client's takes (Waterline's `[{ score: 'DESC' }]` too), as the rest of its answer is checked.
+ * Runs the app's parseBlueprintOptions hook on a query (there is one). Its sorts (the query's, and
+ * its populated associations') are read in any form a client's take (Waterline's
+ * `[{ score: 'DESC' }]` too), as the rest of its answer is checked.
  */
 async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: RouteQuery): Promise<BlueprintQuery> {
   const hook = input.options.parseBlueprintOptions as NonNullable<RouteInput['options']['parseBlueprintOptions']>
   const answer = (await hook(request, query, shown(context))) ?? query
-  return { ...answer, sort: hookSort(answer.sort) }
+  const customised = { ...answer, sort: hookSort(answer.sort) }
+  if (answer.relations !== undefined) {
+    customised.relations = Object.fromEntries(Object.entries(answer.relations).map(([path, relation]) =>
+      [path, { ...relation, sort: hookSort(relation.sort, `${path}.sort`) }]))
+  }
+  return customised
 }
 
 /** The context the hook is told: the same keys, the models as the app sees them. */
