@@ -9,6 +9,7 @@ import { Entity, ManyToMany, ManyToOne, OneToMany, OneToOne, PrimaryKey, Propert
 import blueprints from '../../src/index.ts'
 import { dialectFor } from '../../src/sql/dialect.ts'
 import { coerce, INVALID } from '../../src/models/values.ts'
+import { postgresDate } from '../../src/models/database-values.ts'
 import { bareApp, build, DATABASES, get } from '../helpers/app.ts'
 
 class Author { id!: number; name!: string; books!: unknown; profile!: unknown }
@@ -124,6 +125,36 @@ t.test('PostgreSQL timestamps in every precision read as ISO 8601 with milliseco
   t.same((await get(app, '/moment?sort=id')).body.map((m: { at: string }) => m.at), [
     '2024-01-31T10:00:00.000Z', '2024-01-31T10:00:00.500Z', '2024-01-31T10:00:00.120Z', '2024-01-31T10:00:00.123Z', '2024-01-31T10:00:00.999Z', '+012024-01-31T10:00:00.250Z'
   ])
+})
+
+// Values other writers store: a year before Christ, infinity; answered the same by the records path
+// (`count=true`) and the text path (a flat find over HTTP), never a 500. And PostgreSQL's texts of
+// other session time zones (an offset with seconds before 1900), as postgresDate reads them.
+t.test('PostgreSQL timestamps BC, infinite, and with any offset', { skip: !DATABASES.includes('postgres') && 'PostgreSQL not selected' }, async t => {
+  const Moment = defineEntity({ name: 'Moment', properties: { id: p.integer().primary(), at: p.datetime() } })
+  const written = ['0044-03-15 12:00:00.5+00 BC', 'infinity', '-infinity', '0001-01-01 00:00:00+00', '1800-01-01 00:00:00+00']
+  const { app } = await build(t, 'postgres', {
+    entities: [Moment],
+    seed: async orm => {
+      await orm.em.getConnection().execute(`insert into moment (id, at) values ${written.map((at, i) => `(${i + 1}, '${at}')`).join(', ')}`)
+    }
+  })
+  const expected = ['-000043-03-15T12:00:00.500Z', 'infinity', '-infinity', '0001-01-01T00:00:00.000Z', '1800-01-01T00:00:00.000Z']
+  const text = await app.inject('/moment?sort=id')
+  const records = await app.inject('/moment?sort=id&count=true')
+  t.equal(text.statusCode, 200)
+  t.same(text.json().map((m: { at: string }) => m.at), expected)
+  t.equal(records.body, text.body, 'the records path, byte for byte')
+  t.same((await get(app, '/moment/1')).body, { id: 1, at: expected[0] })
+  for (const [given, iso] of [
+    ['1800-01-01 00:00:00+05:53:28', '1799-12-31T18:06:32.000Z'],
+    ['1800-01-01 00:00:00.25-04:56:02', '1800-01-01T04:56:02.250Z'],
+    ['2024-01-31 10:00:00+05:30', '2024-01-31T04:30:00.000Z'],
+    ['0001-12-31 23:59:59.999999-01 BC', '0001-01-01T00:59:59.999Z'],
+    // A timestamp without a time zone BC: read as UTC; a date alone: as Date reads it.
+    ['0044-03-15 12:00:00 BC', '-000043-03-15T12:00:00.000Z'],
+    ['2024-01-31', '2024-01-31T00:00:00.000Z']
+  ]) t.equal(postgresDate(given), iso, given)
 })
 
 t.test('entities in another PostgreSQL schema', { skip: !DATABASES.includes('postgres') && 'PostgreSQL not selected' }, async t => {
