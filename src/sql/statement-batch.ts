@@ -169,13 +169,29 @@ export class StatementBatch {
   }
 }
 
-/** The values of a statement as a key (`undefined`: values that a key cannot tell apart surely). */
+/** The values of a statement as a key (`undefined`: values that a key cannot tell apart surely); a value's type is part of it (SQLite compares `'1'` and `1` apart). */
 function valuesKey (params: readonly unknown[]): string | undefined {
   let key = ''
   for (const param of params) {
-    if (typeof param === 'string') key += `s${param.length}:${param}`
-    else if (typeof param === 'number' || typeof param === 'boolean' || param === null) key += `v${String(param)};`
-    else return undefined
+    const text = plainText(param)
+    if (text === undefined) return undefined
+    key += text === null ? 'n;' : `${(typeof param)[0]}${text.length}:${text}`
   }
   return key
+}
+
+/**
+ * A plain value as the text a driver sends for it (`null` for none: `null`, `undefined`);
+ * `undefined` for a value a driver converts (an array, bytes, a date, an object) or that has no
+ * text of its own (a number that is not finite).
+ */
+export function plainText (value: unknown): string | null | undefined {
+  if (value === null || value === undefined) return null
+  switch (typeof value) {
+    case 'string': return value
+    case 'number': return Number.isFinite(value) ? String(value) : undefined
+    case 'boolean':
+    case 'bigint': return String(value)
+    default: return undefined
+  }
 }

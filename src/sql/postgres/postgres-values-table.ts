@@ -23,7 +23,8 @@
  * @module
  */
 import { MAX_PREPARED } from '../runners.ts'
-import { BRANCH, type Session, type ValuesTable } from '../statement-batch.ts'
+import { BRANCH, plainText, type Session, type ValuesTable } from '../statement-batch.ts'
+import type { Statement } from '../statement.ts'
 import { mapPlaceholders } from './postgres-fragments.ts'
 
 /**
@@ -32,26 +33,39 @@ import { mapPlaceholders } from './postgres-fragments.ts'
  */
 const PROBE = '__bp_types'
 
-/** The writer of statements of one text with their values as a table, the types of each text asked once through `session`. */
+/** The writer of statements of one text with their values as a table, each text's statement built once (its types asked through `session`). */
 export function valuesTable (session: Session): ValuesTable {
-  /** Per text: its parameters' types (schema-qualified names), `undefined` where they cannot be known. */
-  const known = new Map<string, Promise<readonly string[] | undefined>>()
+  /** Per text: the statement that reads its values from a table, `undefined` where the parameters' types cannot be known. */
+  const built = new Map<string, Promise<string | undefined>>()
   return async statements => {
-    const [first] = statements
-    for (const statement of statements) for (const param of statement.params) if (valueText(param) === undefined) return undefined
-    let types = known.get(first.sql)
-    if (types === undefined) {
-      if (known.size >= MAX_PREPARED) known.clear()
-      types = parameterTypes(session, first.sql)
-      known.set(first.sql, types)
+    const texts = new Map<Statement, Array<string | null>>()
+    for (const statement of statements) {
+      const values: Array<string | null> = []
+      for (const param of statement.params) {
+        const text = plainText(param)
+        if (text === undefined) return undefined
+        values.push(text)
+      }
+      texts.set(statement, values)
     }
-    const typed = await types
-    if (typed === undefined) return undefined
-    const inner = mapPlaceholders(first.sql, n => `(("__bp_v"."r" ->> ${n - 1})::${typed[n - 1]})`)
-    const sql = `SELECT "__bp_v"."i" - 1 AS "${BRANCH}", "__bp_q".* FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS "__bp_v"("r", "i") ` +
-      `CROSS JOIN LATERAL (${inner}) AS "__bp_q"`
-    return chunk => ({ sql, params: [JSON.stringify(chunk.map(statement => statement.params.map(valueText)))], arrays: first.arrays, once: true })
+    const text = statements[0].sql
+    let sql = built.get(text)
+    if (sql === undefined) {
+      if (built.size >= MAX_PREPARED) built.clear()
+      sql = parameterTypes(session, text).then(types => types === undefined ? undefined : lateral(text, types))
+      built.set(text, sql)
+    }
+    const joined = await sql
+    if (joined === undefined) return undefined
+    return chunk => ({ sql: joined, params: [JSON.stringify(chunk.map(statement => texts.get(statement)))], arrays: statements[0].arrays, once: true })
   }
+}
+
+/** `sql` joined laterally to a table of its values, each placeholder read from its row and cast to its type. */
+function lateral (sql: string, types: readonly string[]): string {
+  const inner = mapPlaceholders(sql, n => `(("__bp_v"."r" ->> ${n - 1})::${types[n - 1]})`)
+  return `SELECT "__bp_v"."i" - 1 AS "${BRANCH}", "__bp_q".* FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS "__bp_v"("r", "i") ` +
+    `CROSS JOIN LATERAL (${inner}) AS "__bp_q"`
 }
 
 /** The types PostgreSQL gives the parameters of `sql` prepared alone; `undefined` when it cannot prepare it. */
@@ -71,16 +85,4 @@ async function parameterTypes (session: Session, sql: string): Promise<readonly 
       await run({ sql: `DEALLOCATE "${PROBE}"`, params: [], once: true })
     }
   }).catch(() => undefined)
-}
-
-/** A parameter as the text `pg` sends for it (`null` for none); `undefined` for a value `pg` would convert (an array, bytes, a date, an object). */
-function valueText (value: unknown): string | null | undefined {
-  if (value === null || value === undefined) return null
-  switch (typeof value) {
-    case 'string': return value
-    case 'number': return Number.isFinite(value) ? String(value) : undefined
-    case 'boolean':
-    case 'bigint': return String(value)
-    default: return undefined
-  }
 }
