@@ -9,7 +9,7 @@ import {
 import { didYouMean } from '../did-you-mean.ts'
 import type { Attribute, CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import { coerce, describe, fits, INVALID, invalidReason, jsonProblem, TOO_DEEP } from '../models/values.ts'
+import { coerce, describe, fits, INVALID, invalidReason, jsonProblem, PreciseDate, TOO_DEEP } from '../models/values.ts'
 import type { Assignment } from '../sql/writes.ts'
 
 export type { Assignment } from '../sql/writes.ts'
@@ -68,8 +68,10 @@ function read (name: string, column: Attribute, nullable: boolean, raw: unknown,
     if (problem.startsWith(TOO_DEEP)) throw new BP_ERR_LIMIT_EXCEEDED('body', `\`${name}\` ${problem}`)
     throw new BP_ERR_INVALID_VALUE('body', name, `the value ${problem}`)
   }
-  const value = coerce(column.type, raw)
-  if (value === INVALID) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} ${invalidReason(column.type, raw)}`)
+  const coerced = coerce(column.type, raw)
+  if (coerced === INVALID) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} ${invalidReason(column.type, raw)}`)
+  // A date is written to the millisecond, as the app's `Date` holds it (docs/criteria.md#dates).
+  const value = coerced instanceof PreciseDate ? new Date(coerced.getTime()) : coerced
   const problem = fits(column, value)
   if (problem !== undefined) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} ${problem}`)
   return value

@@ -9,6 +9,7 @@
  */
 import { foldAscii, type PatternToken } from './like.ts'
 import type { Target, WhereNode } from './types.ts'
+import { microsOf } from '../models/values.ts'
 
 /**
  * Whether a record (as the plugin answers it: dates as ISO text, 64-bit integers as text, a
@@ -64,7 +65,11 @@ function valueOf (target: Target, record: Readonly<Record<string, unknown>>): un
 /** Order of a record's value and a filter's value (coerced to the target's type). */
 function compare (target: Target, value: unknown, other: unknown): number {
   switch (target.type) {
-    case 'date': return Date.parse(value as string) - (other as Date).getTime()
+    case 'date': {
+      // (To the microsecond: an answered date has six decimals where it has more than three.)
+      const order = Date.parse(value as string) - (other as Date).getTime()
+      return order !== 0 ? order : microsOf(value) - microsOf(other)
+    }
     case 'bigint': {
       const a = BigInt(value as string)
       const b = other as bigint

@@ -38,7 +38,38 @@ function isoDate (text: string): Date | undefined {
   if (h === undefined) return new Date(`${y}-${mo}-${d}T00:00:00.000Z`)
   if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined
   const offset = zone.length === 3 ? `${zone}:00` : zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone
-  return new Date(`${y}-${mo}-${d}T${h}:${mi}:${s}.${fraction.padEnd(3, '0').slice(0, 3)}${offset}`)
+  const date = new Date(`${y}-${mo}-${d}T${h}:${mi}:${s}.${fraction.padEnd(3, '0').slice(0, 3)}${offset}`)
+  // (Beyond the microsecond, digits are dropped: no column keeps them.)
+  const micros = fraction.length > 3 ? Number(fraction.slice(3, 6).padEnd(3, '0')) : 0
+  return micros === 0 ? date : new PreciseDate(date.getTime(), micros)
+}
+
+/**
+ * A date with microseconds, as a filter or a cursor may name one (PostgreSQL keeps them): its time
+ * is the millisecond, {@link PreciseDate.micros} what follows it. Its ISO text has six decimals.
+ * A written value keeps the millisecond (the app's `Date`).
+ */
+export class PreciseDate extends Date {
+  /** The microseconds past the millisecond, 1 to 999. */
+  readonly micros: number
+
+  constructor (time: number, micros: number) {
+    super(time)
+    this.micros = micros
+  }
+
+  override toISOString (): string {
+    return `${super.toISOString().slice(0, -1)}${String(this.micros).padStart(3, '0')}Z`
+  }
+}
+
+/** The microseconds past the millisecond of a date (0 for a `Date`), read from a {@link PreciseDate} or from an answered ISO text. */
+export function microsOf (date: unknown): number {
+  if (date instanceof PreciseDate) return date.micros
+  if (typeof date !== 'string') return 0
+  // An answered date has three decimals, or six (then `Z`).
+  const point = date.length - 8
+  return date.charCodeAt(point) === 46 ? Number(date.slice(point + 4, point + 7)) : 0
 }
 
 function leap (year: number): boolean {

@@ -166,7 +166,10 @@ for (const db of DATABASES) {
     for (const [born, stored] of [['0049-06-01 10:00+0100', '0049-06-01T09:00:00.000Z'], ['0050-06-01 10:00:00.123456Z', '0050-06-01T10:00:00.123Z'], ['0001-01-01', '0001-01-01T00:00:00.000Z'], ['2000-06-01T10:00-02', '2000-06-01T12:00:00.000Z']]) {
       const res = await app.inject({ method: 'PATCH', url: '/user/1', payload: { born } })
       t.equal(res.json().born, stored, `${born} is read as ${stored}`)
-      t.same((await app.inject(`/user?where=${q({ born })}&select=born&populate=false`)).json(), [{ id: 1, born: stored }], `and found by ${born}`)
+      // (A filter compares to the microsecond: the value written keeps the millisecond.)
+      const name = born.includes('.123456') ? stored : born
+      t.same((await app.inject(`/user?where=${q({ born: name })}&select=born&populate=false`)).json(), [{ id: 1, born: stored }], `and found by ${name}`)
+      if (name !== born) t.same((await app.inject(`/user?where=${q({ born })}&select=born&populate=false`)).json(), [], `and not by ${born}`)
     }
     t.same((await app.inject('/user/2147483647?select=age&populate=false')).json(), { id: 2_147_483_647, age: -2_147_483_648 })
     const found = await app.inject(`/user?where=${q({ age: { '<': 3_000_000_000, '>': -3_000_000_000 }, id: { in: [2_147_483_647, 3_000_000_000] } })}&select=name&populate=false`)

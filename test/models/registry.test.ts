@@ -111,11 +111,14 @@ for (const db of DATABASES) {
   })
 }
 
-t.test('PostgreSQL timestamps in every precision read as ISO 8601 with milliseconds', { skip: !DATABASES.includes('postgres') && 'PostgreSQL not selected' }, async t => {
+t.test('PostgreSQL timestamps in every precision read as ISO 8601, with microseconds where they have some', { skip: !DATABASES.includes('postgres') && 'PostgreSQL not selected' }, async t => {
   const Moment = defineEntity({ name: 'Moment', properties: { id: p.integer().primary(), at: p.datetime() } })
   // PostgreSQL's text drops trailing zeros of the fraction (0.5 s is `.5`); a year past 9999
   // has a fifth digit, which the rewrite by position does not read (Date does).
   const written = ['2024-01-31 10:00:00+00', '2024-01-31 10:00:00.5+00', '2024-01-31 10:00:00.12+00', '2024-01-31 10:00:00.123456+00', '2024-01-31 10:00:00.999999+00', '12024-01-31 10:00:00.25+00']
+  // (A fraction of four or five digits: six, zeros added.)
+  t.equal(postgresDate('2024-01-31 10:00:00.0001+00'), '2024-01-31T10:00:00.000100Z')
+  t.equal(postgresDate('2024-01-31 10:00:00.12345+00'), '2024-01-31T10:00:00.123450Z')
   const { app } = await build(t, 'postgres', {
     entities: [Moment],
     seed: async orm => {
@@ -123,7 +126,7 @@ t.test('PostgreSQL timestamps in every precision read as ISO 8601 with milliseco
     }
   })
   t.same((await get(app, '/moment?sort=id')).body.map((m: { at: string }) => m.at), [
-    '2024-01-31T10:00:00.000Z', '2024-01-31T10:00:00.500Z', '2024-01-31T10:00:00.120Z', '2024-01-31T10:00:00.123Z', '2024-01-31T10:00:00.999Z', '+012024-01-31T10:00:00.250Z'
+    '2024-01-31T10:00:00.000Z', '2024-01-31T10:00:00.500Z', '2024-01-31T10:00:00.120Z', '2024-01-31T10:00:00.123456Z', '2024-01-31T10:00:00.999999Z', '+012024-01-31T10:00:00.250Z'
   ])
 })
 
@@ -150,10 +153,13 @@ t.test('PostgreSQL timestamps BC, infinite, and with any offset', { skip: !DATAB
     ['1800-01-01 00:00:00+05:53:28', '1799-12-31T18:06:32.000Z'],
     ['1800-01-01 00:00:00.25-04:56:02', '1800-01-01T04:56:02.250Z'],
     ['2024-01-31 10:00:00+05:30', '2024-01-31T04:30:00.000Z'],
-    ['0001-12-31 23:59:59.999999-01 BC', '0001-01-01T00:59:59.999Z'],
+    ['0001-12-31 23:59:59.999999-01 BC', '0001-01-01T00:59:59.999999Z'],
+    ['1800-01-01 00:00:00.0005+05:53:28', '1799-12-31T18:06:32.000500Z'],
     // A timestamp without a time zone BC: read as UTC; a date alone: as Date reads it.
     ['0044-03-15 12:00:00 BC', '-000043-03-15T12:00:00.000Z'],
-    ['2024-01-31', '2024-01-31T00:00:00.000Z']
+    ['2024-01-31', '2024-01-31T00:00:00.000Z'],
+    // Without an offset, with microseconds: local time as Date reads it, the microseconds kept.
+    ['2024-01-31 10:00:00.123456', `${new Date('2024-01-31 10:00:00.123').toISOString().slice(0, -1)}456Z`]
   ]) t.equal(postgresDate(given), iso, given)
 })
 

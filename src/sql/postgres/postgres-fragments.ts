@@ -7,6 +7,7 @@
  */
 import { PostgresQueryCompiler, sql } from 'kysely'
 import type { AttributeType } from '../../models/model.ts'
+import { PreciseDate } from '../../models/values.ts'
 import { compiling, likePattern, NOTHING, page, type JsonTree, type Typed } from '../fragments.ts'
 import type { Field } from '../rows.ts'
 import { Slot } from '../slot.ts'
@@ -34,7 +35,8 @@ export const POSTGRES = {
     const cast = numberCast(target)
     return cast === undefined ? NOTHING : cast === 'int8' ? INT8 : FLOAT8
   },
-  bind: (type: AttributeType, value: unknown): unknown => type === 'bigint' ? String(value) : value,
+  // (A date with microseconds as its ISO text, which PostgreSQL reads whole: `pg` writes a `Date`'s milliseconds.)
+  bind: (type: AttributeType, value: unknown): unknown => type === 'bigint' ? String(value) : value instanceof PreciseDate ? value.toISOString() : value,
   rowLock: (share: boolean, noWait: boolean, of?: string): Sql => sql.join([
     share ? sql` FOR KEY SHARE` : sql` FOR UPDATE`,
     of === undefined ? NOTHING : sql` OF ${sql.id(of)}`,

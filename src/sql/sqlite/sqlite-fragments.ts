@@ -8,6 +8,7 @@
 import { SqliteQueryCompiler, sql } from 'kysely'
 import type { PatternToken } from '../../criteria/like.ts'
 import type { AttributeType } from '../../models/model.ts'
+import { microsOf } from '../../models/values.ts'
 import { compiling, likePattern, NOTHING, page, type Typed } from '../fragments.ts'
 import { Slot } from '../slot.ts'
 import type { Sql } from '../statement.ts'
@@ -19,8 +20,9 @@ export const SQLITE = {
   cast: (): Sql => NOTHING,
   bind (type: AttributeType, value: unknown): unknown {
     if (type === 'boolean') return value === true ? 1 : 0
-    // MikroORM stores dates on SQLite as milliseconds since the epoch.
-    if (type === 'date') return (value as Date).getTime()
+    // MikroORM stores dates on SQLite as milliseconds since the epoch (a filter's microseconds: a
+    // fraction of one, which SQLite compares with a whole number exactly).
+    if (type === 'date') return (value as Date).getTime() + microsOf(value) / 1000
     return value
   },
   // SQLite has no row locks; its write transactions are serial.
