@@ -169,7 +169,10 @@ export class StatementBatch {
   }
 }
 
-/** The values of a statement as a key (`undefined`: values that a key cannot tell apart surely); a value's type is part of it (SQLite compares `'1'` and `1` apart). */
+/**
+ * The values of a statement as a key (`undefined`: values that a key cannot tell apart surely); a
+ * value's type is part of it (SQLite compares `'1'` and `1` apart).
+ */
 function valuesKey (params: readonly unknown[]): string | undefined {
   let key = ''
   for (const param of params) {
