@@ -48,6 +48,21 @@ export interface Limits {
    * loop. One pattern never exceeds 10 000 characters, whatever this says.
    */
   readonly maxPatternLength?: number
+  /**
+   * The weight of the relation filters of one `where`: a constraint inside one weighs 4, inside two
+   * 16, inside three 64 (`{"pets":{"some":{"tags":{"some":{"label":"x"}}}}}` weighs 4 + 16 = 20),
+   * as each level is a correlated subquery run for every row of the level above; constraints
+   * outside any weigh nothing (`maxConstraints` counts them). Default 1 024.
+   */
+  readonly maxWeight?: number
+  /**
+   * The records one find may read at most, worst case: its `limit` times, for each record, one plus
+   * the product of the limits along each populate path (`limit=100&populate=pets` with 30 pets a
+   * user: 100 × (1 + 30) = 3 100). Counted before the find runs; above it → 400. A limit of
+   * `Infinity` (only where `maxLimit` is `Infinity`, the default) leaves the find unbounded: set
+   * `maxLimit` in production. Default 100 000.
+   */
+  readonly maxRecords?: number
 }
 
 /** The limits with every default applied. */
@@ -63,7 +78,9 @@ export const DEFAULT_LIMITS: ResolvedLimits = Object.freeze({
   maxDepth: 16,
   maxRelationDepth: 3,
   maxJsonDepth: 32,
-  maxPatternLength: 1_000
+  maxPatternLength: 1_000,
+  maxWeight: 1_024,
+  maxRecords: 100_000
 })
 
 /**

@@ -127,7 +127,9 @@ const LIMITS = readonly(Type.Object({
   maxDepth: Type.Optional(count(1)),
   maxRelationDepth: Type.Optional(count(0)),
   maxJsonDepth: Type.Optional(count(1)),
-  maxPatternLength: Type.Optional(count(1))
+  maxPatternLength: Type.Optional(count(1)),
+  maxWeight: Type.Optional(count(1, true)),
+  maxRecords: Type.Optional(count(1, true))
 }, { additionalProperties: false, description: 'must be an object' }))
 
 /** The plugin's options. */

@@ -47,6 +47,8 @@ t.test('invalid options are refused at registration with a coded error', async t
     [{ orm, limits: { maxDepth: 0 } }, /`limits.maxDepth` must be a whole number from 1 up/],
     [{ orm, limits: { maxRelationDepth: -1 } }, /`limits.maxRelationDepth` must be a whole number from 0 up/],
     [{ orm, limits: { maxJsonDepth: 2.5 } }, /`limits.maxJsonDepth`/],
+    [{ orm, limits: { maxWeight: 0 } }, /`limits.maxWeight` must be a whole number from 1 up/],
+    [{ orm, limits: { maxRecords: -5 } }, /`limits.maxRecords`/],
     [{ orm, hooks: 5 }, /`hooks` must be an object/],
     [{ orm, hooks: { onReqest: () => {} } }, /unknown option `hooks.onReqest` \(did you mean `onRequest`\?\)/],
     [{ orm, hooks: { onRequest: [() => {}, 5] } }, /`hooks.onRequest` must be a function/],
@@ -82,7 +84,7 @@ t.test('invalid options are refused at registration with a coded error', async t
     textFinds: false,
     hooks: {},
     models: {},
-    limits: { defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxRelationDepth: 3, maxJsonDepth: 32, maxPatternLength: 1_000 },
+    limits: { defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxRelationDepth: 3, maxJsonDepth: 32, maxPatternLength: 1_000, maxWeight: 1_024, maxRecords: 100_000 },
     realtime: {
       enabled: true,
       path: '{prefix}/socket',

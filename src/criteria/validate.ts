@@ -48,7 +48,44 @@ function checkedFind (query: BlueprintQuery, model: Model, bounds: Bounds): { wh
   const sort = validateSort(query.sort, model, 'sort')
   const where = buildWhere(model, query.where, bounds.limits, 'where', query.whereFrom === 'parameters')
   const projection = validateProjection(query, model, bounds)
+  checkRecords(query.limit, projection, bounds.limits.maxRecords)
   return { where, sort, projection }
+}
+
+/**
+ * Refuses a find whose worst case reads more than `maxRecords` records (`limits.maxRecords`):
+ * `limit` records, and below each what its projection populates. A worst case without a bound (a
+ * limit of `Infinity`, which only `maxLimit: Infinity` allows) is the app's choice, and passes.
+ *
+ * @throws BP_ERR_LIMIT_EXCEEDED naming `populate` (or `limit`, where nothing is populated).
+ */
+function checkRecords (limit: number, projection: Projection, maxRecords: number): void {
+  if (limit === 0) return
+  const each = recordsPer(projection)
+  const records = limit * each
+  if (records <= maxRecords || records === Infinity) return
+  throw new BP_ERR_LIMIT_EXCEEDED(each === 1 ? 'limit' : 'populate', `the find may read ${records} records (${limit} × ${each} populated with each), ` +
+    `more than ${maxRecords} (limits.maxRecords): lower \`limit\` or the populated collections' limits`)
+}
+
+/** Worst cases per projection (the kept ones are met again on every request). */
+const PER_RECORD = new WeakMap<Projection, number>()
+
+/**
+ * The records read for each record of `projection`, worst case: itself, each populated singular
+ * association's record (and what it populates), and each populated collection's limit times what
+ * each child populates.
+ */
+function recordsPer (projection: Projection): number {
+  let each = PER_RECORD.get(projection)
+  if (each !== undefined) return each
+  each = 1
+  for (const { populate, nested } of projection.singulars) each += nested !== undefined ? recordsPer(nested) : populate ? 1 : 0
+  for (const { limit, criteria } of projection.collections) {
+    if (limit > 0) each += limit * (criteria === undefined ? 1 : recordsPer(criteria.projection))
+  }
+  PER_RECORD.set(projection, each)
+  return each
 }
 
 /**

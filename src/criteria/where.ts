@@ -37,7 +37,7 @@ interface Scope {
    * of `in` / `nin` lists (against `limits.maxValues`) and characters of patterns (against
    * `limits.maxPatternLength`). Shared by every part of it.
    */
-  readonly counts: { constraints: number, values: number, patternLength: number }
+  readonly counts: { constraints: number, values: number, patternLength: number, weight: number }
   /** Relation filters this dictionary is inside (see `limits.maxRelationDepth`). */
   readonly related: number
 }
@@ -59,13 +59,20 @@ const QUANTIFIERS: Readonly<Record<'collection' | 'singular', readonly Quantifie
  * BP_ERR_LIMIT_EXCEEDED beyond `limits` (constraints, `and`/`or` depth, values of `in`).
  */
 export function buildWhere (model: Model, where: unknown, limits: ResolvedLimits, param = 'where', fromParameters = false): WhereNode {
-  return dictionary({ model, param, limits, counts: { constraints: 0, values: 0, patternLength: 0 }, related: 0 }, where, 0, fromParameters)
+  return dictionary({ model, param, limits, counts: { constraints: 0, values: 0, patternLength: 0, weight: 0 }, related: 0 }, where, 0, fromParameters)
 }
 
-/** Counts one more constraint against the limit. */
+/** What a constraint inside relation filters weighs, to the power of their number (see `limits.maxWeight`). */
+const LEVEL_WEIGHT = 4
+
+/** Counts one more constraint against the limits: their number, and their weight at this depth. */
 function counted (scope: Scope): void {
   if (++scope.counts.constraints > scope.limits.maxConstraints) {
     throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `it holds more than ${scope.limits.maxConstraints} constraints`)
+  }
+  if (scope.related > 0 && (scope.counts.weight += LEVEL_WEIGHT ** scope.related) > scope.limits.maxWeight) {
+    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `its relation filters weigh more than ${scope.limits.maxWeight} (limits.maxWeight): ` +
+      `a constraint weighs ${LEVEL_WEIGHT} times more inside each relation filter around it`)
   }
 }
 

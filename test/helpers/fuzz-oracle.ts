@@ -21,7 +21,7 @@ export class Refused extends Error {}
 export class Unsure extends Error {}
 
 /** The limits of docs/errors.md#bp_err_limit_exceeded (the plugin's defaults). */
-export const LIMITS = { maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxPattern: 10_000, maxPatternLength: 1_000, maxRelationDepth: 3 }
+export const LIMITS = { maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxPattern: 10_000, maxPatternLength: 1_000, maxRelationDepth: 3, maxWeight: 1_024, maxRecords: 100_000 }
 
 /**
  * Every record of every model and every collection's members (keys by `model/pk/collection`):
@@ -177,16 +177,19 @@ function likeMatches (tokens: readonly LikeToken[], text: string): boolean {
 type Test = (row: Row) => boolean
 
 /** What a document has used of the limits so far. */
-interface Budget { constraints: number, values: number, patternLength: number }
+interface Budget { constraints: number, values: number, patternLength: number, weight: number }
 
-function count (budget: Budget, n = 1): void {
+/** Counts `n` constraints inside `related` relation filters: their number, and their weight (4 per filter around them, multiplied). */
+function count (budget: Budget, related: number, n = 1): void {
   budget.constraints += n
   if (budget.constraints > LIMITS.maxConstraints) throw new Refused(`more than ${LIMITS.maxConstraints} constraints`)
+  if (related > 0) budget.weight += n * 4 ** related
+  if (budget.weight > LIMITS.maxWeight) throw new Refused(`relation filters weighing more than ${LIMITS.maxWeight}`)
 }
 
 /** Builds the test of one `where` dictionary (throws {@link Refused} when it is not valid). */
 export function whereTest (
-  model: ModelName, where: unknown, ci: boolean, budget: Budget = { constraints: 0, values: 0, patternLength: 0 }, depth = 0, world?: World, related = 0
+  model: ModelName, where: unknown, ci: boolean, budget: Budget = { constraints: 0, values: 0, patternLength: 0, weight: 0 }, depth = 0, world?: World, related = 0
 ): Test {
   if (typeof where !== 'object' || where === null || Array.isArray(where)) throw new Refused('not a dictionary')
   if (depth > LIMITS.maxDepth) throw new Refused(`and/or nested deeper than ${LIMITS.maxDepth}`)
@@ -194,7 +197,7 @@ export function whereTest (
   for (const [key, value] of Object.entries(where)) {
     if (key === 'and' || key === 'or') {
       if (!Array.isArray(value)) throw new Refused(`${key} is not an array`)
-      count(budget)
+      count(budget, related)
       const items = value.map(item => whereTest(model, item, ci, budget, depth + 1, world, related))
       tests.push(key === 'and' ? row => items.every(test => test(row)) : row => items.some(test => test(row)))
     } else {
@@ -220,7 +223,7 @@ function relation (
   const target = (spec.collections as Record<string, ModelName>)[name] ?? spec.fields.find(f => f.name === name)?.target as ModelName
   const tests = entries.map(([quantifier, inner]): Test => {
     if (!quantifiers.includes(quantifier)) throw new Refused(`${quantifier} is not a quantifier of ${name}`)
-    count(budget)
+    count(budget, related)
     if (related >= LIMITS.maxRelationDepth) throw new Refused('relation filters nested too deep')
     if (!isDictionary(inner)) throw new Refused(`${quantifier} takes a dictionary`)
     const test = whereTest(target, inner, ci, budget, depth + 1, world, related + 1)
@@ -257,21 +260,21 @@ function constraint (model: ModelName, name: string, value: unknown, ci: boolean
   const kind = kindOf(model, name)
   const get = (row: Row): number | string | boolean | null => stored(kind, row[name])
   if (value === null) {
-    count(budget)
+    count(budget, related)
     return row => get(row) === null
   }
   if (Array.isArray(value)) {
-    count(budget)
+    count(budget, related)
     return membership(kind, get, value, false, budget)
   }
   if (typeof value === 'object') {
     const entries = Object.entries(value)
     if (entries.length === 0) throw new Refused('empty constraint')
-    count(budget, entries.length)
+    count(budget, related, entries.length)
     const tests = entries.map(([modifier, operand]) => modified(kind, get, modifier, operand, ci, budget))
     return row => tests.every(test => test(row))
   }
-  count(budget)
+  count(budget, related)
   if (kind === 'json') throw new Refused('a JSON attribute compares with null only')
   const wanted = read(kind, value)
   return row => { const v = get(row); return v !== null && compare(v, wanted) === 0 }
@@ -399,6 +402,8 @@ export function expectedPage (
   model: ModelName, rows: readonly Row[], where: unknown, ci: boolean, sort: readonly SortKey[], skip: number, limit: number, world?: World
 ): Array<string | number> {
   const test = whereTest(model, where, ci, undefined, 0, world)
+  // Nothing populated: the records read are the limit's (limits.maxRecords).
+  if (limit !== Infinity && limit > LIMITS.maxRecords) throw new Refused(`more than ${LIMITS.maxRecords} records`)
   const pk = MODELS[model].pk
   return rows.filter(test).sort(order(model, sort)).slice(skip, skip + limit).map(row => row[pk] as string | number)
 }
