@@ -143,11 +143,15 @@ function isoTimestamp (text: string): string {
 
 const TIMESTAMPTZ = 1184
 
-/** Connection settings of the baseline's pool: 10 connections, UTC sessions, timestamps as ISO text. */
+/**
+ * Connection settings of the baseline's pool: 10 connections, UTC sessions, statements bounded to
+ * 10 s (as the plugin's are), timestamps as ISO text.
+ */
 export function baselinePoolConfig (connection: pg.ClientConfig): pg.PoolConfig {
   return {
     ...connection,
     max: 10,
+    statement_timeout: 10_000,
     options: '-c TimeZone=UTC',
     types: {
       getTypeParser: ((oid: number, format?: string) => oid === TIMESTAMPTZ && format !== 'binary'

@@ -91,8 +91,13 @@ if (who === 'plugin') {
   const orm = (db === 'postgres'
     ? await PostgresORM.init({
       entities, dbName: database, host: connection.host, port: connection.port, user: connection.user, password: connection.password,
-      // BENCH_PIPELINE=1: the ORM's pool in pg's pipeline mode (MikroORM passes driverOptions to pg.Pool).
-      ...(process.env.BENCH_PIPELINE === '1' ? { driverOptions: { pipeline: true } } : {})
+      // The pool's own statement_timeout, as docs/reliability.md#statement-timeouts asks for in
+      // production (BENCH_SESSION_TIMEOUT=none: without it, the plugin bounds each statement in a
+      // transaction); BENCH_PIPELINE=1: pg's pipeline mode (MikroORM passes driverOptions to pg.Pool).
+      driverOptions: {
+        ...(process.env.BENCH_SESSION_TIMEOUT === 'none' ? {} : { statement_timeout: 10_000 }),
+        ...(process.env.BENCH_PIPELINE === '1' ? { pipeline: true } : {})
+      }
     })
     : await SqliteORM.init({ entities, dbName: ':memory:' })) as unknown as MikroORM
   app = Fastify()

@@ -63,6 +63,16 @@ export interface Limits {
    * `maxLimit` in production. Default 100 000.
    */
   readonly maxRecords?: number
+  /**
+   * Milliseconds a statement of the plugin may run on PostgreSQL; past it the database cancels it
+   * and the request is answered 503 `BP_ERR_DATABASE_TIMEOUT`, having written nothing. Where the
+   * app's own `statement_timeout` (its pool's `statement_timeout` option, its role's or its
+   * database's setting) is this or less, it is the bound, at no cost; otherwise the plugin sets it
+   * for each of its transactions, and runs each read alone in a read-only transaction (its
+   * statements sent together). `Infinity`: no bound. SQLite runs in the app's process and is
+   * bounded by the request's cost alone. Default 10 000.
+   */
+  readonly statementTimeout?: number
 }
 
 /** The limits with every default applied. */
@@ -80,7 +90,8 @@ export const DEFAULT_LIMITS: ResolvedLimits = Object.freeze({
   maxJsonDepth: 32,
   maxPatternLength: 1_000,
   maxWeight: 1_024,
-  maxRecords: 100_000
+  maxRecords: 100_000,
+  statementTimeout: 10_000
 })
 
 /**

@@ -95,6 +95,8 @@ const REALTIME = Type.Union([
     maxSubscriptions: Type.Optional(count(0)),
     maxFollows: Type.Optional(count(0)),
     maxQueries: Type.Optional(count(0)),
+    maxFollowRecords: Type.Optional(count(0, true)),
+    maxQueryRecords: Type.Optional(count(0, true)),
     followGrace: Type.Optional(count(0)),
     maxBufferedBytes: Type.Optional(count(1)),
     pingInterval: Type.Optional(count(0)),
@@ -129,7 +131,8 @@ const LIMITS = readonly(Type.Object({
   maxJsonDepth: Type.Optional(count(1)),
   maxPatternLength: Type.Optional(count(1)),
   maxWeight: Type.Optional(count(1, true)),
-  maxRecords: Type.Optional(count(1, true))
+  maxRecords: Type.Optional(count(1, true)),
+  statementTimeout: Type.Optional(count(1, true))
 }, { additionalProperties: false, description: 'must be an object' }))
 
 /** The plugin's options. */

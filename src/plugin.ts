@@ -30,7 +30,7 @@ import { BP_ERR_INVALID_OPTION, BP_ERR_REALTIME_DISABLED } from './errors.ts'
 import { policyOf } from './routes/policy.ts'
 import { registerRoutes, type BlueprintRouteConfig } from './routes/register.ts'
 import { ERROR_SCHEMA } from './routes/table.ts'
-import { Database } from './sql/database.ts'
+import { Database, timeoutFor } from './sql/database.ts'
 import type { TransactionalKysely } from './sql/transactions.ts'
 import { connectionsFor } from './sql/prepared.ts'
 import type { OrmConnection } from './sql/runners.ts'
@@ -171,7 +171,10 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   const realtimeOptions = options.realtime
   refuseRouteClash(realtimeOptions, options.prefix, registry)
   const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
-  const database = new Database(kysely, registry, await connectionsFor(dialect, kysely, options.orm as unknown as OrmConnection))
+  const connections = await connectionsFor(dialect, kysely, options.orm as unknown as OrmConnection)
+  const timeout = await timeoutFor(dialect.statementTimeout, options.limits.statementTimeout,
+    statement => connections.prepared(kysely, statement.sql, statement.params, false, false, true) as Promise<Array<Record<string, unknown>>>)
+  const database = new Database(kysely, registry, connections, timeout)
   const ctx: ActionContext = {
     orm: options.orm,
     dialect,

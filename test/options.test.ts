@@ -84,7 +84,7 @@ t.test('invalid options are refused at registration with a coded error', async t
     textFinds: false,
     hooks: {},
     models: {},
-    limits: { defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxRelationDepth: 3, maxJsonDepth: 32, maxPatternLength: 1_000, maxWeight: 1_024, maxRecords: 100_000 },
+    limits: { defaultLimit: 30, maxLimit: Infinity, populateLimit: 30, maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxRelationDepth: 3, maxJsonDepth: 32, maxPatternLength: 1_000, maxWeight: 1_024, maxRecords: 100_000, statementTimeout: 10_000 },
     realtime: {
       enabled: true,
       path: '{prefix}/socket',
@@ -93,6 +93,8 @@ t.test('invalid options are refused at registration with a coded error', async t
       maxSubscriptions: 1000,
       maxFollows: 16,
       maxQueries: 10_000,
+      maxFollowRecords: 100_000,
+      maxQueryRecords: 10_000_000,
       followGrace: 60_000,
       maxBufferedBytes: 4_194_304,
       pingInterval: 30_000,

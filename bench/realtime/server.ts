@@ -84,7 +84,8 @@ function broker (): Broker {
 
 const apps: FastifyInstance[] = []
 for (let i = 0; i < appCount; i++) {
-  const orm = await PostgresORM.init({ entities, dbName, ...pgConnection }) as unknown as MikroORM
+  // The pool's own statement_timeout, as docs/reliability.md#statement-timeouts asks for in production.
+  const orm = await PostgresORM.init({ entities, dbName, ...pgConnection, driverOptions: { statement_timeout: 10_000 } }) as unknown as MikroORM
   orms.push(orm)
   if (i === 0) {
     await orm.schema.ensureDatabase()

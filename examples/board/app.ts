@@ -112,7 +112,8 @@ async function refusal (em: EntityManager, user: IUser, blueprint: BlueprintRout
 async function openOrm (databaseUrl: string | undefined): Promise<MikroORM> {
   if (databaseUrl !== undefined) {
     const { MikroORM: PostgresORM } = await import('@mikro-orm/postgresql')
-    return await PostgresORM.init({ entities, clientUrl: databaseUrl }) as unknown as MikroORM
+    // Statements bounded by the pool itself (docs/reliability.md#statement-timeouts): free.
+    return await PostgresORM.init({ entities, clientUrl: databaseUrl, driverOptions: { statement_timeout: 10_000 } }) as unknown as MikroORM
   }
   const { MikroORM: SqliteORM } = await import('@mikro-orm/sqlite')
   return await SqliteORM.init({ entities, dbName: ':memory:' }) as unknown as MikroORM

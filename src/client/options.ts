@@ -128,7 +128,7 @@ export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
  * - `BP_CLIENT_CLOSED`: `close()` was called, or the request was made after the client closed;
  * - `BP_CLIENT_REFUSED`: the app refused the socket (close code 4003); the client does not retry;
  * - `BP_CLIENT_NOT_FOLLOWED`: `live()`'s find was answered, but not followed (an error status, or
- *   a limit of the server: `maxFollows`, `maxQueries`); the error's `response` is the answer.
+ *   a limit of the server: `maxFollows`, `maxQueries`, `maxFollowRecords`, `maxQueryRecords`); the error's `response` is the answer.
  *
  * @example
  * ```ts

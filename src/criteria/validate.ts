@@ -68,23 +68,18 @@ function checkRecords (limit: number, projection: Projection, maxRecords: number
     `more than ${maxRecords} (limits.maxRecords): lower \`limit\` or the populated collections' limits`)
 }
 
-/** Worst cases per projection (the kept ones are met again on every request). */
-const PER_RECORD = new WeakMap<Projection, number>()
-
 /**
  * The records read for each record of `projection`, worst case: itself, each populated singular
  * association's record (and what it populates), and each populated collection's limit times what
  * each child populates.
  */
-function recordsPer (projection: Projection): number {
-  let each = PER_RECORD.get(projection)
-  if (each !== undefined) return each
-  each = 1
+export function recordsPer (projection: Projection): number {
+  // (A walk of a few objects: cheaper than keeping its answer per projection, measured.)
+  let each = 1
   for (const { populate, nested } of projection.singulars) each += nested !== undefined ? recordsPer(nested) : populate ? 1 : 0
   for (const { limit, criteria } of projection.collections) {
     if (limit > 0) each += limit * (criteria === undefined ? 1 : recordsPer(criteria.projection))
   }
-  PER_RECORD.set(projection, each)
   return each
 }
 

@@ -98,6 +98,19 @@ export interface RealtimeOptions {
    */
   readonly maxQueries?: number
   /**
+   * What the queries one socket follows may cost each time they run, together: the records each
+   * may read, worst case (its `limit` times what each record populates, as `limits.maxRecords`
+   * counts them). A find that would pass it answers without following, as beyond `maxFollows`.
+   * Default 100 000.
+   */
+  readonly maxFollowRecords?: number
+  /**
+   * What the distinct queries the sockets of one instance follow may cost each time they run,
+   * together (counted as `maxFollowRecords` counts, a query shared by sockets once); beyond it a
+   * find answers as beyond `maxFollows`. Default 10 000 000.
+   */
+  readonly maxQueryRecords?: number
+  /**
    * Milliseconds a followed query is kept after its last follower's socket went away, so that a
    * client that reconnects to this instance resumes it without running its find (docs/live.md#reconnecting):
    * meanwhile the query does not run, it only notes whether a change concerned it. Only with the
@@ -176,6 +189,8 @@ export interface ResolvedRealtime {
   readonly maxSubscriptions: number
   readonly maxFollows: number
   readonly maxQueries: number
+  readonly maxFollowRecords: number
+  readonly maxQueryRecords: number
   readonly followGrace: number
   readonly maxBufferedBytes: number
   readonly pingInterval: number
@@ -206,6 +221,8 @@ export const DEFAULT_REALTIME = Object.freeze({
   maxSubscriptions: 1000,
   maxFollows: 16,
   maxQueries: 10_000,
+  maxFollowRecords: 100_000,
+  maxQueryRecords: 10_000_000,
   followGrace: 60_000,
   maxBufferedBytes: 4_194_304,
   pingInterval: 30_000,
@@ -249,6 +266,8 @@ export function resolveRealtime (value: boolean | RealtimeOptions | undefined, p
     maxSubscriptions: given.maxSubscriptions ?? DEFAULT_REALTIME.maxSubscriptions,
     maxFollows: given.maxFollows ?? DEFAULT_REALTIME.maxFollows,
     maxQueries: given.maxQueries ?? DEFAULT_REALTIME.maxQueries,
+    maxFollowRecords: given.maxFollowRecords ?? DEFAULT_REALTIME.maxFollowRecords,
+    maxQueryRecords: given.maxQueryRecords ?? DEFAULT_REALTIME.maxQueryRecords,
     followGrace: given.followGrace ?? DEFAULT_REALTIME.followGrace,
     maxBufferedBytes: given.maxBufferedBytes ?? DEFAULT_REALTIME.maxBufferedBytes,
     pingInterval: given.pingInterval ?? DEFAULT_REALTIME.pingInterval,

@@ -75,6 +75,8 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     live: {
       maxPerSocket: options.maxFollows,
       maxQueries: options.maxQueries,
+      maxSocketRecords: options.maxFollowRecords,
+      maxRecords: options.maxQueryRecords,
       // Kept without followers only where the log tells an instance every change it missed.
       grace: changeLog === undefined ? 0 : options.followGrace,
       refresh: async member => await runSocketRequest(app, hub, member.connection, 'GET', member.url, member.headers, undefined, true),

@@ -11,9 +11,12 @@ import { BP_ERR_COMMIT_UNCONFIRMED } from '../errors.ts'
 import { classify, type Naming } from './failures.ts'
 import type { QueryRunner } from './driver.ts'
 import type { Executor } from './rows.ts'
-import type { RunPrepared } from './runners.ts'
+import type { RunPrepared, StatementTimeout } from './runners.ts'
 import { StatementBatch, type Renumber, type Session, type ValuesTable } from './statement-batch.ts'
 import { CommitUnconfirmed, type Open } from './transactions.ts'
+import type { Statement } from './statement.ts'
+
+const ignore = (): void => {}
 
 /** How many times a transaction runs at most when deadlocks or serialisation failures end it. */
 export const ATTEMPTS = 5
@@ -68,20 +71,27 @@ export class Database {
   readonly #naming: Naming
   readonly #prepared: RunPrepared
   readonly #open: Open
+  /** The statement that bounds the time of a transaction's statements, first in each (see {@link timeoutFor}). */
+  readonly #timeout: Statement | undefined
 
   /**
    * @param kysely - the ORM's Kysely instance, which statements outside transactions run on.
    * @param connections - how statements run and transactions open, and how joined statements
    * number their parameters (see `connectionsFor`).
+   * @param timeout - where the plugin bounds its statements' time itself ({@link timeoutFor}):
+   * the statement that bounds a transaction's; every statement then runs in a transaction, one
+   * outside any ({@link run}) in one of its own with its COMMIT sent along.
    */
   constructor (
     kysely: QueryRunner, registry: ModelRegistry,
-    connections: { prepared: RunPrepared, open: Open, renumber: Renumber, valuesTable?: ((session: Session) => ValuesTable) | undefined }
+    connections: { prepared: RunPrepared, open: Open, renumber: Renumber, valuesTable?: ((session: Session) => ValuesTable) | undefined },
+    timeout?: Statement
   ) {
     this.#naming = namingOf(registry)
     this.#prepared = connections.prepared
     this.#open = connections.open
-    this.run = this.#executor(kysely, false)
+    this.#timeout = timeout
+    this.run = timeout === undefined ? this.#executor(kysely, false) : statement => this.#snapshot(NOTHING_BESIDE, run => run(statement), true, false)
     // Statements on one connection: a read-only transaction with nothing beside.
     const session: Session = work => this.#snapshot(NOTHING_BESIDE, work, false)
     this.together = new StatementBatch(this.run, connections.renumber, connections.valuesTable?.(session))
@@ -129,11 +139,14 @@ export class Database {
 
   /**
    * The answer is handed back as soon as the statements are done: COMMIT (of a transaction that
-   * changed nothing) does not hold it up, and the connection goes back to the pool after it.
+   * changed nothing) does not hold it up, and the connection goes back to the pool after it. Not
+   * a `snapshot` (a statement of {@link run} in a transaction of its own, which may write): once
+   * committed.
    */
-  async #snapshot<T> ({ beside }: Snapshot, work: (run: Executor) => Promise<T>, atOnce: boolean): Promise<T> {
+  async #snapshot<T> ({ beside }: Snapshot, work: (run: Executor) => Promise<T>, atOnce: boolean, snapshot = true): Promise<T> {
     return await new Promise<T>((resolve, reject) => {
       let failed: { error: unknown } | undefined
+      let answer: (() => void) | undefined
       this.#open(async transaction => {
         const inside = this.#executor(transaction.runner, true)
         let ended = false
@@ -143,6 +156,7 @@ export class Database {
         try {
           let committed: Promise<unknown> | undefined
           try {
+            if (this.#timeout !== undefined) inside(this.#timeout).catch(ignore)
             const first = beside(run)
             first.catch(() => {})
             const pending = work(run)
@@ -153,18 +167,21 @@ export class Database {
             }
             const result = await pending
             await first
-            resolve(result)
+            // (A statement that may write is answered once committed.)
+            if (snapshot) resolve(result)
+            else answer = () => { resolve(result) }
           } catch (err) {
             failed = { error: err }
             throw err
           }
           ended = true
           await (committed ?? transaction.commit())
+          answer?.()
         } catch (err) {
           await Promise.allSettled([transaction.rollback()])
           throw err
         }
-      }, true).catch((err: unknown) => {
+      }, snapshot).catch((err: unknown) => {
         // After the answer, a failed COMMIT changes nothing of it (reject does nothing then).
         reject(failed?.error === err ? err : this.#failure(err))
       })
@@ -182,7 +199,10 @@ export class Database {
         let ticket: number | undefined
         try {
           try {
-            result = await work(this.#executor(transaction.runner, true), transaction.context)
+            const run = this.#executor(transaction.runner, true)
+            // Not awaited: it goes out with the first statement (a failure fails those behind it).
+            if (this.#timeout !== undefined) run(this.#timeout).catch(ignore)
+            result = await work(run, transaction.context)
           } catch (err) {
             failed = { error: err }
             throw err
@@ -254,4 +274,17 @@ function namingOf (registry: ModelRegistry): Naming {
     model: table => models.get(table)?.identity,
     attribute: (table, column) => models.get(table)?.columns.get(column)
   }
+}
+
+/**
+ * The statement that bounds the time of each statement to `ms` milliseconds
+ * (`limits.statementTimeout`), where the plugin must bound it itself: `undefined` where the
+ * database has no such bound, where `ms` is `Infinity`, or where the session's own bound (set by
+ * the app on its pool, its role or its database) is already `ms` or less, which costs nothing more.
+ * Asked once, at registration, through `run`; a session that cannot be asked is bounded.
+ */
+export async function timeoutFor (timeout: StatementTimeout | undefined, ms: number, run: Executor): Promise<Statement | undefined> {
+  if (timeout === undefined || ms === Infinity) return undefined
+  const own = await run(timeout.session).then(rows => Number(rows[0]?.ms), () => 0)
+  return own > 0 && own <= ms ? undefined : timeout.local(ms)
 }

@@ -21,7 +21,7 @@ import type { JsonText, JsonTree, Typed } from './fragments.ts'
 import type { LinkChange, LinkLocks, LinkLog, LinkOutcome } from './link-change.ts'
 import { postgresDialect } from './postgres/postgres-dialect.ts'
 import type { Executor } from './rows.ts'
-import type { Connections, OrmConnection } from './runners.ts'
+import type { Connections, OrmConnection, StatementTimeout } from './runners.ts'
 import { sqliteDialect } from './sqlite/sqlite-dialect.ts'
 import type { Sql, Statement } from './statement.ts'
 import type { Session, ValuesTable } from './statement-batch.ts'
@@ -139,6 +139,11 @@ export interface Dialect {
    * `UNION ALL` (each statement planned in it).
    */
   readonly valuesTable: ((session: Session) => ValuesTable) | undefined
+  /**
+   * How the database bounds a statement's time (see `Database`'s `timeout`); `undefined`: it has no
+   * such bound (SQLite runs in the app's process, bounded by the request's cost alone).
+   */
+  readonly statementTimeout: StatementTimeout | undefined
 
   /** What the SQL layer keeps for this registration (see cache.ts). */
   readonly cache: SqlCache

@@ -8,6 +8,7 @@
 import { CompiledQuery } from 'kysely'
 import type { ConnectionLender, QueryRunner } from './driver.ts'
 import type { Open } from './transactions.ts'
+import type { Statement } from './statement.ts'
 
 /** Distinct statement texts prepared at most, per ORM (PostgreSQL) or kept (SQLite). */
 export const MAX_PREPARED = 256
@@ -43,3 +44,11 @@ export const valuesOf = (result: { rows: unknown[] }): unknown[] => result.rows.
 /** Statements as Kysely runs them, unprepared: for drivers no dialect knows. */
 export const plain: RunPrepared = async (runner, sql, params, _held, arrays) =>
   (arrays !== false ? valuesOf : rowsOf)(await runner.executeQuery(CompiledQuery.raw(sql, params as unknown[])))
+
+/** A database's bound on the time of a statement (PostgreSQL's `statement_timeout`). */
+export interface StatementTimeout {
+  /** The statement that reads the session's own bound, in milliseconds (`ms`; 0: none). */
+  readonly session: Statement
+  /** The statement that bounds every later statement of its transaction to `ms` milliseconds. */
+  local (ms: number): Statement
+}

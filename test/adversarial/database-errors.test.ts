@@ -184,27 +184,21 @@ t.test('postgres: deadlocks and serialisation failures are retried; after 5 atte
 })
 
 t.test('postgres: a statement past statement_timeout is a 503 BP_ERR_DATABASE_TIMEOUT, run once, and the connection serves on', async t => {
-  const { app, orm } = await build(t, 'postgres')
+  // (The pool's sessions are bounded to 10 s: the plugin bounds its transactions to 200 ms.)
+  const { app, orm } = await build(t, 'postgres', { plugin: { limits: { statementTimeout: 200 } } })
   const sql = async (text: string): Promise<unknown> => await orm.em.getConnection().execute(text)
-  // A write that takes longer than the role's statement_timeout: a trigger that sleeps, counting
-  // its runs in a sequence (which no rollback undoes).
+  // A write that takes longer than the statement_timeout: a trigger that sleeps, counting its runs
+  // in a sequence (which no rollback undoes).
   await sql('create sequence "slow_runs"')
   await sql(`create function slow_tag() returns trigger language plpgsql as $$
     begin perform nextval('slow_runs'); if new.slug = 'slow' then perform pg_sleep(2); end if; return new; end $$`)
   await sql('create trigger slow_tag before insert on "tag" for each row execute function slow_tag()')
-  const dbName = orm.config.get('dbName') as string
-  await sql(`alter database "${dbName}" set statement_timeout = '200ms'`)
-  // The pool's connections started before the setting: new ones get it.
-  const pool = await orm.em.getConnection().getNativeClient() as unknown as { options: { max: number }, connect (): Promise<{ release (err?: Error): void }> }
-  const held = await Promise.all(Array.from({ length: pool.options.max }, async () => await pool.connect()))
-  for (const client of held) client.release(new Error('made before the setting'))
   const slow = await app.inject({ method: 'POST', url: '/tag', payload: { slug: 'slow', label: 'x' } })
   t.same(slow.json(), { statusCode: 503, code: 'BP_ERR_DATABASE_TIMEOUT', error: 'Service Unavailable', message: 'The database did not finish the request in time; try again later' })
   const [{ runs }] = await orm.em.getConnection().execute('select last_value as runs from "slow_runs"') as Array<{ runs: string }>
   t.equal(Number(runs), 1, 'run once, not retried')
   t.equal((await app.inject('/tag/slow')).statusCode, 404, 'nothing written')
   t.equal((await app.inject({ method: 'POST', url: '/tag', payload: { slug: 'quick', label: 'x' } })).statusCode, 200, 'the next write')
-  await sql(`alter database "${dbName}" reset statement_timeout`)
 })
 
 t.test('postgres: a statement past pg\'s query_timeout is a 503 BP_ERR_DATABASE_TIMEOUT, and its connection is replaced', async t => {

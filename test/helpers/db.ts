@@ -31,6 +31,14 @@ let counter = 0
 export type PostgresServerSettings = { host: string, port: number, user: string, password?: string }
 
 /** An ORM on a new, empty database with the schema of `entities` (on PostgreSQL, on `server`). */
+/**
+ * The pool's own `statement_timeout` (docs/reliability.md#statement-timeouts): the setting docs ask
+ * for in production, within the plugin's default bound, so that the plugin adds nothing to its
+ * statements. `BLUEPRINTS_PG_SESSION_TIMEOUT=none` runs the suite without it: the plugin then
+ * bounds each statement itself, in a transaction (statement counts differ).
+ */
+const SESSION_TIMEOUT = process.env.BLUEPRINTS_PG_SESSION_TIMEOUT === 'none' ? {} : { statement_timeout: 10_000 }
+
 export async function createOrm (db: Database, entities: unknown[], server: PostgresServerSettings = PG): Promise<MikroORM> {
   if (db === 'sqlite') {
     const orm = await SqliteORM.init({ entities: entities as never[], dbName: ':memory:' })
@@ -42,7 +50,7 @@ export async function createOrm (db: Database, entities: unknown[], server: Post
   const dbName = `bp_test_${process.pid}_${++counter}_${randomBytes(4).toString('hex')}`
   let orm: PostgresORM
   try {
-    orm = await PostgresORM.init({ entities: entities as never[], dbName, ...server, pool: { min: 0, max: 4 } })
+    orm = await PostgresORM.init({ entities: entities as never[], dbName, ...server, pool: { min: 0, max: 4 }, driverOptions: SESSION_TIMEOUT })
     await orm.schema.ensureDatabase()
   } catch (err) {
     throw new Error(`PostgreSQL at ${server.host}:${server.port} cannot be reached (${(err as Error).message}). Start it, or run the SQLite half only with BLUEPRINTS_DB=sqlite.`)

@@ -83,7 +83,7 @@ export interface HubOptions {
   /** The change log (`undefined` with `realtime.log: false`); see log/change-log.ts. */
   readonly changeLog: ChangeLog | undefined
   /** What followed queries need (see live/live-queries.ts). */
-  readonly live: Pick<LiveOptions, 'refresh' | 'current' | 'maxPerSocket' | 'maxQueries' | 'grace'>
+  readonly live: Pick<LiveOptions, 'refresh' | 'current' | 'maxPerSocket' | 'maxQueries' | 'maxSocketRecords' | 'maxRecords' | 'grace'>
 }
 
 export class Hub {

@@ -11,7 +11,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Bounds } from '../../criteria/validate.ts'
 import type { Audience } from '../options.ts'
 import type { ReadScope } from '../../sql/database.ts'
-import { validateFind } from '../../criteria/validate.ts'
+import { recordsPer, validateFind } from '../../criteria/validate.ts'
 import type { BlueprintQuery, Projection, WhereNode } from '../../criteria/types.ts'
 import { BP_ERR_FOLLOW_LIMIT } from '../../errors.ts'
 import type { Model } from '../../models/model.ts'
@@ -80,7 +80,12 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
   const { key, headers } = followKey(model, ran, models, connection, request, requester)
   // What the socket is told from its joining on waits for the answer (see `Connection.hold`).
   hold(scope)
-  scope.follow = { model, key, requester, query: ran, where, fields: [...fields], shown, related, member: { connection, url: request.url, headers } }
+  // What each run may read (the limit is at most maxSubscriptions). Without a bound (a collection
+  // populated with a limit of Infinity, which only `maxLimit: Infinity` allows): the app's choice,
+  // not counted, as `limits.maxRecords` does not count it.
+  const records = query.limit === 0 ? 0 : query.limit * recordsPer(criteria.projection)
+  const cost = records === Infinity ? 0 : records
+  scope.follow = { model, key, requester, query: ran, where, fields: [...fields], shown, related, member: { connection, url: request.url, headers }, cost }
 }
 
 /** What a socket is told from now on waits for the answer of its request (see `Connection.hold`). */

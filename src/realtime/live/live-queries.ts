@@ -56,6 +56,10 @@ export interface LiveOptions {
   readonly maxPerSocket: number
   /** Distinct queries followed on this instance at most. */
   readonly maxQueries: number
+  /** What the queries one socket follows may cost together (see {@link FollowRequest.cost}). */
+  readonly maxSocketRecords: number
+  /** What the queries followed on this instance may cost together. */
+  readonly maxRecords: number
   /**
    * Milliseconds a query is kept after its last follower went away, for a reconnect that resumes
    * it (0: it ends at once).
@@ -100,6 +104,8 @@ export interface FollowRequest {
    */
   readonly related: ReadonlySet<string>
   readonly member: Member
+  /** What a run of it may cost: the records it may read, worst case (`limits.maxRecords` counts them so). */
+  readonly cost: number
   /** The find's answer, parsed. */
   readonly answer: readonly unknown[]
   /** Whether change sets arrived since the find began (the group it starts runs at once). */
@@ -131,6 +137,8 @@ class Group {
   readonly fields: readonly string[]
   readonly shown: ReadonlyMap<string, ReadonlySet<string>>
   readonly related: ReadonlySet<string>
+  /** What a run of it may cost (see {@link FollowRequest.cost}). */
+  readonly cost: number
   /**
    * The models that singular associations its `where` or `sort` reads point at without a
    * collection back: destroying one of their records sets those keys to null in the database, and
@@ -171,6 +179,7 @@ class Group {
     this.fields = request.fields
     this.shown = request.shown
     this.related = request.related
+    this.cost = request.cost
     this.silent = new Set(request.fields.flatMap(name => {
       const association = request.model.singulars.get(name)
       return association !== undefined && association.via === undefined ? [association.target.identity] : []
@@ -202,6 +211,8 @@ export class LiveQueries {
   /** Groups by the models they watch besides their records (see `Group.shown`, `Group.silent`). */
   readonly #byWatched = new Map<string, Set<Group>>()
   #next = 0
+  /** What the queries followed or kept here cost together (see `LiveOptions.maxRecords`). */
+  #cost = 0
   /** Refreshes and reads under way; see {@link settled}. */
   #busy = 0
   #idle: Array<() => void> = []
@@ -230,13 +241,14 @@ export class LiveQueries {
     const mine = this.#bySocket.get(connection)
     let group = this.#byKey.get(request.key)
     const member = group?.members.has(connection) === true
-    if (!member && (mine?.size ?? 0) >= this.#options.maxPerSocket) return undefined
+    if (!member && !this.#fits(mine, request.cost)) return undefined
     const answer = liveRecords(request.answer, request.model.primaryKey.name)
     if (group === undefined) {
-      // A query kept for a reconnect gives way to one a socket follows now.
-      if (this.#byKey.size >= this.#options.maxQueries) this.#evictKept()
-      if (this.#byKey.size >= this.#options.maxQueries) return undefined
+      // Queries kept for a reconnect give way to one a socket follows now.
+      while (this.#kept.size > 0 && (this.#byKey.size >= this.#options.maxQueries || this.#cost + request.cost > this.#options.maxRecords)) this.#evictKept()
+      if (this.#byKey.size >= this.#options.maxQueries || this.#cost + request.cost > this.#options.maxRecords) return undefined
       group = new Group(`q${++this.#next}`, request, answer)
+      this.#cost += group.cost
       this.#byKey.set(group.key, group)
       this.#byId.set(group.id, group)
       let queries = this.#byModel.get(group.model.identity)
@@ -305,7 +317,7 @@ export class LiveQueries {
     const group = this.#byId.get(id)
     const { connection } = member
     const mine = this.#bySocket.get(connection)
-    if (group?.key !== key || !connection.open || group.members.has(connection) || (mine?.size ?? 0) >= this.#options.maxPerSocket) return false
+    if (group?.key !== key || !connection.open || group.members.has(connection) || !this.#fits(mine, group.cost)) return false
     const previous = soleSocket(group.requester)
     if (previous !== undefined) this.#successors.set(connection, previous)
     this.#join(group, connection, held)
@@ -325,6 +337,14 @@ export class LiveQueries {
     } else {
       this.#send(group, diff(group.id, records, group.records), [connection])
     }
+  }
+
+  /** Whether a socket that follows `mine` may follow one more query, of `cost` (`maxFollows`, `maxFollowRecords`). */
+  #fits (mine: ReadonlySet<Group> | undefined, cost: number): boolean {
+    if ((mine?.size ?? 0) >= this.#options.maxPerSocket) return false
+    let spent = cost
+    for (const group of mine ?? []) spent += group.cost
+    return spent <= this.#options.maxSocketRecords
   }
 
   #enrol (group: Group, member: Member, mine: Set<Group> | undefined): void {
@@ -552,6 +572,7 @@ export class LiveQueries {
   #drop (group: Group): void {
     this.#unkeep(group)
     group.dropped = true
+    this.#cost -= group.cost
     this.#byKey.delete(group.key)
     this.#byId.delete(group.id)
     const queries = this.#byModel.get(group.model.identity) as ModelQueries<Group>

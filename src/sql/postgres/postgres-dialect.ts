@@ -13,7 +13,7 @@ import { POSTGRES } from './postgres-fragments.ts'
 import { POSTGRES_JSON_TEXT } from './postgres-json-text.ts'
 import { PostgresLinks } from './postgres-links.ts'
 import { moveSequence } from './postgres-sequences.ts'
-import { postgresConnections } from './postgres-statements.ts'
+import { POSTGRES_TIMEOUT, postgresConnections } from './postgres-statements.ts'
 import { valuesTable } from './postgres-values-table.ts'
 
 /**
@@ -36,6 +36,7 @@ export function postgresDialect () {
     answerJoinsCollection: false,
     jsonText: POSTGRES_JSON_TEXT,
     valuesTable,
+    statementTimeout: POSTGRES_TIMEOUT,
     changeLog: postgresChangeLog
   }
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import type { NativeClient, NativePool } from '../driver.ts'
-import { MAX_PREPARED, plain, rowsOf, type Connections, type OrmConnection, type RunPrepared } from '../runners.ts'
+import { MAX_PREPARED, plain, rowsOf, type Connections, type OrmConnection, type RunPrepared, type StatementTimeout } from '../runners.ts'
 import { openWithKysely, type TransactionalKysely } from '../transactions.ts'
 import { openOnPool } from './postgres-transactions.ts'
 
@@ -72,4 +72,14 @@ export function postgresConnections (kysely: TransactionalKysely, native: unknow
   }
   const pool = client as NativePool
   return { prepared: namedStatements(pool), open: openOnPool(pool) }
+}
+
+/**
+ * PostgreSQL's bound on a statement's time: `statement_timeout`, read from the session's settings
+ * (in milliseconds) and set for a transaction alone (`set_config(…, true)`, as `SET LOCAL`), so
+ * that the connection goes back to the pool with the app's own setting.
+ */
+export const POSTGRES_TIMEOUT: StatementTimeout = {
+  session: { sql: 'SELECT setting::bigint AS ms FROM pg_settings WHERE name = \'statement_timeout\'', params: [], once: true },
+  local: ms => ({ sql: 'SELECT set_config(\'statement_timeout\', $1, true)', params: [String(ms)] })
 }

@@ -37,6 +37,7 @@ export function sqliteDialect () {
     jsonText: undefined,
     // No LATERAL: statements of one text join by UNION ALL (in process, planning costs no round trip).
     valuesTable: undefined,
+    statementTimeout: undefined,
     changeLog: sqliteChangeLog
   }
 }

@@ -35,6 +35,30 @@ for (const db of DATABASES) {
     t.same(app.blueprints.followed(), { queries: 0, follows: 0 })
   })
 
+  t.test(`${db}: what followed queries may cost, per socket and per instance`, async t => {
+    // A query's cost is the records each run may read: its limit times what each record populates.
+    const app = await listening(t, db, { plugin: { realtime: { maxFollowRecords: 100, maxQueryRecords: 150, followGrace: 0, audience: () => 'everyone' } } })
+    const [a, b, c, d] = await Promise.all([open(t, app), open(t, app), open(t, app), open(t, app)])
+    const follow = async (socket: typeof a, limit: number): Promise<unknown> =>
+      (await socket.request('GET', `/pet?populate=false&sort=id&limit=${limit}&follow=true`)).headers['x-blueprints-follow']
+    t.equal(await follow(a, 60), undefined, '60 records')
+    t.equal(await follow(a, 50), 'limit-reached', '110 for one socket: beyond maxFollowRecords')
+    t.equal(await follow(a, 40), undefined, '100 for one socket')
+    t.equal(await follow(b, 60), undefined, 'a query followed already costs the instance nothing more')
+    t.equal(await follow(b, 30), undefined, '90 for b; 130 for the instance')
+    t.equal(await follow(c, 25), 'limit-reached', '155 for the instance: beyond maxQueryRecords')
+    t.equal(await follow(c, 20), undefined, '150 for the instance')
+    const populated = await d.request('GET', '/user?limit=2&follow=true')
+    t.equal(populated.statusCode, 200)
+    t.equal(populated.headers['x-blueprints-follow'], 'limit-reached', 'two users with their populated collections: 2 × 92 records')
+    t.same(app.blueprints.followed(), { queries: 4, follows: 5 })
+    await a.close()
+    await settled(app, 3)
+    t.equal(await follow(d, 40), undefined, 'a query that ended gave its cost back')
+    const unbounded = await d.request('GET', '/user?populate=friends&select=name&limit=5&follow=true')
+    t.equal(unbounded.headers['x-blueprints-follow'], undefined, 'a collection populated without a bound (maxLimit: Infinity): the app\'s choice, not counted')
+  })
+
   t.test(`${db}: the limits`, async t => {
     // Without a grace, a query ends with its last follower (resume.test.ts keeps them).
     // One audience for every socket: they share the groups of the queries they follow alike.
