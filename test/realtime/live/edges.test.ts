@@ -57,6 +57,8 @@ for (const db of DATABASES) {
     t.equal(await follow(d, 40), undefined, 'a query that ended gave its cost back')
     const unbounded = await d.request('GET', '/user?populate=friends&select=name&limit=5&follow=true')
     t.equal(unbounded.headers['x-blueprints-follow'], undefined, 'a collection populated without a bound (maxLimit: Infinity): the app\'s choice, not counted')
+    const none = await d.request('GET', '/user?populate=friends&select=name&limit=0&follow=true')
+    t.equal(none.headers['x-blueprints-follow'], undefined, 'a page of no records costs nothing, whatever it populates')
   })
 
   t.test(`${db}: the limits`, async t => {
