@@ -58,8 +58,14 @@ const NOTHING_BESIDE: Snapshot = { beside: async () => {} }
 
 /** Statements and transactions on one ORM's connection pool. */
 export class Database {
-  /** Runs one statement outside any transaction. */
+  /** Runs one statement that reads, outside any transaction of the plugin's. */
   readonly run: Executor
+  /**
+   * Runs one statement that may write, outside any transaction of the plugin's (the change log's
+   * own statements): where the plugin bounds its statements' time, in a transaction of its own,
+   * answered once committed.
+   */
+  readonly write: Executor
   /** The order in which this process's transactions committed. */
   readonly order = new CommitOrder()
   /**
@@ -91,7 +97,8 @@ export class Database {
     this.#prepared = connections.prepared
     this.#open = connections.open
     this.#timeout = timeout
-    this.run = timeout === undefined ? this.#executor(kysely, false) : statement => this.#snapshot(NOTHING_BESIDE, run => run(statement), true, false)
+    this.run = timeout === undefined ? this.#executor(kysely, false) : statement => this.#snapshot(NOTHING_BESIDE, run => run(statement), true)
+    this.write = timeout === undefined ? this.run : statement => this.#snapshot(NOTHING_BESIDE, run => run(statement), true, false)
     // Statements on one connection: a read-only transaction with nothing beside.
     const session: Session = work => this.#snapshot(NOTHING_BESIDE, work, false)
     this.together = new StatementBatch(this.run, connections.renumber, connections.valuesTable?.(session))
@@ -192,7 +199,6 @@ export class Database {
     // What `work` throws is the app's or the plugin's (statements' errors are classified as they
     // happen); anything else comes from the driver: acquiring the connection, BEGIN or COMMIT.
     let failed: { error: unknown } | undefined
-    let committing: unknown
     try {
       return await this.#open(async transaction => {
         let result: T
@@ -209,10 +215,7 @@ export class Database {
           }
           // Taken before COMMIT, while the locks are held: see commit-order.ts.
           ticket = this.order.take()
-          await transaction.commit().catch((err: unknown) => {
-            committing = err
-            throw err
-          })
+          await transaction.commit()
         } catch (err) {
           if (ticket !== undefined) this.order.done(ticket)
           // The client is told the first error. A rollback that fails means the connection is
@@ -224,12 +227,6 @@ export class Database {
       })
     } catch (err) {
       if (failed?.error === err) throw err
-      // COMMIT went out and no answer says what became of it: the write may be saved.
-      if (err === committing && err instanceof CommitUnconfirmed) {
-        const error = new BP_ERR_COMMIT_UNCONFIRMED()
-        Object.defineProperty(error, 'cause', { value: err.cause, enumerable: false, writable: true, configurable: true })
-        throw error
-      }
       throw this.#failure(err)
     }
   }
@@ -250,6 +247,12 @@ export class Database {
 
   /** The coded error for a driver error. */
   #failure (err: unknown): unknown {
+    // COMMIT went out and no answer says what became of it: the write may be saved.
+    if (err instanceof CommitUnconfirmed) {
+      const error = new BP_ERR_COMMIT_UNCONFIRMED()
+      Object.defineProperty(error, 'cause', { value: err.cause, enumerable: false, writable: true, configurable: true })
+      return error
+    }
     const failure = classify(err, this.#naming)
     // Not enumerable: the mark stays out of what serialises or logs the error.
     if (failure.kind === 'retry') Object.defineProperty(failure.error, RETRYABLE, { value: true })
