@@ -7,12 +7,12 @@
 // records beyond it, as the in-memory matcher (realtime's) decides.
 import t from 'tap'
 import fc from 'fast-check'
-import type { FastifyInstance } from 'fastify'
 import { defineEntity, p } from '@mikro-orm/core'
 import { matches } from '../../src/criteria/matches.ts'
 import type { Target } from '../../src/criteria/types.ts'
 import { coerce, microsOf, PreciseDate } from '../../src/models/values.ts'
 import { build, DATABASES, q } from '../helpers/app.ts'
+import { page, walk } from '../helpers/pages.ts'
 
 const Moment = defineEntity({ name: 'Moment', properties: { id: p.integer().primary(), at: p.datetime().nullable() } })
 
@@ -23,29 +23,6 @@ const BASE = Date.UTC(2024, 0, 31, 10)
 function iso (micros: number): string {
   const text = new Date(BASE + Math.floor(micros / 1000)).toISOString()
   return micros % 1000 === 0 ? text : `${text.slice(0, -1)}${String(micros % 1000).padStart(3, '0')}Z`
-}
-
-interface Answer { status: number, body: any, links: Record<string, string> }
-
-async function page (app: FastifyInstance, url: string): Promise<Answer> {
-  const res = await app.inject({ method: 'GET', url })
-  const links: Record<string, string> = {}
-  for (const [, target, rel] of String(res.headers.link ?? '').matchAll(/<([^>]*)>; rel="(\w+)"/g)) links[rel] = target
-  return { status: res.statusCode, body: res.json(), links }
-}
-
-/** The records of the pages walked from `first` along `rel`, page by page in the order they come. */
-async function walk (app: FastifyInstance, first: string, rel: 'next' | 'prev', most: number): Promise<unknown[][]> {
-  const pages: unknown[][] = []
-  let url: string | undefined = first
-  while (url !== undefined) {
-    const answer = await page(app, url)
-    if (answer.status !== 200) throw new Error(`${url} → ${answer.status} ${JSON.stringify(answer.body)}`)
-    pages.push(answer.body)
-    url = answer.links[rel]
-    if (pages.length > most) throw new Error(`${first}: more pages than records`)
-  }
-  return pages
 }
 
 // Instants close together: many share a millisecond, some are equal, some are null.

@@ -12,33 +12,8 @@ import { bindingOf } from '../../src/criteria/cursor.ts'
 import type { Model } from '../../src/models/model.ts'
 import { build, DATABASES, q } from '../helpers/app.ts'
 import { listening, open } from '../helpers/realtime.ts'
+import { page, walk } from '../helpers/pages.ts'
 
-interface Answer { status: number, body: any, links: Record<string, string>, total?: string }
-
-/** A find's answer and its `Link` header's URLs by rel. */
-async function page (app: FastifyInstance, url: string): Promise<Answer> {
-  const res = await app.inject({ method: 'GET', url })
-  const links: Record<string, string> = {}
-  for (const [, target, rel] of String(res.headers.link ?? '').matchAll(/<([^>]*)>; rel="(\w+)"/g)) links[rel] = target
-  return { status: res.statusCode, body: res.json(), links, total: res.headers['x-total-count'] as string | undefined }
-}
-
-/** Walks the pages from `first` along `rel`, the records of each in the order they come. */
-async function walk (t: Tap, app: FastifyInstance, first: string, rel: 'next' | 'prev'): Promise<unknown[][]> {
-  const pages: unknown[][] = []
-  let url: string | undefined = first
-  while (url !== undefined) {
-    const answer = await page(app, url)
-    if (answer.status !== 200) throw new Error(`${url} → ${answer.status} ${JSON.stringify(answer.body)}`)
-    pages.push(answer.body)
-    url = answer.links[rel]
-    if (pages.length > 50) throw new Error('more pages than records')
-  }
-  t.ok(true)
-  return pages
-}
-
-type Tap = Pick<typeof t, 'ok'>
 
 const SORTABLE = ['id', 'name', 'age', 'active', 'born', 'bestPet'] as const
 const sortCase = fc.uniqueArray(fc.tuple(fc.constantFrom(...SORTABLE), fc.constantFrom('ASC', 'DESC')), { selector: ([name]) => name, minLength: 0, maxLength: 3 })
@@ -56,8 +31,8 @@ for (const db of DATABASES) {
       const sortText = sort.length === 0 ? '' : `&sort=${encodeURIComponent(sort.map(([name, direction]) => `${name} ${direction}`).join(','))}`
       const base = `/user?populate=false&where=${q(where)}${sortText}${select ? '&select=name' : ''}`
       const whole = (await page(app, `${base}&limit=Infinity`)).body as unknown[]
-      const forward = await walk(t, app, `${base}&limit=${limit}&after=`, 'next')
-      const backward = await walk(t, app, `${base}&limit=${limit}&before=`, 'prev')
+      const forward = await walk(app, `${base}&limit=${limit}&after=`, 'next')
+      const backward = await walk(app, `${base}&limit=${limit}&before=`, 'prev')
       t.same(forward.flat(), whole, `${base}: forward, ${limit} a page`)
       t.same(backward.reverse().flat(), whole, `${base}: backward, ${limit} a page`)
       t.ok(forward.every((records, i) => records.length === limit || i === forward.length - 1), 'every page but the last is full')
@@ -97,7 +72,7 @@ for (const db of DATABASES) {
     t.match(spelled.links.next, /^\/user\?limit=2&populate&after=[\w-]+$/, 'a cursor parameter named with escapes is replaced too; a parameter without a value is kept')
 
     // Sorted by a populated singular association: its key is the cursor's value (a null one too).
-    const byOwner = await walk(t, app, '/pet?sort=owner%20DESC&limit=2&after=', 'next')
+    const byOwner = await walk(app, '/pet?sort=owner%20DESC&limit=2&after=', 'next')
     t.same(byOwner.flat(), (await page(app, '/pet?sort=owner%20DESC&limit=Infinity')).body, 'pets by owner, populated, page by page')
     const lastPage = await page(app, '/user?populate=false&sort=age%20DESC&limit=4&before=')
     t.same(ids(lastPage.body), [2, 9, 7, 3], 'before=: the last page, in the query\'s order')
