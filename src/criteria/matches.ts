@@ -76,6 +76,12 @@ function compare (target: Target, value: unknown, other: unknown): number {
       return a < b ? -1 : a > b ? 1 : 0
     }
     case 'string': return byCodePoint(String(value), other as string)
+    case 'number': {
+      // NaN (answered `"NaN"`) equals itself and orders above every number, as in PostgreSQL;
+      // a filter's value is finite.
+      const number = Number(value)
+      return Number.isNaN(number) ? 1 : number - (other as number)
+    }
     default: return Number(value) - Number(other)
   }
 }

@@ -13,13 +13,17 @@ export type DatabaseKind = 'postgres' | 'sqlite'
 
 /**
  * The converter from a database value of the given type to JSON, for one database. It is never
- * called with `null` (which stays `null`); `undefined` means the value is already JSON.
+ * called with `null` (which stays `null`); `undefined` means the value is already JSON. `integer`:
+ * a whole-number column, which holds no value that is not finite.
  */
-export function toJson (type: AttributeType, database: DatabaseKind): ToJson | undefined {
+export function toJson (type: AttributeType, database: DatabaseKind, integer = false): ToJson | undefined {
   switch (type) {
     case 'number':
-      // PostgreSQL hands numeric/decimal columns over as strings.
-      return database === 'postgres' ? v => typeof v === 'string' ? Number(v) : v : undefined
+      // PostgreSQL hands numeric/decimal columns over as strings. A float or a decimal may be NaN,
+      // Infinity or -Infinity (stored by another writer), which JSON has no number for: answered
+      // as PostgreSQL's JSON writes them, as strings (docs/criteria.md#values).
+      if (integer) return database === 'postgres' ? v => typeof v === 'string' ? Number(v) : v : undefined
+      return database === 'postgres' ? v => finite(typeof v === 'string' ? Number(v) : v as number) : v => finite(v as number)
     case 'boolean':
       return database === 'sqlite' ? v => v === 1 : undefined
     case 'date':
@@ -87,6 +91,11 @@ function otherDate (text: string): string {
 /** `iso` (with milliseconds) with the microseconds of `fraction` (a timestamp's digits after the point), where it has some. */
 function withMicros (iso: string, fraction: string | undefined): string {
   return fraction === undefined || fraction.length <= 3 ? iso : `${iso.slice(0, -1)}${fraction.slice(3).padEnd(3, '0')}Z`
+}
+
+/** A number as JSON holds it: itself where finite, else its name (`NaN`, `Infinity`, `-Infinity`). */
+function finite (value: number): number | string {
+  return Number.isFinite(value) ? value : String(value)
 }
 
 function parseJson (text: string): unknown {

@@ -21,11 +21,14 @@ export function childSchemaId (identity: string): string {
 function scalar ({ type, integer }: Pick<Attribute, 'type' | 'integer'>, nullable: boolean, description?: string): TSchema {
   const options = description === undefined ? {} : { description }
   if (type === 'json') return Type.Unknown(options)
-  const json = type === 'date' || type === 'bigint' ? 'string' : type === 'number' && integer ? 'integer' : type
+  // A float or a decimal that is not finite is answered as its name, `"NaN"`, `"Infinity"` or
+  // `"-Infinity"` (database-values.ts).
+  const json = type === 'date' || type === 'bigint' ? ['string'] : type === 'number' ? (integer ? ['integer'] : ['number', 'string']) : [type]
   const format = type === 'date' ? { format: 'date-time' } : {}
   // A type array (rather than anyOf) lets fast-json-stringify write nullable values without
   // validating each one.
-  return Type.Unsafe({ type: nullable ? [json, 'null'] : json, ...format, ...options })
+  const types = nullable ? [...json, 'null'] : json
+  return Type.Unsafe({ type: types.length === 1 ? types[0] : types, ...format, ...options })
 }
 
 /** The schema of an attribute's value in a record. */

@@ -93,7 +93,7 @@ export interface Dialect {
    * The converter of a database value of `type` to its JSON form (`undefined`: the driver's value
    * is JSON already); see models/database-values.ts.
    */
-  toJson (type: AttributeType): ToJson | undefined
+  toJson (type: AttributeType, integer?: boolean): ToJson | undefined
   /**
    * Runs a change of the many-to-many links of `parentId` in few statements, issued at once inside
    * the transaction of `run` (so a statement issued after it runs after them), with the locks the

@@ -138,7 +138,7 @@ export class Projections {
     return fields
   }
 
-  #field (name: string, column: string, { type, columnType }: Pick<Field, 'type' | 'columnType'>): Field {
-    return { name, column, type, columnType, convert: this.#dialect.toJson(type) }
+  #field (name: string, column: string, { type, columnType, integer }: Pick<Attribute, 'type' | 'columnType' | 'integer'>): Field {
+    return { name, column, type, columnType, convert: this.#dialect.toJson(type, integer) }
   }
 }

@@ -39,7 +39,9 @@ export type PostgresServerSettings = { host: string, port: number, user: string,
  */
 const SESSION_TIMEOUT = process.env.BLUEPRINTS_PG_SESSION_TIMEOUT === 'none' ? {} : { statement_timeout: 10_000 }
 
-export async function createOrm (db: Database, entities: unknown[], server: PostgresServerSettings = PG): Promise<MikroORM> {
+export async function createOrm (
+  db: Database, entities: unknown[], server: PostgresServerSettings = PG, driverOptions: Record<string, unknown> = {}
+): Promise<MikroORM> {
   if (db === 'sqlite') {
     const orm = await SqliteORM.init({ entities: entities as never[], dbName: ':memory:' })
     await orm.schema.create()
@@ -50,7 +52,7 @@ export async function createOrm (db: Database, entities: unknown[], server: Post
   const dbName = `bp_test_${process.pid}_${++counter}_${randomBytes(4).toString('hex')}`
   let orm: PostgresORM
   try {
-    orm = await PostgresORM.init({ entities: entities as never[], dbName, ...server, pool: { min: 0, max: 4 }, driverOptions: SESSION_TIMEOUT })
+    orm = await PostgresORM.init({ entities: entities as never[], dbName, ...server, pool: { min: 0, max: 4 }, driverOptions: { ...SESSION_TIMEOUT, ...driverOptions } })
     await orm.schema.ensureDatabase()
   } catch (err) {
     throw new Error(`PostgreSQL at ${server.host}:${server.port} cannot be reached (${(err as Error).message}). Start it, or run the SQLite half only with BLUEPRINTS_DB=sqlite.`)

@@ -27,7 +27,7 @@ export function postgresDialect () {
     ...POSTGRES,
     cache: new SqlCache(),
     connections: postgresConnections,
-    toJson: (type: AttributeType) => toJson(type, 'postgres'),
+    toJson: (type: AttributeType, integer?: boolean) => toJson(type, 'postgres', integer),
     // In at most two statements, issued together (see postgres-links.ts).
     changeLinks: links.change.bind(links),
     moveSequence,

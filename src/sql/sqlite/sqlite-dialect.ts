@@ -22,7 +22,7 @@ export function sqliteDialect () {
     ...SQLITE,
     cache: new SqlCache(),
     connections: sqliteConnections,
-    toJson: (type: AttributeType) => toJson(type, 'sqlite'),
+    toJson: (type: AttributeType, integer?: boolean) => toJson(type, 'sqlite', integer),
     // One statement per step (links.ts): SQLite has no writes inside WITH, which PostgreSQL's
     // statements are made of (and its write transactions run one at a time anyway).
     changeLinks: undefined,
