@@ -7,7 +7,6 @@
 // garbage and hostile cursors, the parameters a cursor does not combine with, sockets.
 import t from 'tap'
 import fc from 'fast-check'
-import type { FastifyInstance } from 'fastify'
 import { bindingOf } from '../../src/criteria/cursor.ts'
 import type { Model } from '../../src/models/model.ts'
 import { build, DATABASES, q } from '../helpers/app.ts'
