@@ -11,7 +11,7 @@
  */
 import { BP_ERR_INVALID_CURSOR } from '../errors.ts'
 import type { Model } from '../models/model.ts'
-import { INVALID, coerce } from '../models/values.ts'
+import { INVALID, coerce, expandedDate } from '../models/values.ts'
 import type { BlueprintQuery, Criteria, PageSide, Paging, SortDirection, Target, WhereNode } from './types.ts'
 
 export type { PageSide, Paging } from './types.ts'
@@ -94,6 +94,13 @@ function read (side: PageSide, target: Target, value: unknown): unknown {
     if (!target.nullable) throw new BP_ERR_INVALID_CURSOR(side, `its value of \`${target.name}\` cannot be null`)
     return null
   }
+  // PostgreSQL's infinite timestamps and numbers that are not finite, as answered (a filter takes
+  // no such value, a cursor may).
+  if (target.type === 'date' && (value === 'infinity' || value === '-infinity')) return value
+  // A date before Christ or past 9999, as answered.
+  const expanded = target.type === 'date' && typeof value === 'string' ? expandedDate(value) : undefined
+  if (expanded !== undefined) return expanded
+  if (target.type === 'number' && !target.integer && (value === 'NaN' || value === 'Infinity' || value === '-Infinity')) return value
   const coerced = coerce(target.type, value)
   // (A 64-bit integer's text is read whole or refused.)
   if (coerced === INVALID || (typeof coerced === 'number' && target.integer && !Number.isSafeInteger(coerced))) {

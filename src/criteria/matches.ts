@@ -9,7 +9,7 @@
  */
 import { foldAscii, type PatternToken } from './like.ts'
 import type { Target, WhereNode } from './types.ts'
-import { microsOf } from '../models/values.ts'
+import { microsOf, timeOf } from '../models/values.ts'
 
 /**
  * Whether a record (as the plugin answers it: dates as ISO text, 64-bit integers as text, a
@@ -67,8 +67,10 @@ function compare (target: Target, value: unknown, other: unknown): number {
   switch (target.type) {
     case 'date': {
       // (To the microsecond: an answered date has six decimals where it has more than three.)
-      const order = Date.parse(value as string) - (other as Date).getTime()
-      return order !== 0 ? order : microsOf(value) - microsOf(other)
+      const [a, b] = [timeOf(value), timeOf(other)]
+      // (infinity equals itself.)
+      if (a === b) return Number.isFinite(a) ? microsOf(value) - microsOf(other) : 0
+      return a - b
     }
     case 'bigint': {
       const a = BigInt(value as string)
@@ -77,10 +79,11 @@ function compare (target: Target, value: unknown, other: unknown): number {
     }
     case 'string': return byCodePoint(String(value), other as string)
     case 'number': {
-      // NaN (answered `"NaN"`) equals itself and orders above every number, as in PostgreSQL;
-      // a filter's value is finite.
-      const number = Number(value)
-      return Number.isNaN(number) ? 1 : number - (other as number)
+      // NaN (answered `"NaN"`, carried so by a cursor) equals itself and orders above every number,
+      // as in PostgreSQL; so do Infinity and -Infinity above and below.
+      const [a, b] = [Number(value), Number(other)]
+      if (Number.isNaN(a) || Number.isNaN(b)) return Number.isNaN(a) ? (Number.isNaN(b) ? 0 : 1) : -1
+      return a === b ? 0 : a - b
     }
     default: return Number(value) - Number(other)
   }

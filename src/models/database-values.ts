@@ -27,7 +27,7 @@ export function toJson (type: AttributeType, database: DatabaseKind, integer = f
     case 'boolean':
       return database === 'sqlite' ? v => v === 1 : undefined
     case 'date':
-      return database === 'postgres' ? postgresDate : v => new Date(v as number).toISOString()
+      return database === 'postgres' ? postgresDate : sqliteDate
     case 'bigint':
       return v => String(v)
     case 'json':
@@ -71,6 +71,16 @@ export function postgresDate (value: unknown): string {
   // three digits, or six where there are more than three.
   const fraction = n === 22 ? '.000' : n <= 26 ? (text.slice(19, n - 3) + '00').slice(0, 4) : (text.slice(19, n - 3) + '00').slice(0, 7)
   return `${text.slice(0, 10)}T${text.slice(11, 19)}${fraction}Z`
+}
+
+/**
+ * A SQLite date (milliseconds since the epoch, as MikroORM stores it) as ISO 8601; a number beyond
+ * the dates JavaScript holds (±8.64e15 ms, SQLite's infinity among them: another writer's) as
+ * `infinity` or `-infinity`, as a PostgreSQL timestamp beyond every date is answered.
+ */
+function sqliteDate (value: unknown): string {
+  const date = new Date(value as number)
+  return Number.isNaN(date.getTime()) ? ((value as number) > 0 ? 'infinity' : '-infinity') : date.toISOString()
 }
 
 /** A timestamp's text that {@link postgresDate} does not rewrite by position. */

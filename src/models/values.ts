@@ -63,6 +63,34 @@ export class PreciseDate extends Date {
   }
 }
 
+/**
+ * A date's time in milliseconds, for ordering: a `Date`'s, an answered ISO text's, and
+ * PostgreSQL's `infinity` / `-infinity` (answered as such, and carried so by a cursor) as
+ * `Infinity` / `-Infinity`, which order above and below every date, as PostgreSQL orders them.
+ */
+export function timeOf (date: unknown): number {
+  if (date instanceof Date) return date.getTime()
+  if (date === 'infinity') return Infinity
+  if (date === '-infinity') return -Infinity
+  return Date.parse(date as string)
+}
+
+/** A date as answered with a year before 1 or past 9999 (signed, six digits), to the microsecond. */
+const EXPANDED_DATE = /^([+-]\d{6}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})(\d{3})?Z$/
+
+/**
+ * A date answered with a year outside 1–9999 (`-000043-03-15T12:00:00.000Z`, PostgreSQL's dates
+ * before Christ), as a cursor carries it: `undefined` for any other text.
+ */
+export function expandedDate (text: string): Date | undefined {
+  const parts = EXPANDED_DATE.exec(text)
+  if (parts === null) return undefined
+  const date = new Date(`${parts[1]}Z`)
+  if (Number.isNaN(date.getTime())) return undefined
+  const micros = parts[2] === undefined ? 0 : Number(parts[2])
+  return micros === 0 ? date : new PreciseDate(date.getTime(), micros)
+}
+
 /** The microseconds past the millisecond of a date (0 for a `Date`), read from a {@link PreciseDate} or from an answered ISO text. */
 export function microsOf (date: unknown): number {
   if (date instanceof PreciseDate) return date.micros

@@ -10,13 +10,12 @@ import { CommitOrder } from './commit-order.ts'
 import { BP_ERR_COMMIT_UNCONFIRMED } from '../errors.ts'
 import { classify, type Naming } from './failures.ts'
 import type { QueryRunner } from './driver.ts'
-import type { Executor } from './rows.ts'
+import { inOrder, type Executor } from './rows.ts'
 import type { RunPrepared, StatementTimeout } from './runners.ts'
 import { StatementBatch, type Renumber, type Session, type ValuesTable } from './statement-batch.ts'
 import { CommitUnconfirmed, type Open } from './transactions.ts'
 import type { Statement } from './statement.ts'
 
-const ignore = (): void => {}
 
 /** How many times a transaction runs at most when deadlocks or serialisation failures end it. */
 export const ATTEMPTS = 5
@@ -61,11 +60,11 @@ export class Database {
   /** Runs one statement that reads, outside any transaction of the plugin's. */
   readonly run: Executor
   /**
-   * Runs one statement that may write, outside any transaction of the plugin's (the change log's
-   * own statements): where the plugin bounds its statements' time, in a transaction of its own,
-   * answered once committed.
+   * Runs one statement outside any transaction, without the plugin's bound on its time (see
+   * {@link timeoutFor}): the change log's own statements, which are no request's, and wait for
+   * the writes that hold the log's lock to commit (a settle at start waits for every one).
    */
-  readonly write: Executor
+  readonly background: Executor
   /** The order in which this process's transactions committed. */
   readonly order = new CommitOrder()
   /**
@@ -85,8 +84,8 @@ export class Database {
    * @param connections - how statements run and transactions open, and how joined statements
    * number their parameters (see `connectionsFor`).
    * @param timeout - where the plugin bounds its statements' time itself ({@link timeoutFor}):
-   * the statement that bounds a transaction's; every statement then runs in a transaction, one
-   * outside any ({@link run}) in one of its own with its COMMIT sent along.
+   * the statement that bounds a transaction's; every statement then runs in a transaction, a read
+   * outside any ({@link run}) in a read-only one of its own with its COMMIT sent along.
    */
   constructor (
     kysely: QueryRunner, registry: ModelRegistry,
@@ -97,8 +96,8 @@ export class Database {
     this.#prepared = connections.prepared
     this.#open = connections.open
     this.#timeout = timeout
-    this.run = timeout === undefined ? this.#executor(kysely, false) : statement => this.#snapshot(NOTHING_BESIDE, run => run(statement), true)
-    this.write = timeout === undefined ? this.run : statement => this.#snapshot(NOTHING_BESIDE, run => run(statement), true, false)
+    this.background = this.#executor(kysely, false)
+    this.run = timeout === undefined ? this.background : statement => this.#snapshot(NOTHING_BESIDE, run => run(statement), true)
     // Statements on one connection: a read-only transaction with nothing beside.
     const session: Session = work => this.#snapshot(NOTHING_BESIDE, work, false)
     this.together = new StatementBatch(this.run, connections.renumber, connections.valuesTable?.(session))
@@ -146,14 +145,11 @@ export class Database {
 
   /**
    * The answer is handed back as soon as the statements are done: COMMIT (of a transaction that
-   * changed nothing) does not hold it up, and the connection goes back to the pool after it. Not
-   * a `snapshot` (a statement of {@link run} in a transaction of its own, which may write): once
-   * committed.
+   * changed nothing) does not hold it up, and the connection goes back to the pool after it.
    */
-  async #snapshot<T> ({ beside }: Snapshot, work: (run: Executor) => Promise<T>, atOnce: boolean, snapshot = true): Promise<T> {
+  async #snapshot<T> ({ beside }: Snapshot, work: (run: Executor) => Promise<T>, atOnce: boolean): Promise<T> {
     return await new Promise<T>((resolve, reject) => {
       let failed: { error: unknown } | undefined
-      let answer: (() => void) | undefined
       this.#open(async transaction => {
         const inside = this.#executor(transaction.runner, true)
         let ended = false
@@ -163,7 +159,9 @@ export class Database {
         try {
           let committed: Promise<unknown> | undefined
           try {
-            if (this.#timeout !== undefined) inside(this.#timeout).catch(ignore)
+            // The bound first; its failure, if any, is the one told (the statements after it fail
+            // only because it aborted the transaction).
+            const bound = this.#timeout === undefined ? undefined : inside(this.#timeout)
             const first = beside(run)
             first.catch(() => {})
             const pending = work(run)
@@ -172,23 +170,20 @@ export class Database {
               committed = transaction.commit()
               committed.catch(() => {})
             }
-            const result = await pending
+            const result = bound === undefined ? await pending : (await inOrder([bound, pending]))[1]
             await first
-            // (A statement that may write is answered once committed.)
-            if (snapshot) resolve(result)
-            else answer = () => { resolve(result) }
+            resolve(result)
           } catch (err) {
             failed = { error: err }
             throw err
           }
           ended = true
           await (committed ?? transaction.commit())
-          answer?.()
         } catch (err) {
           await Promise.allSettled([transaction.rollback()])
           throw err
         }
-      }, snapshot).catch((err: unknown) => {
+      }, true).catch((err: unknown) => {
         // After the answer, a failed COMMIT changes nothing of it (reject does nothing then).
         reject(failed?.error === err ? err : this.#failure(err))
       })
@@ -206,9 +201,10 @@ export class Database {
         try {
           try {
             const run = this.#executor(transaction.runner, true)
-            // Not awaited: it goes out with the first statement (a failure fails those behind it).
-            if (this.#timeout !== undefined) run(this.#timeout).catch(ignore)
-            result = await work(run, transaction.context)
+            // The bound goes out with the first statement; its failure, if any, is the one told.
+            result = this.#timeout === undefined
+              ? await work(run, transaction.context)
+              : (await inOrder([run(this.#timeout), work(run, transaction.context)]))[1]
           } catch (err) {
             failed = { error: err }
             throw err
@@ -288,6 +284,11 @@ function namingOf (registry: ModelRegistry): Naming {
  */
 export async function timeoutFor (timeout: StatementTimeout | undefined, ms: number, run: Executor): Promise<Statement | undefined> {
   if (timeout === undefined || ms === Infinity) return undefined
+  // (PostgreSQL's bound is at most 2^31 - 1 ms, 24.8 days.)
+  const bound = Math.min(ms, MAX_TIMEOUT)
   const own = await run(timeout.session).then(rows => Number(rows[0]?.ms), () => 0)
-  return own > 0 && own <= ms ? undefined : timeout.local(ms)
+  return own > 0 && own <= bound ? undefined : timeout.local(bound)
 }
+
+/** The largest statement timeout a database takes, in milliseconds (PostgreSQL's). */
+const MAX_TIMEOUT = 2 ** 31 - 1

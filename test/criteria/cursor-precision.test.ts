@@ -10,7 +10,7 @@ import fc from 'fast-check'
 import { defineEntity, p } from '@mikro-orm/core'
 import { matches } from '../../src/criteria/matches.ts'
 import type { Target } from '../../src/criteria/types.ts'
-import { coerce, microsOf, PreciseDate } from '../../src/models/values.ts'
+import { coerce, expandedDate, microsOf, PreciseDate } from '../../src/models/values.ts'
 import { build, DATABASES, q } from '../helpers/app.ts'
 import { page, walk } from '../helpers/pages.ts'
 
@@ -77,6 +77,11 @@ t.test('a date with microseconds: its text, and where it is written', async t =>
   t.equal(microsOf(5), 0)
   t.equal(microsOf('2024-01-31T10:00:00.000Z'), 0)
   t.equal(microsOf('2024-01-31T10:00:00.000450Z'), 450)
+  // Years outside 1–9999 as answered (a cursor carries them), within JavaScript's dates only.
+  t.equal(expandedDate('-000043-03-15T12:00:00.500Z')?.toISOString(), '-000043-03-15T12:00:00.500Z')
+  t.equal(expandedDate('+012024-01-31T10:00:00.250100Z')?.toISOString(), '+012024-01-31T10:00:00.250100Z')
+  t.equal(expandedDate('+999999-01-01T00:00:00.000Z'), undefined, 'beyond JavaScript\'s dates')
+  t.equal(expandedDate('2024-01-31T10:00:00.000Z'), undefined, 'a year of four digits is coerce\'s')
 })
 
 for (const db of DATABASES) {

@@ -37,7 +37,7 @@ export type PostgresServerSettings = { host: string, port: number, user: string,
  * statements. `BLUEPRINTS_PG_SESSION_TIMEOUT=none` runs the suite without it: the plugin then
  * bounds each statement itself, in a transaction (statement counts differ).
  */
-const SESSION_TIMEOUT = process.env.BLUEPRINTS_PG_SESSION_TIMEOUT === 'none' ? {} : { statement_timeout: 10_000 }
+export const SESSION_TIMEOUT = process.env.BLUEPRINTS_PG_SESSION_TIMEOUT === 'none' ? {} : { statement_timeout: 10_000 }
 
 export async function createOrm (
   db: Database, entities: unknown[], server: PostgresServerSettings = PG, driverOptions: Record<string, unknown> = {}

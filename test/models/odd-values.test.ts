@@ -12,6 +12,7 @@ import { defineEntity, p, type MikroORM } from '@mikro-orm/core'
 import blueprints from '../../src/index.ts'
 import { createOrm, DATABASES, destroyOrm, PG } from '../helpers/db.ts'
 import { build } from '../helpers/app.ts'
+import { page, walk } from '../helpers/pages.ts'
 
 const Odd = defineEntity({
   name: 'Odd',
@@ -24,7 +25,8 @@ const ZONES = ['UTC', 'America/St_Johns', 'Asia/Kolkata']
 const double = fc.constantFrom('NaN', 'Infinity', '-Infinity', '-0', '1e308', '-1e308', '5e-324', '1.5', null)
 const instant = fc.constantFrom(
   'infinity', '-infinity', '0044-03-15 12:00:00.5+00 BC', '0001-01-01 00:00:00+00', '1800-01-01 00:00:00+00',
-  '1899-12-31 23:59:59.999999+00', '2024-01-31 10:00:00.0001+00', '9999-12-31 23:59:59.999999+00', null
+  '1899-12-31 23:59:59.999999+00', '2024-01-31 10:00:00.0001+00', '9999-12-31 23:59:59.999999+00', null,
+  '0044-03-15 12:00:00.000100+00 BC', '12024-01-31 10:00:00.250100+00'
 )
 const text = fc.constantFrom('a', 'é', '😀', '', null)
 const rowsCase = fc.array(fc.record({ f: double, at: instant, s: text }), { minLength: 1, maxLength: 6 })
@@ -54,7 +56,7 @@ t.test('postgres: odd values answered alike by both paths, in every session time
   // The zones are the sessions' (the texts the plugin reads differ).
   const zones = await Promise.all(orms.map(async orm => (await orm.em.getConnection().execute('show timezone'))[0].TimeZone))
   t.same(zones, ZONES)
-  await fc.assert(fc.asyncProperty(rowsCase, async rows => {
+  const check = async (rows: Array<{ f: string | null, at: string | null, s: string | null }>): Promise<void> => {
     await connection.execute('delete from odd')
     await connection.execute(`insert into odd (id, f, at, s) values ${rows.map((row, i) =>
       `(${i + 1}, ${literal(row.f, 'float8')}, ${literal(row.at, 'timestamptz')}, ${literal(row.s, 'text')})`).join(', ')}`)
@@ -70,7 +72,21 @@ t.test('postgres: odd values answered alike by both paths, in every session time
     // Non-finite doubles as PostgreSQL's JSON writes them, the others as numbers.
     const answered = JSON.parse(answers[0]) as Array<{ f: unknown }>
     t.same(answered.map(row => row.f), rows.map(row => row.f === null ? null : Number.isFinite(Number(row.f)) ? Number(row.f) : row.f))
-  }), { numRuns: 40 })
+    // Cursor pages sorted by the odd timestamps and doubles, walked either way, are the answer.
+    for (const sort of ['at ASC', 'at DESC', 'f ASC', 'f DESC']) {
+      const base = `/odd?sort=${encodeURIComponent(sort)}`
+      const whole = (await page(apps[0], `${base}&limit=Infinity`)).body
+      t.same((await walk(apps[0], `${base}&limit=1&after=`, 'next', rows.length + 1)).flat(), whole, `${sort}, forward`)
+      t.same((await walk(apps[0], `${base}&limit=2&before=`, 'prev', rows.length + 1)).reverse().flat(), whole, `${sort}, backward`)
+    }
+  }
+  // Every odd value at once (each a cursor's anchor in some walk), then generated rows.
+  await check([
+    { f: 'NaN', at: '0044-03-15 12:00:00.000100+00 BC', s: 'a' }, { f: 'NaN', at: '12024-01-31 10:00:00.250100+00', s: null },
+    { f: 'Infinity', at: 'infinity', s: '😀' }, { f: '-Infinity', at: '-infinity', s: 'é' }, { f: '-0', at: '1899-12-31 23:59:59.999999+00', s: '' },
+    { f: '1e308', at: '0044-03-15 12:00:00.5+00 BC', s: 'a' }, { f: null, at: null, s: null }
+  ])
+  await fc.assert(fc.asyncProperty(rowsCase, check), { numRuns: 40 })
 })
 
 t.test('sqlite: odd values are answered', { skip: !DATABASES.includes('sqlite') && 'SQLite not selected' }, async t => {
@@ -86,6 +102,17 @@ t.test('sqlite: odd values are answered', { skip: !DATABASES.includes('sqlite') 
     { id: 1, f: 'Infinity', s: 'a\u0000b' }, { id: 2, f: '-Infinity', s: '\ufffd' }, { id: 3, f: 0, s: 'x\ufffdy' }, { id: 4, f: 1e308, s: '😀' }
   ])
   t.equal((await app.inject('/odd/1')).json().f, 'Infinity', 'a find by key')
+  // Dates beyond JavaScript's (SQLite's infinity among them) answered as PostgreSQL's infinite ones,
+  // and paged through.
+  native.prepare('update odd set at = case id when 1 then 9e999 when 2 then -9e999 when 3 then 86400000 else 0 end').run()
+  const dates = await app.inject('/odd?sort=at&select=at')
+  t.same(dates.json().map((row: { at: string }) => row.at), ['-infinity', '1970-01-01T00:00:00.000Z', '1970-01-02T00:00:00.000Z', 'infinity'])
+  for (const sort of ['at ASC', 'at DESC', 'f ASC', 'f DESC']) {
+    const base = `/odd?sort=${encodeURIComponent(sort)}&select=at,f`
+    const whole = (await page(app, `${base}&limit=Infinity`)).body
+    t.same((await walk(app, `${base}&limit=1&after=`, 'next', 5)).flat(), whole, `${sort}, forward`)
+    t.same((await walk(app, `${base}&limit=1&before=`, 'prev', 5)).reverse().flat(), whole, `${sort}, backward`)
+  }
 })
 
 t.test('a followed query\'s matcher orders NaN as PostgreSQL does: above every number, equal to itself', async t => {
@@ -96,4 +123,12 @@ t.test('a followed query\'s matcher orders NaN as PostgreSQL does: above every n
   t.notOk(matches({ kind: 'compare', target, op: '=', value: 1 }, { f: 'NaN' }, false))
   t.ok(matches({ kind: 'compare', target, op: '>', value: 1 }, { f: 'Infinity' }, false), 'Infinity > 1')
   t.ok(matches({ kind: 'compare', target, op: '<', value: -1e308 }, { f: '-Infinity' }, false), '-Infinity < -1e308')
+  // A cursor carries them as answered.
+  t.ok(matches({ kind: 'compare', target, op: '=', value: 'NaN' }, { f: 'NaN' }, false), 'NaN = NaN')
+  t.ok(matches({ kind: 'compare', target, op: '<', value: 'NaN' }, { f: 'Infinity' }, false), 'Infinity < NaN')
+  t.ok(matches({ kind: 'compare', target, op: '=', value: 'Infinity' }, { f: 'Infinity' }, false), 'Infinity = Infinity')
+  const at = { name: 'at', column: 'at', type: 'date', nullable: true } as never
+  t.ok(matches({ kind: 'compare', target: at, op: '=', value: 'infinity' }, { at: 'infinity' }, false), 'infinity = infinity')
+  t.ok(matches({ kind: 'compare', target: at, op: '>', value: new Date(0) }, { at: 'infinity' }, false), 'infinity > 1970')
+  t.ok(matches({ kind: 'compare', target: at, op: '<', value: 'infinity' }, { at: '-infinity' }, false), '-infinity < infinity')
 })

@@ -13,7 +13,7 @@ import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import blueprints from '../../src/index.ts'
 import { entities } from '../fixtures/entities.ts'
-import { destroyOrm, PG, pgAtLeast } from '../helpers/db.ts'
+import { destroyOrm, PG, pgAtLeast, SESSION_TIMEOUT } from '../helpers/db.ts'
 import { buildRegistry } from '../../src/models/registry.ts'
 import { dialectFor } from '../../src/sql/dialect.ts'
 import { Database } from '../../src/sql/database.ts'
@@ -172,7 +172,7 @@ if (DATABASES.includes('postgres')) {
   t.test('postgres: round trips of a many-to-many write, on a pool in pg\'s default mode and on one in its pipeline mode', async t => {
     for (const pipeline of [false, true]) {
       const dbName = `bp_test_${process.pid}_rt_${randomBytes(4).toString('hex')}`
-      const orm = await PostgresORM.init({ entities, dbName, ...PG, pool: { min: 0, max: 4 }, driverOptions: { pipeline } }) as unknown as MikroORM
+      const orm = await PostgresORM.init({ entities, dbName, ...PG, pool: { min: 0, max: 4 }, driverOptions: { ...SESSION_TIMEOUT, pipeline } }) as unknown as MikroORM
       await orm.schema.ensureDatabase()
       await orm.schema.create()
       const app = Fastify()

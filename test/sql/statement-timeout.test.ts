@@ -58,6 +58,7 @@ t.test('postgres: the session\'s own bound is asked once, and kept where it is a
   t.teardown(async () => { await client.end() })
   const run: Executor = async statement => (await client.query(statement.sql, statement.params as unknown[])).rows
   t.same(await timeoutFor(POSTGRES_TIMEOUT, 5000, run), POSTGRES_TIMEOUT.local(5000), 'no bound of its own: the plugin sets one')
+  t.same(await timeoutFor(POSTGRES_TIMEOUT, 3e9, run), POSTGRES_TIMEOUT.local(2 ** 31 - 1), 'beyond PostgreSQL\'s largest bound: its largest')
   await client.query('set statement_timeout = 3000')
   t.equal(await timeoutFor(POSTGRES_TIMEOUT, 5000, run), undefined, 'a tighter bound of its own: nothing more')
   t.equal(await timeoutFor(POSTGRES_TIMEOUT, 3000, run), undefined, 'as tight')

@@ -8,7 +8,7 @@
  * @module
  */
 import type { Target, WhereNode } from '../../criteria/types.ts'
-import { microsOf } from '../../models/values.ts'
+import { microsOf, timeOf } from '../../models/values.ts'
 
 /** What the index needs of a followed query. */
 export interface Indexed {
@@ -35,7 +35,7 @@ export function valueKey (target: Target, value: unknown): string | undefined {
   if (v === null || v === undefined) return undefined
   switch (target.type) {
     // A record's date is ISO text, a filter's a Date.
-    case 'date': return `d${v instanceof Date ? v.getTime() : Date.parse(String(v))}.${microsOf(v)}`
+    case 'date': return `d${timeOf(v)}.${microsOf(v)}`
     case 'bigint': return `b${String(v)}`
     case 'string': return `s${String(v)}`
     default: return `n${Number(v)}`

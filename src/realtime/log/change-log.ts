@@ -101,7 +101,7 @@ export class ChangeLog {
       throw new BP_ERR_INVALID_OPTION(`the change log's tables (${table}, ${table}_epoch) are missing, and \`realtime.log.create\` is false: create ` +
         `them (docs/reliability.md gives the statements), or let the plugin create them (${(err as Error).message})`)
     }
-    return new ChangeLog(identity, sql, database.write, settings, log)
+    return new ChangeLog(identity, sql, database.background, settings, log)
   }
 
   /** Where a write's own statement can append its change set (`undefined`: the database cannot). */

@@ -35,8 +35,8 @@ export const POSTGRES = {
     const cast = numberCast(target)
     return cast === undefined ? NOTHING : cast === 'int8' ? INT8 : FLOAT8
   },
-  // (A date with microseconds as its ISO text, which PostgreSQL reads whole: `pg` writes a `Date`'s milliseconds.)
-  bind: (type: AttributeType, value: unknown): unknown => type === 'bigint' ? String(value) : value instanceof PreciseDate ? value.toISOString() : value,
+  // (A date with microseconds as its text, which PostgreSQL reads whole: `pg` writes a `Date`'s milliseconds.)
+  bind: (type: AttributeType, value: unknown): unknown => type === 'bigint' ? String(value) : value instanceof PreciseDate ? preciseText(value) : value,
   rowLock: (share: boolean, noWait: boolean, of?: string): Sql => sql.join([
     share ? sql` FOR KEY SHARE` : sql` FOR UPDATE`,
     of === undefined ? NOTHING : sql` OF ${sql.id(of)}`,
@@ -95,6 +95,18 @@ export const POSTGRES = {
   } satisfies JsonTree
 }
 
+
+/**
+ * A date with microseconds as PostgreSQL reads it: its ISO text, or for a year before 1 or past
+ * 9999 (which ISO writes signed, with six digits) the year as PostgreSQL writes it (`0044 … BC`).
+ */
+function preciseText (date: PreciseDate): string {
+  const iso = date.toISOString()
+  const year = date.getUTCFullYear()
+  if (year >= 1 && year <= 9999) return iso
+  const rest = iso.slice(iso.indexOf('-', 1)).replace('Z', '+00')
+  return year < 1 ? `${String(1 - year).padStart(4, '0')}${rest} BC` : `${year}${rest}`
+}
 
 const DOLLAR = 36
 const QUOTE = 39

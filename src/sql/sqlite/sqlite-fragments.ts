@@ -8,7 +8,7 @@
 import { SqliteQueryCompiler, sql } from 'kysely'
 import type { PatternToken } from '../../criteria/like.ts'
 import type { AttributeType } from '../../models/model.ts'
-import { microsOf } from '../../models/values.ts'
+import { microsOf, timeOf } from '../../models/values.ts'
 import { compiling, likePattern, NOTHING, page, type Typed } from '../fragments.ts'
 import { Slot } from '../slot.ts'
 import type { Sql } from '../statement.ts'
@@ -22,7 +22,10 @@ export const SQLITE = {
     if (type === 'boolean') return value === true ? 1 : 0
     // MikroORM stores dates on SQLite as milliseconds since the epoch (a filter's microseconds: a
     // fraction of one, which SQLite compares with a whole number exactly).
-    if (type === 'date') return (value as Date).getTime() + microsOf(value) / 1000
+    // (A cursor's `infinity`: SQLite's own infinite number.)
+    if (type === 'date') return timeOf(value) + microsOf(value) / 1000
+    // (A cursor's `Infinity`: SQLite's own infinite number, not a text.)
+    if (type === 'number' && typeof value === 'string') return Number(value)
     return value
   },
   // SQLite has no row locks; its write transactions are serial.
