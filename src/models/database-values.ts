@@ -69,7 +69,7 @@ export function postgresDate (value: unknown): string {
   }
   // The fraction, if any, is `.` and 1 to 6 digits before `+00` (PostgreSQL drops trailing zeros):
   // three digits, or six where there are more than three.
-  const fraction = n === 22 ? '.000' : n <= 26 ? (text.slice(19, n - 3) + '00').slice(0, 4) : (text.slice(19, n - 3) + '00').slice(0, 7)
+  const fraction = n === 22 ? '.000' : (text.slice(19, n - 3) + '00').slice(0, n <= 26 ? 4 : 7)
   return `${text.slice(0, 10)}T${text.slice(11, 19)}${fraction}Z`
 }
 

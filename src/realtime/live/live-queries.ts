@@ -245,8 +245,8 @@ export class LiveQueries {
     const answer = liveRecords(request.answer, request.model.primaryKey.name)
     if (group === undefined) {
       // Queries kept for a reconnect give way to one a socket follows now.
-      while (this.#kept.size > 0 && (this.#byKey.size >= this.#options.maxQueries || this.#cost + request.cost > this.#options.maxRecords)) this.#evictKept()
-      if (this.#byKey.size >= this.#options.maxQueries || this.#cost + request.cost > this.#options.maxRecords) return undefined
+      while (this.#kept.size > 0 && this.#full(request.cost)) this.#evictKept()
+      if (this.#full(request.cost)) return undefined
       group = new Group(`q${++this.#next}`, request, answer)
       this.#cost += group.cost
       this.#byKey.set(group.key, group)
@@ -337,6 +337,11 @@ export class LiveQueries {
     } else {
       this.#send(group, diff(group.id, records, group.records), [connection])
     }
+  }
+
+  /** Whether this instance has no room for one more query, of `cost` (`maxQueries`, `maxQueryRecords`). */
+  #full (cost: number): boolean {
+    return this.#byKey.size >= this.#options.maxQueries || this.#cost + cost > this.#options.maxRecords
   }
 
   /** Whether a socket that follows `mine` may follow one more query, of `cost` (`maxFollows`, `maxFollowRecords`). */
