@@ -174,6 +174,13 @@ export interface Criteria {
    * backwards for `before`, its `limit` is one more than the page's (see cursor.ts).
    */
   readonly paging?: Paging
+  /**
+   * Where the find's worst case has no bound (a limit of `Infinity`, which only
+   * `maxLimit: Infinity` allows): the records it may read (`limits.maxRecords`), counted as its
+   * statements answer (see `RecordBudget` in sql/read-options.ts). Absent where the worst case was
+   * counted before it ran.
+   */
+  readonly budget?: number
 }
 
 /** Which side of its cursor a page lies. */

@@ -35,12 +35,15 @@ export function validateFind (query: BlueprintQuery, model: Model, bounds: Bound
   if (query.after !== undefined || query.before !== undefined) {
     return pageCriteria(pageTemplate(query, model, bounds), query)
   }
-  const { where, sort, projection } = checkedFind(query, model, bounds)
-  return { where, limit: query.limit, skip: query.skip, sort, projection, caseInsensitive: bounds.caseInsensitive }
+  const { where, sort, projection, budget } = checkedFind(query, model, bounds)
+  const criteria: Criteria = { where, limit: query.limit, skip: query.skip, sort, projection, caseInsensitive: bounds.caseInsensitive }
+  return budget === undefined ? criteria : { ...criteria, budget }
 }
 
 /** A find query's limits, sort, `where` and projection, checked against its model. */
-function checkedFind (query: BlueprintQuery, model: Model, bounds: Bounds): { where: WhereNode, sort: Criteria['sort'], projection: Projection } {
+function checkedFind (
+  query: BlueprintQuery, model: Model, bounds: Bounds
+): { where: WhereNode, sort: Criteria['sort'], projection: Projection, budget: number | undefined } {
   checkWhole('limit', query.limit, true)
   checkWhole('skip', query.skip, false)
   checkWhole('populateLimit', query.populateLimit, true)
@@ -48,22 +51,24 @@ function checkedFind (query: BlueprintQuery, model: Model, bounds: Bounds): { wh
   const sort = validateSort(query.sort, model, 'sort')
   const where = buildWhere(model, query.where, bounds.limits, 'where', query.whereFrom === 'parameters')
   const projection = validateProjection(query, model, bounds)
-  checkRecords(query.limit, projection, bounds.limits.maxRecords)
-  return { where, sort, projection }
+  const budget = checkRecords(query.limit, projection, bounds.limits.maxRecords)
+  return { where, sort, projection, budget }
 }
 
 /**
  * Refuses a find whose worst case reads more than `maxRecords` records (`limits.maxRecords`):
  * `limit` records, and below each what its projection populates. A worst case without a bound (a
- * limit of `Infinity`, which only `maxLimit: Infinity` allows) is the app's choice, and passes.
+ * limit of `Infinity`, which only `maxLimit: Infinity` allows) is read with `maxRecords` as its
+ * budget, counted as it reads (`Criteria.budget`).
  *
  * @throws BP_ERR_LIMIT_EXCEEDED naming `populate` (or `limit`, where nothing is populated).
  */
-function checkRecords (limit: number, projection: Projection, maxRecords: number): void {
-  if (limit === 0) return
+function checkRecords (limit: number, projection: Projection, maxRecords: number): number | undefined {
+  if (limit === 0) return undefined
   const each = recordsPer(projection)
   const records = limit * each
-  if (records <= maxRecords || records === Infinity) return
+  if (records === Infinity) return maxRecords === Infinity ? undefined : maxRecords
+  if (records <= maxRecords) return undefined
   throw new BP_ERR_LIMIT_EXCEEDED(each === 1 ? 'limit' : 'populate', `the find may read ${records} records (${limit} × ${each} populated with each), ` +
     `more than ${maxRecords} (limits.maxRecords): lower \`limit\` or the populated collections' limits`)
 }
@@ -98,6 +103,8 @@ export interface PageTemplate {
   /** The page's size (the query's `limit`). */
   readonly limit: number
   readonly caseInsensitive: boolean
+  /** See `Criteria.budget`. */
+  readonly budget: number | undefined
 }
 
 /**
@@ -107,7 +114,7 @@ export interface PageTemplate {
  * 400 errors of {@link validateFind}.
  */
 export function pageTemplate (query: BlueprintQuery, model: Model, bounds: Bounds): PageTemplate {
-  const { where, sort, projection } = checkedFind(query, model, bounds)
+  const { where, sort, projection, budget } = checkedFind(query, model, bounds)
   if (query.after !== undefined && query.before !== undefined) {
     throw new BP_ERR_PARAMETER_NOT_ALLOWED('before', '`after` and `before` do not combine: a page lies on one side of one cursor')
   }
@@ -120,7 +127,7 @@ export function pageTemplate (query: BlueprintQuery, model: Model, bounds: Bound
     : validateProjection(query.select !== undefined
       ? { ...query, select: [...query.select, ...added] }
       : { ...query, omit: (query.omit as string[]).filter(name => !added.includes(name)) }, model, bounds)
-  return { where, sort, projection: widened, added, binding: bindingOf(model, query), limit: query.limit, caseInsensitive: bounds.caseInsensitive }
+  return { where, sort, projection: widened, added, binding: bindingOf(model, query), limit: query.limit, caseInsensitive: bounds.caseInsensitive, budget }
 }
 
 /**
@@ -133,9 +140,9 @@ export function pageTemplate (query: BlueprintQuery, model: Model, bounds: Bound
 export function pageCriteria (template: PageTemplate, query: Pick<BlueprintQuery, 'after' | 'before'>): Criteria {
   const side: PageSide = query.after !== undefined ? 'after' : 'before'
   const text = query.after ?? query.before
-  const { where, sort, limit } = template
+  const { where, sort, limit, budget } = template
   const condition = cursorWhere(text, side, sort, template.binding)
-  return {
+  const criteria: Criteria = {
     where: condition === undefined ? where : combine('and', [where, condition]),
     limit: limit === Infinity ? Infinity : limit + 1,
     skip: 0,
@@ -144,6 +151,7 @@ export function pageCriteria (template: PageTemplate, query: Pick<BlueprintQuery
     caseInsensitive: template.caseInsensitive,
     paging: { side, limit, where, sort, binding: template.binding, added: template.added, anchored: text !== '' }
   }
+  return budget === undefined ? criteria : { ...criteria, budget }
 }
 
 /**

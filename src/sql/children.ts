@@ -8,7 +8,7 @@ import { sql } from 'kysely'
 import { viewedWhere } from '../criteria/policy.ts'
 import type { Criteria, ModelView, Policy, Projection } from '../criteria/types.ts'
 import { combine } from '../criteria/where.ts'
-import type { ReadOptions } from './read-options.ts'
+import type { ReadOptions, RecordBudget } from './read-options.ts'
 import type { CollectionAssociation } from '../models/model.ts'
 import type { Dialect } from './dialect.ts'
 import { MAX_SHAPES } from './find-statement.ts'
@@ -19,7 +19,7 @@ import { Slot, Template, type Sql } from './statement.ts'
 import { where as condition } from './where.ts'
 
 /** The criteria that choose the children of a collection. */
-export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive'> & {
+export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive' | 'budget'> & {
   /** Lock the pivot rows read (a many-to-many collection of one parent; see `ReadOptions.lockLinks`). */
   readonly lockPivotRows?: boolean
 }
@@ -64,11 +64,14 @@ const ALL = 2
 const LOCK = 4
 const PROBE = 8
 const WINDOW = 16
+/** With {@link WINDOW}: no more rows than a find's budget has room for. */
+const CAPPED = 32
 
-/** The slots of the children's statements: the parents' keys, the page's limit and skip. */
+/** The slots of the children's statements: the parents' keys, the page's limit and skip, a budget's room. */
 const PARENTS = new Slot(0)
 const LIMIT = new Slot(1)
 const SKIP = new Slot(2)
+const ROOM = new Slot(3)
 
 /** Reads the children of collections. One instance per plugin registration. */
 export class ChildLoader {
@@ -92,15 +95,15 @@ export class ChildLoader {
     run: Executor,
     ids: unknown[],
     { caseInsensitive }: Pick<Criteria, 'caseInsensitive'>,
-    { policy, lockLinks }: ReadOptions,
+    { policy, lockLinks, budget }: ReadOptions,
     collections: Projection['collections']
   ): Promise<Array<Map<unknown, JsonRecord[]>>> {
     return await inOrder(collections.map(entry => {
       const chosen = childCriteria(this.#projections, entry, policy, caseInsensitive)
       // None asked for, or the policy hides them all: not there.
       if (chosen.limit === 0 || chosen.where.kind === 'none') return Promise.resolve(new Map<unknown, JsonRecord[]>())
-      if (entry.criteria !== undefined) return this.children(run, entry.association, ids, chosen)
-      return this.children(run, entry.association, ids, { ...chosen, lockPivotRows: lockLinks?.has(entry.association.name) === true }, true)
+      if (entry.criteria !== undefined) return this.children(run, entry.association, ids, chosen, false, budget)
+      return this.children(run, entry.association, ids, { ...chosen, lockPivotRows: lockLinks?.has(entry.association.name) === true }, true, budget)
     }))
   }
 
@@ -113,9 +116,12 @@ export class ChildLoader {
    *   and the cap is applied here. Otherwise some parent has more children than the cap, and a
    *   second statement pages each parent with ROW_NUMBER(). Either way at most two statements
    *   run, and no more than `parents × cap + 1` rows are sent, however many children there are.
+   *
+   * Within a find's `budget`, no statement sends more rows than it has room for, and the rows
+   * sent are counted against it.
    */
   async children (
-    run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false
+    run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false, budget?: RecordBudget
   ): Promise<Map<unknown, JsonRecord[]>> {
     const fields = this.#projections.fields(criteria.projection)
     const read = this.#dialect.cache.reader(fields, 0)
@@ -127,25 +133,40 @@ export class ChildLoader {
     const keep = byKey && criteria.where.kind === 'all' && criteria.projection === this.#projections.kept(association.target.identity)
     // Several parents, each from a child past the first (a populate path's `skip`): ranked.
     const skipped = !single && criteria.skip > 0
+    const room = budget === undefined ? Infinity : budget.room
     if ((single || criteria.limit === Infinity) && !skipped) {
-      const variant = (single ? ONE : 0) | (criteria.limit === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0)
-      const statement = this.#statement(association, criteria, keep, variant)
-      return group(await run(statement.fill([parents, criteria.limit, single ? criteria.skip : 0])) as unknown as ArrayRow[], read, parentAt, Infinity)
+      const cap = Math.min(criteria.limit, room)
+      // Every child of several parents, within a budget: its room at most, ranks not needed.
+      const statement = !single && cap !== criteria.limit
+        ? this.#statement(association, criteria, keep, PROBE).fill([parents, cap])
+        : this.#statement(association, criteria, keep, (single ? ONE : 0) | (cap === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0))
+          .fill([parents, cap, single ? criteria.skip : 0])
+      return this.#grouped(await run(statement) as unknown as ArrayRow[], read, parentAt, Infinity, budget)
     }
-    const probe = parentIds.length * criteria.limit + 1
+    const probe = Math.min(parentIds.length * criteria.limit + 1, room)
     if (!skipped) {
       const rows = await run(this.#statement(association, criteria, keep, PROBE).fill([parents, probe])) as unknown as ArrayRow[]
-      if (rows.length < probe) return group(rows, read, parentAt, criteria.limit)
+      if (rows.length < probe) return this.#grouped(rows, read, parentAt, criteria.limit, budget)
     }
-    // The ranks past `skip`, up to `skip + limit` (no limit: ranks are 64-bit on both databases).
+    // The ranks past `skip`, up to `skip + limit` (no limit: ranks are 64-bit on both databases);
+    // within a budget that the ranked rows could exceed, its room at most.
     const last = criteria.limit === Infinity ? Number.MAX_SAFE_INTEGER : criteria.skip + criteria.limit
-    const windowed = this.#statement(association, criteria, keep, WINDOW).fill([parents, last, criteria.skip])
-    return group(await run(windowed) as unknown as ArrayRow[], read, parentAt, criteria.limit)
+    const variant = budget !== undefined && parentIds.length * criteria.limit >= room ? WINDOW | CAPPED : WINDOW
+    const windowed = this.#statement(association, criteria, keep, variant).fill([parents, last, criteria.skip, room])
+    return this.#grouped(await run(windowed) as unknown as ArrayRow[], read, parentAt, criteria.limit, budget)
+  }
+
+  /** `rows` by parent (see `group`), counted against the find's `budget`. */
+  #grouped (
+    rows: ArrayRow[], read: (row: ArrayRow) => JsonRecord, parentAt: number, cap: number, budget: RecordBudget | undefined
+  ): Map<unknown, JsonRecord[]> {
+    budget?.take(rows.length, false)
+    return group(rows, read, parentAt, cap)
   }
 
   /**
    * One of the statements of `children` (`variant`: {@link ONE} | {@link ALL} | {@link LOCK},
-   * {@link PROBE} or {@link WINDOW}), with slots for the parents, the limit and the skip; kept per
+   * {@link PROBE}, or {@link WINDOW} | {@link CAPPED}), with slots for the parents, the limit and the skip; kept per
    * association and variant when `keep`.
    */
   #statement (association: CollectionAssociation, criteria: ChildCriteria, keep: boolean, variant: number): Template {
@@ -166,8 +187,9 @@ export class ChildLoader {
     if (variant === PROBE) {
       const select = this.#select(association, criteria, false, false)
       query = sql`${select} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${this.#dialect.page(LIMIT as unknown as number, 0)}`
-    } else if (variant === WINDOW) {
-      query = sql`${this.#select(association, criteria, false, true)}) AS x WHERE ${ROW} > ${SKIP} AND ${ROW} <= ${LIMIT} ORDER BY ${ROW}`
+    } else if ((variant & WINDOW) !== 0) {
+      const page = (variant & CAPPED) !== 0 ? this.#dialect.page(ROOM as unknown as number, 0) : NOTHING
+      query = sql`${this.#select(association, criteria, false, true)}) AS x WHERE ${ROW} > ${SKIP} AND ${ROW} <= ${LIMIT} ORDER BY ${ROW}${page}`
     } else {
       const single = (variant & ONE) !== 0
       // Kept statements serve the collections of a find, always from their first child.

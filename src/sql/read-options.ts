@@ -5,6 +5,7 @@
  * @module
  */
 import type { Policy } from '../criteria/types.ts'
+import { BP_ERR_LIMIT_EXCEEDED } from '../errors.ts'
 
 /** How one read of the reader (sql/records.ts) runs; every field optional. */
 export interface ReadOptions {
@@ -26,6 +27,50 @@ export interface ReadOptions {
    * find of several records waits for them instead.
    */
   readonly together?: { readonly key: unknown }
+  /**
+   * The records the read may still read, where the find's worst case is unbounded
+   * (`Criteria.budget`): each statement asks for at most one row more than what is left.
+   */
+  readonly budget?: RecordBudget
+}
+
+/**
+ * The records one find may read, counted as its statements answer (`Criteria.budget`, from
+ * `limits.maxRecords`): a find whose worst case has no bound (a limit of `Infinity`) reads at most
+ * one record more than the budget before it is refused.
+ */
+export class RecordBudget {
+  readonly #max: number
+  readonly #children: 'limit' | 'populate'
+  #left: number
+
+  /**
+   * @param children the parameter a collection's children read beyond the budget are told by:
+   * `populate` for a find's, `limit` where the children are what was asked for (the populate route).
+   */
+  constructor (max: number, children: 'limit' | 'populate' = 'populate') {
+    this.#max = max
+    this.#children = children
+    this.#left = max
+  }
+
+  /** The rows a statement may return: one more than may still be read (the one that tells it went over). */
+  get room (): number {
+    return this.#left + 1
+  }
+
+  /**
+   * Counts `rows` records read: the find's own (`own`), or those it populates.
+   *
+   * @throws BP_ERR_LIMIT_EXCEEDED naming `limit` (the find's own records, or the populate route's
+   * children) or `populate` when they are more than were left.
+   */
+  take (rows: number, own: boolean): void {
+    this.#left -= rows
+    if (this.#left >= 0) return
+    throw new BP_ERR_LIMIT_EXCEEDED(own ? 'limit' : this.#children, `the find reads more than ${this.#max} records (limits.maxRecords): ` +
+      'lower `limit`, or give the populated collections a `limit`')
+  }
 }
 
 /** A read with no policy, no locks, statements issued one after the other. */

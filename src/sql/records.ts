@@ -9,7 +9,7 @@ import { sql } from 'kysely'
 import { viewedWhere } from '../criteria/policy.ts'
 import type { Criteria, NestedCriteria, Policy, Projection, Target, WhereNode } from '../criteria/types.ts'
 import { coerce } from '../models/values.ts'
-import { PLAIN_READ, type ReadOptions } from './read-options.ts'
+import { PLAIN_READ, RecordBudget, type ReadOptions } from './read-options.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { ChildLoader, type ChildCriteria } from './children.ts'
 import type { Dialect } from './dialect.ts'
@@ -59,7 +59,8 @@ export class RecordLoader {
   ): Promise<JsonRecord[]> {
     const viewed = policy === undefined ? criteria : this.#viewed(association.target, criteria, policy)
     if (viewed.where.kind === 'none') return []
-    const byParent = await this.#children.children(run, association, [parentId], viewed)
+    const budget = criteria.budget === undefined ? undefined : new RecordBudget(criteria.budget, 'limit')
+    const byParent = await this.#children.children(run, association, [parentId], viewed, false, budget)
     return byParent.get(parentId) ?? []
   }
 
@@ -68,16 +69,26 @@ export class RecordLoader {
    * joined in the find's own statement, each collection is one batched statement for all records.
    * Under a policy (`options.policy`), only the records it lets the requester see, populated with
    * the records it lets the requester see, each with the fields it lets appear.
+   *
+   * A find whose worst case has no bound (`criteria.budget`) is read level by level, each
+   * statement asking for no more rows than the budget has room for (see `RecordBudget`).
    */
   async find (run: Executor, model: Model, criteria: Criteria, options: ReadOptions = PLAIN_READ): Promise<JsonRecord[]> {
-    const { policy, together } = options
+    // A find within a find (populating deeper) counts against the outer find's budget.
+    const own = options.budget === undefined
+    if (own && criteria.budget !== undefined) {
+      const budget = new RecordBudget(criteria.budget)
+      options = { ...options, budget }
+      if (criteria.limit > budget.room) criteria = { ...criteria, limit: budget.room }
+    }
+    const { policy, together, budget } = options
     if (policy !== undefined) criteria = this.#viewed(model, criteria, policy)
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#projections.fields(criteria.projection)
-    // Populating deeper, where the database builds JSON: the whole tree in the find's statement.
-    // (A write's answer, whose links may be locked as they are read, has the default projection:
-    // never deeper, see actions/record.ts.)
-    const tree = this.#tree === undefined || !deep(criteria.projection)
+    // Populating deeper, where the database builds JSON: the whole tree in the find's statement,
+    // unless a budget counts its records. (A write's answer, whose links may be locked as they
+    // are read, has the default projection: never deeper, see actions/record.ts.)
+    const tree = this.#tree === undefined || budget !== undefined || !deep(criteria.projection)
       ? undefined
       : this.#tree.columns(model, criteria.projection, 't', criteria.caseInsensitive, policy)
     if (tree !== undefined) {
@@ -93,7 +104,8 @@ export class RecordLoader {
     }
     // By primary key (find-one, a write's answer): one statement per projection, built once.
     const byKey = policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
-    const joined = byKey ? this.#statements.joinedCollection(criteria, options) : undefined
+    // (A collection joined in the record's rows is not counted by a budget: not within one.)
+    const joined = byKey && budget === undefined ? this.#statements.joinedCollection(criteria, options) : undefined
     const { statement, joins } = byKey ? this.#statements.byKey(model, fields, criteria, joined) : this.#statements.find(model, fields, criteria, policy)
     const collections = joined === undefined
       ? criteria.projection.collections
@@ -105,6 +117,7 @@ export class RecordLoader {
     const key = keyIndex(model, fields)
     if (together === undefined) {
       rows = await run(statement) as unknown as ArrayRow[]
+      budget?.take(rows.length, own)
       children = rows.length === 0 || collections.length === 0
         ? []
         : await this.#children.collections(run, rows.map(row => row[key]), criteria, options, collections)
@@ -114,6 +127,7 @@ export class RecordLoader {
         run(statement) as unknown as Promise<ArrayRow[]>,
         this.#children.collections(run, key, criteria, options, collections)
       ])
+      budget?.take(rows.length, own)
     }
     let members: JsonRecord[] | undefined
     if (joined !== undefined) {
@@ -142,7 +156,7 @@ export class RecordLoader {
    * records' own associations, where the database builds no tree (SQLite), reads level by level.
    */
   atOnce (criteria: Criteria, together: boolean): boolean {
-    if (deep(criteria.projection)) return this.#tree !== undefined
+    if (deep(criteria.projection)) return this.#tree !== undefined && criteria.budget === undefined
     return together || criteria.projection.collections.length === 0
   }
 
@@ -162,10 +176,15 @@ export class RecordLoader {
    * The rows of a flat find that {@link textOf} writes: the find's statement, its values as the
    * texts the server sent where the driver hands them over.
    */
-  findText (run: Executor, model: Model, criteria: Criteria): Promise<ArrayRow[]> {
-    if (criteria.where.kind === 'none' || criteria.limit === 0) return Promise.resolve([])
-    const { statement } = this.#statements.find(model, this.#projections.fields(criteria.projection), criteria, undefined)
-    return run({ ...statement, arrays: 'texts' }) as unknown as Promise<ArrayRow[]>
+  async findText (run: Executor, model: Model, criteria: Criteria): Promise<ArrayRow[]> {
+    if (criteria.where.kind === 'none' || criteria.limit === 0) return []
+    // Within a budget (a limit of `Infinity`): one row more than it at most.
+    const budget = criteria.budget === undefined ? undefined : new RecordBudget(criteria.budget)
+    const read = budget === undefined ? criteria : { ...criteria, limit: budget.room }
+    const { statement } = this.#statements.find(model, this.#projections.fields(criteria.projection), read, undefined)
+    const rows = await run({ ...statement, arrays: 'texts' }) as unknown as ArrayRow[]
+    budget?.take(rows.length, true)
+    return rows
   }
 
   /** The records of a find's rows: their fields, and the populated singular associations joined. */
@@ -193,7 +212,8 @@ export class RecordLoader {
     run: Executor, model: Model, listed: JsonRecord[], projection: Projection, options: ReadOptions, fold: boolean, loaded: boolean
   ): Promise<void> {
     const records = [...new Set(listed)]
-    const read: ReadOptions = options.policy === undefined ? PLAIN_READ : { policy: options.policy }
+    const { policy, budget } = options
+    const read: ReadOptions = policy === undefined && budget === undefined ? PLAIN_READ : { policy, budget }
     for (const { association, nested } of projection.singulars) {
       if (nested === undefined) continue
       const pk = association.target.primaryKey

@@ -56,9 +56,31 @@ for (const db of DATABASES) {
     await settled(app, 3)
     t.equal(await follow(d, 40), undefined, 'a query that ended gave its cost back')
     const unbounded = await d.request('GET', '/user?populate=friends&select=name&limit=5&follow=true')
-    t.equal(unbounded.headers['x-blueprints-follow'], undefined, 'a collection populated without a bound (maxLimit: Infinity): the app\'s choice, not counted')
+    t.equal(unbounded.statusCode, 200)
+    t.equal(unbounded.headers['x-blueprints-follow'], 'limit-reached', 'a collection populated without a bound (maxLimit: Infinity): limits.maxRecords, what each run may read')
     const none = await d.request('GET', '/user?populate=friends&select=name&limit=0&follow=true')
     t.equal(none.headers['x-blueprints-follow'], undefined, 'a page of no records costs nothing, whatever it populates')
+  })
+
+  t.test(`${db}: a followed query read within its budget ends when a run reads more`, async t => {
+    // Ten users and the four pets they own: 14 records; within 14, and not once a fifth has an owner.
+    const app = await listening(t, db, { plugin: { limits: { maxRecords: 14 }, realtime: { audience: () => 'everyone' } } })
+    const socket = await open(t, app)
+    const answer = await socket.request('GET', '/user?limit=10&populate=pets&sort=id&follow=true')
+    t.equal(answer.statusCode, 200)
+    const query = answer.headers['x-blueprints-query']
+    t.equal(typeof query, 'string', 'followed: it counts 14 of maxFollowRecords')
+    t.equal((await app.inject({ method: 'POST', url: '/pet', payload: { name: 'Stray', species: 'cat' } })).statusCode, 200)
+    t.same(await heard(app, socket, query), [], 'a pet of no one: the run reads 14 records')
+    t.equal((await app.inject({ method: 'POST', url: '/pet', payload: { name: 'Spot', species: 'dog', owner: 4 } })).statusCode, 200)
+    t.same(await heard(app, socket, query), [{ verb: 'ended', query, statusCode: 400 }], 'a run of 15 records: the query ended')
+    t.same(app.blueprints.followed(), { queries: 0, follows: 0 })
+    const again = await app.inject('/user?limit=10&populate=pets&sort=id')
+    t.match(again.json(), { code: 'BP_ERR_LIMIT_EXCEEDED', message: /`populate`.*more than 14 records/ }, 'as the find answers')
+    // Where the app turned the budget off, such a query counts nothing.
+    const unbudgeted = await listening(t, db, { plugin: { limits: { maxRecords: Infinity }, realtime: { maxFollowRecords: 1, audience: () => 'everyone' } } })
+    const other = await (await open(t, unbudgeted)).request('GET', '/user?limit=1&populate=pets&follow=true')
+    t.equal(typeof other.headers['x-blueprints-query'], 'string', 'limits.maxRecords: Infinity: followed within a maxFollowRecords of 1')
   })
 
   t.test(`${db}: the limits`, async t => {
