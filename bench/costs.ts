@@ -13,14 +13,9 @@ import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import blueprints from '../src/index.ts'
 import { entities } from './entities.ts'
-import { PETS, seedPostgres } from './seed.ts'
+import { PETS, PG_CONNECTION, seedPostgres } from './seed.ts'
 
-const connection = {
-  host: process.env.PGHOST ?? '127.0.0.1',
-  port: Number(process.env.PGPORT ?? 5432),
-  user: process.env.PGUSER ?? 'postgres',
-  password: process.env.PGPASSWORD
-}
+const connection = PG_CONNECTION
 const database = process.env.BENCH_PG_DB ?? 'bp_bench_costs'
 
 const admin = new pg.Client({ ...connection, database: 'postgres' })

@@ -69,7 +69,7 @@ import pg from 'pg'
 import { bindingOf, CURSOR_VERSION } from '../src/criteria/cursor.ts'
 import type { Model } from '../src/models/model.ts'
 import type { Links, Reset, Stats } from './control.ts'
-import { SET_A, SET_B, TOGGLE_TAGS, USERS, WRITE_PETS, seedPostgres, type Contender, type Db } from './seed.ts'
+import { PG_CONNECTION, SET_A, SET_B, TOGGLE_TAGS, USERS, WRITE_PETS, seedPostgres, type Contender, type Db } from './seed.ts'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
@@ -86,12 +86,6 @@ const PIN = process.env.BENCH_PIN !== '0' && cpus().length >= 2 && spawnSync('ta
 const DB_LABEL: Record<Db, string> = { postgres: 'PostgreSQL', sqlite: 'SQLite (in memory)' }
 const CONTENDERS = ['plugin', 'baseline'] as const
 const REVERSED = [...CONTENDERS].reverse()
-const PG_CONNECTION: pg.ClientConfig = {
-  host: process.env.PGHOST ?? '127.0.0.1',
-  port: Number(process.env.PGPORT ?? 5432),
-  user: process.env.PGUSER ?? 'postgres',
-  password: process.env.PGPASSWORD
-}
 
 /** A running server process. */
 interface Server {

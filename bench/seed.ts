@@ -26,6 +26,14 @@ import type pg from 'pg'
 import type { MikroORM } from '@mikro-orm/core'
 import type { SqliteDatabase } from './sqlite.ts'
 
+/** Where the benches reach PostgreSQL: libpq's environment variables, else the local server as postgres. */
+export const PG_CONNECTION = {
+  host: process.env.PGHOST ?? '127.0.0.1',
+  port: Number(process.env.PGPORT ?? 5432),
+  user: process.env.PGUSER ?? 'postgres',
+  password: process.env.PGPASSWORD
+} satisfies pg.ClientConfig
+
 export type Db = 'postgres' | 'sqlite'
 export type Contender = 'plugin' | 'baseline'
 

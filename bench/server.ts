@@ -26,7 +26,7 @@ import blueprints from '../src/index.ts'
 import { baselinePoolConfig, baselinePostgres, baselineSqlite, createChangeLog } from './baseline.ts'
 import { controlApp, type RunSql } from './control.ts'
 import { entities } from './entities.ts'
-import { seedSqlite } from './seed.ts'
+import { PG_CONNECTION, seedSqlite } from './seed.ts'
 import { openSqlite, statementPrototype, type SqliteDatabase } from './sqlite.ts'
 
 const [who, db, database] = process.argv.slice(2)
@@ -76,10 +76,7 @@ if (db === 'postgres') {
 }
 
 const connection: pg.ClientConfig = {
-  host: process.env.PGHOST ?? '127.0.0.1',
-  port: Number(process.env.PGPORT ?? 5432),
-  user: process.env.PGUSER ?? 'postgres',
-  password: process.env.PGPASSWORD,
+  ...PG_CONNECTION,
   database
 }
 

@@ -97,7 +97,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import pg from 'pg'
 import WebSocket from 'ws'
-import { seedPostgres } from '../seed.ts'
+import { PG_CONNECTION, seedPostgres } from '../seed.ts'
 import { distribution, elapsedMs, within, type ServerReady } from './common.ts'
 
 const env = process.env
@@ -144,12 +144,7 @@ const TAG = randomBytes(4).toString('hex')
 for (const broker of BROKERS) if (broker !== 'postgres' && broker !== 'redis') throw new Error(`CRASH_BROKERS: unknown broker ${broker} (postgres, redis)`)
 if (!existsSync(SERVER)) throw new Error(`CRASH_CHECKOUT=${CHECKOUT}: no bench/realtime/server.ts there`)
 
-const pgConfig = {
-  host: env.PGHOST ?? '127.0.0.1',
-  port: Number(env.PGPORT ?? 5432),
-  user: env.PGUSER ?? 'postgres',
-  password: env.PGPASSWORD
-}
+const pgConfig = PG_CONNECTION
 
 // ---------------------------------------------------------------------------------------------
 // Child processes and databases: every child is killed and every database dropped when the run

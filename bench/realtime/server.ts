@@ -31,7 +31,7 @@ import blueprints, { MemoryBroker, type Broker } from '../../src/index.ts'
 import { PostgresBroker } from '../../src/realtime/brokers/postgres.ts'
 import { RedisBroker } from '../../src/realtime/brokers/redis.ts'
 import { entities } from '../entities.ts'
-import { seed } from '../seed.ts'
+import { PG_CONNECTION, seed } from '../seed.ts'
 import type { ServerReply, ServerRequest } from './common.ts'
 
 const { values: args } = parseArgs({
@@ -48,12 +48,7 @@ if (kind !== 'memory' && kind !== 'redis' && kind !== 'postgres') throw new Erro
 const appCount = Number(args.apps)
 if (process.send === undefined) throw new Error('server.ts runs as a child of bench/realtime/run.ts (it needs an IPC channel)')
 
-const pgConnection = {
-  host: process.env.PGHOST ?? '127.0.0.1',
-  port: Number(process.env.PGPORT ?? 5432),
-  user: process.env.PGUSER ?? 'postgres',
-  password: process.env.PGPASSWORD
-}
+const pgConnection = PG_CONNECTION
 const dbName = process.env.BENCH_RT_PG_DB ?? 'bp_bench_rt'
 // A channel of this run only: other work on the same Redis server must not reach our sockets.
 const channel = process.env.BENCH_RT_CHANNEL ?? 'bp_bench_rt'
