@@ -58,9 +58,10 @@ export interface Limits {
   /**
    * The records one find may read at most, worst case: its `limit` times, for each record, one plus
    * the product of the limits along each populate path (`limit=100&populate=pets` with 30 pets a
-   * user: 100 × (1 + 30) = 3 100). Counted before the find runs; above it → 400. A limit of
-   * `Infinity` (only where `maxLimit` is `Infinity`, the default) leaves the find unbounded: set
-   * `maxLimit` in production. Default 100 000.
+   * user: 100 × (1 + 30) = 3 100). Counted before the find runs; above it → 400. A find with a
+   * limit of `Infinity` on the way (`maxLimit: Infinity`, the default, or `populateLimit: Infinity`)
+   * is counted as it reads instead, and refused once it has read more (docs/reliability.md#unbounded-finds).
+   * Default 100 000; `Infinity` turns it off.
    */
   readonly maxRecords?: number
   /**

@@ -175,8 +175,8 @@ export interface Criteria {
    */
   readonly paging?: Paging
   /**
-   * Where the find's worst case has no bound (a limit of `Infinity`, which only
-   * `maxLimit: Infinity` allows): the records it may read (`limits.maxRecords`), counted as its
+   * Where the find's worst case has no bound (a limit of `Infinity` on the way, as `maxLimit` or
+   * `populateLimit` of `Infinity` allow): the records it may read (`limits.maxRecords`), counted as its
    * statements answer (see `RecordBudget` in sql/read-options.ts). Absent where the worst case was
    * counted before it ran.
    */

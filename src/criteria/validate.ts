@@ -58,8 +58,8 @@ function checkedFind (
 /**
  * Refuses a find whose worst case reads more than `maxRecords` records (`limits.maxRecords`):
  * `limit` records, and below each what its projection populates. A worst case without a bound (a
- * limit of `Infinity`, which only `maxLimit: Infinity` allows) is read with `maxRecords` as its
- * budget, counted as it reads (`Criteria.budget`).
+ * limit of `Infinity` on the way, as `maxLimit` or `populateLimit` of `Infinity` allow) is read
+ * with `maxRecords` as its budget, counted as it reads (`Criteria.budget`).
  *
  * @throws BP_ERR_LIMIT_EXCEEDED naming `populate` (or `limit`, where nothing is populated).
  */

@@ -81,7 +81,11 @@ export class RecordLoader {
       options = { ...options, budget }
       if (criteria.limit > budget.room) criteria = { ...criteria, limit: budget.room }
     }
-    const { policy, together, budget } = options
+    const { policy, budget } = options
+    // Within a budget the record comes first: its collections are read only for a record there is
+    // (under a policy, one the requester may see: a hidden record's children read, and counted,
+    // would tell it apart from a missing one).
+    const together = budget === undefined ? options.together : undefined
     if (policy !== undefined) criteria = this.#viewed(model, criteria, policy)
     if (criteria.where.kind === 'none' || criteria.limit === 0) return []
     const fields = this.#projections.fields(criteria.projection)
@@ -104,8 +108,8 @@ export class RecordLoader {
     }
     // By primary key (find-one, a write's answer): one statement per projection, built once.
     const byKey = policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
-    // (A collection joined in the record's rows is not counted by a budget: not within one.)
-    const joined = byKey && budget === undefined ? this.#statements.joinedCollection(criteria, options) : undefined
+    // (Not within a budget, whose find reads its record first.)
+    const joined = byKey && together !== undefined ? this.#statements.joinedCollection(criteria, options) : undefined
     const { statement, joins } = byKey ? this.#statements.byKey(model, fields, criteria, joined) : this.#statements.find(model, fields, criteria, policy)
     const collections = joined === undefined
       ? criteria.projection.collections
@@ -127,7 +131,6 @@ export class RecordLoader {
         run(statement) as unknown as Promise<ArrayRow[]>,
         this.#children.collections(run, key, criteria, options, collections)
       ])
-      budget?.take(rows.length, own)
     }
     let members: JsonRecord[] | undefined
     if (joined !== undefined) {
@@ -157,7 +160,7 @@ export class RecordLoader {
    */
   atOnce (criteria: Criteria, together: boolean): boolean {
     if (deep(criteria.projection)) return this.#tree !== undefined && criteria.budget === undefined
-    return together || criteria.projection.collections.length === 0
+    return (together && criteria.budget === undefined) || criteria.projection.collections.length === 0
   }
 
   /**

@@ -55,3 +55,22 @@ for (const db of DATABASES) {
     t.equal((await app.inject(`/user?where=${q({ or: Array.from({ length: 60 }, (_, i) => deep(`p${i}`)) })}&populate=false`)).statusCode, 200, 'maxWeight: Infinity')
   })
 }
+
+for (const db of DATABASES) {
+  t.test(`${db}: a find-one within its budget reads its record first`, async t => {
+    // The view hides alice (user 1, two pets); a budget of one record.
+    const { app } = await build(t, db, {
+      plugin: {
+        limits: { maxRecords: 1 },
+        parseBlueprintOptions: (_request, query, { model }) => model.identity === 'user' ? { ...query, where: { and: [query.where, { id: { '!=': 1 } }] } } : query
+      }
+    })
+    const hidden = await app.inject('/user/1?populate=pets')
+    const missing = await app.inject('/user/99?populate=pets')
+    t.same([hidden.statusCode, hidden.json().code], [404, 'BP_ERR_RECORD_NOT_FOUND'], 'a hidden record\'s pets are not read: not found')
+    t.same({ ...hidden.json(), message: undefined }, { ...missing.json(), message: undefined }, 'as a missing one')
+    const over = await app.inject('/user/2?populate=pets')
+    t.match(over.json(), { code: 'BP_ERR_LIMIT_EXCEEDED', message: /^The `populate` parameter.*more than 1 records/ }, 'its pet is one record too many: populate named')
+    t.same((await app.inject('/user/4?populate=pets')).json(), { ...(await app.inject('/user/4?populate=false')).json(), pets: [] }, 'no pets: within')
+  })
+}

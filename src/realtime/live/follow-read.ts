@@ -81,8 +81,8 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
   // What the socket is told from its joining on waits for the answer (see `Connection.hold`).
   hold(scope)
   // What each run may read (the limit is at most maxSubscriptions). Without a bound (a collection
-  // populated with a limit of Infinity, which only `maxLimit: Infinity` allows): what its budget
-  // lets it read (`limits.maxRecords`), or nothing counted where the app turned that off.
+  // populated with a limit of Infinity, as `maxLimit` or `populateLimit` of Infinity allow): what
+  // its budget lets it read (`limits.maxRecords`), or nothing counted where the app turned that off.
   const records = query.limit === 0 ? 0 : query.limit * recordsPer(criteria.projection)
   const cost = records !== Infinity ? records : criteria.budget ?? 0
   scope.follow = { model, key, requester, query: ran, where, fields: [...fields], shown, related, member: { connection, url: request.url, headers }, cost }
