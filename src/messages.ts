@@ -126,6 +126,8 @@ export interface Entered<R = Record<string, unknown>> {
   readonly id: Id
   readonly index: number
   readonly data: R
+  /** See {@link Left.more}. */
+  readonly more?: true
 }
 
 /**
@@ -138,6 +140,8 @@ export interface Changed<R = Record<string, unknown>> {
   readonly id: Id
   readonly index: number
   readonly data: R
+  /** See {@link Left.more}. */
+  readonly more?: true
 }
 
 /** A record left a followed query's result (it no longer matches, moved off the page, or was destroyed). */
@@ -145,6 +149,11 @@ export interface Left {
   readonly verb: 'left'
   readonly query: string
   readonly id: Id
+  /**
+   * Present on every message of one change but its last: more messages of the same change follow
+   * (apply them all, then show the result once).
+   */
+  readonly more?: true
 }
 
 /**
@@ -155,6 +164,8 @@ export interface Ended {
   readonly verb: 'ended'
   readonly query: string
   readonly statusCode: number
+  /** See {@link Left.more} (an `ended` comes alone). */
+  readonly more?: true
 }
 
 /**

@@ -60,6 +60,8 @@ export class LiveResult<R extends object = Record<string, unknown>> {
   /** The name of the records' primary key (the answer's `x-blueprints-key`). */
   #primaryKey = 'id'
   readonly #handlers = new Set<(records: readonly R[], messages: ReadonlyArray<LiveMessage<R>>) => void>()
+  /** The messages of the change under way, applied, not yet reported (those marked `more`). */
+  #pending: Array<LiveMessage<R>> = []
   #source: LiveSource | undefined
 
   /** The query's records, in its order. */
@@ -76,9 +78,11 @@ export class LiveResult<R extends object = Record<string, unknown>> {
   }
 
   /**
-   * Calls `handler` with the records after each change, and the messages that made it (none when
-   * the find's fresh answer replaced them, after a reconnect; `ended` when the server stopped
-   * following the query: it is then read again). Returns the function that removes it.
+   * Calls `handler` with the records after each change, once, and every message that made it (a
+   * write that pushes a record into a full page: the record that left and the one that entered,
+   * in one call); none when the find's fresh answer replaced them, after a reconnect; `ended`
+   * when the server stopped following the query: it is then read again. Returns the function
+   * that removes it.
    *
    * @example
    * ```ts
@@ -123,7 +127,12 @@ export class LiveResult<R extends object = Record<string, unknown>> {
       return
     }
     applyMessages(this.#records, [message], this.#primaryKey)
-    this.#emit([message])
+    this.#pending.push(message)
+    // The rest of the change follows: reported once it is all applied.
+    if (message.more === true) return
+    const messages = this.#pending
+    this.#pending = []
+    this.#emit(messages)
   }
 
   /**
@@ -136,6 +145,8 @@ export class LiveResult<R extends object = Record<string, unknown>> {
     this.#query = query
     this.#primaryKey = key
     this.#records = [...response.body as R[]]
+    // (A change cut short by the reconnect: the answer holds it.)
+    this.#pending = []
     this.#emit([])
     return true
   }

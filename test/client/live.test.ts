@@ -5,6 +5,7 @@
 import type { Duplex } from 'node:stream'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import fc from 'fast-check'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { applyMessages, BlueprintsClientError, connect, type BlueprintsClient, type LiveMessage } from '../../src/client/index.ts'
 import { build, DATABASES } from '../helpers/app.ts'
@@ -139,6 +140,53 @@ for (const db of DATABASES) {
     await client.close()
     const closed = await client.live('/pet').catch((err: unknown) => err) as BlueprintsClientError
     t.equal(closed.code, 'BP_CLIENT_CLOSED')
+  })
+}
+
+// The law of a live result: after each write, its records are the find run again, and `onChange` was
+// called once for a write that changed them (with every message of that change: a record pushed
+// into a full page and the one it pushed out, together), never for one that did not.
+const petWrites = fc.array(fc.oneof(
+  fc.record({ create: fc.constantFrom('Abby', 'Bella', 'Coco', 'Zed'), species: fc.constantFrom('cat', 'dog') }),
+  fc.record({ patch: fc.integer({ min: 1, max: 9 }), name: fc.constantFrom('Aaron', 'Kit', 'Max', 'Zoe'), species: fc.constantFrom('cat', 'dog') }),
+  fc.record({ destroy: fc.integer({ min: 1, max: 9 }) })
+), { minLength: 1, maxLength: 8 })
+
+for (const db of DATABASES) {
+  t.test(`${db}: a live result reports once per change, with the find's records`, async t => {
+    const { app } = await build(t, db)
+    const client = connect<{ pet: Pet }>(await listen(app, new Set()))
+    t.teardown(async () => { await client.close() })
+    const url = '/pet?where=%7B%22species%22%3A%22cat%22%7D&sort=name%20ASC&limit=2&populate=false'
+    const find = async (): Promise<Pet[]> => (await app.inject(url)).json()
+    const counted = { changes: 0, batched: 0 }
+    await fc.assert(fc.asyncProperty(petWrites, async writes => {
+      const open = await client.live('/pet', { where: { species: 'cat' }, sort: 'name ASC', limit: 2, populate: false })
+      const calls: Array<{ ids: number[], messages: number }> = []
+      open.onChange((records, messages) => { calls.push({ ids: records.map(pet => pet.id), messages: messages.length }) })
+      try {
+        for (const write of writes) {
+          const before = await find()
+          if ('create' in write) await app.inject({ method: 'POST', url: '/pet', payload: { name: write.create, species: write.species } })
+          else if ('patch' in write) await app.inject({ method: 'PATCH', url: `/pet/${write.patch}`, payload: { name: write.name, species: write.species } })
+          else await app.inject({ method: 'DELETE', url: `/pet/${write.destroy}` })
+          await caughtUp(app, client)
+          const after = await find()
+          const changed = JSON.stringify(after) !== JSON.stringify(before)
+          if (calls.length !== (changed ? 1 : 0)) throw new Error(`${JSON.stringify(write)}: onChange called ${calls.length} times (${JSON.stringify(calls)})`)
+          if (JSON.stringify(open.records) !== JSON.stringify(after)) throw new Error(`${JSON.stringify(write)}: ${JSON.stringify(open.records)} is not ${JSON.stringify(after)}`)
+          if (changed) {
+            if (JSON.stringify(calls[0].ids) !== JSON.stringify(after.map(pet => pet.id))) throw new Error(`${JSON.stringify(write)}: reported ${JSON.stringify(calls[0].ids)}`)
+            counted.changes++
+            if (calls[0].messages > 1) counted.batched++
+          }
+          calls.length = 0
+        }
+      } finally {
+        open.close()
+      }
+    }), { numRuns: 25 })
+    t.ok(counted.batched > 0, `${counted.changes} changes reported, ${counted.batched} of several messages each in one call`)
   })
 }
 

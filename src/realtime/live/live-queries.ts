@@ -555,17 +555,21 @@ export class LiveQueries {
   }
 
   /**
-   * Sends messages to sockets (each encoded once for all). `authorize` is not asked: a followed
+   * Sends the messages of one change to sockets (each encoded once for all), each but the last
+   * marked `more`. `authorize` is not asked: a followed
    * query's messages are what its find answers the follower (its hooks and policy ran for it).
    */
   #send (group: Group, messages: readonly LiveMessage[], to: Iterable<Connection>): void {
     if (messages.length === 0) return
     const identity = group.model.identity
     const sockets = [...to]
-    for (const message of messages) {
+    // Every message of one change but the last says more follow: a client shows the result once.
+    const last = messages.length - 1
+    messages.forEach((message, i) => {
       const frame: SharedFrames = {}
-      for (const connection of sockets) connection.notify(identity, message, frame)
-    }
+      const sent = i === last ? message : { ...message, more: true as const }
+      for (const connection of sockets) connection.notify(identity, sent, frame)
+    })
   }
 
   /** A group whose refresh did not answer 200: its followers follow it no more. */
