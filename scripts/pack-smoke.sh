@@ -2,7 +2,8 @@
 # Pack smoke test: proves the published package works outside the repo.
 #
 #   1. `npm pack` in the repo (the prepack hook builds dist/),
-#   2. a fresh project in a temp dir installs the tarball and its peers (pinned versions),
+#   2. a fresh project in a temp dir installs the tarball and its peers (pinned versions; both
+#      MikroORM drivers, the set docs/getting-started.md documents),
 #   3. a plain JS app (app.mjs) runs a blueprint find through `import blueprints from 'fastify-blueprints'`,
 #      then, with `fastify-blueprints/client`, reads over the websocket and receives a notification,
 #      and imports the brokers of `fastify-blueprints/redis` and `fastify-blueprints/postgres`,
@@ -44,7 +45,22 @@ mkdir "$tmp/pack" "$tmp/app"
 cd "$repo"
 step "npm pack" npm pack --pack-destination "$tmp/pack" --loglevel=warn
 tarball="$(ls "$tmp"/pack/*.tgz)"
-echo "pack smoke: packed $(basename "$tarball") ($(tar -tzf "$tarball" | wc -l) files)"
+echo "pack smoke: packed $(basename "$tarball") ($(tar -tzf "$tarball" | wc -l) files, $(du -k "$tarball" | cut -f1) kB)"
+
+# The documentation without the development history (docs/performance-history.md stays in the repo).
+contents="$(tar -tzf "$tarball")"
+if ! grep -qx 'package/docs/performance.md' <<<"$contents" || grep -q 'performance-history' <<<"$contents"; then
+  echo "pack smoke: FAILED: the tarball should hold docs/performance.md and not docs/performance-history.md" >&2
+  exit 1
+fi
+echo "pack smoke: the docs without their history"
+
+# The MikroORM set docs/getting-started.md documents is the one installed below.
+documented="@mikro-orm/core@$MIKRO_ORM_VERSION @mikro-orm/postgresql@$MIKRO_ORM_VERSION @mikro-orm/sqlite@$MIKRO_ORM_VERSION"
+if ! grep -qF "$documented" "$repo/docs/getting-started.md"; then
+  echo "pack smoke: FAILED: docs/getting-started.md does not document the MikroORM set installed here ($documented)" >&2
+  exit 1
+fi
 
 # The tarball as published: types of every export resolve (the package is ESM-only: CommonJS
 # `require()` of it is Node's require(esm), which attw's node10/node16-cjs checks do not model),
@@ -71,6 +87,7 @@ step "npm init" npm init -y
 step "npm pkg set type" npm pkg set type=module
 step "npm install" npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
   "$tarball" "fastify@$FASTIFY_VERSION" "@mikro-orm/core@$MIKRO_ORM_VERSION" "@mikro-orm/sqlite@$MIKRO_ORM_VERSION" \
+  "@mikro-orm/postgresql@$MIKRO_ORM_VERSION" \
   "@types/node@$TYPES_NODE_VERSION" "pg@$PG_VERSION" "@types/pg@$PG_VERSION"
 
 # 3. Runtime: find with where / limit / sort through the installed package.
@@ -79,6 +96,7 @@ import assert from 'node:assert/strict'
 import Fastify from 'fastify'
 import { defineEntity, p } from '@mikro-orm/core'
 import { MikroORM } from '@mikro-orm/sqlite'
+import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import blueprints, { MemoryBroker } from 'fastify-blueprints'
 import { connect } from 'fastify-blueprints/client'
 import { RedisBroker } from 'fastify-blueprints/redis'
@@ -108,6 +126,7 @@ const message = await heard
 console.log(`socket heard ${JSON.stringify(message)}`)
 assert.deepEqual(message, { verb: 'updated', id: 3, data: { name: 'bobby' }, previous: { name: 'bob' } })
 assert.equal(typeof MemoryBroker, 'function')
+assert.equal(typeof PostgresORM.init, 'function', 'both drivers of the documented set load side by side')
 assert.equal(typeof RedisBroker, 'function')
 assert.equal(typeof new PostgresBroker({ connection: 'postgres://localhost/x' }).publish, 'function')
 await client.close()

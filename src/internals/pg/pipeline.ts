@@ -10,7 +10,7 @@
  * (it corks and uncorks the socket around each query): here the socket (`client.connection.stream`,
  * not documented) is corked at the first statement of a turn and uncorked at the turn's end.
  *
- * What they buy, measured (docs/performance.md#2026-11-28-thirteenth-session-dependencies-through-their-public-apis):
+ * What they buy, measured (docs/performance-history.md#2026-11-28-thirteenth-session-dependencies-through-their-public-apis):
  * a write whose statements do not wait for each other leaves in one write and comes back in one
  * round trip. Verified on `pg` 8.23. {@link pipelineOf} and {@link corkOf} probe the client; where a
  * part is missing (an older `pg`, another driver), the transaction sends its statements one after
