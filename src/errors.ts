@@ -163,6 +163,13 @@ export const BP_ERR_COMMIT_UNCONFIRMED = createError<'BP_ERR_COMMIT_UNCONFIRMED'
 export const BP_ERR_DATABASE = createError<'BP_ERR_DATABASE', 500>(
   'BP_ERR_DATABASE', 'The database failed to run the request', 500)
 
+/**
+ * A table or column the request needs does not exist in the database: the schema was not created
+ * (or not migrated) for the app's entities. The message names the model, or the table. 500.
+ */
+export const BP_ERR_SCHEMA_MISSING = createError<'BP_ERR_SCHEMA_MISSING', 500, [string]>(
+  'BP_ERR_SCHEMA_MISSING', 'The database has no %s: create or migrate its schema for the entities (docs/getting-started.md#tables)', 500)
+
 /** A websocket frame is not a request: not JSON, or without a valid `id`, `method` or `url`. 400. */
 export const BP_ERR_INVALID_FRAME = createError<'BP_ERR_INVALID_FRAME', 400, [string]>(
   'BP_ERR_INVALID_FRAME', 'Invalid frame: %s', 400, undefined, NO_STACK)
@@ -267,6 +274,7 @@ export const errors = {
   BP_ERR_DATABASE_TIMEOUT,
   BP_ERR_COMMIT_UNCONFIRMED,
   BP_ERR_DATABASE,
+  BP_ERR_SCHEMA_MISSING,
   BP_ERR_INVALID_FRAME,
   BP_ERR_ORIGIN_NOT_ALLOWED,
   BP_ERR_TOO_MANY_REQUESTS,

@@ -26,6 +26,7 @@ import type { RealtimeStats } from './realtime/hub/subscriptions.ts'
 import type { FollowStats } from './realtime/live/live-queries.ts'
 import { refuseRouteClash } from './realtime/options.ts'
 import { startRealtime, type Realtime } from './realtime/start.ts'
+import { warnUnskipped, type SchemaConfig } from './realtime/log/schema-diff.ts'
 import { BP_ERR_INVALID_OPTION, BP_ERR_REALTIME_DISABLED } from './errors.ts'
 import { policyOf } from './routes/policy.ts'
 import { registerRoutes, type BlueprintRouteConfig } from './routes/register.ts'
@@ -187,6 +188,9 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
       maxLimit: options.limits.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.limits.populateLimit, limits: options.limits
     },
     feed: new CommitFeed()
+  }
+  if (realtimeOptions !== false && realtimeOptions.log !== false) {
+    warnUnskipped(options.orm.config as unknown as SchemaConfig, realtimeOptions.log.table, app.log)
   }
   // Realtime subscribes to the feed first: it is told of a commit before the listeners are waited for.
   const realtime = realtimeOptions === false

@@ -109,14 +109,17 @@ async function refusal (em: EntityManager, user: IUser, blueprint: BlueprintRout
   return outside === undefined ? undefined : ['BOARD_NOT_A_MEMBER', `${user.name} is not a member of project ${outside}`]
 }
 
+/** MikroORM's schema diff leaves the plugin's change log alone (docs/reliability.md#the-tables). */
+const schemaGenerator = { skipTables: ['blueprints_log', 'blueprints_log_epoch'] }
+
 async function openOrm (databaseUrl: string | undefined): Promise<MikroORM> {
   if (databaseUrl !== undefined) {
     const { MikroORM: PostgresORM } = await import('@mikro-orm/postgresql')
     // Statements bounded by the pool itself (docs/reliability.md#statement-timeouts): free.
-    return await PostgresORM.init({ entities, clientUrl: databaseUrl, driverOptions: { statement_timeout: 10_000 } }) as unknown as MikroORM
+    return await PostgresORM.init({ entities, clientUrl: databaseUrl, driverOptions: { statement_timeout: 10_000 }, schemaGenerator }) as unknown as MikroORM
   }
   const { MikroORM: SqliteORM } = await import('@mikro-orm/sqlite')
-  return await SqliteORM.init({ entities, dbName: ':memory:' }) as unknown as MikroORM
+  return await SqliteORM.init({ entities, dbName: ':memory:', schemaGenerator }) as unknown as MikroORM
 }
 
 // The browser client, served from the package's sources with their types stripped: no build step.

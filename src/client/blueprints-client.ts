@@ -4,7 +4,7 @@ import type { BlueprintsResponse, ChangeMessage, CursorPage, Method } from './me
 import { Backoff } from './backoff.ts'
 import { ClientConnection, type Handlers } from './connection.ts'
 import { Jobs } from './jobs.ts'
-import { BlueprintsClientError, count, type ClientOptions, type Status, type WebSocketConstructor } from './options.ts'
+import { BlueprintsClientError, count, number, type ClientOptions, type ClosedDetail, type Status, type WebSocketConstructor } from './options.ts'
 import { RememberedReads } from './reads.ts'
 import { withQuery } from '../realtime/protocol.ts'
 import type { LiveRecordOf, Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
@@ -27,6 +27,8 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
   readonly #reads: RememberedReads
   readonly #handlers: Handlers = { notifications: new Map(), resync: new Set(), status: new Set() }
   readonly #connection: ClientConnection
+  /** Milliseconds a request waits for its answer (`ClientOptions.timeout`). */
+  readonly #timeout: number
 
   /**
    * Opens the first connection at once. Throws a TypeError for invalid options, and what the
@@ -41,6 +43,7 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
     const WebSocket = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket
     if (typeof WebSocket !== 'function') throw new TypeError('there is no global WebSocket: pass the `WebSocket` option')
     const jobs = new Jobs(count('maxInFlight', options.maxInFlight, 16, 1))
+    this.#timeout = timeoutOf('timeout', options.timeout, 10_000)
     this.#reads = new RememberedReads(count('resubscribe', options.resubscribe, 256, 0))
     const backoff = options.reconnect === false ? undefined : new Backoff(options.reconnect ?? {})
     const onError = options.onError ?? ((error: unknown) => { throw error })
@@ -116,7 +119,22 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
     // A copy: the headers are re-sent with each resync, and the caller may change its object.
     const headers = options.headers === undefined ? undefined : { ...options.headers }
     const frame = JSON.stringify({ method, url: full, body: inQuery ? undefined : data, headers })
-    this.#connection.send({ method, url: full, headers, frame, resync: false, done, fail })
+    const timeout = timeoutOf('timeout', options.timeout, this.#timeout)
+    if (timeout === Infinity) {
+      this.#connection.send({ method, url: full, headers, frame, resync: false, done, fail })
+      return
+    }
+    const job = {
+      method, url: full, headers, frame, resync: false as const,
+      done: (response: BlueprintsResponse) => { clearTimeout(timer); done(response) },
+      fail: (error: BlueprintsClientError) => { clearTimeout(timer); fail(error) }
+    }
+    // (Its answer, or its failure, clears it: it fires only for a request still waiting.)
+    const timer = setTimeout(() => {
+      this.#connection.drop(job)
+      fail(new BlueprintsClientError('BP_CLIENT_TIMEOUT', `no answer to ${method} ${full} within ${timeout} ms: ${this.#connection.describe()}`))
+    }, timeout)
+    this.#connection.send(job)
   }
 
   /**
@@ -294,14 +312,17 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
   }
 
   /**
-   * Calls `handler` with each new {@link Status}. Returns the function that removes it.
+   * Calls `handler` with each new {@link Status}; with `reconnecting` and `closed` (unless
+   * `close()` was called), how the last attempt or connection ended ({@link ClosedDetail}: a
+   * refused upgrade, a wrong path or an unreachable server close with 1006, a refusal by the app
+   * with 4003). Returns the function that removes it.
    *
    * @example
    * ```ts
-   * const off = client.onStatus(status => { indicator.textContent = status })
+   * const off = client.onStatus((status, closed) => { indicator.textContent = closed === undefined ? status : `${status} (${closed.code})` })
    * ```
    */
-  onStatus (handler: (status: Status) => void): () => void {
+  onStatus (handler: (status: Status, closed?: ClosedDetail) => void): () => void {
     this.#handlers.status.add(handler)
     return () => { this.#handlers.status.delete(handler) }
   }
@@ -331,4 +352,11 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
   async close (): Promise<void> {
     await this.#connection.close()
   }
+}
+
+/** A timeout in milliseconds: a number from 1 up, `Infinity` included, or a TypeError naming the option. */
+function timeoutOf (name: string, value: number | undefined, fallback: number): number {
+  const ms = number(name, value, fallback, 1, Infinity)
+  // Beyond a timer's largest delay (24.8 days) a timer would fire at once: as good as none.
+  return ms > 2_147_483_647 ? Infinity : ms
 }

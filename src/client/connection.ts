@@ -5,14 +5,14 @@ import { CLOSE, FOLLOW_HANDLE, HELD_HEADER, POSITION_HEADER, RESUME_HEADER, type
 import type { Backoff } from './backoff.ts'
 import type { Job, Jobs } from './jobs.ts'
 import type { BlueprintsResponse } from './messages.ts'
-import { BlueprintsClientError, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
+import { BlueprintsClientError, type ClosedDetail, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
 import type { Headers, RememberedReads } from './reads.ts'
 
 /** The app's handlers, by kind (the client adds and removes them). */
 export interface Handlers {
   readonly notifications: Map<string, Set<(message: any) => void>>
   readonly resync: Set<(url: string, response: BlueprintsResponse) => void>
-  readonly status: Set<(status: Status) => void>
+  readonly status: Set<(status: Status, closed?: ClosedDetail) => void>
 }
 
 /** What a connection is made of. */
@@ -51,6 +51,8 @@ export class ClientConnection {
   #latest: LogPosition | undefined
   /** Resync reads in flight. */
   #resyncing = 0
+  /** How the last attempt, or connection, ended. */
+  #closed: ClosedDetail | undefined
 
   constructor (parts: ConnectionParts) {
     this.#url = parts.url
@@ -68,6 +70,22 @@ export class ClientConnection {
     return this.#status
   }
 
+  /**
+   * How the connection stands, for a request that waited in vain: its status, and how its last
+   * attempt ended.
+   */
+  describe (): string {
+    const closed = this.#closed
+    if (closed === undefined) return `the connection is ${this.#status}`
+    return `the connection is ${this.#status}, its last attempt closed with ${String(closed.code)}${closed.reason === '' ? '' : ` (${closed.reason})`}`
+  }
+
+  /** Takes a request out, waiting or in flight (see `Jobs.drop`). */
+  drop (job: Job): void {
+    this.#jobs.drop(job)
+    this.#pump()
+  }
+
   /** Queues a request, and sends it when the connection allows. */
   send (job: Job): void {
     this.#jobs.push(job)
@@ -82,6 +100,7 @@ export class ClientConnection {
     // Forgetting the socket first makes its later events (close included) no concern of the client.
     this.#ws = undefined
     this.#jobs.settle(() => new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client was closed'), false)
+    this.#closed = undefined
     this.#setStatus('closed')
     if (ws === undefined) return
     await new Promise<void>(resolve => {
@@ -96,7 +115,7 @@ export class ClientConnection {
     this.#ws = ws
     ws.addEventListener('open', () => { if (this.#ws === ws) this.#opened() })
     ws.addEventListener('message', event => { if (this.#ws === ws) this.#receive(event.data) })
-    ws.addEventListener('close', event => { if (this.#ws === ws) this.#dropped(event.code) })
+    ws.addEventListener('close', event => { if (this.#ws === ws) this.#dropped(event.code, event.reason ?? '') })
   }
 
   #opened (): void {
@@ -188,8 +207,9 @@ export class ClientConnection {
   }
 
   /** The socket closed (or never opened): retry after a back-off, or give up. */
-  #dropped (code: number | undefined): void {
+  #dropped (code: number | undefined, reason: string): void {
     this.#ws = undefined
+    this.#closed = { code, reason }
     const refused = code === CLOSE.REFUSED
     if (refused || this.#backoff === undefined) {
       this.#jobs.settle(() => refused
@@ -219,7 +239,7 @@ export class ClientConnection {
         // The first attempt ran in connect(), which threw to the caller; a constructor that throws
         // only later (a custom one) counts as a failed attempt, reported, so the client keeps trying.
         this.#report(error)
-        this.#dropped(undefined)
+        this.#dropped(undefined, error instanceof Error ? error.message : String(error))
       }
     }, delay)
   }
@@ -227,7 +247,8 @@ export class ClientConnection {
   #setStatus (status: Status): void {
     if (status === this.#status) return
     this.#status = status
-    for (const handler of this.#handlers.status) this.#call(handler, status)
+    const closed = status === 'reconnecting' || status === 'closed' ? this.#closed : undefined
+    for (const handler of this.#handlers.status) this.#call(handler, status, closed)
   }
 
   /** Runs an app handler; what it throws goes to `onError`, outside the socket's callback. */

@@ -27,7 +27,7 @@ export type { Changed, Ended, Entered, Left, LiveMessage } from './messages.ts'
 export { LiveResult, applyMessages } from './live.ts'
 export { recordDigest } from '../realtime/protocol.ts'
 export { BlueprintsClientError } from './options.ts'
-export type { ClientErrorCode, ClientOptions, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike } from './options.ts'
+export type { ClientErrorCode, ClientOptions, ClosedDetail, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike } from './options.ts'
 export type { LiveRecordOf, ModelMap, Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
 
 /**

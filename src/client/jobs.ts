@@ -57,6 +57,16 @@ export class Jobs {
     }
   }
 
+  /**
+   * Takes a job out, queued or in flight (a request that timed out: its answer, should it come,
+   * is then one of an unknown id).
+   */
+  drop (job: Job): void {
+    const queued = this.#queue.indexOf(job)
+    if (queued !== -1) this.#queue.splice(queued, 1)
+    else for (const [id, sent] of this.#inFlight) if (sent === job) this.#inFlight.delete(id)
+  }
+
   /** The job in flight answered by frame id `id`, no longer in flight; undefined for an unknown id. */
   answered (id: unknown): Job | undefined {
     const job = this.#inFlight.get(id as number)

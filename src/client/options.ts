@@ -106,6 +106,28 @@ export interface ClientOptions {
    * event, Node's `uncaughtException`) instead of being swallowed.
    */
   readonly onError?: (error: unknown) => void
+  /**
+   * Milliseconds a request waits for its answer, from the moment it is made (waiting for the
+   * connection, or in the queue, included); then it rejects with `BP_CLIENT_TIMEOUT`, which says
+   * how the connection stands and how its last attempt ended. `Infinity`: it waits for as long as
+   * it takes. A request's own `timeout` overrides it. Default 10 000.
+   */
+  readonly timeout?: number
+}
+
+/**
+ * How the last connection attempt, or the last connection, ended: the close event's `code` and
+ * `reason` (a refused or unreachable endpoint closes with 1006, which the WebSocket API gives a
+ * page no more detail about: the browser's console, or the server's log, tells why).
+ *
+ * @example
+ * ```ts
+ * client.onStatus((status, closed?: ClosedDetail) => { if (status === 'reconnecting') console.warn(closed?.code) })
+ * ```
+ */
+export interface ClosedDetail {
+  readonly code: number | undefined
+  readonly reason: string
 }
 
 /**
@@ -127,6 +149,9 @@ export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
  *   the socket because a frame was too large);
  * - `BP_CLIENT_CLOSED`: `close()` was called, or the request was made after the client closed;
  * - `BP_CLIENT_REFUSED`: the app refused the socket (close code 4003); the client does not retry;
+ * - `BP_CLIENT_TIMEOUT`: no answer within the request's `timeout` (the client's default 10 s): the
+ *   connection is down (its message says how the last attempt ended) or the server is slow; a
+ *   write may or may not have happened;
  * - `BP_CLIENT_NOT_FOLLOWED`: `live()`'s find was answered, but not followed (an error status, or
  *   a limit of the server: `maxFollows`, `maxQueries`, `maxFollowRecords`, `maxQueryRecords`); the error's `response` is the answer.
  *
@@ -135,7 +160,8 @@ export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
  * const code: ClientErrorCode = 'BP_CLIENT_DISCONNECTED'
  * ```
  */
-export type ClientErrorCode = 'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'BP_CLIENT_REFUSED' | 'BP_CLIENT_NOT_FOLLOWED' | 'BP_CLIENT_NOT_A_PAGE'
+export type ClientErrorCode =
+  'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'BP_CLIENT_REFUSED' | 'BP_CLIENT_TIMEOUT' | 'BP_CLIENT_NOT_FOLLOWED' | 'BP_CLIENT_NOT_A_PAGE'
 
 /**
  * The error a request rejects with when it gets no answer (see {@link ClientErrorCode}).

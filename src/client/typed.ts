@@ -70,4 +70,6 @@ export type Query = Readonly<Record<string, unknown>>
 export interface RequestOptions {
   /** Headers of this request only; they override the upgrade request's. */
   readonly headers?: Readonly<Record<string, string>>
+  /** Milliseconds this request waits for its answer (see `ClientOptions.timeout`). */
+  readonly timeout?: number
 }

@@ -6,8 +6,8 @@
  * @module
  */
 import {
-  BP_ERR_CONSTRAINT, BP_ERR_DATABASE, BP_ERR_DATABASE_BUSY, BP_ERR_DATABASE_TIMEOUT, BP_ERR_DATABASE_UNAVAILABLE, BP_ERR_UNIQUE,
-  BP_ERR_VALUE_REJECTED
+  BP_ERR_CONSTRAINT, BP_ERR_DATABASE, BP_ERR_DATABASE_BUSY, BP_ERR_DATABASE_TIMEOUT, BP_ERR_DATABASE_UNAVAILABLE, BP_ERR_SCHEMA_MISSING,
+  BP_ERR_UNIQUE, BP_ERR_VALUE_REJECTED
 } from '../errors.ts'
 
 /** Names of a table's model and columns' attributes, for messages (the registry knows them). */
@@ -80,6 +80,7 @@ interface DriverError {
  * - a statement cancelled or past a time limit → 503 BP_ERR_DATABASE_TIMEOUT;
  * - a value the database refuses (class 22) → 400 BP_ERR_VALUE_REJECTED;
  * - unique, foreign-key, not-null and check constraints → 409 BP_ERR_UNIQUE / BP_ERR_CONSTRAINT;
+ * - a table or column that does not exist → 500 BP_ERR_SCHEMA_MISSING naming it;
  * - anything else → 500 BP_ERR_DATABASE.
  */
 export function classify (err: unknown, naming: Naming): Failure {
@@ -98,7 +99,31 @@ export function classify (err: unknown, naming: Naming): Failure {
   if (CHECK.has(code)) {
     return fail(new BP_ERR_CONSTRAINT(typeof e.constraint === 'string' ? `the check \`${e.constraint}\` fails` : 'a check of the database fails'))
   }
+  const missing = missingOf(code, message, naming)
+  if (missing !== undefined) return fail(new BP_ERR_SCHEMA_MISSING(missing))
   return fail(new BP_ERR_DATABASE())
+}
+
+// PostgreSQL: undefined table, undefined column. SQLite has no codes of its own for them: its
+// messages (`no such table: main.user`, `no such column: t.x`, `table user has no column named x`).
+const MISSING_TABLE = /^relation "(?:[^"]+\.)?([^"]+)" does not exist|^no such table: (?:\w+\.)?(\S+)/
+const MISSING_COLUMN = /^column (?:\w+\.)?"?([^"\s]+)"? (?:of relation "([^"]+)" )?does not exist|^no such column: (\S+)|^table (\S+) has no column named (\S+)/
+
+/** What a missing-schema error names: the model whose table is missing, or the table or column. */
+function missingOf (code: string, message: string, naming: Naming): string | undefined {
+  const table = code === '42P01' || code.startsWith('SQLITE_ERROR') ? MISSING_TABLE.exec(message) : null
+  if (table !== null) {
+    const name = table[1] ?? table[2]
+    const model = naming.model(name)
+    return model === undefined ? `table \`${name}\`` : `table for the model \`${model}\` (\`${name}\`)`
+  }
+  const column = code === '42703' || code.startsWith('SQLITE_ERROR') ? MISSING_COLUMN.exec(message) : null
+  if (column === null) return undefined
+  const [, pgColumn, pgTable, sqliteColumn, sqliteTable, sqliteNamed] = column
+  // (SQLite names a column as the statement does: `t.code`.)
+  const name = (pgColumn ?? sqliteColumn ?? sqliteNamed).replace(/^.*\./, '')
+  const owner = pgTable ?? sqliteTable
+  return owner === undefined ? `column \`${name}\`` : `column \`${name}\` in the table \`${owner}\``
 }
 
 function withCause<E extends Error> (error: E, cause: unknown): E {

@@ -1,7 +1,8 @@
 // Database errors reach the client as the plugin's codes, never as the database's own message or
 // SQLSTATE (the adversarial report found both in 500 bodies): constraints are 409s that name the
-// model and attribute, refused values 400, anything else 500 BP_ERR_DATABASE with the driver's
-// error in the server log. Deadlocks and serialisation failures are retried. Some errors need a
+// model and attribute, refused values 400, a table or column missing from the schema 500
+// BP_ERR_SCHEMA_MISSING naming it, anything else 500 BP_ERR_DATABASE with the driver's error in the
+// server log. Deadlocks and serialisation failures are retried. Some errors need a
 // schema that differs from the entities (as after a failed migration): the tests make one.
 import t from 'tap'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -76,12 +77,36 @@ const DRIVER = /SQLITE_|constraint failed|violates|relation "|column "|syntax|Ke
 for (const db of DATABASES) {
   t.test(`${db}: a failure the request did not cause is a 500 BP_ERR_DATABASE, the driver's error only in the log`, async t => {
     const { app, logs, sql } = await drifted(t, db)
+    // A view in the table's place whose rows fail as they are read (not a value of the request's).
     await sql('drop table "gadget"')
+    const failing = db === 'postgres' ? '(select 1 union all select 2)' : "json('not json')"
+    await sql(`create view "gadget" as select 1 as "id", ${failing} as "label", 1 as "size", null as "code"`)
     const res = await app.inject('/gadget')
     t.same(res.json(), { statusCode: 500, code: 'BP_ERR_DATABASE', error: 'Internal Server Error', message: 'The database failed to run the request' })
+    t.notMatch(res.body, DRIVER, 'no database wording')
     const logged = logs.find(line => line.err?.code === 'BP_ERR_DATABASE')
-    t.match(logged?.err?.message, /gadget/, 'the log has the driver\'s message (as the cause)')
+    t.match(logged?.err?.message, db === 'postgres' ? /more than one row/ : /malformed JSON/, 'the log has the driver\'s message (as the cause)')
     t.match(logged?.err?.stack, /caused by/, 'and its stack')
+  })
+
+  t.test(`${db}: a table or column missing from the schema is a 500 BP_ERR_SCHEMA_MISSING naming it`, async t => {
+    const { app, logs, sql } = await drifted(t, db)
+    await sql('alter table "gadget" drop column "code"')
+    const column = await app.inject('/gadget')
+    t.same([column.statusCode, column.json().code], [500, 'BP_ERR_SCHEMA_MISSING'])
+    t.match(column.json().message, /^The database has no column `code`/, column.json().message)
+    const write = await app.inject({ method: 'POST', url: '/gadget', payload: { id: 1, label: 'a', size: 1 } })
+    t.same([write.statusCode, write.json().code], [500, 'BP_ERR_SCHEMA_MISSING'], 'a write too, writing nothing')
+    await sql('drop table "gadget"')
+    const table = await app.inject('/gadget/1')
+    t.same(table.json(), {
+      statusCode: 500,
+      code: 'BP_ERR_SCHEMA_MISSING',
+      error: 'Internal Server Error',
+      message: 'The database has no table for the model `gadget` (`gadget`): create or migrate its schema for the entities (docs/getting-started.md#tables)'
+    })
+    const logged = logs.find(line => line.err?.code === 'BP_ERR_SCHEMA_MISSING')
+    t.match(logged?.err?.stack, /caused by/, 'the driver\'s error in the log')
   })
 
   t.test(`${db}: constraints are 409s naming the model and attribute, in the plugin's words`, async t => {
@@ -102,14 +127,15 @@ for (const db of DATABASES) {
     t.same((await app.inject('/gadget?select=label')).json(), [{ id: 1, label: 'a' }], 'nothing written')
   })
 
-  t.test(`${db}: a populated association that fails is a 500 BP_ERR_DATABASE, after every statement settled`, async t => {
+  t.test(`${db}: a populated association that fails (its pivot table gone) is a 500 BP_ERR_SCHEMA_MISSING, after every statement settled`, async t => {
     const { app, orm } = await build(t, db)
     await orm.em.getConnection().execute('drop table "user_tags"')
     const res = await app.inject('/user/1')
-    t.same([res.statusCode, res.json().code], [500, 'BP_ERR_DATABASE'])
+    t.same([res.statusCode, res.json().code], [500, 'BP_ERR_SCHEMA_MISSING'])
+    t.match(res.json().message, /^The database has no table `user_tags`:/)
     t.equal((await app.inject('/user/1?populate=pets')).statusCode, 200, 'the connection is whole: the next read succeeds')
     const write = await app.inject({ method: 'PUT', url: '/user/1/pets/4' })
-    t.same([write.statusCode, write.json().code], [500, 'BP_ERR_DATABASE'], 'a write whose answer fails is rolled back')
+    t.same([write.statusCode, write.json().code], [500, 'BP_ERR_SCHEMA_MISSING'], 'a write whose answer fails is rolled back')
     t.same((await app.inject('/pet/4?populate=false')).json().owner, null, 'nothing written')
   })
 

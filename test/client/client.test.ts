@@ -650,3 +650,74 @@ t.test('options are checked', async t => {
   t.equal(client.status, 'connecting', 'the option stands in for it')
   await client.close()
 })
+
+for (const db of DATABASES.slice(0, 1)) {
+  t.test(`${db}: a request without an answer in time rejects with BP_CLIENT_TIMEOUT; its late answer is ignored`, async t => {
+    const held = gate()
+    const { app } = await build(t, db, { plugin: { hooks: { preHandler: async (request: FastifyRequest) => { if (/^\/user\/[24]$/.test(request.url)) await held.hold(request) } } } })
+    t.teardown(held.release)
+    const { client, errors } = open(t, endpoint(await listen(app)), { timeout: 60_000 })
+    const patient = client.get<User>('/user/4')
+    const slow = client.get('/user/2', undefined, { timeout: 50 })
+    await held.entered.until(2, 'the held requests')
+    const error = await rejection(slow, 'the held request')
+    t.equal(error.code, 'BP_CLIENT_TIMEOUT')
+    t.match(error.message, /^no answer to GET \/user\/2 within 50 ms: the connection is open$/)
+    // Its answer comes after all: no request of the client's takes it.
+    const after = client.get<User>('/user/3')
+    held.release()
+    t.same([(await after).statusCode, (await after).body.id], [200, 3])
+    t.same([(await patient).statusCode, (await patient).body.id], [200, 4], 'the other one in flight is answered')
+    t.equal((await client.get('/user/1', undefined, { timeout: Infinity })).statusCode, 200, 'no timeout: answered')
+    t.equal((await client.get('/user/1', undefined, { timeout: 2 ** 40 })).statusCode, 200, 'beyond a timer\'s largest: none')
+    t.same(errors.items, [])
+  })
+
+  t.test(`${db}: a wrong path reconnects, telling how each attempt closed; queued requests time out saying so`, async t => {
+    const { app } = await build(t, db)
+    const port = await listen(app)
+    const { client, statuses } = open(t, `ws://${HOST}:${port}/nope`, { reconnect: { initialDelay: 10, maxDelay: 20 }, timeout: 40 })
+    const closed: unknown[] = []
+    client.onStatus((status, detail) => { closed.push([status, detail?.code]) })
+    await statuses.until(1, 'the first failed attempt')
+    t.same(closed[0], ['reconnecting', 1006], 'the upgrade refused (404): closed with 1006')
+    const error = await rejection(client.get('/user/1'), 'a request while the path is wrong')
+    t.equal(error.code, 'BP_CLIENT_TIMEOUT')
+    t.match(error.message, /within 40 ms: the connection is (connecting|reconnecting), its last attempt closed with 1006$/)
+    await client.close()
+    t.same(closed.at(-1), ['closed', undefined], 'close() tells no close of an attempt')
+  })
+}
+
+t.test('the timeout option is checked', async t => {
+  for (const timeout of [0, -1, Number.NaN]) t.throws(() => connect(endpoint(1), { timeout }), { name: 'TypeError', message: /`timeout` must be a number from 1/ }, String(timeout))
+  const { client } = open(t, endpoint(await deadPort()), { reconnect: false })
+  t.equal((await rejection(client.get('/user/1', undefined, { timeout: 0 }), 'a request with a timeout of 0')).name, 'TypeError')
+})
+
+t.test('how an attempt ended is told as the socket tells it: a close without a reason, a constructor that throws what is no Error', async t => {
+  const made = new Recorder<number>()
+  // The first attempt closes with no reason at all; the second throws a text; the third never ends
+  // (until the client closes it).
+  class Scripted {
+    readonly #listeners = new Map<string, (event: unknown) => void>()
+    constructor () {
+      const attempt = made.items.length + 1
+      made.push(attempt)
+      if (attempt === 2) throw 'no socket' // oxlint-disable-line no-throw-literal -- what a custom constructor may throw
+      if (attempt === 1) setTimeout(() => { this.#listeners.get('close')?.({ code: 1006 }) }, 0)
+    }
+
+    send (): void {}
+    close (): void { this.#listeners.get('close')?.({ code: 1000, reason: '' }) }
+    addEventListener (type: string, listener: (event: unknown) => void): void { this.#listeners.set(type, listener) }
+  }
+  const closes: unknown[] = []
+  const { client, errors } = open(t, 'ws://127.0.0.1:1/socket', { WebSocket: Scripted as unknown as WebSocketConstructor, reconnect: { initialDelay: 5, maxDelay: 10 } })
+  client.onStatus((status, closed) => { closes.push([status, closed]) })
+  await made.until(3, 'attempts')
+  t.same(closes, [['reconnecting', { code: 1006, reason: '' }]], 'a close event without a reason: an empty one')
+  t.same(errors.items, ['no socket'], 'what the constructor threw, reported')
+  const error = await rejection(client.get('/user/1', undefined, { timeout: 20 }), 'a request while the third attempt hangs')
+  t.match(error.message, /: the connection is reconnecting, its last attempt closed with undefined \(no socket\)$/)
+})
