@@ -160,20 +160,29 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
       if (typeof (message as { query?: unknown }).query === 'string') result.receive(message as LiveMessage<LiveRecordOf<Models, Prefix, U>>)
     })
     const offResync = this.onResync((resynced, response) => { if (resynced === full) result.answered(response) })
+    // A change cut short by a drop is reported as far as it came (the rest comes with the resume).
+    const offStatus = this.onStatus(status => { if (status !== 'open') result.flush() })
     const read = (answered: (response: BlueprintsResponse) => void, fail: (err: Error) => void): void => {
       this.#send('GET', full, undefined, options, answered, fail)
     }
     this.#reads.holding(full, () => result.held())
     result.attach({
-      read: answered => { read(answered, () => {}) },
+      // Read again after `ended`: it waits for its answer however long it takes (nothing else
+      // would read it again until a reconnect).
+      read: answered => { this.#send('GET', full, undefined, { ...options, timeout: Infinity }, answered, () => {}) },
       stop: () => {
         off()
         offResync()
+        offStatus()
         this.forget(full)
       }
     })
     const followed = await new Promise<BlueprintsResponse | undefined>((resolve, reject) => {
       read(response => { resolve(result.answered(response) ? undefined : response) }, reject)
+    }).catch((error: unknown) => {
+      // Not read (a timeout, the client closed): nothing of it is kept.
+      result.close()
+      throw error
     })
     if (followed === undefined) return result
     result.close()

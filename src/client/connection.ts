@@ -76,14 +76,14 @@ export class ClientConnection {
    */
   describe (): string {
     const closed = this.#closed
-    if (closed === undefined) return `the connection is ${this.#status}`
+    // Open: the server is slow, however the connection came to be.
+    if (closed === undefined || this.#status === 'open') return `the connection is ${this.#status}`
     return `the connection is ${this.#status}, its last attempt closed with ${String(closed.code)}${closed.reason === '' ? '' : ` (${closed.reason})`}`
   }
 
   /** Takes a request out, waiting or in flight (see `Jobs.drop`). */
   drop (job: Job): void {
     this.#jobs.drop(job)
-    this.#pump()
   }
 
   /** Queues a request, and sends it when the connection allows. */

@@ -58,13 +58,14 @@ export class Jobs {
   }
 
   /**
-   * Takes a job out, queued or in flight (a request that timed out: its answer, should it come,
-   * is then one of an unknown id).
+   * Takes a job out (a request that timed out): out of the queue; in flight, its answer is no
+   * longer its own, but it keeps its slot until the answer comes, since the server is still running
+   * it (`maxInFlight` stays within the server's limit). A drop forgets it, as a resync read.
    */
   drop (job: Job): void {
     const queued = this.#queue.indexOf(job)
     if (queued !== -1) this.#queue.splice(queued, 1)
-    else for (const [id, sent] of this.#inFlight) if (sent === job) this.#inFlight.delete(id)
+    else for (const [id, sent] of this.#inFlight) if (sent === job) this.#inFlight.set(id, abandoned(sent))
   }
 
   /** The job in flight answered by frame id `id`, no longer in flight; undefined for an unknown id. */
@@ -94,4 +95,9 @@ export class Jobs {
       for (const job of queued) job.fail(error())
     }
   }
+}
+
+/** What stands in flight for a job given up on: its answer is taken, and nothing waits for it. */
+function abandoned ({ method, url, headers, frame }: Job): ResyncJob {
+  return { method, url, headers, frame, resync: true, done: () => {} }
 }

@@ -136,6 +136,17 @@ export class LiveResult<R extends object = Record<string, unknown>> {
   }
 
   /**
+   * @internal The connection dropped: a change whose messages were cut short is reported as far as
+   * it was applied (the resume sends what is left, or nothing where that was all).
+   */
+  flush (): void {
+    if (this.#pending.length === 0) return
+    const messages = this.#pending
+    this.#pending = []
+    this.#emit(messages)
+  }
+
+  /**
    * @internal The find's answer (the first, or one after a reconnect or an `ended`): whether it
    * is followed.
    */

@@ -109,13 +109,16 @@ export function classify (err: unknown, naming: Naming): Failure {
 const MISSING_TABLE = /^relation "(?:[^"]+\.)?([^"]+)" does not exist|^no such table: (?:\w+\.)?(\S+)/
 const MISSING_COLUMN = /^column (?:\w+\.)?"?([^"\s]+)"? (?:of relation "([^"]+)" )?does not exist|^no such column: (\S+)|^table (\S+) has no column named (\S+)/
 
-/** What a missing-schema error names: the model whose table is missing, or the table or column. */
+/**
+ * What a missing-schema error tells the client: the model whose table or attribute's column is
+ * missing, in the names the API answers with; a table or column of no model's attribute (a
+ * pivot table, a hidden attribute, the change log) is not named (the server's log names it).
+ */
 function missingOf (code: string, message: string, naming: Naming): string | undefined {
   const table = code === '42P01' || code.startsWith('SQLITE_ERROR') ? MISSING_TABLE.exec(message) : null
   if (table !== null) {
-    const name = table[1] ?? table[2]
-    const model = naming.model(name)
-    return model === undefined ? `table \`${name}\`` : `table for the model \`${model}\` (\`${name}\`)`
+    const model = naming.model(table[1] ?? table[2])
+    return model === undefined ? 'table the request needs (the server\'s log names it)' : `table for the model \`${model}\``
   }
   const column = code === '42703' || code.startsWith('SQLITE_ERROR') ? MISSING_COLUMN.exec(message) : null
   if (column === null) return undefined
@@ -123,7 +126,11 @@ function missingOf (code: string, message: string, naming: Naming): string | und
   // (SQLite names a column as the statement does: `t.code`.)
   const name = (pgColumn ?? sqliteColumn ?? sqliteNamed).replace(/^.*\./, '')
   const owner = pgTable ?? sqliteTable
-  return owner === undefined ? `column \`${name}\`` : `column \`${name}\` in the table \`${owner}\``
+  const model = owner === undefined ? undefined : naming.model(owner)
+  const attribute = owner === undefined ? undefined : naming.attribute(owner, name)
+  return model === undefined || attribute === undefined
+    ? 'column the request needs (the server\'s log names it)'
+    : `column for the attribute \`${attribute}\` of the model \`${model}\``
 }
 
 function withCause<E extends Error> (error: E, cause: unknown): E {

@@ -13,6 +13,7 @@ import {
   type BlueprintsResponse, type ChangeMessage, type ClientOptions, type Status, type WebSocketConstructor
 } from '../../src/client/index.ts'
 import { Backoff } from '../../src/client/backoff.ts'
+import { Jobs, type AppJob } from '../../src/client/jobs.ts'
 import { build, DATABASES } from '../helpers/app.ts'
 import { deadline } from '../helpers/wait.ts'
 
@@ -654,16 +655,25 @@ t.test('options are checked', async t => {
 for (const db of DATABASES.slice(0, 1)) {
   t.test(`${db}: a request without an answer in time rejects with BP_CLIENT_TIMEOUT; its late answer is ignored`, async t => {
     const held = gate()
-    const { app } = await build(t, db, { plugin: { hooks: { preHandler: async (request: FastifyRequest) => { if (/^\/user\/[24]$/.test(request.url)) await held.hold(request) } } } })
+    const { app } = await build(t, db, {
+      plugin: {
+        // Two requests of a socket at once: a third is refused 429.
+        realtime: { maxPending: 2 },
+        hooks: { preHandler: async (request: FastifyRequest) => { if (/^\/user\/[24]$/.test(request.url)) await held.hold(request) } }
+      }
+    })
     t.teardown(held.release)
-    const { client, errors } = open(t, endpoint(await listen(app)), { timeout: 60_000 })
+    const { client, errors } = open(t, endpoint(await listen(app)), { timeout: 60_000, maxInFlight: 2 })
+    // Open first: the timeout below is the request's, not the connection's.
+    t.equal((await client.get('/user/1')).statusCode, 200)
     const patient = client.get<User>('/user/4')
-    const slow = client.get('/user/2', undefined, { timeout: 50 })
+    const slow = rejection(client.get('/user/2', undefined, { timeout: 50 }), 'the held request')
     await held.entered.until(2, 'the held requests')
-    const error = await rejection(slow, 'the held request')
+    const error = await slow
     t.equal(error.code, 'BP_CLIENT_TIMEOUT')
     t.match(error.message, /^no answer to GET \/user\/2 within 50 ms: the connection is open$/)
-    // Its answer comes after all: no request of the client's takes it.
+    // Its answer comes after all: no request of the client's takes it. Until then it keeps its
+    // place in flight (the server still runs it): the next request waits rather than be refused 429.
     const after = client.get<User>('/user/3')
     held.release()
     t.same([(await after).statusCode, (await after).body.id], [200, 3])
@@ -671,6 +681,18 @@ for (const db of DATABASES.slice(0, 1)) {
     t.equal((await client.get('/user/1', undefined, { timeout: Infinity })).statusCode, 200, 'no timeout: answered')
     t.equal((await client.get('/user/1', undefined, { timeout: 2 ** 40 })).statusCode, 200, 'beyond a timer\'s largest: none')
     t.same(errors.items, [])
+  })
+
+  t.test(`${db}: a live result whose find times out keeps nothing`, async t => {
+    const held = gate()
+    const { app } = await build(t, db, { plugin: { hooks: { preHandler: async (request: FastifyRequest) => { if (request.url.includes('follow=true')) await held.hold(request) } } } })
+    t.teardown(held.release)
+    const { client } = open(t, endpoint(await listen(app)))
+    const error = await rejection(client.live('/pet', { populate: false }, { timeout: 30 }), 'the live find')
+    t.equal(error.code, 'BP_CLIENT_TIMEOUT')
+    t.same(client.subscriptions, [], 'not remembered for a resync')
+    held.release()
+    t.equal((await client.get('/pet/1')).statusCode, 200, 'its late answer taken by no one')
   })
 
   t.test(`${db}: a wrong path reconnects, telling how each attempt closed; queued requests time out saying so`, async t => {
@@ -720,4 +742,31 @@ t.test('how an attempt ended is told as the socket tells it: a close without a r
   t.same(errors.items, ['no socket'], 'what the constructor threw, reported')
   const error = await rejection(client.get('/user/1', undefined, { timeout: 20 }), 'a request while the third attempt hangs')
   t.match(error.message, /: the connection is reconnecting, its last attempt closed with undefined \(no socket\)$/)
+})
+
+t.test('a request given up on in flight keeps its slot until its answer comes', async t => {
+  const jobs = new Jobs(1)
+  const sent: string[] = []
+  const answers: string[] = []
+  const job = (url: string): AppJob => ({
+    method: 'GET', url, headers: undefined, frame: JSON.stringify({ method: 'GET', url }), resync: false,
+    done: () => { answers.push(url) }, fail: () => { answers.push(`${url} failed`) }
+  })
+  const first = job('/user/1')
+  jobs.push(first)
+  jobs.pump(frame => { sent.push(frame) })
+  jobs.drop(first)
+  jobs.push(job('/user/2'))
+  jobs.pump(frame => { sent.push(frame) })
+  t.same(sent.map(frame => JSON.parse(frame).url), ['/user/1'], 'the second waits: the server still runs the first')
+  const answered = jobs.answered(1)
+  answered?.done({ statusCode: 200, headers: {}, body: null })
+  t.same(answers, [], 'the first one\'s answer reaches no one')
+  jobs.pump(frame => { sent.push(frame) })
+  t.same(sent.map(frame => JSON.parse(frame).url), ['/user/1', '/user/2'], 'then the second goes')
+  const queued = job('/user/3')
+  jobs.push(queued)
+  jobs.drop(queued)
+  jobs.settle(() => new BlueprintsClientError('BP_CLIENT_CLOSED', 'closed'), false)
+  t.same(answers, ['/user/2 failed'], 'one given up on while queued is gone')
 })

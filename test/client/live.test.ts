@@ -11,6 +11,7 @@ import { applyMessages, BlueprintsClientError, connect, type BlueprintsClient, t
 import { build, DATABASES } from '../helpers/app.ts'
 import { deadline } from '../helpers/wait.ts'
 import { RememberedReads } from '../../src/client/reads.ts'
+import { LiveResult } from '../../src/client/live.ts'
 import { defineEntity, p } from '@mikro-orm/core'
 
 interface Pet { id: number, name: string, species: string, owner: number | null }
@@ -26,6 +27,19 @@ async function caughtUp (app: FastifyInstance, client: BlueprintsClient<{ pet: P
   await app.blueprints.settled()
   await client.get('/pet/1')
 }
+
+t.test('a change cut short by a drop is reported as far as it was applied, once', async t => {
+  const result = new LiveResult<{ id: number }>()
+  result.answered({ statusCode: 200, headers: { 'x-blueprints-query': 'q1', 'x-blueprints-key': 'id' }, body: [{ id: 1 }, { id: 2 }] })
+  const reported: Array<{ ids: number[], verbs: string[] }> = []
+  result.onChange((records, messages) => { reported.push({ ids: records.map(record => record.id), verbs: messages.map(message => message.verb) }) })
+  result.receive({ verb: 'left', query: 'q1', id: 2, more: true })
+  t.same(reported, [], 'more of the change to come')
+  result.flush()
+  t.same(reported, [{ ids: [1], verbs: ['left'] }], 'the drop: what was applied, reported')
+  result.flush()
+  t.equal(reported.length, 1, 'once')
+})
 
 t.test('applyMessages: the client\'s rule', async t => {
   const records = [{ id: 1 }, { id: 2 }, { id: 3 }]

@@ -13,16 +13,17 @@ export interface SchemaConfig {
   get (key: 'schemaGenerator'): { readonly skipTables?: ReadonlyArray<string | RegExp> } | undefined
 }
 
-/** The log's tables (`table`, `<table>_epoch`) that `skipTables` leaves to the diff, matched as MikroORM matches them. */
+/**
+ * The log's tables (`table`, `<table>_epoch`) that `skipTables` leaves to the diff, matched as
+ * MikroORM matches the tables it reads from the database: a string equal to the bare name in any
+ * case (one with a schema, `public.blueprints_log`, does not keep them), or a RegExp.
+ */
 export function unskippedTables (config: SchemaConfig, table: string): string[] {
   const skip = config.get('schemaGenerator')?.skipTables ?? []
-  const skipped = (name: string): boolean => skip.some(pattern => {
-    if (typeof pattern !== 'string') return pattern.test(name)
-    // The name alone, or with its schema (`public.blueprints_log`), in any case.
-    const given = pattern.toLowerCase()
-    const wanted = name.toLowerCase()
-    return given === wanted || given.endsWith(`.${wanted}`)
-  })
+  const skipped = (name: string): boolean => skip.some(pattern => typeof pattern === 'string'
+    ? pattern.toLocaleLowerCase() === name.toLocaleLowerCase()
+    // A copy: a global RegExp's own state is the app's.
+    : new RegExp(pattern).test(name))
   return [table, `${table}_epoch`].filter(name => !skipped(name))
 }
 

@@ -33,7 +33,12 @@ for (const db of DATABASES) {
 t.test('skipTables matched as MikroORM matches them', async t => {
   const config = (skipTables?: Array<string | RegExp>) => ({ get: () => skipTables === undefined ? undefined : { skipTables } })
   t.same(unskippedTables(config(), 'blueprints_log'), ['blueprints_log', 'blueprints_log_epoch'], 'no schemaGenerator options')
-  t.same(unskippedTables(config(['PUBLIC.Blueprints_Log']), 'blueprints_log'), ['blueprints_log_epoch'], 'with its schema, in any case')
+  t.same(unskippedTables(config(['Blueprints_Log']), 'blueprints_log'), ['blueprints_log_epoch'], 'in any case')
+  t.same(unskippedTables(config(['public.blueprints_log', 'public.blueprints_log_epoch']), 'blueprints_log'), ['blueprints_log', 'blueprints_log_epoch'],
+    'with a schema: MikroORM compares the bare names of the tables it reads, and would drop them')
+  const global = /^blueprints_log/g
+  t.same(unskippedTables(config([global]), 'blueprints_log'), [], 'a global RegExp, both tables (its state untouched)')
+  t.equal(global.lastIndex, 0)
   t.same(unskippedTables(config([/^blueprints_/]), 'blueprints_log'), [], 'a RegExp')
   t.same(unskippedTables(config(['blueprints']), 'blueprints_log'), ['blueprints_log', 'blueprints_log_epoch'], 'a prefix is no match')
   t.same(unskippedTables(config(['audit_log', 'audit_log_epoch']), 'audit_log'), [], 'realtime.log.table')
