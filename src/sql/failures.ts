@@ -118,20 +118,23 @@ function missingOf (code: string, message: string, naming: Naming): string | und
   const table = code === '42P01' || code.startsWith('SQLITE_ERROR') ? MISSING_TABLE.exec(message) : null
   if (table !== null) {
     const model = naming.model(table[1] ?? table[2])
-    return model === undefined ? 'table the request needs (the server\'s log names it)' : `table for the model \`${model}\``
+    return model === undefined ? UNNAMED_TABLE : `table for the model \`${model}\``
   }
+  // (PostgreSQL's SQLSTATE says it in any language; its message names the table in English only.)
+  if (code === '42P01') return UNNAMED_TABLE
   const column = code === '42703' || code.startsWith('SQLITE_ERROR') ? MISSING_COLUMN.exec(message) : null
-  if (column === null) return undefined
+  if (column === null) return code === '42703' ? UNNAMED_COLUMN : undefined
   const [, pgColumn, pgTable, sqliteColumn, sqliteTable, sqliteNamed] = column
   // (SQLite names a column as the statement does: `t.code`.)
   const name = (pgColumn ?? sqliteColumn ?? sqliteNamed).replace(/^.*\./, '')
   const owner = pgTable ?? sqliteTable
   const model = owner === undefined ? undefined : naming.model(owner)
   const attribute = owner === undefined ? undefined : naming.attribute(owner, name)
-  return model === undefined || attribute === undefined
-    ? 'column the request needs (the server\'s log names it)'
-    : `column for the attribute \`${attribute}\` of the model \`${model}\``
+  return model === undefined || attribute === undefined ? UNNAMED_COLUMN : `column for the attribute \`${attribute}\` of the model \`${model}\``
 }
+
+const UNNAMED_TABLE = 'table the request needs (the server\'s log names it)'
+const UNNAMED_COLUMN = 'column the request needs (the server\'s log names it)'
 
 function withCause<E extends Error> (error: E, cause: unknown): E {
   Object.defineProperty(error, 'cause', { value: cause, enumerable: false, writable: true, configurable: true })

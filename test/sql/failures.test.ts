@@ -3,7 +3,7 @@
 // DatabaseError (a SQLSTATE `code`), its client-side errors (a message, no code), Node's socket
 // errors, better-sqlite3's (a SQLITE_ code).
 import t from 'tap'
-import { unconfirmed } from '../../src/sql/failures.ts'
+import { classify, unconfirmed } from '../../src/sql/failures.ts'
 
 const error = (message: string, code?: string): Error => Object.assign(new Error(message), code === undefined ? {} : { code })
 
@@ -22,4 +22,17 @@ t.test('a COMMIT without an answer is unconfirmed; one the server or the driver 
   ]
   for (const [err, expected, what] of cases) t.equal(unconfirmed(err), expected, what)
   t.equal(unconfirmed(undefined), false, 'nothing thrown at all')
+})
+
+t.test('a missing table or column is told by PostgreSQL\'s SQLSTATE in any language', async t => {
+  const naming = { model: (table: string) => table === 'pet' ? 'pet' : undefined, attribute: () => undefined }
+  const told = (err: Error): [string | undefined, string] => {
+    const { error } = classify(err, naming)
+    return [(error as Error & { code?: string }).code, error.message]
+  }
+  t.same(told(error('la relation « pet » n\'existe pas', '42P01')),
+    ['BP_ERR_SCHEMA_MISSING', 'The database has no table the request needs (the server\'s log names it): create or migrate its schema for the entities (docs/getting-started.md#tables)'])
+  t.match(told(error('la colonne t.name n\'existe pas', '42703')), ['BP_ERR_SCHEMA_MISSING', /^The database has no column the request needs/])
+  t.match(told(error('relation "pet" does not exist', '42P01')), ['BP_ERR_SCHEMA_MISSING', /^The database has no table for the model `pet`:/])
+  t.match(told(error('syntax error at or near "x"', '42601')), ['BP_ERR_DATABASE', /^The database failed/], 'another error of the class is no missing schema')
 })
