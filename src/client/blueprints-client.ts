@@ -120,20 +120,19 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
     const headers = options.headers === undefined ? undefined : { ...options.headers }
     const frame = JSON.stringify({ method, url: full, body: inQuery ? undefined : data, headers })
     const timeout = timeoutOf('timeout', options.timeout, this.#timeout)
-    if (timeout === Infinity) {
-      this.#connection.send({ method, url: full, headers, frame, resync: false, done, fail })
-      return
-    }
+    let timer: ReturnType<typeof setTimeout> | undefined
     const job = {
       method, url: full, headers, frame, resync: false as const,
       done: (response: BlueprintsResponse) => { clearTimeout(timer); done(response) },
       fail: (error: BlueprintsClientError) => { clearTimeout(timer); fail(error) }
     }
     // (Its answer, or its failure, clears it: it fires only for a request still waiting.)
-    const timer = setTimeout(() => {
-      this.#connection.drop(job)
-      fail(new BlueprintsClientError('BP_CLIENT_TIMEOUT', `no answer to ${method} ${full} within ${timeout} ms: ${this.#connection.describe()}`))
-    }, timeout)
+    if (timeout !== Infinity) {
+      timer = setTimeout(() => {
+        this.#connection.drop(job)
+        fail(new BlueprintsClientError('BP_CLIENT_TIMEOUT', `no answer to ${method} ${full} within ${timeout} ms: ${this.#connection.describe()}`))
+      }, timeout)
+    }
     this.#connection.send(job)
   }
 
@@ -162,9 +161,6 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
     const offResync = this.onResync((resynced, response) => { if (resynced === full) result.answered(response) })
     // A change cut short by a drop is reported as far as it came (the rest comes with the resume).
     const offStatus = this.onStatus(status => { if (status !== 'open') result.flush() })
-    const read = (answered: (response: BlueprintsResponse) => void, fail: (err: Error) => void): void => {
-      this.#send('GET', full, undefined, options, answered, fail)
-    }
     this.#reads.holding(full, () => result.held())
     result.attach({
       // Read again after `ended`: it waits for its answer however long it takes (nothing else
@@ -178,7 +174,7 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
       }
     })
     const followed = await new Promise<BlueprintsResponse | undefined>((resolve, reject) => {
-      read(response => { resolve(result.answered(response) ? undefined : response) }, reject)
+      this.#send('GET', full, undefined, options, response => { resolve(result.answered(response) ? undefined : response) }, reject)
     }).catch((error: unknown) => {
       // Not read (a timeout, the client closed): nothing of it is kept.
       result.close()

@@ -180,7 +180,7 @@ export interface Criteria {
    * statements answer (see `RecordBudget` in sql/read-options.ts). Absent where the worst case was
    * counted before it ran.
    */
-  readonly budget?: number
+  readonly budget?: number | undefined
 }
 
 /** Which side of its cursor a page lies. */

@@ -36,8 +36,7 @@ export function validateFind (query: BlueprintQuery, model: Model, bounds: Bound
     return pageCriteria(pageTemplate(query, model, bounds), query)
   }
   const { where, sort, projection, budget } = checkedFind(query, model, bounds)
-  const criteria: Criteria = { where, limit: query.limit, skip: query.skip, sort, projection, caseInsensitive: bounds.caseInsensitive }
-  return budget === undefined ? criteria : { ...criteria, budget }
+  return { where, limit: query.limit, skip: query.skip, sort, projection, caseInsensitive: bounds.caseInsensitive, budget }
 }
 
 /** A find query's limits, sort, `where` and projection, checked against its model. */
@@ -142,16 +141,16 @@ export function pageCriteria (template: PageTemplate, query: Pick<BlueprintQuery
   const text = query.after ?? query.before
   const { where, sort, limit, budget } = template
   const condition = cursorWhere(text, side, sort, template.binding)
-  const criteria: Criteria = {
+  return {
     where: condition === undefined ? where : combine('and', [where, condition]),
     limit: limit === Infinity ? Infinity : limit + 1,
     skip: 0,
     sort: side === 'after' ? sort : sort.map(({ target, direction }) => ({ target, direction: direction === 'ASC' ? 'DESC' : 'ASC' })),
     projection: template.projection,
     caseInsensitive: template.caseInsensitive,
-    paging: { side, limit, where, sort, binding: template.binding, added: template.added, anchored: text !== '' }
+    paging: { side, limit, where, sort, binding: template.binding, added: template.added, anchored: text !== '' },
+    budget
   }
-  return budget === undefined ? criteria : { ...criteria, budget }
 }
 
 /**
