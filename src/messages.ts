@@ -51,6 +51,20 @@ export interface RemovedFrom {
 }
 
 /**
+ * The key under which a record type derived from an entity (the client's `BlueprintRecord`)
+ * names its plain form: its attributes as JSON and its singular associations as keys, the form of
+ * an `updated` message's `data`. A type, never a value.
+ */
+export declare const PLAIN_FORM: unique symbol
+
+/**
+ * What an `updated` message of records `R` carries: some of the record's attributes, a singular
+ * association as its key. Of a record type derived from an entity, its plain form; of any other,
+ * some of its properties.
+ */
+export type UpdatedAttributes<R> = typeof PLAIN_FORM extends keyof R ? Partial<NonNullable<R[typeof PLAIN_FORM]>> : Partial<R>
+
+/**
  * Attributes of a record changed (for a link change: the foreign key that points back).
  *
  * @example
@@ -62,9 +76,9 @@ export interface Updated<R = Record<string, unknown>> {
   readonly verb: 'updated'
   readonly id: Id
   /** The changed attributes with their new values. */
-  readonly data: Partial<R>
+  readonly data: UpdatedAttributes<R>
   /** Their values before, when the change knows them. */
-  readonly previous?: Partial<R>
+  readonly previous?: UpdatedAttributes<R>
 }
 
 /**

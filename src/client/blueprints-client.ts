@@ -7,7 +7,7 @@ import { Jobs } from './jobs.ts'
 import { BlueprintsClientError, count, number, type ClientOptions, type ClosedDetail, type Status, type WebSocketConstructor } from './options.ts'
 import { RememberedReads } from './reads.ts'
 import { withQuery } from '../realtime/protocol.ts'
-import type { LiveRecordOf, Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
+import type { EventName, LiveRecordOf, Query, ReadAnswer, RecordOf, RequestOptions, Unbound, WriteAnswer } from './typed.ts'
 import { LiveResult } from './live.ts'
 import type { LiveMessage } from '../messages.ts'
 
@@ -150,7 +150,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * open.onChange(records => { render(records) })
    * ```
    */
-  async live<U extends string> (url: U, query: Query = {}, options: RequestOptions = {}): Promise<LiveResult<LiveRecordOf<Models, Prefix, U>>> {
+  async live<U extends string> (
+    url: U, query: Query<LiveRecordOf<Models, Prefix, U>> = {}, options: RequestOptions = {}
+  ): Promise<LiveResult<LiveRecordOf<Models, Prefix, U>>> {
     const full = withQuery(url, { ...query, follow: 'true' })
     const path = full.slice(0, full.indexOf('?'))
     const result = new LiveResult<LiveRecordOf<Models, Prefix, U>>()
@@ -198,7 +200,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * const second = await client.page('/user', { sort: 'name', limit: 20, after: first.next })
    * ```
    */
-  async page<U extends string> (url: U, query: Query = {}, options: RequestOptions = {}): Promise<CursorPage<LiveRecordOf<Models, Prefix, U>>> {
+  async page<U extends string> (
+    url: U, query: Query<LiveRecordOf<Models, Prefix, U>> = {}, options: RequestOptions = {}
+  ): Promise<CursorPage<LiveRecordOf<Models, Prefix, U>>> {
     const paged = query.after === undefined && query.before === undefined ? { ...query, after: '' } : query
     const response = await this.request('GET', url, paged, options)
     if (response.statusCode !== 200) throw new BlueprintsClientError('BP_CLIENT_NOT_A_PAGE', `the find of ${url} was answered ${response.statusCode}`, response)
@@ -218,9 +222,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * const { body: users } = await client.get('/user', { where: { active: true }, limit: 20 })
    * ```
    */
-  get<U extends string> (url: U, query?: Query, options?: RequestOptions): Promise<BlueprintsResponse<ReadAnswer<Models, Prefix, U>>>
-  get<T> (url: string, query?: Query, options?: RequestOptions): Promise<BlueprintsResponse<T>>
-  async get (url: string, query?: Query, options?: RequestOptions): Promise<BlueprintsResponse> {
+  async get<T = never, U extends string = string> (
+    url: U, query?: Query<LiveRecordOf<Models, Prefix, U>>, options?: RequestOptions
+  ): Promise<BlueprintsResponse<[T] extends [never] ? ReadAnswer<Models, Prefix, U> : T>> {
     return await this.request('GET', url, query, options)
   }
 
@@ -232,8 +236,10 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * const { statusCode, body } = await client.post('/user', { name: 'Ada' }) // 200, the new record
    * ```
    */
-  async post<T = unknown> (url: string, body?: unknown, options?: RequestOptions): Promise<BlueprintsResponse<T>> {
-    return await this.request<T>('POST', url, body, options)
+  async post<T = never, U extends string = string> (
+    url: U, body?: unknown, options?: RequestOptions
+  ): Promise<BlueprintsResponse<[T] extends [never] ? WriteAnswer<Models, Prefix, U> : T>> {
+    return await this.request('POST', url, body, options)
   }
 
   /**
@@ -244,8 +250,10 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * await client.put('/user/1/pets/3') // add pet 3 to user 1
    * ```
    */
-  async put<T = unknown> (url: string, body?: unknown, options?: RequestOptions): Promise<BlueprintsResponse<T>> {
-    return await this.request<T>('PUT', url, body, options)
+  async put<T = never, U extends string = string> (
+    url: U, body?: unknown, options?: RequestOptions
+  ): Promise<BlueprintsResponse<[T] extends [never] ? WriteAnswer<Models, Prefix, U> : T>> {
+    return await this.request('PUT', url, body, options)
   }
 
   /**
@@ -256,8 +264,10 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * await client.patch('/user/1', { name: 'Ada' })
    * ```
    */
-  async patch<T = unknown> (url: string, body?: unknown, options?: RequestOptions): Promise<BlueprintsResponse<T>> {
-    return await this.request<T>('PATCH', url, body, options)
+  async patch<T = never, U extends string = string> (
+    url: U, body?: unknown, options?: RequestOptions
+  ): Promise<BlueprintsResponse<[T] extends [never] ? WriteAnswer<Models, Prefix, U> : T>> {
+    return await this.request('PATCH', url, body, options)
   }
 
   /**
@@ -268,8 +278,10 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * await client.delete('/user/1/pets/3') // remove pet 3 from user 1
    * ```
    */
-  async delete<T = unknown> (url: string, query?: Query, options?: RequestOptions): Promise<BlueprintsResponse<T>> {
-    return await this.request<T>('DELETE', url, query, options)
+  async delete<T = never, U extends string = string> (
+    url: U, query?: Query, options?: RequestOptions
+  ): Promise<BlueprintsResponse<[T] extends [never] ? WriteAnswer<Models, Prefix, U> : T>> {
+    return await this.request('DELETE', url, query, options)
   }
 
   /**
@@ -288,7 +300,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * // later: off()
    * ```
    */
-  on<M = never, K extends string = string> (identity: K, handler: (message: [M] extends [never] ? ChangeMessage<RecordOf<Models, K>> : M) => void): () => void {
+  on<M = never, K extends string = string> (
+    identity: K & EventName<Models, M>, handler: (message: [M] extends [never] ? ChangeMessage<RecordOf<Models, K>> : M) => void
+  ): () => void {
     let handlers = this.#handlers.notifications.get(identity)
     if (handlers === undefined) this.#handlers.notifications.set(identity, handlers = new Set())
     handlers.add(handler)

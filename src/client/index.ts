@@ -28,13 +28,15 @@ export { LiveResult, applyMessages } from './live.ts'
 export { recordDigest } from '../realtime/protocol.ts'
 export { BlueprintsClientError } from './options.ts'
 export type { ClientErrorCode, ClientOptions, ClosedDetail, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike } from './options.ts'
-export type { LiveRecordOf, ModelMap, Query, ReadAnswer, RecordOf, RequestOptions, Unbound } from './typed.ts'
+export type { BlueprintRecord, JsonValue, KeyOf, ModelsOf, PlainRecord } from './records.ts'
+export type { EventName, LiveRecordOf, ModelMap, Query, ReadAnswer, RecordOf, RequestOptions, Unbound, Where, WriteAnswer } from './typed.ts'
 
 /**
  * Connects to the websocket endpoint of fastify-blueprints (`${prefix}/socket` by default). The
  * client is usable at once: requests made before the connection opens are queued. Give the app's
- * record types by identity (`connect<{ user: User }>(…)`), and the routes' prefix if any, to type
- * the answers of finds and findOnes and the messages of `on()`.
+ * models (`connect<ModelsOf<[typeof User, typeof Pet]>>(…)`, derived from its entity definitions,
+ * or record types by identity), and the routes' prefix if any, to type the answers of reads and
+ * writes, `where` keys, event names and the messages of `on()`.
  *
  * @param url - `ws://` or `wss://` address of the endpoint.
  * @example
