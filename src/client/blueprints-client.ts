@@ -4,7 +4,9 @@ import type { BlueprintsResponse, ChangeMessage, CursorPage, Method } from './me
 import { Backoff } from './backoff.ts'
 import { ClientConnection, type Handlers } from './connection.ts'
 import { Jobs } from './jobs.ts'
-import { BlueprintsClientError, count, number, type ClientOptions, type ClosedDetail, type Status, type WebSocketConstructor } from './options.ts'
+import {
+  BlueprintsClientError, count, number, type ClientOptions, type ClosedDetail, type FetchLike, type ProbeAnswer, type Status, type WebSocketConstructor
+} from './options.ts'
 import { RememberedReads } from './reads.ts'
 import { withQuery } from '../realtime/protocol.ts'
 import type { EventName, LiveRecordOf, Query, ReadAnswer, RecordOf, RequestOptions, Unbound, WriteAnswer } from './typed.ts'
@@ -55,7 +57,8 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
       jobs,
       reads: this.#reads,
       handlers: this.#handlers,
-      onError
+      onError,
+      probe: prober(options.probe, this.#timeout)
     })
   }
 
@@ -378,4 +381,28 @@ function timeoutOf (name: string, value: number | undefined, fallback: number): 
   const ms = number(name, value, fallback, 1, Infinity)
   // Beyond a timer's largest delay (24.8 days) a timer would fire at once: as good as none.
   return ms > 2_147_483_647 ? Infinity : ms
+}
+
+/**
+ * The probe of `ClientOptions.probe`: `fetch` (default: the global one), bounded by `timeout`; it
+ * never rejects (a failure is its `error`).
+ */
+function prober (option: false | FetchLike | undefined, timeout: number): ((url: string) => Promise<ProbeAnswer>) | undefined {
+  const fetch = option ?? (globalThis as { fetch?: FetchLike }).fetch
+  if (typeof fetch !== 'function') return undefined
+  return async url => {
+    try {
+      const answer = await fetch(url, { credentials: 'include', ...(timeout === Infinity ? {} : { signal: AbortSignal.timeout(timeout) }) })
+      const text = await answer.text()
+      let body: unknown = text
+      try {
+        body = JSON.parse(text)
+      } catch {}
+      return { status: answer.status, body }
+    } catch (error) {
+      // Node's fetch says `fetch failed`, and why in its cause (ECONNREFUSED …).
+      const { cause } = Object(error) as { cause?: unknown }
+      return { error: (error instanceof Error ? error.message : String(error)) + (cause instanceof Error ? `: ${cause.message}` : '') }
+    }
+  }
 }

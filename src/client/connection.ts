@@ -1,11 +1,11 @@
 // The client's connection: one WebSocket at a time, opened again after a drop with back-off; the
 // requests it sends (jobs.ts), the reads it re-issues after a reconnect (reads.ts), and the app's
 // handlers it calls with what arrives.
-import { CLOSE, FOLLOW_HANDLE, HELD_HEADER, POSITION_HEADER, RESUME_HEADER, type LogPosition } from '../realtime/protocol.ts'
+import { CLOSE, FOLLOW_HANDLE, HELD_HEADER, POSITION_HEADER, PROBE_PARAMETER, RESUME_HEADER, type LogPosition } from '../realtime/protocol.ts'
 import type { Backoff } from './backoff.ts'
 import type { Job, Jobs } from './jobs.ts'
 import type { BlueprintsResponse } from './messages.ts'
-import { BlueprintsClientError, type ClosedDetail, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
+import { BlueprintsClientError, type ClosedDetail, type ProbeAnswer, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
 import type { Headers, RememberedReads } from './reads.ts'
 
 /** The app's handlers, by kind (the client adds and removes them). */
@@ -26,6 +26,8 @@ export interface ConnectionParts {
   readonly reads: RememberedReads
   readonly handlers: Handlers
   readonly onError: (error: unknown) => void
+  /** Asks the endpoint over HTTP why an attempt failed (see `ClientOptions.probe`); undefined: never. */
+  readonly probe: ((url: string) => Promise<ProbeAnswer>) | undefined
 }
 
 /** The connection of one client (see {@link ConnectionParts}); it opens at once. */
@@ -38,6 +40,7 @@ export class ClientConnection {
   readonly #reads: RememberedReads
   readonly #handlers: Handlers
   readonly #onError: (error: unknown) => void
+  readonly #probe: ((url: string) => Promise<ProbeAnswer>) | undefined
   #status: Status = 'connecting'
   #ws: WebSocketLike | undefined
   #timer: ReturnType<typeof setTimeout> | undefined
@@ -63,6 +66,7 @@ export class ClientConnection {
     this.#reads = parts.reads
     this.#handlers = parts.handlers
     this.#onError = parts.onError
+    this.#probe = parts.probe
     this.#open()
   }
 
@@ -78,7 +82,8 @@ export class ClientConnection {
     const closed = this.#closed
     // Open: the server is slow, however the connection came to be.
     if (closed === undefined || this.#status === 'open') return `the connection is ${this.#status}`
-    return `the connection is ${this.#status}, its last attempt closed with ${String(closed.code)}${closed.reason === '' ? '' : ` (${closed.reason})`}`
+    return `the connection is ${this.#status}, its last attempt closed with ${String(closed.code)}${closed.reason === '' ? '' : ` (${closed.reason})`}` +
+      (closed.http === undefined ? '' : `; ${probed(closed.http)}`)
   }
 
   /** Takes a request out, waiting or in flight (see `Jobs.drop`). */
@@ -113,9 +118,14 @@ export class ClientConnection {
   #open (): void {
     const ws = new this.#WebSocket(this.#url, this.#protocols)
     this.#ws = ws
-    ws.addEventListener('open', () => { if (this.#ws === ws) this.#opened() })
+    let opened = false
+    ws.addEventListener('open', () => {
+      if (this.#ws !== ws) return
+      opened = true
+      this.#opened()
+    })
     ws.addEventListener('message', event => { if (this.#ws === ws) this.#receive(event.data) })
-    ws.addEventListener('close', event => { if (this.#ws === ws) this.#dropped(event.code, event.reason ?? '') })
+    ws.addEventListener('close', event => { if (this.#ws === ws) this.#dropped(event.code, event.reason ?? '', opened) })
   }
 
   #opened (): void {
@@ -206,15 +216,34 @@ export class ClientConnection {
     this.#pump()
   }
 
-  /** The socket closed (or never opened): retry after a back-off, or give up. */
-  #dropped (code: number | undefined, reason: string): void {
+  /**
+   * The socket closed, or never `opened`: then, with a probe, the endpoint is first asked why
+   * (the client's status unchanged meanwhile, its requests waiting).
+   */
+  #dropped (code: number | undefined, reason: string, opened: boolean): void {
     this.#ws = undefined
-    this.#closed = { code, reason }
-    const refused = code === CLOSE.REFUSED
-    if (refused || this.#backoff === undefined) {
-      this.#jobs.settle(() => refused
-        ? new BlueprintsClientError('BP_CLIENT_REFUSED', 'the server refused the connection (4003)')
-        : new BlueprintsClientError('BP_CLIENT_DISCONNECTED', `the connection closed (${String(code)}) and reconnect is off`), false)
+    const probe = this.#probe
+    if (opened || probe === undefined || code === CLOSE.REFUSED) {
+      this.#ended({ code, reason })
+      return
+    }
+    void probe(probeUrl(this.#url)).then(http => {
+      // Closed meanwhile: nothing more to do.
+      if (this.#status !== 'closed') this.#ended({ code, reason, http })
+    })
+  }
+
+  /** An attempt or a connection ended as `closed` says: retry after a back-off, or give up. */
+  #ended (closed: ClosedDetail): void {
+    this.#closed = closed
+    const { code, http } = closed
+    const refusal = code === CLOSE.REFUSED ? 'the server refused the connection (4003)' : refusedUpgrade(http)
+    if (refusal !== undefined || this.#backoff === undefined) {
+      const answer = http !== undefined && 'status' in http ? { statusCode: http.status, headers: {}, body: http.body } : undefined
+      this.#jobs.settle(() => refusal !== undefined
+        ? new BlueprintsClientError('BP_CLIENT_REFUSED', refusal, answer)
+        : new BlueprintsClientError('BP_CLIENT_DISCONNECTED', `the connection closed (${String(code)}) and reconnect is off` +
+          (http === undefined ? '' : `; ${probed(http)}`)), false)
       this.#setStatus('closed')
       return
     }
@@ -239,7 +268,7 @@ export class ClientConnection {
         // The first attempt ran in connect(), which threw to the caller; a constructor that throws
         // only later (a custom one) counts as a failed attempt, reported, so the client keeps trying.
         this.#report(error)
-        this.#dropped(undefined, error instanceof Error ? error.message : String(error))
+        this.#ended({ code: undefined, reason: error instanceof Error ? error.message : String(error) })
       }
     }, delay)
   }
@@ -263,6 +292,31 @@ export class ClientConnection {
   #report (error: unknown): void {
     queueMicrotask(() => { this.#onError(error) })
   }
+}
+
+/** The url of the probe of the endpoint at `url` (`ws:` → `http:`, `wss:` → `https:`). */
+function probeUrl (url: string): string {
+  return `${url.replace(/^ws/i, 'http')}${url.includes('?') ? '&' : '?'}${PROBE_PARAMETER}=1`
+}
+
+/** What a probe's answer says, for a message. */
+function probed (http: ProbeAnswer): string {
+  if ('error' in http) return `the endpoint could not be reached over HTTP (${http.error})`
+  const { message } = Object(http.body) as { message?: unknown }
+  const said = typeof message === 'string' ? ` (${message})` : ''
+  return http.status === 204
+    ? 'the endpoint accepts the request over HTTP, the upgrade itself failed (a proxy that does not pass websocket upgrades?)'
+    : `the endpoint answered ${http.status}${said}`
+}
+
+/**
+ * Why the client gives up after a probe's answer: a 4xx but 408 (timeout) and 429 (too many
+ * requests), which the same request would meet again (a hook's 401 or 403, the app's 404 for a
+ * wrong path); `undefined` to retry.
+ */
+function refusedUpgrade (http: ProbeAnswer | undefined): string | undefined {
+  if (http === undefined || 'error' in http || http.status < 400 || http.status >= 500 || http.status === 408 || http.status === 429) return undefined
+  return `the server refused the connection: ${probed(http)}`
 }
 
 /** The further of two positions: `next` when the log is another one (its epoch changed). */

@@ -27,7 +27,9 @@ export type { Changed, Ended, Entered, Left, LiveMessage } from './messages.ts'
 export { LiveResult, applyMessages } from './live.ts'
 export { recordDigest } from '../realtime/protocol.ts'
 export { BlueprintsClientError } from './options.ts'
-export type { ClientErrorCode, ClientOptions, ClosedDetail, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike } from './options.ts'
+export type {
+  ClientErrorCode, ClientOptions, ClosedDetail, FetchLike, ProbeAnswer, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike
+} from './options.ts'
 export type { BlueprintRecord, JsonValue, KeyOf, ModelsOf, PlainRecord } from './records.ts'
 export type { EventName, LiveRecordOf, ModelMap, Query, ReadAnswer, RecordOf, RequestOptions, Unbound, Where, WriteAnswer } from './typed.ts'
 

@@ -113,22 +113,55 @@ export interface ClientOptions {
    * it takes. A request's own `timeout` overrides it. Default 10 000.
    */
   readonly timeout?: number
+  /**
+   * How the client learns why an attempt failed before the socket opened: a plain GET of the
+   * endpoint's url with `blueprints-probe=1` (with the page's cookies), which the server runs
+   * through the upgrade's checks and hooks and answers 204, or as a hook answered. Its answer is
+   * `ClosedDetail.http`; a 4xx other than 408 and 429 makes the client give up (`BP_CLIENT_REFUSED`,
+   * with the answer as the error's `response`). A `fetch`-like function (to add the headers a
+   * Node client's upgrade carries), or `false`: no probe, the client retries whatever failed.
+   * Default: the global `fetch`, where there is one. Bounded by `timeout`.
+   */
+  readonly probe?: false | FetchLike
 }
 
 /**
  * How the last connection attempt, or the last connection, ended: the close event's `code` and
- * `reason` (a refused or unreachable endpoint closes with 1006, which the WebSocket API gives a
- * page no more detail about: the browser's console, or the server's log, tells why).
+ * `reason`, and for an attempt that never opened — a refused or unreachable endpoint closes with
+ * 1006, which the WebSocket API says no more about — what the client's probe learnt (`http`, see
+ * `ClientOptions.probe`).
  *
  * @example
  * ```ts
- * client.onStatus((status, closed?: ClosedDetail) => { if (status === 'reconnecting') console.warn(closed?.code) })
+ * client.onStatus((status, closed?: ClosedDetail) => {
+ *   if (closed?.http !== undefined && 'status' in closed.http && closed.http.status === 401) login()
+ * })
  * ```
  */
 export interface ClosedDetail {
   readonly code: number | undefined
   readonly reason: string
+  /**
+   * After an attempt that never opened: what a plain GET of the endpoint's url answered (its
+   * status and body: 401 from the app's hook, 429 from a rate limit, the app's 404 for a wrong
+   * path; 204 when the endpoint would accept it, and the upgrade itself failed), or why it could
+   * not be made (`error`: the network's reason). Absent without a probe.
+   */
+  readonly http?: ProbeAnswer
 }
+
+/** What the client's probe of the endpoint learnt (see {@link ClosedDetail.http}). */
+export type ProbeAnswer = { readonly status: number, readonly body: unknown } | { readonly error: string }
+
+/**
+ * The part of `fetch` the client's probe uses (the global `fetch` of browsers and Node has it).
+ *
+ * @example
+ * ```ts
+ * const probe: FetchLike = (url, init) => fetch(url, { ...init, headers: { authorization: `Bearer ${token}` } })
+ * ```
+ */
+export type FetchLike = (url: string, init: { credentials: 'include', signal?: AbortSignal }) => Promise<{ readonly status: number, text (): Promise<string> }>
 
 /**
  * The state of the connection: `connecting` (the first attempt), `open`, `reconnecting` (waiting
@@ -148,7 +181,9 @@ export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
  *   may or may not have happened; or the client gave up (`reconnect: false`, or the server closed
  *   the socket because a frame was too large);
  * - `BP_CLIENT_CLOSED`: `close()` was called, or the request was made after the client closed;
- * - `BP_CLIENT_REFUSED`: the app refused the socket (close code 4003); the client does not retry;
+ * - `BP_CLIENT_REFUSED`: the app refused the socket (close code 4003), or its endpoint refused the
+ *   upgrade with a 4xx other than 408 and 429 (a hook's 401 or 403, the app's 404 for a wrong path:
+ *   see `ClientOptions.probe`; the answer is the error's `response`); the client does not retry;
  * - `BP_CLIENT_TIMEOUT`: no answer within the request's `timeout` (the client's default 10 s): the
  *   connection is down (its message says how the last attempt ended) or the server is slow; a
  *   write may or may not have happened;

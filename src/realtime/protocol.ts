@@ -40,6 +40,15 @@ export const CLOSE = Object.freeze({
 })
 
 /**
+ * The query parameter of the client's probe: a plain GET of the websocket endpoint's url with it
+ * (`?blueprints-probe=1`) runs what the upgrade would run — the origin check and the endpoint's
+ * hooks — and answers 204 where they let it through, or what a hook answered (401, 429 …); a
+ * wrong path answers the app's 404. The client sends it after an attempt that never opened, to
+ * tell the app why (the WebSocket API says only 1006).
+ */
+export const PROBE_PARAMETER = 'blueprints-probe'
+
+/**
  * Headers of the upgrade request that do not carry over to the requests of the socket: they
  * describe the upgrade itself, or the body of a request.
  */

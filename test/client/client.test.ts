@@ -10,7 +10,7 @@ import { createServer } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import {
   BlueprintsClient, BlueprintsClientError, connect,
-  type BlueprintsResponse, type ChangeMessage, type ClientOptions, type Status, type WebSocketConstructor
+  type BlueprintsResponse, type ChangeMessage, type ClientOptions, type FetchLike, type Status, type WebSocketConstructor
 } from '../../src/client/index.ts'
 import { Backoff } from '../../src/client/backoff.ts'
 import { Jobs, type AppJob } from '../../src/client/jobs.ts'
@@ -695,21 +695,165 @@ for (const db of DATABASES.slice(0, 1)) {
     t.equal((await client.get('/pet/1')).statusCode, 200, 'its late answer taken by no one')
   })
 
-  t.test(`${db}: a wrong path reconnects, telling how each attempt closed; queued requests time out saying so`, async t => {
+  t.test(`${db}: a wrong path: the probe learns the app's 404, the client gives up with it`, async t => {
+    const { app } = await build(t, db)
+    const { WebSocket, attempts } = counting()
+    const { client, statuses } = open(t, `ws://${HOST}:${await listen(app)}/nope`, { WebSocket, reconnect: { initialDelay: 5 } })
+    const closed: unknown[] = []
+    client.onStatus((status, detail) => { closed.push([status, detail]) })
+    const error = await rejection(client.get('/user/1'), 'a request while the path is wrong')
+    t.equal(error.code, 'BP_CLIENT_REFUSED')
+    t.match(error.message, /^the server refused the connection: the endpoint answered 404 \(Route GET:\/nope\?blueprints-probe=1 not found\)$/)
+    t.match(error.response, { statusCode: 404, body: { statusCode: 404, error: 'Not Found' } }, 'the answer, the error\'s response')
+    t.same(statuses.items, ['closed'])
+    t.match(closed, [['closed', { code: 1006, http: { status: 404 } }]], 'onStatus is told the upgrade\'s answer')
+    t.equal(attempts.items.length, 1, 'closed for good after the first attempt')
+  })
+
+  t.test(`${db}: an upgrade a hook refuses (401): the client gives up with the hook's answer`, async t => {
+    const { app } = await build(t, db, {
+      plugin: {
+        realtime: {
+          hooks: {
+            onRequest: async (request, reply) => {
+              if (request.headers.cookie !== 'session=1') await reply.code(401).send({ code: 'APP_LOGIN', message: 'log in first' })
+            }
+          }
+        }
+      }
+    })
+    const { client, statuses } = open(t, endpoint(await listen(app)), { reconnect: { initialDelay: 5 } })
+    const closed: unknown[] = []
+    client.onStatus((status, detail) => { closed.push([status, detail]) })
+    const error = await rejection(client.get('/user/1'), 'a request of the refused socket')
+    t.equal(error.code, 'BP_CLIENT_REFUSED')
+    t.equal(error.message, 'the server refused the connection: the endpoint answered 401 (log in first)')
+    t.same(error.response, { statusCode: 401, headers: {}, body: { code: 'APP_LOGIN', message: 'log in first' } })
+    t.same(statuses.items, ['closed'])
+    t.match(closed, [['closed', { code: 1006, reason: '', http: { status: 401, body: { code: 'APP_LOGIN' } } }]])
+    t.equal((await rejection(client.get('/user/1'), 'a later request')).code, 'BP_CLIENT_CLOSED')
+  })
+
+  t.test(`${db}: an upgrade answered 429: the client retries, saying why; it opens once the limit lets it`, async t => {
+    let limited = true
+    const { app } = await build(t, db, {
+      plugin: {
+        realtime: {
+          hooks: {
+            onRequest: async (_request, reply) => {
+              if (limited) await reply.code(429).send({ code: 'RATE', message: 'slow down' })
+            }
+          }
+        }
+      }
+    })
+    const { client, statuses } = open(t, endpoint(await listen(app)), { reconnect: { initialDelay: 5, maxDelay: 10 }, timeout: 100 })
+    const closed: unknown[] = []
+    client.onStatus((status, detail) => { closed.push([status, detail]) })
+    const error = await rejection(client.get('/user/1'), 'a request while the upgrade is limited')
+    t.equal(error.code, 'BP_CLIENT_TIMEOUT')
+    t.match(error.message, /within 100 ms: the connection is (connecting|reconnecting), its last attempt closed with 1006; the endpoint answered 429 \(slow down\)$/)
+    t.match(closed[0], ['reconnecting', { code: 1006, http: { status: 429, body: { code: 'RATE' } } }], 'onStatus is told each attempt\'s answer')
+    limited = false
+    t.equal((await client.get('/user/1', undefined, { timeout: 5000 })).statusCode, 200, 'answered once the limit lets it through')
+    t.equal(statuses.items.at(-1), 'open')
+  })
+
+  t.test(`${db}: the upgrade fails where the endpoint would accept it: the probe says so, and the client retries`, async t => {
     const { app } = await build(t, db)
     const port = await listen(app)
-    const { client, statuses } = open(t, `ws://${HOST}:${port}/nope`, { reconnect: { initialDelay: 10, maxDelay: 20 }, timeout: 40 })
+    const made = new Recorder<string>()
+    // A socket that fails at once (as behind a proxy that does not pass upgrades).
+    class Failing {
+      readonly #listeners = new Map<string, (event: unknown) => void>()
+      constructor (url: string) {
+        made.push(url)
+        setTimeout(() => { this.#listeners.get('close')?.({ code: 1006, reason: '' }) }, 0)
+      }
+
+      send (): void {}
+      close (): void {}
+      addEventListener (type: string, listener: (event: unknown) => void): void { this.#listeners.set(type, listener) }
+    }
+    const asked: unknown[] = []
+    const probe: FetchLike = async (url, init) => {
+      asked.push([url, init.credentials, init.signal instanceof AbortSignal])
+      return await fetch(url, init)
+    }
+    const { client } = open(t, endpoint(port), { WebSocket: Failing as unknown as WebSocketConstructor, reconnect: { initialDelay: 5, maxDelay: 10 }, probe })
     const closed: unknown[] = []
-    client.onStatus((status, detail) => { closed.push([status, detail?.code]) })
-    await statuses.until(1, 'the first failed attempt')
-    t.same(closed[0], ['reconnecting', 1006], 'the upgrade refused (404): closed with 1006')
-    const error = await rejection(client.get('/user/1'), 'a request while the path is wrong')
-    t.equal(error.code, 'BP_CLIENT_TIMEOUT')
-    t.match(error.message, /within 40 ms: the connection is (connecting|reconnecting), its last attempt closed with 1006$/)
-    await client.close()
-    t.same(closed.at(-1), ['closed', undefined], 'close() tells no close of an attempt')
+    client.onStatus((status, detail) => { closed.push([status, detail]) })
+    const error = await rejection(client.get('/user/1', undefined, { timeout: 60 }), 'a request while every upgrade fails')
+    t.match(error.message, /; the endpoint accepts the request over HTTP, the upgrade itself failed \(a proxy that does not pass websocket upgrades\?\)$/)
+    t.same(closed[0], ['reconnecting', { code: 1006, reason: '', http: { status: 204, body: '' } }])
+    t.same(asked[0], [`${endpoint(port).replace('ws:', 'http:')}?blueprints-probe=1`, 'include', true], 'the probe: the url over HTTP, the cookies, a time bound')
+    await made.until(2, 'attempts')
+    // A probe that fails with what is no Error, without a time bound (timeout: Infinity).
+    const signals: unknown[] = []
+    const offline = open(t, endpoint(port), {
+      WebSocket: Failing as unknown as WebSocketConstructor,
+      reconnect: { initialDelay: 5, maxDelay: 10 },
+      timeout: Infinity,
+      probe: async (_url, init) => {
+        signals.push(init.signal)
+        throw 'offline' // oxlint-disable-line no-throw-literal -- what a custom probe may throw
+      }
+    })
+    const told: unknown[] = []
+    offline.client.onStatus((status, detail) => { told.push([status, detail]) })
+    await offline.statuses.until(1, 'a status after the failed probe')
+    t.same(told[0], ['reconnecting', { code: 1006, reason: '', http: { error: 'offline' } }])
+    t.same(signals[0], undefined, 'no timeout, no time bound on the probe')
+    // Closed while its probe is out: the probe's answer changes nothing.
+    let answer = (): void => {}
+    const asking = new Recorder<string>()
+    const closing = open(t, endpoint(port), {
+      WebSocket: Failing as unknown as WebSocketConstructor,
+      probe: async url => {
+        asking.push(url)
+        return await new Promise(resolve => { answer = () => { resolve({ status: 204, text: async () => '' }) } })
+      }
+    })
+    await asking.until(1, 'the probe asked')
+    await closing.client.close()
+    answer()
+    const sentinel = open(t, endpoint(port), { WebSocket: Failing as unknown as WebSocketConstructor, probe: async url => await fetch(url) })
+    await sentinel.statuses.until(1, 'another client\'s failed attempt, after the held probe was answered')
+    t.same(closing.statuses.items, ['closed'], 'the client closed during its probe reports nothing more')
+  })
+
+  t.test(`${db}: over a socket, a request of the endpoint's path with the probe parameter is the app's 404`, async t => {
+    const { app } = await build(t, db)
+    const { client } = open(t, endpoint(await listen(app)))
+    t.equal((await client.get('/socket?blueprints-probe=1')).statusCode, 404)
+    t.equal((await app.inject({ url: '/socket?blueprints-probe=1' })).statusCode, 204, 'over HTTP: the probe')
+    t.equal((await app.inject({ url: '/socket' })).statusCode, 404, 'without it: the app\'s 404')
+    t.equal((await app.inject({ method: 'HEAD', url: '/socket?blueprints-probe=1' })).statusCode, 404, 'HEAD: never a probe')
   })
 }
+
+t.test('an unreachable server: the probe tells the network\'s reason; a server that never answers: the request times out', async t => {
+  const dead = await deadPort()
+  const { client } = open(t, endpoint(dead), { reconnect: { initialDelay: 5, maxDelay: 10 }, timeout: 200 })
+  const error = await rejection(client.get('/user/1'), 'a request to a dead port')
+  t.equal(error.code, 'BP_CLIENT_TIMEOUT')
+  t.match(error.message, /; the endpoint could not be reached over HTTP \(fetch failed: .*ECONNREFUSED.*\)$/)
+  // A server that accepts the connection and never answers: the attempt neither opens nor closes.
+  const held = new Set<import('node:net').Socket>()
+  const silent = createServer(socket => { held.add(socket) })
+  await new Promise<void>(resolve => { silent.listen(0, HOST, resolve) })
+  t.teardown(async () => {
+    for (const socket of held) socket.destroy()
+    await new Promise(resolve => { silent.close(resolve) })
+  })
+  const quiet = open(t, endpoint((silent.address() as AddressInfo).port), { timeout: 50 })
+  const waited = await rejection(quiet.client.get('/user/1'), 'a request to a silent server')
+  t.equal(waited.code, 'BP_CLIENT_TIMEOUT')
+  t.equal(waited.message, 'no answer to GET /user/1 within 50 ms: the connection is connecting')
+  const off = open(t, endpoint(dead), { reconnect: false, probe: false })
+  const gone = await rejection(off.client.get('/user/1'), 'a request without a probe')
+  t.equal(gone.message, 'the connection closed (1006) and reconnect is off', 'probe: false: nothing asked')
+})
 
 t.test('the timeout option is checked', async t => {
   for (const timeout of [0, -1, Number.NaN]) t.throws(() => connect(endpoint(1), { timeout }), { name: 'TypeError', message: /`timeout` must be a number from 1/ }, String(timeout))
@@ -735,7 +879,10 @@ t.test('how an attempt ended is told as the socket tells it: a close without a r
     addEventListener (type: string, listener: (event: unknown) => void): void { this.#listeners.set(type, listener) }
   }
   const closes: unknown[] = []
-  const { client, errors } = open(t, 'ws://127.0.0.1:1/socket', { WebSocket: Scripted as unknown as WebSocketConstructor, reconnect: { initialDelay: 5, maxDelay: 10 } })
+  // (No probe: what is told here is the socket's own close.)
+  const { client, errors } = open(t, 'ws://127.0.0.1:1/socket', {
+    WebSocket: Scripted as unknown as WebSocketConstructor, reconnect: { initialDelay: 5, maxDelay: 10 }, probe: false
+  })
   client.onStatus((status, closed) => { closes.push([status, closed]) })
   await made.until(3, 'attempts')
   t.same(closes, [['reconnecting', { code: 1006, reason: '' }]], 'a close event without a reason: an empty one')

@@ -18,7 +18,8 @@ import type { Hub } from '../../hub/hub.ts'
 import { answerSocketRequest, errorAnswer } from '../../virtual-request/run-request.ts'
 import { walkJson } from '../../../models/values.ts'
 import { frameProblem } from '../../virtual-request/request-frame.ts'
-import { CLOSE, frameId, UPGRADE_ONLY, type RequestFrame } from '../../protocol.ts'
+import { originOf } from '../../../routes/origin.ts'
+import { CLOSE, frameId, PROBE_PARAMETER, UPGRADE_ONLY, type RequestFrame } from '../../protocol.ts'
 import { WsTransport } from './ws-transport.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined
@@ -31,10 +32,13 @@ export function registerWsEndpoint (app: FastifyInstance, hub: Hub, options: End
   const limits = { maxBufferedBytes: options.maxBufferedBytes }
   const origins = options.origins
   // A plain GET of this path (no upgrade, or a socket's own request frame) is the app's 404, as for
-  // any path without a route (@fastify/websocket would answer an empty 404). Then the origin is
-  // checked, before the app's own hooks: a refused page learns nothing more.
+  // any path without a route (@fastify/websocket would answer an empty 404), but for the client's
+  // probe (PROBE_PARAMETER), which goes on as the upgrade would and is answered 204. Then the
+  // origin is checked, before the app's own hooks: a refused page learns nothing more.
   const onRequest = [notAnUpgrade, ...(origins === undefined ? [] : [originHook(origins)]), ...[options.hooks.onRequest ?? []].flat()]
-  app.get(options.path, { websocket: true, ...options.hooks, onRequest }, (ws: WebSocket, request: FastifyRequest) => {
+  const probed = (request: FastifyRequest, reply: FastifyReply): void => { reply.code(204).send() }
+  const route = { method: 'GET', url: options.path, schema: { hide: true }, ...options.hooks, onRequest, handler: probed } as const
+  app.route({ ...route, wsHandler: (ws: WebSocket, request: FastifyRequest) => {
     const headers: Record<string, string | string[] | undefined> = {}
     for (const [name, value] of Object.entries(request.headers)) {
       if (!UPGRADE_ONLY.has(name)) headers[name] = value
@@ -52,7 +56,7 @@ export function registerWsEndpoint (app: FastifyInstance, hub: Hub, options: End
     ws.on('pong', () => { connection.alive = true })
     ws.on('close', () => { connection.release() })
     if (options.context !== undefined) connection.ready = open(options.context, request, connection)
-  })
+  } })
   if (options.pingInterval > 0) {
     const timer = setInterval(() => { for (const connection of hub.subscriptions.sockets()) connection.ping() }, options.pingInterval)
     timer.unref()
@@ -60,10 +64,15 @@ export function registerWsEndpoint (app: FastifyInstance, hub: Hub, options: End
   }
 }
 
-/** Sends a request that is not a websocket upgrade to the app's not-found handler. */
+/** Sends a request that is neither a websocket upgrade nor the client's probe to the app's not-found handler. */
 function notAnUpgrade (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  if ((request as FastifyRequest & { ws: boolean }).ws) done()
+  if ((request as FastifyRequest & { ws: boolean }).ws || isProbe(request)) done()
   else reply.callNotFound()
+}
+
+/** Whether a plain GET is the client's probe (never a socket's own request frame). */
+function isProbe (request: FastifyRequest): boolean {
+  return request.method === 'GET' && (request.query as Record<string, unknown>)[PROBE_PARAMETER] !== undefined && originOf(request) === undefined
 }
 
 /** Runs the `context` option for a new socket; a refusal closes it. Resolves whether it was accepted. */
