@@ -103,6 +103,7 @@ npm pkg set \
   "devDependencies.@mikro-orm/postgresql=$MIKRO_ORM_VERSION" \
   "devDependencies.@mikro-orm/sqlite=$MIKRO_ORM_VERSION" \
   "devDependencies.@mikro-orm/decorators=$MIKRO_ORM_VERSION" \
+  "devDependencies.@mikro-orm/migrations=$MIKRO_ORM_VERSION" \
   "devDependencies[socket.io]=$SOCKET_IO_VERSION" \
   "devDependencies.@fastify/swagger=$SWAGGER_VERSION" \
   "devDependencies[engine.io]=$ENGINE_IO_VERSION" \
@@ -117,7 +118,7 @@ echo "peer matrix ($set_name): installed in $(elapsed "$start")"
 fi
 
 npm ls fastify @mikro-orm/core @mikro-orm/sql @mikro-orm/postgresql @mikro-orm/sqlite \
-  @mikro-orm/decorators socket.io @fastify/swagger better-sqlite3 kysely engine.io socket.io-parser
+  @mikro-orm/decorators @mikro-orm/migrations socket.io @fastify/swagger better-sqlite3 kysely engine.io socket.io-parser
 npm ls ws --depth=0
 echo "pg, every copy in the tree (the plugin's and @mikro-orm/postgresql's):"
 npm ls pg --all
@@ -154,7 +155,7 @@ from_socket_io () { # package: the version of the copy socket.io's require() fin
 [[ "$(from_socket_io socket.io-parser)" == "$SOCKET_IO_PARSER_VERSION" ]] || { echo "peer matrix: socket.io's socket.io-parser is not $SOCKET_IO_PARSER_VERSION" >&2; mismatch=1; }
 # ws: the plugin's own copy (the top one); engine.io and socket.io-adapter may hold copies of their own.
 [[ "$(node -p 'require("./node_modules/ws/package.json").version')" == "$WS_VERSION" ]] || { echo "peer matrix: ws is not $WS_VERSION" >&2; mismatch=1; }
-for p in core sql postgresql sqlite decorators; do
+for p in core sql postgresql sqlite decorators migrations; do
   check_versions "@mikro-orm/$p" "$MIKRO_ORM_VERSION" || mismatch=1
 done
 [[ "$mismatch" == 0 ]] || { echo "peer matrix ($set_name): FAILED: wrong versions installed" >&2; exit 1; }

@@ -1,8 +1,13 @@
 // The change log's tables in the app's schema diff: MikroORM's schema generator (schema.update(),
 // the migrations it writes) drops every table no entity maps — the log's too, and every resume
-// handle with them. Named in its `schemaGenerator.skipTables`, they are left alone; not named,
-// registration warns and says what to add. On both databases.
+// handle with them. Named in its `schemaGenerator.skipTables`, they are left alone — by the diff
+// and by the migration MikroORM's migrator generates; not named, registration warns and says what
+// to add. On both databases.
 import t from 'tap'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Migrator } from '@mikro-orm/migrations'
 import blueprints from '../../../src/index.ts'
 import { unskippedTables } from '../../../src/realtime/log/schema-diff.ts'
 import { bareApp, DATABASES } from '../../helpers/app.ts'
@@ -17,12 +22,20 @@ for (const db of DATABASES) {
       await app.register(blueprints, { orm })
       await app.ready()
       const diff = await orm.schema.getUpdateSchemaSQL()
+      // The migration MikroORM's migrator would generate now (written to a folder of the test's own).
+      const folder = await mkdtemp(join(tmpdir(), 'bp-migrations-'))
+      t.teardown(async () => { await rm(folder, { recursive: true, force: true }) })
+      Object.assign(orm.config.get('migrations'), { path: folder, snapshot: false })
+      const migration = await new Migrator(orm.em as never).create()
       const warned = logs.filter(line => typeof line.msg === 'string' && line.msg.includes('skipTables'))
       if (skip) {
         t.notMatch(diff, /blueprints_log/, 'the diff leaves the log alone')
+        t.same(migration.diff, { up: [], down: [] }, 'so does a generated migration: nothing to migrate')
         t.same(warned, [], 'nothing to warn of')
       } else {
         t.match(diff, /drop table .*blueprints_log/i, 'the diff would drop the log')
+        t.match(migration.diff.up.join('\n'), /drop table .*blueprints_log/i, 'and so would a generated migration')
+        t.match(await readFile(join(folder, migration.fileName), 'utf8'), /blueprints_log/, 'its file')
         t.same(warned.map(line => line.tables), [['blueprints_log', 'blueprints_log_epoch']], 'registration warned')
         t.match(warned[0].msg, "schemaGenerator: { skipTables: ['blueprints_log', 'blueprints_log_epoch'] }")
       }
