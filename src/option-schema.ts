@@ -18,9 +18,13 @@ import { didYouMean } from './did-you-mean.ts'
 import type { Broker } from './realtime/brokers/broker.ts'
 import type { Authorize } from './realtime/hub/hub.ts'
 import type { Audience } from './realtime/options.ts'
+import type { MeterLike } from './metrics.ts'
 import { ACTIONS, HOOK_NAMES, type BlueprintAction, type ParseBlueprintOptions, type RouteHooks } from './routes/route-options.ts'
 
 const isFunction = (value: unknown): boolean => typeof value === 'function'
+
+/** What the `metrics.meter` option must have: the methods of OpenTelemetry's `Meter` the plugin calls. */
+const METER_METHODS = ['createObservableGauge', 'createObservableCounter', 'createHistogram'] as const
 
 /** `schema`, with `T` as its static type: what its refinement or its computed keys check. */
 function typed<T> (schema: TSchema): TUnsafe<T> {
@@ -163,7 +167,13 @@ export const OPTIONS = readonly(Type.Object({
   hooks: Type.Optional(HOOKS),
   models: Type.Optional(readonly(Type.Record(Type.String(), MODEL, { description: 'must be an object keyed by entity name' }))),
   parseBlueprintOptions: Type.Optional(fn<ParseBlueprintOptions>()),
-  limits: Type.Optional(LIMITS)
+  limits: Type.Optional(LIMITS),
+  metrics: Type.Optional(readonly(Type.Object({
+    meter: refined<MeterLike>(
+      value => METER_METHODS.every(name => isFunction((value as Record<string, unknown> | null)?.[name])),
+      'must be an OpenTelemetry Meter (metrics.getMeter() of @opentelemetry/api)'
+    )
+  }, { additionalProperties: false, description: 'must be { meter }' })))
 }, { additionalProperties: false, description: 'must be an object' }))
 
 const validator = Compile(OPTIONS)

@@ -7,6 +7,7 @@
 import type { MikroORM } from '@mikro-orm/core'
 import { BP_ERR_INVALID_OPTION } from './errors.ts'
 import { DEFAULT_LIMITS, type Limits, type ResolvedLimits } from './limits.ts'
+import type { MetricsOptions } from './metrics.ts'
 import type { OpenApiOptions } from './openapi.ts'
 import { optionProblem } from './option-schema.ts'
 import { DEFAULT_REALTIME, resolveRealtime, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
@@ -88,6 +89,12 @@ export interface BlueprintsOptions {
    * itself gives it `refResolver: openapiRefResolver` for the same names).
    */
   readonly openapi?: boolean | OpenApiOptions
+  /**
+   * Metrics through OpenTelemetry's API: the meter the plugin creates its instruments with
+   * (`metrics.getMeter('fastify-blueprints')` of `@opentelemetry/api`); the app's SDK and exporter
+   * collect them (docs/operations.md#metrics). Without it, none.
+   */
+  readonly metrics?: MetricsOptions
 }
 
 /** Options after defaults, checked and frozen. */
@@ -98,6 +105,7 @@ export interface ResolvedOptions extends RouteSettings {
   readonly openapi: Required<OpenApiOptions> | false
   readonly caseInsensitive: boolean
   readonly limits: ResolvedLimits
+  readonly metrics: MetricsOptions | undefined
 }
 
 /**
@@ -150,7 +158,8 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
     hooks: frozenHooks(options.hooks ?? DEFAULTS.hooks),
     models: Object.freeze(Object.fromEntries(Object.entries(options.models ?? DEFAULTS.models).map(([entity, model]) => [entity, resolveModel(model)]))),
     parseBlueprintOptions: options.parseBlueprintOptions,
-    limits: resolveLimits(options)
+    limits: resolveLimits(options),
+    metrics: options.metrics
   }
   return Object.freeze(resolved)
 }

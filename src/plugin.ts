@@ -17,7 +17,7 @@ import type { BlueprintModels } from './models/info.ts'
 import { buildRegistry, type ModelRegistry } from './models/registry.ts'
 import { modelSchemas } from './models/schemas.ts'
 import { registerOpenApi } from './openapi.ts'
-import { resolveOptions, type BlueprintsOptions } from './options.ts'
+import { resolveOptions, type BlueprintsOptions, type ResolvedOptions } from './options.ts'
 import { MemoryBroker } from './realtime/brokers/memory.ts'
 import type { BlueprintSocket } from './realtime/socket.ts'
 import type { Hub } from './realtime/hub/hub.ts'
@@ -37,6 +37,8 @@ import { connectionsFor } from './sql/prepared.ts'
 import type { OrmConnection } from './sql/runners.ts'
 import { dialectFor } from './sql/dialect.ts'
 import { RecordLoader } from './sql/records.ts'
+import { readiness, type Readiness, type ReadinessOptions } from './readiness.ts'
+import { registerMetrics } from './metrics.ts'
 
 /** What the plugin decorates the Fastify instance with, as `app.blueprints`. */
 export interface Blueprints {
@@ -112,6 +114,20 @@ export interface Blueprints {
    * ```
    */
   settled (): Promise<void>
+  /**
+   * Whether this instance can serve: the database answers `SELECT 1`, the broker brings back a
+   * probe published to it, the instance is at most `maxBehind` positions behind the change log —
+   * each part within `timeout` (docs/operations.md#readiness). For a route the app mounts.
+   *
+   * @example
+   * ```ts
+   * app.get('/ready', async (request, reply) => {
+   *   const { ready } = await app.blueprints.readiness()
+   *   return reply.code(ready ? 200 : 503).send({ ready })
+   * })
+   * ```
+   */
+  readiness (options?: ReadinessOptions): Promise<Readiness>
 }
 
 declare module 'fastify' {
@@ -214,13 +230,35 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
         : async (read, request, models) => await policyOf({ ctx, options, text: false, ...read }, request, 'find', models)
     })
   if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
+  if (realtime !== undefined && options.metrics !== undefined) registerMetrics(options.metrics.meter, realtime.hub)
   ctx.feed.subscribe(shared.notifier)
+  // Through the plugin's own runner: a failure is classified as every statement's is (errors.ts).
+  const ping = async (): Promise<unknown> => await database.run({ sql: 'SELECT 1', params: [] })
   // A second registration (another prefix, other options) leaves `app.blueprints` to the first.
-  if (!app.hasDecorator('blueprints')) app.decorate('blueprints', decoration(registry, shared.notifier, realtime))
+  if (!app.hasDecorator('blueprints')) app.decorate('blueprints', decoration(registry, shared.notifier, realtime, ping))
+  let routeCount = 0
   await app.register(async routes => {
+    routes.addHook('onRoute', route => { if (route.method !== 'HEAD') routeCount++ })
     realtime?.tap(routes)
     registerRoutes(routes, ctx, options)
   }, { prefix: options.prefix })
+  app.log.info(registration(registry, routeCount, options.prefix, realtimeOptions, options.metrics !== undefined),
+    `fastify-blueprints: ${registry.all().length} models, ${routeCount} routes under '${options.prefix}/'`)
+}
+
+/** What the registration's info line says: models, routes, endpoints, broker, change log, metrics. */
+function registration (registry: ModelRegistry, routes: number, prefix: string, realtime: ResolvedOptions['realtime'], metrics: boolean): object {
+  const endpoints = realtime === false ? [] : [realtime.path, realtime.sailsIo === false ? false : realtime.sailsIo.path].filter(path => path !== false)
+  return {
+    models: registry.all().map(model => model.identity),
+    routes,
+    prefix,
+    endpoints,
+    // The broker's class, as the app made it (MemoryBroker: this process only).
+    broker: realtime === false ? false : (realtime.broker?.constructor.name ?? 'MemoryBroker'),
+    log: realtime === false || realtime.log === false ? false : realtime.log.table,
+    metrics
+  }
 }
 
 /**
@@ -243,7 +281,7 @@ function addSchemas (app: FastifyInstance, schemas: readonly TSchema[]): void {
   }
 }
 
-function decoration (registry: ModelRegistry, notifier: Notifier, realtime: Realtime | undefined): Blueprints {
+function decoration (registry: ModelRegistry, notifier: Notifier, realtime: Realtime | undefined, ping: () => Promise<unknown>): Blueprints {
   const hub = realtime?.hub
   const enabled = (what: string): Hub => {
     if (hub === undefined) throw new BP_ERR_REALTIME_DISABLED(what)
@@ -258,7 +296,8 @@ function decoration (registry: ModelRegistry, notifier: Notifier, realtime: Real
     socketOf: () => socketRequests.getStore()?.connection,
     stats: () => hub?.subscriptions.stats() ?? { sockets: 0, subscriptions: 0, records: 0, watches: 0 },
     followed: () => hub?.live.stats() ?? { queries: 0, follows: 0 },
-    settled: async () => { await hub?.settled() }
+    settled: async () => { await hub?.settled() },
+    readiness: async options => await readiness({ ping, hub }, options)
   }
 }
 

@@ -48,6 +48,17 @@ export interface Envelope {
   readonly origin?: string
   readonly items: readonly EnvelopeItem[]
   /**
+   * When it was published, in milliseconds since the epoch on the publisher's clock: what the
+   * `blueprints.delivery.duration` metric measures from (docs/operations.md). Absent on envelopes
+   * read from the change log instead of brought by the broker.
+   */
+  readonly at?: number
+  /**
+   * A readiness probe (`app.blueprints.readiness()`): sent with no items by one instance to learn
+   * that its broker brings what it publishes back; every instance but the sender ignores it.
+   */
+  readonly probe?: string
+  /**
    * Envelopes may have been missed before this one: the broker's connection was lost and is back,
    * or a publisher dropped envelopes it could not send. Every instance then closes its sockets
    * (close code 4010), whose clients reconnect and read again. A broker delivers

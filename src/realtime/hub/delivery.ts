@@ -15,6 +15,7 @@ import type { LogPosition } from '../protocol.ts'
 import { NOTHING_VISIBLE, visibleMessage } from './visibility.ts'
 import { recordKey } from '../../models/identity.ts'
 import type { ChangeMessage, Id } from '../../messages.ts'
+import type { RealtimeCounters } from '../counters.ts'
 
 /**
  * A notification on its way to a socket, as `realtime.authorize` is asked about it: what the
@@ -68,6 +69,7 @@ export interface DeliveryOptions {
   /** Children per collection populated by default (`populateLimit`). */
   readonly cap: number
   readonly log: FastifyBaseLogger
+  readonly counters: RealtimeCounters
 }
 
 /** What the delivery of one envelope keeps from item to item. */
@@ -132,6 +134,7 @@ export class Delivery {
     if (verb === 'created') subscriptions.subscribe(connection, item.model, item.id)
     if (connection.id === origin) return
     // A message filtered for this socket is its own: encoded for it alone.
+    this.#options.counters.notifications++
     connection.notify(item.model, message, message === item.message ? frame : {}, pass.at)
   }
 

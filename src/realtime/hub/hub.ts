@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Id } from '../../actions/changes.ts'
 import type { Association, Model } from '../../models/model.ts'
@@ -26,6 +27,7 @@ import { SubscriptionRegistry } from './subscriptions.ts'
 import { Delivery, type EnvelopePass, verbOf, type Authorize } from './delivery.ts'
 import type { SharedFrames } from '../transport.ts'
 import { LiveQueries, type LiveOptions } from '../live/live-queries.ts'
+import { RealtimeCounters } from '../counters.ts'
 
 export type { Authorize, Notification } from './delivery.ts'
 
@@ -92,6 +94,8 @@ export class Hub {
   readonly requests = new InFlight()
   /** The queries this instance's sockets follow (see live/live-queries.ts). */
   readonly live: LiveQueries
+  /** What this instance's realtime has done (see counters.ts). */
+  readonly counters = new RealtimeCounters()
   readonly #options: HubOptions
   #stop: (() => Promise<void>) | undefined
   readonly #registry: ModelRegistry
@@ -102,17 +106,20 @@ export class Hub {
   readonly #follower: LogFollower | undefined
   /** What the instance no longer keeps, read back from the change log (with a log). */
   readonly #missed: MissedChanges | undefined
+  /** Readiness probes this instance sent and waits for (see {@link brokerBrings}). */
+  readonly #probes = new Map<string, () => void>()
 
   constructor (options: HubOptions) {
     this.#options = options
     this.#registry = options.registry
     this.subscriptions = new SubscriptionRegistry<Connection>(options.maxSubscriptions)
     this.#outbox = new Outbox(options.broker, options.log)
-    this.#delivery = new Delivery({ ...options, subscriptions: this.subscriptions })
+    this.#delivery = new Delivery({ ...options, subscriptions: this.subscriptions, counters: this.counters })
     this.live = new LiveQueries({
       ...options.live,
       fold: options.fold,
-      log: options.log
+      log: options.log,
+      counters: this.counters
     })
     const log = options.changeLog
     this.#follower = log === undefined
@@ -158,7 +165,9 @@ export class Hub {
    * Publishes the changes of a committed write; `origin`: the socket that made it, if any;
    * `records`: under a policy, per change the records its message names (see commit-records.ts).
    */
-  async publishChanges (envelope: Envelope): Promise<void> {
+  async publishChanges (committed: Envelope): Promise<void> {
+    // Stamped for the delivery-time metric (the log keeps its own time).
+    const envelope = { ...committed, at: Date.now() }
     if (this.#follower === undefined) {
       await this.#outbox.publish(envelope)
       return
@@ -170,6 +179,21 @@ export class Hub {
     })
   }
 
+  /**
+   * Resolves once the broker has brought back an envelope this instance published to it (a probe,
+   * which every instance ignores): the broker takes what is published and delivers it.
+   */
+  async brokerBrings (): Promise<void> {
+    const probe = randomUUID()
+    const back = new Promise<void>(resolve => { this.#probes.set(probe, resolve) })
+    try {
+      await this.#options.broker.publish({ items: [], probe })
+      await back
+    } finally {
+      this.#probes.delete(probe)
+    }
+  }
+
   /** Publishes app data to the subscribers of one record, on every instance. */
   async publish (identity: string, id: Id, data: unknown, origin?: BlueprintSocket): Promise<void> {
     const model = this.model(identity)
@@ -177,7 +201,7 @@ export class Hub {
     const log = this.#options.changeLog
     if (log === undefined) {
       // App code is told at once when the broker does not take it (nothing is held for it).
-      await this.#options.broker.publish(envelope)
+      await this.#options.broker.publish({ ...envelope, at: Date.now() })
       return
     }
     await this.publishChanges({ position: await log.appendAlone(envelope), epoch: log.epoch, ...envelope })
@@ -189,6 +213,10 @@ export class Hub {
    * missed is read from the log; without a log, the sockets are told to read again.
    */
   receive (envelope: Envelope): void {
+    if (envelope.probe !== undefined) {
+      this.#probes.get(envelope.probe)?.()
+      return
+    }
     const follower = this.#follower
     if (envelope.missed !== true) {
       if (follower === undefined) this.#deliver(envelope)
@@ -199,6 +227,7 @@ export class Hub {
 
   /** What the sockets show may be stale, with nothing to tell them what changed: they read again. */
   #readAgain (): void {
+    this.counters.missed++
     // The followed queries may have missed a change too: they end (their clients read them again).
     this.live.forgetAll()
     for (const connection of this.subscriptions.sockets()) connection.close(CLOSE.MISSED, 'notifications were missed; read again')
@@ -212,6 +241,9 @@ export class Hub {
    */
   #deliver (envelope: Envelope): void {
     this.#recent.add(envelope)
+    const { counters } = this
+    counters.envelopes++
+    if (envelope.at !== undefined) counters.delivered?.(Date.now() - envelope.at)
     // Subscriptions end after the whole envelope (the registry is not changed while it is walked);
     // a record that an item hid from a socket is not followed by it for the envelope's later items
     // (the `removedFrom` of a child that an `updated` just hid says nothing of it).

@@ -26,6 +26,7 @@ import type { Envelope } from '../brokers/broker.ts'
 import type { Connection } from '../socket.ts'
 import type { SharedFrames } from '../transport.ts'
 import { FOLLOW_HANDLE } from '../protocol.ts'
+import type { RealtimeCounters } from '../counters.ts'
 import { diff, liveRecords, parsed, type HeldRecord, type LiveRecord } from './live-diff.ts'
 import { ModelQueries } from './live-index.ts'
 import { NamedRecords } from './named-records.ts'
@@ -66,6 +67,7 @@ export interface LiveOptions {
    */
   readonly grace: number
   readonly log: FastifyBaseLogger
+  readonly counters: RealtimeCounters
 }
 
 /** A find that follows its query, until its answer is known (see `joinGroup` in follow-read.ts). */
@@ -519,8 +521,12 @@ export class LiveQueries {
         group.dirty = false
         const run = ++group.runs
         const [member] = group.members.values()
+        const { counters } = this.#options
+        counters.liveRuns++
+        const started = counters.ran === undefined ? 0 : performance.now()
         // Never rejects: the app's router answers every failure (a 500 ends the query).
         const answer = await this.#options.refresh(member)
+        counters.ran?.(performance.now() - started)
         if (group.dropped) break
         // A run that is not answered 200 with a list of records (a hook refuses the follower now,
         // or turned the answer into something else) ends the query.
@@ -565,6 +571,7 @@ export class LiveQueries {
     const sockets = [...to]
     // Every message of one change but the last says more follow: a client shows the result once.
     const last = messages.length - 1
+    this.#options.counters.liveMessages += messages.length * sockets.length
     messages.forEach((message, i) => {
       const frame: SharedFrames = {}
       const sent = i === last ? message : { ...message, more: true as const }

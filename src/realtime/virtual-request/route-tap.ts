@@ -192,6 +192,7 @@ export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelReg
     await views(scope, read, request)
     const upTo = await hub.resume(scope.connection, point, from)
     if (upTo === undefined) return false
+    hub.counters.resumes++
     // As long as the one it replaces (the same records and url).
     const fresh = signToken({ ...point, position: upTo, issued: Date.now() }, log.secret) as string
     await reply.code(204).header(RESUMED_HEADER, `${log.epoch}:${from}`).header(RESUME_HEADER, fresh).send()
