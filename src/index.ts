@@ -26,7 +26,7 @@ export type { Audience } from './realtime/options.ts'
 export type { RealtimeStats } from './realtime/hub/subscriptions.ts'
 export type { FollowStats } from './realtime/live/live-queries.ts'
 export type { LogReadiness, Readiness, ReadinessCheck, ReadinessOptions } from './readiness.ts'
-export type { InstrumentOptions, MeterLike, MetricsOptions, ObservableLike } from './metrics.ts'
+export type { InstrumentOptions, MeterLike, MetricsOptions, ObservableLike, ObservationLike } from './metrics.ts'
 export type { BlueprintQuery, SortDirection } from './criteria/types.ts'
 export type {
   AssociationInfo, AttributeInfo, AttributeType, BlueprintModels, CollectionInfo, ModelInfo, SingularInfo, Skipped

@@ -16,9 +16,15 @@ export interface InstrumentOptions {
   readonly unit?: string
 }
 
+/** What an observable instrument's callback is handed (OpenTelemetry's `ObservableResult`). */
+export interface ObservationLike {
+  observe (value: number, attributes?: Readonly<Record<string, string>>): void
+}
+
 /** An observable instrument (OpenTelemetry's `ObservableGauge`, `ObservableCounter`), the part used. */
 export interface ObservableLike {
-  addCallback (callback: (result: { observe (value: number): void }) => void | Promise<void>): void
+  addCallback (callback: (result: ObservationLike) => void | Promise<void>): void
+  removeCallback (callback: (result: ObservationLike) => void | Promise<void>): void
 }
 
 /**
@@ -34,7 +40,7 @@ export interface ObservableLike {
 export interface MeterLike {
   createObservableGauge (name: string, options?: InstrumentOptions): ObservableLike
   createObservableCounter (name: string, options?: InstrumentOptions): ObservableLike
-  createHistogram (name: string, options?: InstrumentOptions): { record (value: number): void }
+  createHistogram (name: string, options?: InstrumentOptions): { record (value: number, attributes?: Readonly<Record<string, string>>): void }
 }
 
 /**
@@ -59,10 +65,13 @@ interface Observed {
 }
 
 /**
- * Creates the plugin's instruments on `meter` for the realtime of one registration (`hub`): the
- * gauges and counters read it when the app's reader collects, the histograms are fed by it.
+ * Creates the plugin's instruments on `meter` for the realtime of one registration (`hub`, its
+ * routes under `prefix`, the attribute `blueprints.prefix` of every series: two registrations on one
+ * meter are two series): the gauges and counters read it when the app's reader collects, the
+ * histograms are fed by it. Returns what stops it (the app closes: nothing is read any more).
  */
-export function registerMetrics (meter: MeterLike, hub: Hub): void {
+export function registerMetrics (meter: MeterLike, hub: Hub, prefix: string): () => void {
+  const attributes = Object.freeze({ 'blueprints.prefix': prefix })
   const { counters, changeLog } = hub
   const gauges: Observed[] = [
     { name: 'blueprints.sockets', unit: '{socket}', description: 'Open sockets of this instance', read: () => hub.subscriptions.stats().sockets },
@@ -109,11 +118,14 @@ export function registerMetrics (meter: MeterLike, hub: Hub): void {
     { name: 'blueprints.resumes', unit: '{read}', description: 'Reads of reconnecting sockets resumed without running', read: () => counters.resumes },
     { name: 'blueprints.missed', unit: '{event}', description: 'Times every socket was told to read again (notifications missed)', read: () => counters.missed }
   ]
+  const observed: Array<() => void> = []
   const observe = (instrument: ObservableLike, { read }: Observed): void => {
-    instrument.addCallback(async result => {
+    const callback = async (result: ObservationLike): Promise<void> => {
       const value = await read()
-      if (value !== undefined) result.observe(value)
-    })
+      if (value !== undefined) result.observe(value, attributes)
+    }
+    instrument.addCallback(callback)
+    observed.push(() => { instrument.removeCallback(callback) })
   }
   for (const gauge of gauges) observe(meter.createObservableGauge(gauge.name, { unit: gauge.unit, description: gauge.description }), gauge)
   for (const total of totals) observe(meter.createObservableCounter(total.name, { unit: total.unit, description: total.description }), total)
@@ -121,7 +133,13 @@ export function registerMetrics (meter: MeterLike, hub: Hub): void {
     unit: 'ms',
     description: 'From a change set\'s publication (the publisher\'s clock) to its delivery to this instance\'s sockets'
   })
-  counters.delivered = milliseconds => { delivery.record(milliseconds) }
+  // Across two clocks, a delivery may seem to come before its publication: none is shorter than 0.
+  counters.delivered = milliseconds => { delivery.record(Math.max(0, milliseconds), attributes) }
   const run = meter.createHistogram('blueprints.live.run.duration', { unit: 'ms', description: 'How long a run of a followed query took' })
-  counters.ran = milliseconds => { run.record(milliseconds) }
+  counters.ran = milliseconds => { run.record(milliseconds, attributes) }
+  return () => {
+    for (const stop of observed) stop()
+    counters.delivered = undefined
+    counters.ran = undefined
+  }
 }

@@ -230,7 +230,10 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
         : async (read, request, models) => await policyOf({ ctx, options, text: false, ...read }, request, 'find', models)
     })
   if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
-  if (realtime !== undefined && options.metrics !== undefined) registerMetrics(options.metrics.meter, realtime.hub)
+  if (realtime !== undefined && options.metrics !== undefined) {
+    const stop = registerMetrics(options.metrics.meter, realtime.hub, options.prefix)
+    app.addHook('onClose', async () => { stop() })
+  }
   ctx.feed.subscribe(shared.notifier)
   // Through the plugin's own runner: a failure is classified as every statement's is (errors.ts).
   const ping = async (): Promise<unknown> => await database.run({ sql: 'SELECT 1', params: [] })

@@ -19,8 +19,11 @@ export interface ReadinessCheck {
 
 /** The change log's part of {@link Readiness}. */
 export interface LogReadiness extends ReadinessCheck {
-  /** Positions written to the change log that this instance has not delivered to its sockets yet. */
-  readonly behind: number
+  /**
+   * Positions written to the change log that this instance has not delivered to its sockets yet
+   * (absent when the log could not be read).
+   */
+  readonly behind?: number
 }
 
 /**
@@ -54,9 +57,9 @@ export interface Readiness {
  * ```
  */
 export interface ReadinessOptions {
-  /** Milliseconds each part may take before it counts as failed. Default 1 000. */
+  /** Milliseconds each part may take before it counts as failed, from 1 up (`Infinity`: no bound). Default 1 000. */
   readonly timeout?: number
-  /** Change log positions this instance may be behind and still be ready. Default 1 000. */
+  /** Change log positions this instance may be behind and still be ready, a whole number from 0. Default 1 000. */
   readonly maxBehind?: number
 }
 
@@ -70,36 +73,56 @@ export interface ReadinessSources {
 
 const DEFAULT_TIMEOUT = 1000
 const DEFAULT_MAX_BEHIND = 1000
+const LONGEST_TIMER = 2 ** 31 - 1
 
-/** Checks every part at once, each within `timeout`. */
+/**
+ * Checks every part at once, each within `timeout`.
+ *
+ * @throws TypeError for a `timeout` or `maxBehind` out of range (naming it).
+ */
 export async function readiness ({ ping, hub }: ReadinessSources, options: ReadinessOptions = {}): Promise<Readiness> {
   const timeout = options.timeout ?? DEFAULT_TIMEOUT
   const maxBehind = options.maxBehind ?? DEFAULT_MAX_BEHIND
+  if (typeof timeout !== 'number' || !(timeout >= 1)) throw new TypeError('`timeout` must be a number from 1 up')
+  if (!Number.isSafeInteger(maxBehind) || maxBehind < 0) throw new TypeError('`maxBehind` must be a whole number from 0 up')
   const log = hub?.changeLog
   const behindOf = hub === undefined || log === undefined ? undefined : async () => Math.max(0, (await log.bounds()).newest - hub.position)
   const [database, broker, behind] = await Promise.all([
     check(ping, timeout, 'the database failed SELECT 1'),
-    hub === undefined ? undefined : check(async () => { await hub.brokerBrings() }, timeout, 'the broker failed'),
+    hub === undefined ? undefined : check(async signal => { await hub.brokerBrings(signal) }, timeout, 'the broker failed'),
     behindOf === undefined ? undefined : check(behindOf, timeout, 'the change log could not be read')
   ])
   const parts: { database: ReadinessCheck, broker?: ReadinessCheck, log?: LogReadiness } = { database: database.check }
   if (broker !== undefined) parts.broker = broker.check
   if (behind !== undefined) {
-    const count = behind.value ?? 0
-    parts.log = count > maxBehind
-      ? { ok: false, ms: behind.check.ms, behind: count, error: `${count} positions behind the change log (maxBehind ${maxBehind})` }
-      : { ...behind.check, behind: count }
+    const count = behind.value
+    parts.log = count === undefined
+      ? behind.check
+      : count > maxBehind
+        ? { ok: false, ms: behind.check.ms, behind: count, error: `${count} positions behind the change log (maxBehind ${maxBehind})` }
+        : { ...behind.check, behind: count }
   }
   return { ready: Object.values(parts).every(part => part.ok), ...parts }
 }
 
-/** Runs one part within `timeout` ms: its check (`failure` says what failed), and what it resolved with. */
-async function check<T> (work: () => Promise<T>, timeout: number, failure: string): Promise<{ check: ReadinessCheck, value?: T }> {
+/**
+ * Runs one part within `timeout` ms (its `signal` aborts then): its check (`failure` says what
+ * failed), and what it resolved with.
+ */
+async function check<T> (work: (signal: AbortSignal) => Promise<T>, timeout: number, failure: string): Promise<{ check: ReadinessCheck, value?: T }> {
   const started = performance.now()
   const ms = (): number => Math.round(performance.now() - started)
+  const controller = new AbortController()
   let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<{ late: true }>(resolve => { timer = setTimeout(() => { resolve({ late: true }) }, timeout) })
-  const outcome = await Promise.race([work().then(value => ({ value }), (error: unknown) => ({ error })), late])
+  const late = new Promise<{ late: true }>(resolve => {
+    // (Beyond a timer's longest, none: a bound of 24 days is no bound.)
+    if (timeout > LONGEST_TIMER) return
+    timer = setTimeout(() => {
+      resolve({ late: true })
+      controller.abort()
+    }, timeout)
+  })
+  const outcome = await Promise.race([work(controller.signal).then(value => ({ value }), (error: unknown) => ({ error })), late])
   clearTimeout(timer)
   if ('value' in outcome) return { check: { ok: true, ms: ms() }, value: outcome.value }
   return { check: { ok: false, ms: ms(), error: 'late' in outcome ? `no answer within ${timeout} ms` : `${failure}: ${reasonOf(outcome.error)}` } }

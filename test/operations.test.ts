@@ -9,7 +9,7 @@ import { metrics as otel } from '@opentelemetry/api'
 import { MeterProvider, MetricReader, type Histogram, type ResourceMetrics } from '@opentelemetry/sdk-metrics'
 import { Redis } from 'ioredis'
 import Fastify from 'fastify'
-import blueprints, { MemoryBroker, type MeterLike } from '../src/index.ts'
+import blueprints, { MemoryBroker, type MeterLike, type ObservableLike } from '../src/index.ts'
 import { RedisBroker } from '../src/realtime/brokers/redis.ts'
 import { connect } from '../src/client/index.ts'
 import { build, DATABASES } from './helpers/app.ts'
@@ -38,6 +38,12 @@ class Collector extends MetricReader {
       }
     }
     return found
+  }
+
+  /** The attributes of the first data point of each series. */
+  async attributes (): Promise<Map<string, unknown>> {
+    const { resourceMetrics } = await this.collect() as { resourceMetrics: ResourceMetrics }
+    return new Map(resourceMetrics.scopeMetrics.flatMap(scope => scope.metrics.map(metric => [metric.descriptor.name, metric.dataPoints[0]?.attributes])))
   }
 }
 
@@ -124,7 +130,8 @@ for (const db of DATABASES) {
     await app.ready()
     await orm.close(true)
     const closed = await app.blueprints.readiness({ timeout: 2000 })
-    t.match(closed, { ready: false, database: { ok: false }, broker: { ok: true }, log: { ok: false, behind: 0 } })
+    t.match(closed, { ready: false, database: { ok: false }, broker: { ok: true }, log: { ok: false } })
+    t.notOk('behind' in (closed.log as object), 'the log unread: how far behind is not known')
     t.match(closed.database.error, /^the database failed SELECT 1: BP_ERR_DATABASE(_UNAVAILABLE)?$/, 'coded as a request\'s failure would be, without the database\'s own message')
     t.match(closed.log?.error, /^the change log could not be read: BP_ERR_DATABASE(_UNAVAILABLE)?$/)
     await app.close().catch(() => {})
@@ -181,12 +188,35 @@ t.test('readiness: an app\'s broker that refuses what it is given', async t => {
   t.match(await app.blueprints.readiness(), { ready: false, broker: { ok: false, error: 'the broker failed: offline' } })
 })
 
-t.test('metrics without a change log: no log series', async t => {
-  const { meter: given, collector } = meter(t)
-  await build(t, 'sqlite', { plugin: { metrics: { meter: given }, realtime: { log: false } } })
+t.test('metrics without a change log: no log series; after the app closes: none', async t => {
+  const { meter: real, collector } = meter(t)
+  // The SDK's meter, its callbacks counted as the plugin adds and removes them.
+  const callbacks = new Set<unknown>()
+  const tracked = (instrument: ObservableLike): ObservableLike => ({
+    addCallback: callback => { callbacks.add(callback); instrument.addCallback(callback) },
+    removeCallback: callback => { callbacks.delete(callback); instrument.removeCallback(callback) }
+  })
+  const given: MeterLike = {
+    createObservableGauge: (name, options) => tracked(real.createObservableGauge(name, options)),
+    createObservableCounter: (name, options) => tracked(real.createObservableCounter(name, options)),
+    createHistogram: (name, options) => real.createHistogram(name, options)
+  }
+  const { app } = await build(t, 'sqlite', { plugin: { prefix: '/api', metrics: { meter: given }, realtime: { log: false } } })
   const series = await collector.series()
   t.equal(series.get('blueprints.sockets'), 0)
   t.notOk(series.has('blueprints.log.behind'), 'nothing observed for the log')
+  t.same((await collector.attributes()).get('blueprints.sockets'), { 'blueprints.prefix': '/api' }, 'each series names its registration')
+  t.equal(callbacks.size, 11, 'a callback per observable series')
+  await app.close()
+  t.equal(callbacks.size, 0, 'closed: every callback removed, nothing is read any more')
+})
+
+t.test('readiness: its options are checked; no time bound with Infinity', async t => {
+  const { app } = await build(t, 'sqlite')
+  for (const timeout of [0, -1, Number.NaN]) await t.rejects(app.blueprints.readiness({ timeout }), { name: 'TypeError', message: '`timeout` must be a number from 1 up' })
+  for (const maxBehind of [-1, 1.5]) await t.rejects(app.blueprints.readiness({ maxBehind }), { name: 'TypeError', message: '`maxBehind` must be a whole number from 0 up' })
+  t.match(await app.blueprints.readiness({ timeout: Infinity }), { ready: true, broker: { ok: true } })
+  t.match(await app.blueprints.readiness({ timeout: 2 ** 40 }), { ready: true }, 'beyond a timer\'s longest: no bound either')
 })
 
 t.test('registration logs one line: models, routes, endpoints, broker, log, metrics', async t => {

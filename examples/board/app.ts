@@ -175,9 +175,14 @@ export async function buildBoard (options: BoardOptions): Promise<FastifyInstanc
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })
 
-  app.get('/health', async () => {
-    await orm.em.getConnection().execute('select 1')
-    return { status: 'ok', database: options.databaseUrl === undefined ? 'sqlite' : 'postgresql', broker: redis === undefined ? 'memory' : 'redis' }
+  // Readiness for an orchestrator: the database, the broker and the change log, each within 1 s.
+  app.get('/health', async (_request, reply) => {
+    const { ready } = await app.blueprints.readiness()
+    return await reply.code(ready ? 200 : 503).send({
+      status: ready ? 'ok' : 'unavailable',
+      database: options.databaseUrl === undefined ? 'sqlite' : 'postgresql',
+      broker: redis === undefined ? 'memory' : 'redis'
+    })
   })
   const page = new URL('./public/', import.meta.url)
   app.get('/', async (_request, reply) => await reply.type('text/html; charset=utf-8').send(await readFile(new URL('index.html', page))))

@@ -8,7 +8,7 @@ import {
   BlueprintsClientError, count, number, type ClientOptions, type ClosedDetail, type FetchLike, type ProbeAnswer, type Status, type WebSocketConstructor
 } from './options.ts'
 import { RememberedReads } from './reads.ts'
-import { withQuery } from '../realtime/protocol.ts'
+import { PROBE_HEADER, withQuery } from '../realtime/protocol.ts'
 import type { EventName, LiveRecordOf, Query, ReadAnswer, RecordOf, RequestOptions, Unbound, WriteAnswer } from './typed.ts'
 import { LiveResult } from './live.ts'
 import type { LiveMessage } from '../messages.ts'
@@ -58,7 +58,10 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
       reads: this.#reads,
       handlers: this.#handlers,
       onError,
-      probe: prober(options.probe, this.#timeout)
+      probe: prober(options.probe, this.#timeout),
+      // A refusal the probe learns is the upgrade's only where both carry the same: the page's
+      // cookies (the global WebSocket, offering no subprotocol), or what the app's own probe sends.
+      conclusive: typeof options.probe === 'function' || (options.WebSocket === undefined && options.protocols === undefined)
     })
   }
 
@@ -398,7 +401,7 @@ function prober (option: false | FetchLike | undefined, timeout: number): ((url:
       try {
         body = JSON.parse(text)
       } catch {}
-      return { status: answer.status, body }
+      return { status: answer.status, body, endpoint: answer.headers.get(PROBE_HEADER) === '1' }
     } catch (error) {
       // Node's fetch says `fetch failed`, and why in its cause (ECONNREFUSED …).
       const { cause } = Object(error) as { cause?: unknown }

@@ -28,6 +28,8 @@ export interface ConnectionParts {
   readonly onError: (error: unknown) => void
   /** Asks the endpoint over HTTP why an attempt failed (see `ClientOptions.probe`); undefined: never. */
   readonly probe: ((url: string) => Promise<ProbeAnswer>) | undefined
+  /** Whether a refusal the probe learns is the upgrade's (the client then gives up). */
+  readonly conclusive: boolean
 }
 
 /** The connection of one client (see {@link ConnectionParts}); it opens at once. */
@@ -41,6 +43,7 @@ export class ClientConnection {
   readonly #handlers: Handlers
   readonly #onError: (error: unknown) => void
   readonly #probe: ((url: string) => Promise<ProbeAnswer>) | undefined
+  readonly #conclusive: boolean
   #status: Status = 'connecting'
   #ws: WebSocketLike | undefined
   #timer: ReturnType<typeof setTimeout> | undefined
@@ -67,6 +70,7 @@ export class ClientConnection {
     this.#handlers = parts.handlers
     this.#onError = parts.onError
     this.#probe = parts.probe
+    this.#conclusive = parts.conclusive
     this.#open()
   }
 
@@ -237,7 +241,7 @@ export class ClientConnection {
   #ended (closed: ClosedDetail): void {
     this.#closed = closed
     const { code, http } = closed
-    const refusal = code === CLOSE.REFUSED ? 'the server refused the connection (4003)' : refusedUpgrade(http)
+    const refusal = code === CLOSE.REFUSED ? 'the server refused the connection (4003)' : this.#conclusive ? refusedUpgrade(http) : undefined
     if (refusal !== undefined || this.#backoff === undefined) {
       const answer = http !== undefined && 'status' in http ? { statusCode: http.status, headers: {}, body: http.body } : undefined
       this.#jobs.settle(() => refusal !== undefined
@@ -301,21 +305,26 @@ function probeUrl (url: string): string {
 
 /** What a probe's answer says, for a message. */
 function probed (http: ProbeAnswer): string {
-  if ('error' in http) return `the endpoint could not be reached over HTTP (${http.error})`
+  if ('error' in http) {
+    return `its url could not be read over HTTP (${http.error}: unreachable, or another origin's answer that CORS keeps from the page)`
+  }
   const { message } = Object(http.body) as { message?: unknown }
-  const said = typeof message === 'string' ? ` (${message})` : ''
+  const said = `${http.status}${typeof message === 'string' ? ` (${message})` : ''}`
+  if (!http.endpoint) return `a plain GET of its url was answered ${said} by no websocket endpoint (a wrong path, or a proxy)`
   return http.status === 204
     ? 'the endpoint accepts the request over HTTP, the upgrade itself failed (a proxy that does not pass websocket upgrades?)'
-    : `the endpoint answered ${http.status}${said}`
+    : `the endpoint answered ${said}`
 }
 
 /**
- * Why the client gives up after a probe's answer: a 4xx but 408 (timeout) and 429 (too many
- * requests), which the same request would meet again (a hook's 401 or 403, the app's 404 for a
- * wrong path); `undefined` to retry.
+ * Why the client gives up after a probe's answer: the endpoint's own 4xx but 408 (timeout) and 429
+ * (too many requests), which the same request would meet again (its origin check's or a hook's 401
+ * or 403); `undefined` to retry.
  */
 function refusedUpgrade (http: ProbeAnswer | undefined): string | undefined {
-  if (http === undefined || 'error' in http || http.status < 400 || http.status >= 500 || http.status === 408 || http.status === 429) return undefined
+  if (http === undefined || 'error' in http || !http.endpoint || http.status < 400 || http.status >= 500 || http.status === 408 || http.status === 429) {
+    return undefined
+  }
   return `the server refused the connection: ${probed(http)}`
 }
 

@@ -117,10 +117,14 @@ export interface ClientOptions {
    * How the client learns why an attempt failed before the socket opened: a plain GET of the
    * endpoint's url with `blueprints-probe=1` (with the page's cookies), which the server runs
    * through the upgrade's checks and hooks and answers 204, or as a hook answered. Its answer is
-   * `ClosedDetail.http`; a 4xx other than 408 and 429 makes the client give up (`BP_CLIENT_REFUSED`,
-   * with the answer as the error's `response`). A `fetch`-like function (to add the headers a
-   * Node client's upgrade carries), or `false`: no probe, the client retries whatever failed.
-   * Default: the global `fetch`, where there is one. Bounded by `timeout`.
+   * `ClosedDetail.http`. A `fetch`-like function (to send what a Node client's upgrade carries),
+   * or `false`: no probe. Default: the global `fetch`, where there is one. Bounded by `timeout`.
+   *
+   * The client gives up (`BP_CLIENT_REFUSED`, the answer as the error's `response`) when the
+   * endpoint itself refuses the probe with a 4xx other than 408 and 429 — and only where the
+   * probe is the upgrade's equal: the default probe of the global `WebSocket` without
+   * `protocols` (both carry the page's cookies and nothing else), or a probe given here.
+   * Otherwise it keeps trying, and says why each attempt failed.
    */
   readonly probe?: false | FetchLike
 }
@@ -145,13 +149,19 @@ export interface ClosedDetail {
    * After an attempt that never opened: what a plain GET of the endpoint's url answered (its
    * status and body: 401 from the app's hook, 429 from a rate limit, the app's 404 for a wrong
    * path; 204 when the endpoint would accept it, and the upgrade itself failed), or why it could
-   * not be made (`error`: the network's reason). Absent without a probe.
+   * not be read (`error`: the network's reason, or an answer of another origin that CORS does not
+   * let the page read). Absent without a probe.
    */
   readonly http?: ProbeAnswer
 }
 
-/** What the client's probe of the endpoint learnt (see {@link ClosedDetail.http}). */
-export type ProbeAnswer = { readonly status: number, readonly body: unknown } | { readonly error: string }
+/**
+ * What the client's probe of the endpoint learnt (see {@link ClosedDetail.http}): the answer —
+ * `endpoint` when it is the websocket endpoint's own (its 204, or what its origin check or hooks
+ * answered), not another route's, a proxy's or the app's 404 for a path without one — or why
+ * there was none.
+ */
+export type ProbeAnswer = { readonly status: number, readonly body: unknown, readonly endpoint: boolean } | { readonly error: string }
 
 /**
  * The part of `fetch` the client's probe uses (the global `fetch` of browsers and Node has it).
@@ -161,7 +171,11 @@ export type ProbeAnswer = { readonly status: number, readonly body: unknown } | 
  * const probe: FetchLike = (url, init) => fetch(url, { ...init, headers: { authorization: `Bearer ${token}` } })
  * ```
  */
-export type FetchLike = (url: string, init: { credentials: 'include', signal?: AbortSignal }) => Promise<{ readonly status: number, text (): Promise<string> }>
+export type FetchLike = (url: string, init: { credentials: 'include', signal?: AbortSignal }) => Promise<{
+  readonly status: number
+  readonly headers: { get (name: string): string | null }
+  text (): Promise<string>
+}>
 
 /**
  * The state of the connection: `connecting` (the first attempt), `open`, `reconnecting` (waiting
@@ -182,8 +196,8 @@ export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
  *   the socket because a frame was too large);
  * - `BP_CLIENT_CLOSED`: `close()` was called, or the request was made after the client closed;
  * - `BP_CLIENT_REFUSED`: the app refused the socket (close code 4003), or its endpoint refused the
- *   upgrade with a 4xx other than 408 and 429 (a hook's 401 or 403, the app's 404 for a wrong path:
- *   see `ClientOptions.probe`; the answer is the error's `response`); the client does not retry;
+ *   upgrade with a 4xx other than 408 and 429 (its origin check's or a hook's 401 or 403: see
+ *   `ClientOptions.probe`; the answer is the error's `response`); the client does not retry;
  * - `BP_CLIENT_TIMEOUT`: no answer within the request's `timeout` (the client's default 10 s): the
  *   connection is down (its message says how the last attempt ended) or the server is slow; a
  *   write may or may not have happened;

@@ -7,7 +7,7 @@ import type { PLAIN_FORM } from '../messages.ts'
 
 /** The properties of entity `E` that are never written to JSON: `hidden` ones. */
 type HiddenOf<E> = (E extends { [HiddenProps]?: infer K } ? K : never) |
-  { [K in keyof E]: NonNullable<E[K]> extends string | number | boolean | bigint ? (NonNullable<E[K]> extends Hidden ? K : never) : never }[keyof E]
+  { [K in keyof E]: keyof Hidden.Brand extends keyof NonNullable<E[K]> ? K : never }[keyof E]
 
 /** A primitive without MikroORM's markers (`Opt`, `Hidden`): `boolean`, `string`, `number`, or its literals. */
 type Unmarked<T> =
@@ -61,9 +61,9 @@ type CollectionKeys<E> = { [K in Shown<E>]: [NonNullable<E[K]>] extends [Collect
 
 /**
  * An entity's record without its associations populated — what a find with `populate=false`
- * answers, what a populated record's children are, and what a change message's `data` carries:
- * every attribute as JSON, a singular association as its key (or `null`), no collections.
- * Hidden properties are left out.
+ * answers, what a populated record's children are, and what an `updated` message's `data` holds
+ * some of: every attribute as JSON, a singular association as its key (or `null`), no
+ * collections. Hidden properties are left out.
  *
  * @example
  * ```ts

@@ -49,6 +49,13 @@ export const CLOSE = Object.freeze({
 export const PROBE_PARAMETER = 'blueprints-probe'
 
 /**
+ * The header that marks an answer to a probe as the websocket endpoint's — its 204, or what its
+ * origin check or hooks answered — rather than another route's, a proxy's or the app's 404 for a
+ * path with no endpoint. Only a marked refusal makes the client give up.
+ */
+export const PROBE_HEADER = 'x-blueprints-probe'
+
+/**
  * Headers of the upgrade request that do not carry over to the requests of the socket: they
  * describe the upgrade itself, or the body of a request.
  */

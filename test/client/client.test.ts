@@ -695,19 +695,16 @@ for (const db of DATABASES.slice(0, 1)) {
     t.equal((await client.get('/pet/1')).statusCode, 200, 'its late answer taken by no one')
   })
 
-  t.test(`${db}: a wrong path: the probe learns the app's 404, the client gives up with it`, async t => {
+  t.test(`${db}: a wrong path: the probe learns the app's 404, no endpoint's; the client retries, saying so`, async t => {
     const { app } = await build(t, db)
-    const { WebSocket, attempts } = counting()
-    const { client, statuses } = open(t, `ws://${HOST}:${await listen(app)}/nope`, { WebSocket, reconnect: { initialDelay: 5 } })
+    const { client } = open(t, `ws://${HOST}:${await listen(app)}/nope`, { reconnect: { initialDelay: 5, maxDelay: 10 }, timeout: 100 })
     const closed: unknown[] = []
     client.onStatus((status, detail) => { closed.push([status, detail]) })
     const error = await rejection(client.get('/user/1'), 'a request while the path is wrong')
-    t.equal(error.code, 'BP_CLIENT_REFUSED')
-    t.match(error.message, /^the server refused the connection: the endpoint answered 404 \(Route GET:\/nope\?blueprints-probe=1 not found\)$/)
-    t.match(error.response, { statusCode: 404, body: { statusCode: 404, error: 'Not Found' } }, 'the answer, the error\'s response')
-    t.same(statuses.items, ['closed'])
-    t.match(closed, [['closed', { code: 1006, http: { status: 404 } }]], 'onStatus is told the upgrade\'s answer')
-    t.equal(attempts.items.length, 1, 'closed for good after the first attempt')
+    t.equal(error.code, 'BP_CLIENT_TIMEOUT')
+    t.match(error.message, /its last attempt closed with 1006; a plain GET of its url was answered 404 \(Route GET:\/nope\?blueprints-probe=1 not found\) by no websocket endpoint \(a wrong path, or a proxy\)$/)
+    t.match(closed[0], ['reconnecting', { code: 1006, http: { status: 404, endpoint: false, body: { statusCode: 404, error: 'Not Found' } } }], 'onStatus is told the answer')
+    t.equal(client.status === 'reconnecting' || client.status === 'connecting', true, 'still trying: a path may come to exist (a deploy)')
   })
 
   t.test(`${db}: an upgrade a hook refuses (401): the client gives up with the hook's answer`, async t => {
@@ -730,8 +727,17 @@ for (const db of DATABASES.slice(0, 1)) {
     t.equal(error.message, 'the server refused the connection: the endpoint answered 401 (log in first)')
     t.same(error.response, { statusCode: 401, headers: {}, body: { code: 'APP_LOGIN', message: 'log in first' } })
     t.same(statuses.items, ['closed'])
-    t.match(closed, [['closed', { code: 1006, reason: '', http: { status: 401, body: { code: 'APP_LOGIN' } } }]])
+    t.match(closed, [['closed', { code: 1006, reason: '', http: { status: 401, endpoint: true, body: { code: 'APP_LOGIN' } } }]])
     t.equal((await rejection(client.get('/user/1'), 'a later request')).code, 'BP_CLIENT_CLOSED')
+    // A client whose upgrade carries what the probe does not (a subprotocol: a WebSocket sends it,
+    // a fetch cannot) is told the same, but keeps trying: the refusal may not be its upgrade's.
+    const offering = open(t, endpoint((app.server.address() as AddressInfo).port), { protocols: ['token.abc'], reconnect: { initialDelay: 5, maxDelay: 10 }, timeout: 100 })
+    const waited = await rejection(offering.client.get('/user/1'), 'a request of a client offering a subprotocol')
+    t.equal(waited.code, 'BP_CLIENT_TIMEOUT')
+    t.match(waited.message, /; the endpoint answered 401 \(log in first\)$/)
+    // With the app's own probe (which sends what its upgrade sends), the refusal is conclusive again.
+    const told = open(t, endpoint((app.server.address() as AddressInfo).port), { protocols: ['token.abc'], probe: async (url, init) => await fetch(url, init) })
+    t.equal((await rejection(told.client.get('/user/1'), 'a request with the app\'s probe')).code, 'BP_CLIENT_REFUSED')
   })
 
   t.test(`${db}: an upgrade answered 429: the client retries, saying why; it opens once the limit lets it`, async t => {
@@ -753,7 +759,7 @@ for (const db of DATABASES.slice(0, 1)) {
     const error = await rejection(client.get('/user/1'), 'a request while the upgrade is limited')
     t.equal(error.code, 'BP_CLIENT_TIMEOUT')
     t.match(error.message, /within 100 ms: the connection is (connecting|reconnecting), its last attempt closed with 1006; the endpoint answered 429 \(slow down\)$/)
-    t.match(closed[0], ['reconnecting', { code: 1006, http: { status: 429, body: { code: 'RATE' } } }], 'onStatus is told each attempt\'s answer')
+    t.match(closed[0], ['reconnecting', { code: 1006, http: { status: 429, endpoint: true, body: { code: 'RATE' } } }], 'onStatus is told each attempt\'s answer')
     limited = false
     t.equal((await client.get('/user/1', undefined, { timeout: 5000 })).statusCode, 200, 'answered once the limit lets it through')
     t.equal(statuses.items.at(-1), 'open')
@@ -785,16 +791,18 @@ for (const db of DATABASES.slice(0, 1)) {
     client.onStatus((status, detail) => { closed.push([status, detail]) })
     const error = await rejection(client.get('/user/1', undefined, { timeout: 60 }), 'a request while every upgrade fails')
     t.match(error.message, /; the endpoint accepts the request over HTTP, the upgrade itself failed \(a proxy that does not pass websocket upgrades\?\)$/)
-    t.same(closed[0], ['reconnecting', { code: 1006, reason: '', http: { status: 204, body: '' } }])
+    t.same(closed[0], ['reconnecting', { code: 1006, reason: '', http: { status: 204, body: '', endpoint: true } }])
     t.same(asked[0], [`${endpoint(port).replace('ws:', 'http:')}?blueprints-probe=1`, 'include', true], 'the probe: the url over HTTP, the cookies, a time bound')
     await made.until(2, 'attempts')
     // A probe that fails with what is no Error, without a time bound (timeout: Infinity).
     const signals: unknown[] = []
-    const offline = open(t, endpoint(port), {
+    const probed: string[] = []
+    const offline = open(t, `${endpoint(port)}?token=1`, {
       WebSocket: Failing as unknown as WebSocketConstructor,
       reconnect: { initialDelay: 5, maxDelay: 10 },
       timeout: Infinity,
-      probe: async (_url, init) => {
+      probe: async (url, init) => {
+        probed.push(url)
         signals.push(init.signal)
         throw 'offline' // oxlint-disable-line no-throw-literal -- what a custom probe may throw
       }
@@ -804,6 +812,7 @@ for (const db of DATABASES.slice(0, 1)) {
     await offline.statuses.until(1, 'a status after the failed probe')
     t.same(told[0], ['reconnecting', { code: 1006, reason: '', http: { error: 'offline' } }])
     t.same(signals[0], undefined, 'no timeout, no time bound on the probe')
+    t.equal(probed[0], `${endpoint(port).replace('ws:', 'http:')}?token=1&blueprints-probe=1`, 'the url\'s own query kept')
     // Closed while its probe is out: the probe's answer changes nothing.
     let answer = (): void => {}
     const asking = new Recorder<string>()
@@ -811,7 +820,7 @@ for (const db of DATABASES.slice(0, 1)) {
       WebSocket: Failing as unknown as WebSocketConstructor,
       probe: async url => {
         asking.push(url)
-        return await new Promise(resolve => { answer = () => { resolve({ status: 204, text: async () => '' }) } })
+        return await new Promise(resolve => { answer = () => { resolve({ status: 204, headers: new Headers(), text: async () => '' }) } })
       }
     })
     await asking.until(1, 'the probe asked')
@@ -829,6 +838,12 @@ for (const db of DATABASES.slice(0, 1)) {
     t.equal((await app.inject({ url: '/socket?blueprints-probe=1' })).statusCode, 204, 'over HTTP: the probe')
     t.equal((await app.inject({ url: '/socket' })).statusCode, 404, 'without it: the app\'s 404')
     t.equal((await app.inject({ method: 'HEAD', url: '/socket?blueprints-probe=1' })).statusCode, 404, 'HEAD: never a probe')
+    const probe = await app.inject({ url: '/socket?blueprints-probe=1', headers: { 'sec-fetch-mode': 'cors' } })
+    t.same([probe.statusCode, probe.headers['x-blueprints-probe']], [204, '1'], 'a fetch of a page: the probe, marked as the endpoint\'s answer')
+    for (const mode of ['no-cors', 'navigate']) {
+      const sent = await app.inject({ url: '/socket?blueprints-probe=1', headers: { 'sec-fetch-mode': mode } })
+      t.same([sent.statusCode, sent.headers['x-blueprints-probe']], [404, undefined], `${mode} (an image, a link of another site): no probe, no hooks`)
+    }
   })
 }
 
@@ -837,7 +852,7 @@ t.test('an unreachable server: the probe tells the network\'s reason; a server t
   const { client } = open(t, endpoint(dead), { reconnect: { initialDelay: 5, maxDelay: 10 }, timeout: 200 })
   const error = await rejection(client.get('/user/1'), 'a request to a dead port')
   t.equal(error.code, 'BP_CLIENT_TIMEOUT')
-  t.match(error.message, /; the endpoint could not be reached over HTTP \(fetch failed: .*ECONNREFUSED.*\)$/)
+  t.match(error.message, /; its url could not be read over HTTP \(fetch failed: .*ECONNREFUSED.*: unreachable, or another origin's answer that CORS keeps from the page\)$/)
   // A server that accepts the connection and never answers: the attempt neither opens nor closes.
   const held = new Set<import('node:net').Socket>()
   const silent = createServer(socket => { held.add(socket) })

@@ -55,7 +55,7 @@ t.test('the board on the embedded SQLite', async t => {
   t.teardown(() => app.close())
   const summary = 'board: 4 models (user, task, project, label), 46 routes under /api, sockets on /api/socket; OpenAPI at /docs; ' +
     'SQLite in memory, in-process broker'
-  t.match(logs, [summary], 'a startup line sums up the app')
+  t.match(logs, ["fastify-blueprints: 4 models, 46 routes under '/api/'", summary], 'the plugin\'s registration line, then the app\'s own summary')
   t.same((await app.inject('/health')).json(), { status: 'ok', database: 'sqlite', broker: 'memory' })
 
   const page = await app.inject('/api/task?limit=5&count=true&populate=false')

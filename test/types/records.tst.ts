@@ -1,7 +1,7 @@
 // Type tests of the records derived from entity definitions (`fastify-blueprints/client`):
 // as the routes write them to JSON, and the model map a client is bound to.
 import { describe, expect, test } from 'tstyche'
-import type { Collection, InferEntity, PrimaryKeyProp, Ref } from '@mikro-orm/core'
+import { defineEntity, p, type Collection, type InferEntity, type PrimaryKeyProp, type Ref } from '@mikro-orm/core'
 import { connect, type BlueprintRecord, type BlueprintsResponse, type ModelsOf, type PlainRecord } from '../../src/client/index.ts'
 import { Pet, Tag, User, type IPet, type ITag, type IUser } from '../fixtures/entities.ts'
 import type { entities as basic, IAuthor } from '../../examples/basic/entities.ts'
@@ -16,9 +16,24 @@ describe('records from entity definitions', () => {
     expect<U['meta']>().type.toBe<unknown>()
   })
 
-  test('hidden properties are left out', () => {
+  test('hidden properties are left out, whatever their type', () => {
     expect<BlueprintRecord<IUser>>().type.not.toHaveProperty('password')
     expect<PlainRecord<IUser>>().type.not.toHaveProperty('password')
+    const Secret = defineEntity({
+      name: 'Secret',
+      properties: {
+        id: p.integer().primary(),
+        seen: p.datetime(),
+        at: p.datetime().hidden(),
+        doc: p.json<{ a: number }>().hidden().nullable(),
+        owner: () => p.manyToOne(User).hidden().nullable(),
+        kept: p.json<{ a: number }>()
+      }
+    })
+    type S = BlueprintRecord<InferEntity<typeof Secret>>
+    expect<keyof S & string>().type.toBe<'id' | 'seen' | 'kept'>()
+    expect<S['seen']>().type.toBe<string>()
+    expect<S['kept']>().type.toBe<{ a: number }>()
   })
 
   test('populated by default: a singular as a plain record or null, a collection as an array of plain records', () => {

@@ -181,14 +181,20 @@ export class Hub {
 
   /**
    * Resolves once the broker has brought back an envelope this instance published to it (a probe,
-   * which every instance ignores): the broker takes what is published and delivers it.
+   * which every instance ignores): the broker takes what is published and delivers it. Rejects when
+   * the broker refuses it, or when `signal` aborts first.
    */
-  async brokerBrings (): Promise<void> {
+  async brokerBrings (signal: AbortSignal): Promise<void> {
     const probe = randomUUID()
-    const back = new Promise<void>(resolve => { this.#probes.set(probe, resolve) })
+    // Given up on (`signal`): forgotten, whether or not the broker ever brings it, or even takes it.
+    const back = new Promise<void>((resolve, reject) => {
+      this.#probes.set(probe, resolve)
+      signal.addEventListener('abort', () => { reject(signal.reason) }, { once: true })
+    })
+    const published = this.#options.broker.publish({ items: [], probe }).then(async () => { await back })
+    published.catch(() => {})
     try {
-      await this.#options.broker.publish({ items: [], probe })
-      await back
+      await Promise.race([published, back])
     } finally {
       this.#probes.delete(probe)
     }

@@ -8,6 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Migrator } from '@mikro-orm/migrations'
+import type { SqlEntityManager } from '@mikro-orm/sqlite'
 import blueprints from '../../../src/index.ts'
 import { unskippedTables } from '../../../src/realtime/log/schema-diff.ts'
 import { bareApp, DATABASES } from '../../helpers/app.ts'
@@ -26,7 +27,7 @@ for (const db of DATABASES) {
       const folder = await mkdtemp(join(tmpdir(), 'bp-migrations-'))
       t.teardown(async () => { await rm(folder, { recursive: true, force: true }) })
       Object.assign(orm.config.get('migrations'), { path: folder, snapshot: false })
-      const migration = await new Migrator(orm.em as never).create()
+      const migration = await new Migrator(orm.em as unknown as SqlEntityManager).create()
       const warned = logs.filter(line => typeof line.msg === 'string' && line.msg.includes('skipTables'))
       if (skip) {
         t.notMatch(diff, /blueprints_log/, 'the diff leaves the log alone')

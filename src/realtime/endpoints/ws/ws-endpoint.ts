@@ -19,7 +19,7 @@ import { answerSocketRequest, errorAnswer } from '../../virtual-request/run-requ
 import { walkJson } from '../../../models/values.ts'
 import { frameProblem } from '../../virtual-request/request-frame.ts'
 import { originOf } from '../../../routes/origin.ts'
-import { CLOSE, frameId, PROBE_PARAMETER, UPGRADE_ONLY, type RequestFrame } from '../../protocol.ts'
+import { CLOSE, frameId, PROBE_HEADER, PROBE_PARAMETER, UPGRADE_ONLY, type RequestFrame } from '../../protocol.ts'
 import { WsTransport } from './ws-transport.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined
@@ -33,11 +33,13 @@ export function registerWsEndpoint (app: FastifyInstance, hub: Hub, options: End
   const origins = options.origins
   // A plain GET of this path (no upgrade, or a socket's own request frame) is the app's 404, as for
   // any path without a route (@fastify/websocket would answer an empty 404), but for the client's
-  // probe (PROBE_PARAMETER), which goes on as the upgrade would and is answered 204. Then the
-  // origin is checked, before the app's own hooks: a refused page learns nothing more.
+  // probe (PROBE_PARAMETER), which goes on as the upgrade would and is answered 204; whatever
+  // answers a probe, the answer says it is the endpoint's (PROBE_HEADER). Then the origin is
+  // checked, before the app's own hooks: a refused page learns nothing more.
   const onRequest = [notAnUpgrade, ...(origins === undefined ? [] : [originHook(origins)]), ...[options.hooks.onRequest ?? []].flat()]
+  const onSend = [markProbe, ...[options.hooks.onSend ?? []].flat()]
   const probed = (request: FastifyRequest, reply: FastifyReply): void => { reply.code(204).send() }
-  const route = { method: 'GET', url: options.path, schema: { hide: true }, ...options.hooks, onRequest, handler: probed } as const
+  const route = { method: 'GET', url: options.path, schema: { hide: true }, ...options.hooks, onRequest, onSend, handler: probed } as const
   app.route({ ...route, wsHandler: (ws: WebSocket, request: FastifyRequest) => {
     const headers: Record<string, string | string[] | undefined> = {}
     for (const [name, value] of Object.entries(request.headers)) {
@@ -70,9 +72,22 @@ function notAnUpgrade (request: FastifyRequest, reply: FastifyReply, done: HookH
   else reply.callNotFound()
 }
 
-/** Whether a plain GET is the client's probe (never a socket's own request frame). */
+/**
+ * Whether a plain GET is the client's probe: over HTTP (never a socket's own request frame), and
+ * not a request a page makes another site send without reading its answer (an image, a link: a
+ * browser marks those `Sec-Fetch-Mode: no-cors` or `navigate`; the client's `fetch` is `cors`,
+ * where a page of another origin is subject to the origin check).
+ */
 function isProbe (request: FastifyRequest): boolean {
-  return request.method === 'GET' && (request.query as Record<string, unknown>)[PROBE_PARAMETER] !== undefined && originOf(request) === undefined
+  const mode = request.headers['sec-fetch-mode']
+  return request.method === 'GET' && (request.query as Record<string, unknown>)[PROBE_PARAMETER] !== undefined && originOf(request) === undefined &&
+    (mode === undefined || mode === 'cors')
+}
+
+/** Marks the answer of a probe as the endpoint's (a hook's refusal included). */
+function markProbe (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
+  if (isProbe(request)) void reply.header(PROBE_HEADER, '1')
+  done(null, payload)
 }
 
 /** Runs the `context` option for a new socket; a refusal closes it. Resolves whether it was accepted. */
