@@ -124,9 +124,10 @@ export class ClientConnection {
     this.#ws = ws
     let opened = false
     ws.addEventListener('open', () => {
-      if (this.#ws !== ws) return
-      opened = true
-      this.#opened()
+      if (this.#ws === ws) {
+        opened = true
+        this.#opened()
+      }
     })
     ws.addEventListener('message', event => { if (this.#ws === ws) this.#receive(event.data) })
     ws.addEventListener('close', event => { if (this.#ws === ws) this.#dropped(event.code, event.reason ?? '', opened) })

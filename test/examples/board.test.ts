@@ -11,6 +11,7 @@ import { entities } from '../../examples/board/entities.ts'
 import { connect } from '../../src/client/index.ts'
 import { createOrm, destroyOrm, PG, REDIS } from '../helpers/db.ts'
 import { deadline } from '../helpers/wait.ts'
+import { redisServer } from '../helpers/redis-server.ts'
 
 const write = (url: string, payload: unknown, user?: number) =>
   ({ method: 'PATCH' as const, url, payload: payload as string, headers: user === undefined ? {} : { cookie: `theme=dark; board_user=${user}` } })
@@ -255,6 +256,22 @@ t.test('DATABASE_URL and REDIS_URL: two instances on PostgreSQL share notificati
   t.equal((await b.inject(write('/api/task/5', { title: 'Ship it' }, 1))).statusCode, 200)
   const notification = { verb: 'updated', id: 5, data: { title: 'Ship it' }, previous: { title: 'Set up continuous delivery' } }
   t.same(await deadline(heard, 5000, 'the notification from B'), notification, 'a write on B reaches the socket on A')
+})
+
+t.test('the board\'s /health: 503 while its Redis is stopped, 200 once it is back', async t => {
+  const server = await redisServer(t)
+  const board = await buildBoard({ logger: false, redisUrl: `redis://${server.host}:${server.port}`, origins: '*' })
+  t.teardown(() => board.close())
+  t.same([(await board.inject('/health')).statusCode, (await board.inject('/health')).json()], [200, { status: 'ok', database: 'sqlite', broker: 'redis' }])
+  await server.stop()
+  const stopped = await board.inject('/health')
+  t.same([stopped.statusCode, stopped.json()], [503, { status: 'unavailable', database: 'sqlite', broker: 'redis' }], 'readiness: the broker brings nothing back')
+  await server.start()
+  // ioredis reconnects on its own schedule: ready again once it has (within its longest back-off).
+  const since = Date.now()
+  let back = await board.inject('/health')
+  while (back.statusCode !== 200 && Date.now() - since < 15_000) back = await board.inject('/health')
+  t.equal(back.statusCode, 200, 'ready again')
 })
 
 /** An ORM on an existing test database, to drop it with destroyOrm. */
