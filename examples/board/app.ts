@@ -123,7 +123,7 @@ async function openOrm (databaseUrl: string | undefined): Promise<MikroORM> {
 }
 
 // The browser client, served from the package's sources with their types stripped: no build step.
-const CLIENT_FILE = /^\/lib\/((?:client\/[a-z-]+)|realtime\/protocol)\.ts$/
+const CLIENT_FILE = /^\/lib\/((?:client\/[a-z-]+)|protocol)\.ts$/
 
 /** Builds the board (not listening yet). Closing the app closes the ORM and Redis too. */
 export async function buildBoard (options: BoardOptions): Promise<FastifyInstance> {

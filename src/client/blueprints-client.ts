@@ -8,7 +8,7 @@ import {
   BlueprintsClientError, count, number, type ClientOptions, type ClosedDetail, type FetchLike, type ProbeAnswer, type Status, type WebSocketConstructor
 } from './options.ts'
 import { RememberedReads } from './reads.ts'
-import { PROBE_HEADER, withQuery } from '../realtime/protocol.ts'
+import { PROBE_HEADER, withQuery } from '../protocol.ts'
 import type { EventName, LiveRecordOf, Query, ReadAnswer, RecordOf, RequestOptions, Unbound, WriteAnswer } from './typed.ts'
 import { LiveResult } from './live.ts'
 import type { LiveMessage } from '../messages.ts'

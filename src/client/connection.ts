@@ -1,7 +1,7 @@
 // The client's connection: one WebSocket at a time, opened again after a drop with back-off; the
 // requests it sends (jobs.ts), the reads it re-issues after a reconnect (reads.ts), and the app's
 // handlers it calls with what arrives.
-import { CLOSE, FOLLOW_HANDLE, HELD_HEADER, POSITION_HEADER, PROBE_PARAMETER, RESUME_HEADER, type LogPosition } from '../realtime/protocol.ts'
+import { CLOSE, FOLLOW_HANDLE, HELD_HEADER, POSITION_HEADER, PROBE_PARAMETER, RESUME_HEADER, type LogPosition } from '../protocol.ts'
 import type { Backoff } from './backoff.ts'
 import type { Job, Jobs } from './jobs.ts'
 import type { BlueprintsResponse } from './messages.ts'

@@ -25,7 +25,7 @@ export { BlueprintsClient } from './blueprints-client.ts'
 export type { AddedTo, BlueprintsResponse, ChangeMessage, Created, CursorPage, Destroyed, Id, Method, RemovedFrom, Updated } from './messages.ts'
 export type { Changed, Ended, Entered, Left, LiveMessage } from './messages.ts'
 export { LiveResult, applyMessages } from './live.ts'
-export { recordDigest } from '../realtime/protocol.ts'
+export { recordDigest } from '../protocol.ts'
 export { BlueprintsClientError } from './options.ts'
 export type {
   ClientErrorCode, ClientOptions, ClosedDetail, FetchLike, ProbeAnswer, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike

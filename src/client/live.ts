@@ -5,7 +5,7 @@
  * @module
  */
 import type { LiveMessage } from '../messages.ts'
-import { recordDigest } from '../realtime/protocol.ts'
+import { recordDigest } from '../protocol.ts'
 import type { BlueprintsResponse } from './messages.ts'
 
 /**

@@ -13,7 +13,7 @@ import type { InFlight } from './virtual-request/in-flight.ts'
 import type { ModelView } from '../criteria/types.ts'
 import { Holdings, type SubscriptionRegistry } from './hub/subscriptions.ts'
 import type { SharedFrames, Transport } from './transport.ts'
-import type { LogPosition } from './protocol.ts'
+import type { LogPosition } from '../protocol.ts'
 
 /**
  * A connected socket, as app code sees it (`app.blueprints.socketOf(request)`, the `authorize`

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { LogPosition } from './protocol.ts'
+import type { LogPosition } from '../protocol.ts'
 
 /**
  * Encodings of one notification, made by the first recipient's transport and reused for the

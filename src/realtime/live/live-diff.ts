@@ -7,7 +7,7 @@
  * @module
  */
 import type { Id, LiveMessage } from '../../messages.ts'
-import { recordDigest } from '../protocol.ts'
+import { recordDigest } from '../../protocol.ts'
 
 /** One record of a followed result: its key, its JSON as the find answered it, and that JSON parsed. */
 export interface LiveRecord {

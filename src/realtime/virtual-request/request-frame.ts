@@ -7,7 +7,7 @@
  */
 import { Type } from 'typebox'
 import { Compile } from 'typebox/compile'
-import { METHODS } from '../protocol.ts'
+import { METHODS } from '../../protocol.ts'
 
 /** An HTTP header name (RFC 9110 token). */
 const TOKEN = "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$"

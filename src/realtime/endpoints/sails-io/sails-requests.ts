@@ -7,7 +7,7 @@
  */
 
 import { frameProblem } from '../../virtual-request/request-frame.ts'
-import { withQuery } from '../../protocol.ts'
+import { withQuery } from '../../../protocol.ts'
 
 /** The events sails.io.js sends requests as: the method, in lower case. */
 export const SAILS_REQUEST_EVENTS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head'] as const

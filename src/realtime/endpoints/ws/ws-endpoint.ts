@@ -19,7 +19,7 @@ import { answerSocketRequest, errorAnswer } from '../../virtual-request/run-requ
 import { walkJson } from '../../../models/values.ts'
 import { frameProblem } from '../../virtual-request/request-frame.ts'
 import { originOf } from '../../../routes/origin.ts'
-import { CLOSE, frameId, PROBE_HEADER, PROBE_PARAMETER, UPGRADE_ONLY, type RequestFrame } from '../../protocol.ts'
+import { CLOSE, frameId, PROBE_HEADER, PROBE_PARAMETER, UPGRADE_ONLY, type RequestFrame } from '../../../protocol.ts'
 import { WsTransport } from './ws-transport.ts'
 
 const ACCEPT_TEXT = (): undefined => undefined

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { notificationFrame, responseFrame, type LogPosition } from '../../protocol.ts'
+import { notificationFrame, responseFrame, type LogPosition } from '../../../protocol.ts'
 import type { SharedFrames, Transport } from '../../transport.ts'
 
 /**
