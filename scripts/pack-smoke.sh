@@ -125,6 +125,9 @@ await app.inject({ method: 'PATCH', url: '/user/3', payload: { name: 'bobby' } }
 const message = await heard
 console.log(`socket heard ${JSON.stringify(message)}`)
 assert.deepEqual(message, { verb: 'updated', id: 3, data: { name: 'bobby' }, previous: { name: 'bob' } })
+const readiness = await app.blueprints.readiness()
+console.log(`readiness ${JSON.stringify({ ready: readiness.ready, broker: readiness.broker?.ok, log: readiness.log?.behind })}`)
+assert.equal(readiness.ready, true)
 assert.equal(typeof MemoryBroker, 'function')
 assert.equal(typeof PostgresORM.init, 'function', 'both drivers of the documented set load side by side')
 assert.equal(typeof RedisBroker, 'function')
@@ -151,6 +154,7 @@ if ! "$node" app.mjs >"$tmp/app.out" 2>&1; then
 fi
 echo "pack smoke: $(grep -m1 '^GET /user' "$tmp/app.out")"
 echo "pack smoke: $(grep -m1 '^socket heard' "$tmp/app.out")"
+echo "pack smoke: $(grep -m1 '^readiness' "$tmp/app.out")"
 echo "pack smoke: $(grep -m1 '^without socket.io' "$tmp/app.out")"
 
 # 4. Types: check.ts against the shipped .d.ts files, strict and without skipLibCheck. (It uses
@@ -159,7 +163,8 @@ cat >check.ts <<'TS'
 import Fastify from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
 import blueprints, { MemoryBroker, type BlueprintsOptions } from 'fastify-blueprints'
-import { connect, type ChangeMessage } from 'fastify-blueprints/client'
+import { connect, type ChangeMessage, type ModelsOf } from 'fastify-blueprints/client'
+import { defineEntity, p } from '@mikro-orm/core'
 import { PostgresBroker } from 'fastify-blueprints/postgres'
 import { RedisBroker, type RedisClient } from 'fastify-blueprints/redis'
 
@@ -178,10 +183,16 @@ client.on<ChangeMessage>('user', message => { if (message.verb === 'updated') co
 const app = Fastify()
 await app.register(blueprints, options)
 const decorated: object = app.blueprints.models
+// The client typed by entity definitions, through the shipped .d.ts and the app's @mikro-orm/core.
+const Pet = defineEntity({ name: 'Pet', properties: { id: p.integer().primary(), name: p.string(), born: p.datetime() } })
+const typed = connect<ModelsOf<[typeof Pet]>>('ws://localhost/socket')
+const born: string = (await typed.get('/pet/1')).body.born
+// @ts-expect-error a misspelt where key
+await typed.get('/pet', { where: { nmae: 'Rex' } })
 // The types must be real, not `any`: an unknown option is an error.
 // @ts-expect-error unknown option
 const wrong: BlueprintsOptions = { orm, notAnOption: true }
-export { decorated, wrong, brokers }
+export { decorated, wrong, brokers, born }
 TS
 if ! "$node" "$tsc" --noEmit --strict --module nodenext --moduleResolution nodenext --target es2023 \
     --types node --verbatimModuleSyntax check.ts >"$tmp/tsc.out" 2>&1; then

@@ -17,6 +17,7 @@ import { createOrm, destroyOrm } from './helpers/db.ts'
 import { entities } from './fixtures/entities.ts'
 import { pair } from './helpers/pair.ts'
 import { redisServer } from './helpers/redis-server.ts'
+import { deadline } from './helpers/wait.ts'
 
 /** A reader the test collects from when it wants (the SDK's pull model, as a Prometheus scrape). */
 class Collector extends MetricReader {
@@ -69,8 +70,9 @@ t.test('a Meter of @opentelemetry/api is a MeterLike', async t => {
 for (const db of DATABASES) {
   t.test(`${db}: the series move as a write fans out to followed queries`, async t => {
     const { meter: given, collector } = meter(t)
-    // One audience: sockets that follow one query share its runs.
-    const { app } = await build(t, db, { plugin: { metrics: { meter: given }, realtime: { audience: () => 'everyone' } } })
+    // One audience: sockets that follow one query share its runs. The log read only when the broker
+    // brings something out of turn: the change set is delivered as the broker brings it (timed).
+    const { app } = await build(t, db, { plugin: { metrics: { meter: given }, realtime: { audience: () => 'everyone', log: { poll: 0 } } } })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const url = `ws://127.0.0.1:${(app.server.address() as AddressInfo).port}/socket`
     const clients = [0, 1, 2].map(() => connect(url))
@@ -94,8 +96,13 @@ for (const db of DATABASES) {
     const notifications = before.get('blueprints.notifications') as number
     // A new cat: it enters the followed result of three sockets (and is `created` for sockets
     // watching the model).
+    const entered = Promise.all(cats.map(async open => await new Promise<void>(resolve => {
+      open.onChange(records => { if (records.some(record => record.name === 'Tom')) resolve() })
+    })))
     const created = await app.inject({ method: 'POST', url: '/pet', payload: { name: 'Tom', species: 'cat' } })
     t.equal(created.statusCode, 200)
+    // Heard by the three followers, as the broker brought it; then nothing more is under way.
+    await deadline(entered, 5000, 'Tom entering the three followed results')
     await app.blueprints.settled()
     t.same(cats.map(open => open.records.some(record => record.name === 'Tom')), [true, true, true], 'every follower has it')
     const after = await collector.series()

@@ -50,7 +50,7 @@ export interface Envelope {
   /**
    * When it was published, in milliseconds since the epoch on the publisher's clock: what the
    * `blueprints.delivery.duration` metric measures from (docs/operations.md). Absent on envelopes
-   * read from the change log instead of brought by the broker.
+   * read from the change log instead of brought by the broker: those are not timed.
    */
   readonly at?: number
   /**
