@@ -72,7 +72,7 @@ interface Observed {
  */
 export function registerMetrics (meter: MeterLike, hub: Hub, prefix: string): () => void {
   const attributes = Object.freeze({ 'blueprints.prefix': prefix })
-  const { counters, changeLog } = hub
+  const { counters } = hub
   const gauges: Observed[] = [
     { name: 'blueprints.sockets', unit: '{socket}', description: 'Open sockets of this instance', read: () => hub.subscriptions.stats().sockets },
     {
@@ -97,7 +97,7 @@ export function registerMetrics (meter: MeterLike, hub: Hub, prefix: string): ()
       name: 'blueprints.log.behind',
       unit: '{position}',
       description: 'Change log positions written that this instance has not delivered to its sockets yet',
-      read: async () => changeLog === undefined ? undefined : Math.max(0, (await changeLog.bounds()).newest - hub.position)
+      read: async () => await hub.behind()
     }
   ]
   const totals: Observed[] = [

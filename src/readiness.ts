@@ -85,12 +85,10 @@ export async function readiness ({ ping, hub }: ReadinessSources, options: Readi
   const maxBehind = options.maxBehind ?? DEFAULT_MAX_BEHIND
   if (typeof timeout !== 'number' || !(timeout >= 1)) throw new TypeError('`timeout` must be a number from 1 up')
   if (!Number.isSafeInteger(maxBehind) || maxBehind < 0) throw new TypeError('`maxBehind` must be a whole number from 0 up')
-  const log = hub?.changeLog
-  const behindOf = hub === undefined || log === undefined ? undefined : async () => Math.max(0, (await log.bounds()).newest - hub.position)
   const [database, broker, behind] = await Promise.all([
     check(ping, timeout, 'the database failed SELECT 1'),
     hub === undefined ? undefined : check(async signal => { await hub.brokerBrings(signal) }, timeout, 'the broker failed'),
-    behindOf === undefined ? undefined : check(behindOf, timeout, 'the change log could not be read')
+    hub?.changeLog === undefined ? undefined : check(async () => await hub.behind() as number, timeout, 'the change log could not be read')
   ])
   const parts: { database: ReadinessCheck, broker?: ReadinessCheck, log?: LogReadiness } = { database: database.check }
   if (broker !== undefined) parts.broker = broker.check

@@ -5,10 +5,11 @@ import { Backoff } from './backoff.ts'
 import { ClientConnection, type Handlers } from './connection.ts'
 import { Jobs } from './jobs.ts'
 import {
-  BlueprintsClientError, count, number, type ClientOptions, type ClosedDetail, type FetchLike, type ProbeAnswer, type Status, type WebSocketConstructor
+  BlueprintsClientError, count, number, type ClientOptions, type ClosedDetail, type Status, type WebSocketConstructor
 } from './options.ts'
 import { RememberedReads } from './reads.ts'
-import { PROBE_HEADER, withQuery } from '../protocol.ts'
+import { withQuery } from '../protocol.ts'
+import { prober } from './probe.ts'
 import type { EventName, LiveRecordOf, Query, ReadAnswer, RecordOf, RequestOptions, Unbound, WriteAnswer } from './typed.ts'
 import { LiveResult } from './live.ts'
 import type { LiveMessage } from '../messages.ts'
@@ -384,28 +385,4 @@ function timeoutOf (name: string, value: number | undefined, fallback: number): 
   const ms = number(name, value, fallback, 1, Infinity)
   // Beyond a timer's largest delay (24.8 days) a timer would fire at once: as good as none.
   return ms > 2_147_483_647 ? Infinity : ms
-}
-
-/**
- * The probe of `ClientOptions.probe`: `fetch` (default: the global one), bounded by `timeout`; it
- * never rejects (a failure is its `error`).
- */
-function prober (option: false | FetchLike | undefined, timeout: number): ((url: string) => Promise<ProbeAnswer>) | undefined {
-  const fetch = option ?? (globalThis as { fetch?: FetchLike }).fetch
-  if (typeof fetch !== 'function') return undefined
-  return async url => {
-    try {
-      const answer = await fetch(url, { credentials: 'include', ...(timeout === Infinity ? {} : { signal: AbortSignal.timeout(timeout) }) })
-      const text = await answer.text()
-      let body: unknown = text
-      try {
-        body = JSON.parse(text)
-      } catch {}
-      return { status: answer.status, body, endpoint: answer.headers.get(PROBE_HEADER) === '1' }
-    } catch (error) {
-      // Node's fetch says `fetch failed`, and why in its cause (ECONNREFUSED …).
-      const { cause } = Object(error) as { cause?: unknown }
-      return { error: (error instanceof Error ? error.message : String(error)) + (cause instanceof Error ? `: ${cause.message}` : '') }
-    }
-  }
 }

@@ -1,7 +1,8 @@
 // The client's connection: one WebSocket at a time, opened again after a drop with back-off; the
 // requests it sends (jobs.ts), the reads it re-issues after a reconnect (reads.ts), and the app's
 // handlers it calls with what arrives.
-import { CLOSE, FOLLOW_HANDLE, HELD_HEADER, POSITION_HEADER, PROBE_PARAMETER, RESUME_HEADER, type LogPosition } from '../protocol.ts'
+import { CLOSE, FOLLOW_HANDLE, HELD_HEADER, POSITION_HEADER, RESUME_HEADER, type LogPosition } from '../protocol.ts'
+import { alsoProbed, probeUrl, refusedUpgrade } from './probe.ts'
 import type { Backoff } from './backoff.ts'
 import type { Job, Jobs } from './jobs.ts'
 import type { BlueprintsResponse } from './messages.ts'
@@ -87,7 +88,7 @@ export class ClientConnection {
     // Open: the server is slow, however the connection came to be.
     if (closed === undefined || this.#status === 'open') return `the connection is ${this.#status}`
     return `the connection is ${this.#status}, its last attempt closed with ${String(closed.code)}${closed.reason === '' ? '' : ` (${closed.reason})`}` +
-      (closed.http === undefined ? '' : `; ${probed(closed.http)}`)
+      alsoProbed(closed.http)
   }
 
   /** Takes a request out, waiting or in flight (see `Jobs.drop`). */
@@ -248,7 +249,7 @@ export class ClientConnection {
       this.#jobs.settle(() => refusal !== undefined
         ? new BlueprintsClientError('BP_CLIENT_REFUSED', refusal, answer)
         : new BlueprintsClientError('BP_CLIENT_DISCONNECTED', `the connection closed (${String(code)}) and reconnect is off` +
-          (http === undefined ? '' : `; ${probed(http)}`)), false)
+          alsoProbed(http)), false)
       this.#setStatus('closed')
       return
     }
@@ -297,36 +298,6 @@ export class ClientConnection {
   #report (error: unknown): void {
     queueMicrotask(() => { this.#onError(error) })
   }
-}
-
-/** The url of the probe of the endpoint at `url` (`ws:` → `http:`, `wss:` → `https:`). */
-function probeUrl (url: string): string {
-  return `${url.replace(/^ws/i, 'http')}${url.includes('?') ? '&' : '?'}${PROBE_PARAMETER}=1`
-}
-
-/** What a probe's answer says, for a message. */
-function probed (http: ProbeAnswer): string {
-  if ('error' in http) {
-    return `its url could not be read over HTTP (${http.error}: unreachable, or another origin's answer that CORS keeps from the page)`
-  }
-  const { message } = Object(http.body) as { message?: unknown }
-  const said = `${http.status}${typeof message === 'string' ? ` (${message})` : ''}`
-  if (!http.endpoint) return `a plain GET of its url was answered ${said} by no websocket endpoint (a wrong path, or a proxy)`
-  return http.status === 204
-    ? 'the endpoint accepts the request over HTTP, the upgrade itself failed (a proxy that does not pass websocket upgrades?)'
-    : `the endpoint answered ${said}`
-}
-
-/**
- * Why the client gives up after a probe's answer: the endpoint's own 4xx but 408 (timeout) and 429
- * (too many requests), which the same request would meet again (its origin check's or a hook's 401
- * or 403); `undefined` to retry.
- */
-function refusedUpgrade (http: ProbeAnswer | undefined): string | undefined {
-  if (http === undefined || 'error' in http || !http.endpoint || http.status < 400 || http.status >= 500 || http.status === 408 || http.status === 429) {
-    return undefined
-  }
-  return `the server refused the connection: ${probed(http)}`
 }
 
 /** The further of two positions: `next` when the log is another one (its epoch changed). */

@@ -143,6 +143,15 @@ export class Hub {
     return this.#follower?.applied ?? 0
   }
 
+  /**
+   * How many positions written to the change log this instance has not delivered to its sockets
+   * yet (one read of the log's bounds); `undefined` without a log.
+   */
+  async behind (): Promise<number | undefined> {
+    const log = this.#options.changeLog
+    return log === undefined ? undefined : Math.max(0, (await log.bounds()).newest - this.position)
+  }
+
   /** Starts following the change log, and receiving envelopes from the broker. */
   async start (): Promise<void> {
     if (this.#follower !== undefined) {
