@@ -5,7 +5,7 @@
  */
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { checkAssociation } from '../criteria/policy.ts'
-import type { JsonRecord } from '../sql/rows.ts'
+import type { JsonRecord } from '../sql/connection/rows.ts'
 import { collectionOf, oneChild, parentRecord } from './collection.ts'
 import { inTransaction, type ActionContext, type Requester } from './context.ts'
 import { keyOf } from '../models/identity.ts'

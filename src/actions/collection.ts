@@ -6,14 +6,14 @@
  */
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import { inOrder, type JsonRecord } from '../sql/rows.ts'
+import { inOrder, type JsonRecord } from '../sql/connection/rows.ts'
 import { mustSee, viewedRecord } from './in-view.ts'
 import { defaultRecord } from './record.ts'
 import { linkChanges, type Id, type LinkRecord } from './changes.ts'
 import { type ActionContext, type WriteScope } from './context.ts'
 import { inLockOrder } from './locks.ts'
-import type { RowsToLock } from '../sql/links.ts'
-import type { LinkChange, LinkOutcome } from '../sql/link-change.ts'
+import type { RowsToLock } from '../sql/write/links.ts'
+import type { LinkChange, LinkOutcome } from '../sql/write/link-change.ts'
 import type { WhereNode } from '../criteria/types.ts'
 import { keyOf, parseId } from '../models/identity.ts'
 

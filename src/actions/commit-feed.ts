@@ -1,6 +1,6 @@
 /**
  * The commit feed: the one way out of a write. A write hands its change set to the feed once,
- * after it committed, in commit order (sql/commit-order.ts), and everything that reacts to writes
+ * after it committed, in commit order (sql/connection/commit-order.ts), and everything that reacts to writes
  * — the app's `onChange` listeners, realtime — is a subscriber of it. A subscriber that needs to
  * read something in the write's own transaction (the committed state of the records its changes
  * name) does it in {@link CommitSubscriber.beforeCommit}, and gets what it read back with the
@@ -10,9 +10,9 @@
  */
 import type { FastifyBaseLogger } from 'fastify'
 import type { Change, ChangeContext, ChangeListener, LinkRecord } from './changes.ts'
-import type { LogInStatement } from '../sql/change-log.ts'
-import type { LinkRow } from '../sql/link-change.ts'
-import type { Executor } from '../sql/rows.ts'
+import type { LogInStatement } from '../sql/log/change-log.ts'
+import type { LinkRow } from '../sql/write/link-change.ts'
+import type { Executor } from '../sql/connection/rows.ts'
 
 /**
  * Where a write may record its change set in its own statement (see `LogInStatement`): the log's

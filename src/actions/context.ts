@@ -5,10 +5,10 @@
  * @module
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/core'
-import type { Database, ReadScope } from '../sql/database.ts'
+import type { Database, ReadScope } from '../sql/connection/database.ts'
 import type { Dialect } from '../sql/dialect.ts'
-import { LinkWriter } from '../sql/links.ts'
-import { RecordWriter } from '../sql/writes.ts'
+import { LinkWriter } from '../sql/write/links.ts'
+import { RecordWriter } from '../sql/write/writes.ts'
 import { ChangeSet, type ChangeContext } from './changes.ts'
 import type { BeforeCommit, CommitFeed, StatementLog } from './commit-feed.ts'
 import type { LockRanks } from './locks.ts'
@@ -16,8 +16,8 @@ import type { Policy } from '../criteria/types.ts'
 import type { Bounds } from '../criteria/validate.ts'
 import type { Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import type { RecordLoader } from '../sql/records.ts'
-import type { Executor } from '../sql/rows.ts'
+import type { RecordLoader } from '../sql/read/records.ts'
+import type { Executor } from '../sql/connection/rows.ts'
 
 /** Everything an action reads. */
 export interface ActionContext {
@@ -88,7 +88,7 @@ export interface WriteScope {
  * (the transaction is rolled back); they name `action`, `model` and the requester's origin. The
  * requester's policy is the scope's (see `WriteScope.policy`).
  *
- * The transaction is the plugin's own on the ORM's connections (sql/transactions.ts) rather than
+ * The transaction is the plugin's own on the ORM's connections (sql/connection/transactions.ts) rather than
  * `em.transactional()`: the statements are the plugin's own SQL, so the ORM's unit of work has
  * nothing to flush, and skipping it saves a fork, a flush and its events on every write.
  */
@@ -125,7 +125,7 @@ export async function inTransaction<T> (
     read = reading === undefined ? undefined : await reading
     return answer
   })
-  // Handed on in commit order (see sql/commit-order.ts), to the feed's subscribers (in the write's
+  // Handed on in commit order (see sql/connection/commit-order.ts), to the feed's subscribers (in the write's
   // own async context: listeners may read it); the write answers once its listeners are done.
   // Listeners are those there were at the commit: one added while the write waits for its turn
   // gets later writes only (the write's context, not bound without listeners, is not at hand).

@@ -4,7 +4,7 @@
  * @module
  */
 import type { Model } from '../models/model.ts'
-import type { JsonRecord } from '../sql/rows.ts'
+import type { JsonRecord } from '../sql/connection/rows.ts'
 import { inTransaction, type ActionContext, type Requester } from './context.ts'
 import { answer } from './in-view.ts'
 import { defaultRecord } from './record.ts'

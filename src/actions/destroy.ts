@@ -5,11 +5,11 @@
  */
 import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
-import type { JsonRecord } from '../sql/rows.ts'
+import type { JsonRecord } from '../sql/connection/rows.ts'
 import type { Id } from './changes.ts'
 import { lockMovedParents, lockRecord } from './collection.ts'
 import { inTransaction, type ActionContext, type Requester } from './context.ts'
-import type { RowsToLock } from '../sql/links.ts'
+import type { RowsToLock } from '../sql/write/links.ts'
 import { viewedRecord } from './in-view.ts'
 import { defaultRecord } from './record.ts'
 import { lockTargets } from './targets.ts'

@@ -7,9 +7,9 @@ import type { BlueprintQuery, Criteria, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import { BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Model } from '../models/model.ts'
-import { byPrimaryKey } from '../sql/records.ts'
-import type { ReadScope } from '../sql/database.ts'
-import type { JsonRecord } from '../sql/rows.ts'
+import { byPrimaryKey } from '../sql/read/records.ts'
+import type { ReadScope } from '../sql/connection/database.ts'
+import type { JsonRecord } from '../sql/connection/rows.ts'
 import { type ActionContext } from './context.ts'
 import { parseId } from '../models/identity.ts'
 
@@ -64,7 +64,7 @@ export async function findOneOf (
 /**
  * {@link findOne} of a flat record (nothing populated) without a policy, from what
  * {@link oneCriteria} checked, answered as the JSON text of the record written straight from its
- * row (sql/json-text.ts); `undefined`, with nothing run, where the dialect does not write its
+ * row (sql/read/json-text.ts); `undefined`, with nothing run, where the dialect does not write its
  * fields: the caller reads the record ({@link findOneOf}). The promise rejects with
  * BP_ERR_RECORD_NOT_FOUND.
  */

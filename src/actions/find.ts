@@ -7,9 +7,9 @@ import { pageAround, pageOf, type Page, type Paging } from '../criteria/cursor.t
 import type { BlueprintQuery, Criteria, Policy } from '../criteria/types.ts'
 import { validateFind } from '../criteria/validate.ts'
 import type { Model } from '../models/model.ts'
-import type { ReadScope } from '../sql/database.ts'
-import type { RowText } from '../sql/json-text.ts'
-import type { ArrayRow, JsonRecord } from '../sql/rows.ts'
+import type { ReadScope } from '../sql/connection/database.ts'
+import type { RowText } from '../sql/read/json-text.ts'
+import type { ArrayRow, JsonRecord } from '../sql/connection/rows.ts'
 import type { ActionContext } from './context.ts'
 
 /**
@@ -88,7 +88,7 @@ export interface FoundText {
 
 /**
  * Runs a flat find (nothing populated) without a policy, from its checked `criteria`, answered as
- * JSON text written straight from its rows (sql/json-text.ts): the text the route's serializer
+ * JSON text written straight from its rows (sql/read/json-text.ts): the text the route's serializer
  * would write for its records; for a cursor page (`criteria.paging`), with the cursors of the
  * pages beside it. `undefined`, with nothing run, where the dialect does not write its fields:
  * the caller reads records.

@@ -14,7 +14,7 @@ import { BP_ERR_OUTSIDE_POLICY, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { Policy } from '../criteria/types.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { keyOf } from '../models/identity.ts'
-import type { JsonRecord } from '../sql/rows.ts'
+import type { JsonRecord } from '../sql/connection/rows.ts'
 import type { ActionContext, WriteScope } from './context.ts'
 import { readRecord } from './record.ts'
 

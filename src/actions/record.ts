@@ -6,7 +6,7 @@
 import type { Policy, Projection } from '../criteria/types.ts'
 import { validateProjection } from '../criteria/validate.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { Executor, JsonRecord } from '../sql/rows.ts'
+import type { Executor, JsonRecord } from '../sql/connection/rows.ts'
 import type { ActionContext } from './context.ts'
 import { linksLockedByAnswers } from './locks.ts'
 

@@ -6,7 +6,7 @@
 import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LIMIT_EXCEEDED, BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { checkAssociation } from '../criteria/policy.ts'
-import type { JsonRecord } from '../sql/rows.ts'
+import type { JsonRecord } from '../sql/connection/rows.ts'
 import type { Id } from './changes.ts'
 import { changeLinks, collectionOf, lockMovedParents, parentRecord, recordLinkChanges, type Collection } from './collection.ts'
 import { inTransaction, type ActionContext, type Requester, type WriteScope } from './context.ts'
@@ -73,7 +73,6 @@ export async function setMembers (
   const { parent: model, child, association } = collection
   const parentOwn = !how.created
   const answer = async (key: unknown): Promise<JsonRecord> => parentOwn ? await parentRecord(ctx, scope, collection, key, rawId) : {}
-  const parentKey = keyOf(model, id)
   const oneToMany = association.relation === '1:m'
   const ids = [...wanted.values()]
   let found: Map<string, { id: unknown, value: unknown }>
@@ -84,23 +83,7 @@ export async function setMembers (
   let hidden: Set<string> | undefined
   let record: JsonRecord | undefined
   if (oneToMany) {
-    // The parent and the wanted children's current parents (which lose them), then the wanted
-    // children and the current members, whose foreign keys are read under their locks.
-    const column = association.parentColumn
-    const parents = await scope.links.lock(model, { ids: [id], parentsOf: { child, ids, columns: [column] } })
-    if (!parents.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
-    if (parentOwn) await mustSee(ctx, scope, model, id, rawId)
-    const rows = await scope.links.lock(child, { ids, pointingAt: { column, parent: model, id }, read: column })
-    found = new Map([...rows].filter(([key]) => wanted.has(key)))
-    current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
-    // Members the requester may not see are not its to unlink (they stay, as if not members), and
-    // wanted children it may not see are missing: one statement for both.
-    if (scope.policy !== undefined) {
-      const named = [...found.values()].map(row => row.id).concat([...current.values()].filter(raw => !wanted.has(String(raw))))
-      hidden = new Set((await hiddenAmong(ctx, scope, child, named)).map(String))
-      for (const key of hidden) current.delete(key)
-    }
-    await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
+    ({ found, current, hidden } = await lockMembers(ctx, scope, collection, id, rawId, wanted, parentOwn))
   } else {
     // The parent's own collection: its changes are recorded with the links; a created parent's
     // members only tell the children (below).
@@ -121,37 +104,78 @@ export async function setMembers (
   if (missing.length > 0) {
     throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.slice(0, 10).join(', ') + (missing.length > 10 ? ` and ${missing.length - 10} more` : ''))
   }
-  if (oneToMany) {
-    const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
-    const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)
-    const via = association.via as string
-    if (toRemove.length > 0 && !association.parentNullable) {
-      throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${toRemove.join(', ')}`, association.name, via)
-    }
-    await scope.links.set(child, toRemove, association.parentColumn, null, model)
-    await scope.links.set(child, toAdd, association.parentColumn, id, model)
-    added.push(...toAdd)
-    removed.push(...toRemove)
-    if (parentOwn) {
-      scope.changes.addedTo(model.identity, parentKey, association.name, added.map(key => keyOf(child, key)))
-      scope.changes.removedFrom(model.identity, parentKey, association.name, removed.map(key => keyOf(child, key)))
-    }
-    const formerParents = new Map<string, { parent: unknown, children: Id[] }>()
-    for (const key of toAdd) {
-      const former = (found.get(String(key)) as { value: unknown }).value
-      const childKey = keyOf(child, key)
-      scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: former === null ? null : keyOf(model, former) })
-      if (former === null) continue
-      const entry = formerParents.get(String(former)) ?? { parent: former, children: [] }
-      entry.children.push(childKey)
-      formerParents.set(String(former), entry)
-    }
-    for (const key of toRemove) scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
-    for (const { parent, children } of formerParents.values()) scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
-  } else if (!parentOwn) {
+  if (oneToMany) await setOneToMany(scope, collection, id, wanted, found, current, parentOwn)
+  else if (!parentOwn) {
     // The members that stay were neither deleted nor inserted: the statements reported exactly
     // the links they changed, so none was needed to read the current members first.
-    recordLinkChanges(scope, collection, parentKey, added, removed, false)
+    recordLinkChanges(scope, collection, keyOf(model, id), added, removed, false)
   }
   return record ?? await answer(id)
+}
+
+/**
+ * A one-to-many collection's replace, first step: the parent and the wanted children's current
+ * parents (which lose them) locked, then the wanted children and the current members, whose
+ * foreign keys are read under their locks. Returns the wanted children found (with their current
+ * parent), the current members, and under a policy those of both the requester may not see.
+ */
+async function lockMembers (
+  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, wanted: ReadonlyMap<string, unknown>, parentOwn: boolean
+): Promise<{ found: Map<string, { id: unknown, value: unknown }>, current: Map<string, unknown>, hidden: Set<string> | undefined }> {
+  const { parent: model, child, association } = collection
+  const column = association.parentColumn
+  const ids = [...wanted.values()]
+  const parents = await scope.links.lock(model, { ids: [id], parentsOf: { child, ids, columns: [column] } })
+  if (!parents.has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+  if (parentOwn) await mustSee(ctx, scope, model, id, rawId)
+  const rows = await scope.links.lock(child, { ids, pointingAt: { column, parent: model, id }, read: column })
+  const found = new Map([...rows].filter(([key]) => wanted.has(key)))
+  const current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
+  // Members the requester may not see are not its to unlink (they stay, as if not members), and
+  // wanted children it may not see are missing: one statement for both.
+  let hidden: Set<string> | undefined
+  if (scope.policy !== undefined) {
+    const named = [...found.values()].map(row => row.id).concat([...current.values()].filter(raw => !wanted.has(String(raw))))
+    hidden = new Set((await hiddenAmong(ctx, scope, child, named)).map(String))
+    for (const key of hidden) current.delete(key)
+  }
+  await lockMovedParents(scope, model, parents, [...found.values()].map(row => row.value))
+  return { found, current, hidden }
+}
+
+/**
+ * A one-to-many collection's replace, second step (every wanted child found): the children
+ * that leave lose their parent, those that join gain it, each change recorded — on the parent
+ * (unless it was just created), on each child, and on each child's former parent.
+ */
+async function setOneToMany (
+  scope: WriteScope, collection: Collection, id: unknown, wanted: ReadonlyMap<string, unknown>,
+  found: ReadonlyMap<string, { id: unknown, value: unknown }>, current: ReadonlyMap<string, unknown>, parentOwn: boolean
+): Promise<void> {
+  const { parent: model, child, association } = collection
+  const parentKey = keyOf(model, id)
+  const toAdd = [...wanted].filter(([key]) => !current.has(key)).map(([, value]) => value)
+  const toRemove = [...current].filter(([key]) => !wanted.has(key)).map(([, raw]) => raw)
+  const via = association.via as string
+  if (toRemove.length > 0 && !association.parentNullable) {
+    throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${toRemove.join(', ')}`, association.name, via)
+  }
+  await scope.links.set(child, toRemove, association.parentColumn, null, model)
+  await scope.links.set(child, toAdd, association.parentColumn, id, model)
+  if (parentOwn) {
+    scope.changes.addedTo(model.identity, parentKey, association.name, toAdd.map(key => keyOf(child, key)))
+    scope.changes.removedFrom(model.identity, parentKey, association.name, toRemove.map(key => keyOf(child, key)))
+  }
+  const formerParents = new Map<string, { parent: unknown, children: Id[] }>()
+  for (const key of toAdd) {
+    const former = (found.get(String(key)) as { value: unknown }).value
+    const childKey = keyOf(child, key)
+    scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: former === null ? null : keyOf(model, former) })
+    if (former === null) continue
+    const entry = formerParents.get(String(former)) ?? { parent: former, children: [] }
+    entry.children.push(childKey)
+    formerParents.set(String(former), entry)
+  }
+  for (const key of toRemove) scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
+  for (const { parent, children } of formerParents.values()) scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
 }

@@ -4,7 +4,7 @@
  * @module
  */
 import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
-import type { JsonRecord } from '../sql/rows.ts'
+import type { JsonRecord } from '../sql/connection/rows.ts'
 import type { Id } from './changes.ts'
 import { lockMovedParents, lockRecord } from './collection.ts'
 import { inTransaction, type ActionContext, type Requester } from './context.ts'

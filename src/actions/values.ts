@@ -10,9 +10,9 @@ import { didYouMean } from '../did-you-mean.ts'
 import type { Attribute, CollectionAssociation, Model } from '../models/model.ts'
 import type { ModelRegistry } from '../models/registry.ts'
 import { coerce, describe, fits, INVALID, invalidReason, jsonProblem, PreciseDate, TOO_DEEP } from '../models/values.ts'
-import type { Assignment } from '../sql/writes.ts'
+import type { Assignment } from '../sql/write/writes.ts'
 
-export type { Assignment } from '../sql/writes.ts'
+export type { Assignment } from '../sql/write/writes.ts'
 
 /**
  * Reads a create or update body. Unknown keys, collections (on update; on create see

@@ -1,6 +1,6 @@
 /**
  * A validated filter evaluated against a record in memory, with the rules the SQL follows (see
- * `sql/where.ts` and docs/criteria.md): comparisons never match null, `!=` and `nin` match null,
+ * `sql/build/where.ts` and docs/criteria.md): comparisons never match null, `!=` and `nin` match null,
  * texts compare by code point, `contains` & co. fold ASCII letters only when asked. Realtime uses
  * it to decide, per socket, whether a record a notification carries is one the socket's policy
  * lets it see.

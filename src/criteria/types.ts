@@ -177,7 +177,7 @@ export interface Criteria {
   /**
    * Where the find's worst case has no bound (a limit of `Infinity` on the way, as `maxLimit` or
    * `populateLimit` of `Infinity` allow): the records it may read (`limits.maxRecords`), counted as its
-   * statements answer (see `RecordBudget` in sql/read-options.ts). Absent where the worst case was
+   * statements answer (see `RecordBudget` in sql/read/read-options.ts). Absent where the worst case was
    * counted before it ran.
    */
   readonly budget?: number | undefined

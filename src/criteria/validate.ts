@@ -203,12 +203,51 @@ export function validateProjection (query: ProjectionQuery, model: Model, bounds
 
 const WHOLE = new WeakMap<Model, Map<number, Projection>>()
 
+/** What the parts of {@link project} share about one projection being built. */
+interface Projecting {
+  readonly query: ProjectionQuery
+  readonly model: Model
+  readonly bounds: ProjectionBounds
+  readonly path: string
+  /** A parameter's name at `path` (`pets.select`). */
+  readonly at: (name: string) => string
+  /** Whether select/omit keep an attribute or a singular. */
+  readonly keep: (name: string) => boolean
+  /** The associations populated. */
+  readonly populated: ReadonlySet<string>
+  /** The paths populated below each association (`pets.tags` → `tags` below `pets`). */
+  readonly below: ReadonlyMap<string, string[]>
+  /** The criteria given to each populated association. */
+  readonly own: ReadonlyMap<string, RelationQuery>
+  /** Those of the paths below it. */
+  readonly deeper: ReadonlyMap<string, Record<string, RelationQuery>>
+}
+
 /**
  * The projection of `model`'s records at `path` (`''` for the records a request asks for,
  * `pets`, `pets.tags` … for populated ones): the parameters it names are `path`'s.
  */
 function project (query: ProjectionQuery, model: Model, bounds: ProjectionBounds, path: string): Projection {
   const at = (name: string): string => path === '' ? name : `${path}.${name}`
+  const keep = kept(query, model, at)
+  const { populated, below } = populatedBy(query, model, keep, at)
+  const { own, deeper } = relationCriteria(query, model, populated, at)
+  // One association deep is Sails' populate, always there; deeper paths up to maxRelationDepth.
+  const depth = path === '' ? 1 : path.split('.').length + 1
+  const maxDepth = Math.max(1, bounds.limits.maxRelationDepth)
+  if (depth > maxDepth && populated.size > 0) {
+    throw new BP_ERR_LIMIT_EXCEEDED('populate', `\`${at([...populated][0])}\` populates deeper than ${maxDepth} associations (limits.maxRelationDepth)`)
+  }
+  const projecting: Projecting = { query, model, bounds, path, at, keep, populated, below, own, deeper }
+  return {
+    attributes: [...model.attributes.values()].filter((a: Attribute) => keep(a.name)),
+    singulars: [...model.singulars.values()].filter(a => keep(a.name)).map(association => singular(projecting, association)),
+    collections: [...model.collections.values()].filter(a => populated.has(a.name)).map(association => collection(projecting, association))
+  }
+}
+
+/** Which attributes and singulars select or omit keep (checked against the model). */
+function kept (query: ProjectionQuery, model: Model, at: (name: string) => string): (name: string) => boolean {
   if (query.select !== undefined && query.omit !== undefined) throw new BP_ERR_SELECT_AND_OMIT()
   const named = new Set<string>()
   for (const name of query.select ?? query.omit ?? []) {
@@ -222,31 +261,39 @@ function project (query: ProjectionQuery, model: Model, bounds: ProjectionBounds
     if (query.omit !== undefined && name === model.primaryKey.name) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, 'the primary key is always returned')
     named.add(name)
   }
-  const keep = (name: string): boolean => query.select !== undefined
+  return name => query.select !== undefined
     ? named.has(name) || name === model.primaryKey.name
     : !named.has(name)
-  const associations = (): string[] => [...model.singulars.keys(), ...model.collections.keys()]
+}
 
-  let populated: Set<string>
-  // The paths populated below each association (`pets.tags` → `tags` below `pets`).
+const associationsOf = (model: Model): string[] => [...model.singulars.keys(), ...model.collections.keys()]
+
+/** The associations `populate` names, and the paths it names below each. */
+function populatedBy (
+  query: ProjectionQuery, model: Model, keep: (name: string) => boolean, at: (name: string) => string
+): { populated: Set<string>, below: Map<string, string[]> } {
   const below = new Map<string, string[]>()
-  if (query.populate === true) populated = new Set(associations())
-  else if (query.populate === false) populated = new Set()
-  else {
-    populated = new Set()
-    for (const entry of query.populate) {
-      const dot = entry.indexOf('.')
-      const name = dot === -1 ? entry : entry.slice(0, dot)
-      if (!model.singulars.has(name) && !model.collections.has(name)) {
-        const reason = model.attributes.has(name) ? 'is an attribute, not an association' : `is not an association of ${model.identity}`
-        throw new BP_ERR_INVALID_POPULATE(`\`${at(name)}\` ${reason}${didYouMean(name, associations())}`)
-      }
-      if (model.singulars.has(name) && !keep(name)) throw new BP_ERR_INVALID_POPULATE(`\`${at(name)}\` is populated but left out by select/omit`)
-      populated.add(name)
-      if (dot !== -1) below.set(name, [...below.get(name) ?? [], entry.slice(dot + 1)])
+  if (query.populate === true) return { populated: new Set(associationsOf(model)), below }
+  const populated = new Set<string>()
+  if (query.populate === false) return { populated, below }
+  for (const entry of query.populate) {
+    const dot = entry.indexOf('.')
+    const name = dot === -1 ? entry : entry.slice(0, dot)
+    if (!model.singulars.has(name) && !model.collections.has(name)) {
+      const reason = model.attributes.has(name) ? 'is an attribute, not an association' : `is not an association of ${model.identity}`
+      throw new BP_ERR_INVALID_POPULATE(`\`${at(name)}\` ${reason}${didYouMean(name, associationsOf(model))}`)
     }
+    if (model.singulars.has(name) && !keep(name)) throw new BP_ERR_INVALID_POPULATE(`\`${at(name)}\` is populated but left out by select/omit`)
+    populated.add(name)
+    if (dot !== -1) below.set(name, [...below.get(name) ?? [], entry.slice(dot + 1)])
   }
-  // The criteria given to each populated association, and those of the paths below it.
+  return { populated, below }
+}
+
+/** The criteria given to each populated association, and those of the paths below it. */
+function relationCriteria (
+  query: ProjectionQuery, model: Model, populated: ReadonlySet<string>, at: (name: string) => string
+): { own: Map<string, RelationQuery>, deeper: Map<string, Record<string, RelationQuery>> } {
   const own = new Map<string, RelationQuery>()
   const deeper = new Map<string, Record<string, RelationQuery>>()
   for (const [key, criteria] of Object.entries(query.relations ?? {})) {
@@ -255,7 +302,7 @@ function project (query: ProjectionQuery, model: Model, bounds: ProjectionBounds
     // The parameters as the request named them (`pets.where`).
     const param = `${at(key)}.${Object.keys(criteria).join(`, ${at(key)}.`)}`
     if (!model.singulars.has(name) && !model.collections.has(name)) {
-      throw new BP_ERR_INVALID_POPULATE(`\`${param}\`: \`${name}\` is not an association of ${model.identity}${didYouMean(name, associations())}`)
+      throw new BP_ERR_INVALID_POPULATE(`\`${param}\`: \`${name}\` is not an association of ${model.identity}${didYouMean(name, associationsOf(model))}`)
     }
     if (!populated.has(name)) throw new BP_ERR_INVALID_POPULATE(`\`${param}\` gives criteria, but \`${at(name)}\` is not populated: add it to \`populate\``)
     if (dot === -1) own.set(name, criteria)
@@ -265,59 +312,63 @@ function project (query: ProjectionQuery, model: Model, bounds: ProjectionBounds
       sub[key.slice(dot + 1)] = criteria
     }
   }
-  // One association deep is Sails' populate, always there; deeper paths up to maxRelationDepth.
-  const depth = path === '' ? 1 : path.split('.').length + 1
-  const maxDepth = Math.max(1, bounds.limits.maxRelationDepth)
-  if (depth > maxDepth && populated.size > 0) {
-    throw new BP_ERR_LIMIT_EXCEEDED('populate', `\`${at([...populated][0])}\` populates deeper than ${maxDepth} associations (limits.maxRelationDepth)`)
-  }
-  /** The projection of the records an association leads to, when populated otherwise than by default. */
-  const nested = (name: string, target: Model, criteria: RelationQuery | undefined): Projection => project({
+  return { own, deeper }
+}
+
+/** The projection of the records an association leads to, when populated otherwise than by default. */
+function nested (projecting: Projecting, name: string, target: Model, criteria: RelationQuery | undefined): Projection {
+  const { query, bounds, at, below, deeper } = projecting
+  return project({
     select: criteria?.select,
     omit: criteria?.omit,
     populate: below.get(name) ?? false,
     populateLimit: query.populateLimit,
     ...(deeper.has(name) ? { relations: deeper.get(name) } : {})
   }, target, bounds, at(name))
+}
+
+/** Whether an association is populated as by default: at the top, with no criteria nor paths of its own. */
+const byDefault = ({ path, own, below, deeper }: Projecting, name: string): boolean =>
+  path === '' && !own.has(name) && !below.has(name) && !deeper.has(name)
+
+/** A singular kept by select/omit, in the projection. */
+function singular (projecting: Projecting, association: Projection['singulars'][number]['association']): Projection['singulars'][number] {
+  const { populated, own, at } = projecting
+  const name = association.name
+  const criteria = own.get(name)
+  // Below the records asked for, and with criteria or paths of its own: read by key, after.
+  if (!populated.has(name) || byDefault(projecting, name)) return { association, populate: populated.has(name) }
+  for (const criterion of ['where', 'sort', 'limit', 'skip'] as const) {
+    if (criteria?.[criterion] !== undefined) {
+      throw new BP_ERR_PARAMETER_NOT_ALLOWED(at(`${name}.${criterion}`), `\`${name}\` is one record: it takes select and omit`)
+    }
+  }
+  return { association, populate: false, nested: nested(projecting, name, association.target, criteria) }
+}
+
+/** A populated collection, in the projection. */
+function collection (projecting: Projecting, association: Projection['collections'][number]['association']): Projection['collections'][number] {
+  const { query, bounds, path, own, at } = projecting
+  const name = association.name
+  const criteria = own.get(name)
   // Default population caps collections; an explicit list only caps them at maxLimit.
   const collectionLimit = query.populate === true ? query.populateLimit : bounds.maxLimit
+  if (byDefault(projecting, name)) return { association, limit: collectionLimit }
+  const child = association.target
+  const limit = criteria?.limit ?? (path === '' ? collectionLimit : query.populateLimit)
+  checkWhole(at(`${name}.limit`), limit, true)
+  if (limit > bounds.maxLimit) throw new BP_ERR_LIMIT_TOO_LARGE(String(limit), String(bounds.maxLimit))
+  const skip = criteria?.skip ?? 0
+  checkWhole(at(`${name}.skip`), skip, false)
   return {
-    attributes: [...model.attributes.values()].filter((a: Attribute) => keep(a.name)),
-    singulars: [...model.singulars.values()].filter(a => keep(a.name)).map(association => {
-      const name = association.name
-      const criteria = own.get(name)
-      // Below the records asked for, and with criteria or paths of its own: read by key, after.
-      if (!populated.has(name) || (path === '' && criteria === undefined && !below.has(name) && !deeper.has(name))) {
-        return { association, populate: populated.has(name) }
-      }
-      for (const criterion of ['where', 'sort', 'limit', 'skip'] as const) {
-        if (criteria?.[criterion] !== undefined) {
-          throw new BP_ERR_PARAMETER_NOT_ALLOWED(at(`${name}.${criterion}`), `\`${name}\` is one record: it takes select and omit`)
-        }
-      }
-      return { association, populate: false, nested: nested(name, association.target, criteria) }
-    }),
-    collections: [...model.collections.values()].filter(a => populated.has(a.name)).map(association => {
-      const name = association.name
-      const criteria = own.get(name)
-      if (path === '' && criteria === undefined && !below.has(name) && !deeper.has(name)) return { association, limit: collectionLimit }
-      const child = association.target
-      const limit = criteria?.limit ?? (path === '' ? collectionLimit : query.populateLimit)
-      checkWhole(at(`${name}.limit`), limit, true)
-      if (limit > bounds.maxLimit) throw new BP_ERR_LIMIT_TOO_LARGE(String(limit), String(bounds.maxLimit))
-      const skip = criteria?.skip ?? 0
-      checkWhole(at(`${name}.skip`), skip, false)
-      return {
-        association,
-        limit,
-        criteria: {
-          where: buildWhere(child, criteria?.where ?? {}, bounds.limits, at(`${name}.where`)),
-          sort: validateSort(criteria?.sort ?? [], child, at(`${name}.sort`)),
-          skip,
-          projection: nested(name, child, criteria)
-        }
-      }
-    })
+    association,
+    limit,
+    criteria: {
+      where: buildWhere(child, criteria?.where ?? {}, bounds.limits, at(`${name}.where`)),
+      sort: validateSort(criteria?.sort ?? [], child, at(`${name}.sort`)),
+      skip,
+      projection: nested(projecting, name, child, criteria)
+    }
   }
 }
 

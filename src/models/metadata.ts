@@ -48,97 +48,114 @@ export function readModels (storage: MetadataStorage, identityOf: (entityName: s
     if (reason === undefined) exposed.set(meta.className, { meta, identity: identityOf(meta.className) })
     else if (!meta.pivotTable) skipped.push({ entity: meta.className, reason })
   }
-
-  const models: ModelDraft[] = []
-  for (const { meta, identity } of exposed.values()) {
-    const attributes = new Map<string, Attribute>()
-    const singulars = new Map<string, Unresolved<SingularAssociation>>()
-    const collections = new Map<string, Unresolved<CollectionAssociation>>()
-    const primaryKey = readAttribute(meta.properties[meta.primaryKeys[0]] as EntityProperty, true) as Attribute
-    attributes.set(primaryKey.name, primaryKey)
-
-    for (const prop of Object.values(meta.properties) as EntityProperty[]) {
-      // Columns of an inline embedded object belong to the embedded property (reported below).
-      if (prop.primary || prop.embedded !== undefined) continue
-      const skip = (reason: string): void => { skipped.push({ entity: meta.className, property: prop.name, reason }) }
-      if (prop.hidden === true) {
-        // Hidden properties (passwords, tokens) are never returned, so they cannot be filtered,
-        // sorted or selected either: a filter would let a client guess them.
-        skip('hidden')
-        continue
-      }
-      if (prop.persist === false || prop.formula !== undefined || prop.kind === 'embedded') {
-        // Not a column of this table: nothing to filter, sort or return.
-        if (!isGeneratedInverse(prop)) skip('not stored in a column of its own')
-        continue
-      }
-      if (prop.kind === 'scalar') {
-        const attribute = readAttribute(prop, false)
-        if (attribute === undefined) skip(`unsupported column type ${String(prop.runtimeType)}`)
-        else attributes.set(attribute.name, attribute)
-        continue
-      }
-      const targetMeta = prop.targetMeta as EntityMetadata
-      const target = exposed.get(targetMeta.className)?.identity
-      if (target === undefined) {
-        skip(`its entity ${targetMeta.className} is not exposed`)
-        continue
-      }
-      if (prop.kind === 'm:1' || (prop.kind === '1:1' && prop.owner === true)) {
-        singulars.set(prop.name, {
-          kind: 'singular',
-          name: prop.name,
-          column: prop.fieldNames[0],
-          nullable: prop.nullable === true,
-          required: prop.nullable !== true && prop.default === undefined && prop.defaultRaw === undefined,
-          target,
-          via: prop.kind === 'm:1' ? collectionVia(prop.inversedBy, targetMeta) : undefined
-        })
-      } else if (prop.kind === '1:m') {
-        const back = targetMeta.properties[prop.mappedBy] as EntityProperty
-        collections.set(prop.name, {
-          kind: 'collection',
-          name: prop.name,
-          target,
-          via: prop.mappedBy,
-          relation: '1:m',
-          parentColumn: back.fieldNames[0],
-          pivotTable: undefined,
-          childColumn: undefined,
-          parentNullable: back.nullable === true
-        })
-      } else if (prop.kind === 'm:n') {
-        const via = prop.owner === true ? collectionVia(prop.inversedBy, targetMeta) : prop.mappedBy
-        collections.set(prop.name, {
-          kind: 'collection',
-          name: prop.name,
-          target,
-          via,
-          relation: 'm:n',
-          parentColumn: (prop.joinColumns as string[])[0],
-          pivotTable: prop.pivotTable,
-          childColumn: (prop.inverseJoinColumns as string[])[0],
-          parentNullable: true
-        })
-      } else {
-        // The inverse side of a 1:1 holds no column; the owning side exposes the link.
-        skip('the inverse side of a one-to-one association holds no foreign key')
-      }
-    }
-
-    models.push({
-      identity,
-      entityName: meta.className,
-      table: meta.tableName,
-      schema: meta.schema === undefined || meta.schema === '*' ? undefined : meta.schema,
-      primaryKey,
-      attributes,
-      singulars,
-      collections,
-      meta
-    })
-  }
+  const models = [...exposed.values()].map(({ meta, identity }) => readModel(meta, identity, exposed, skipped))
   return { models, skipped }
+}
+
+/** One exposed entity's model; what it leaves out is added to `skipped`. */
+function readModel (
+  meta: EntityMetadata, identity: string, exposed: ReadonlyMap<string, { identity: string }>, skipped: Skipped[]
+): ModelDraft {
+  const attributes = new Map<string, Attribute>()
+  const singulars = new Map<string, Unresolved<SingularAssociation>>()
+  const collections = new Map<string, Unresolved<CollectionAssociation>>()
+  const primaryKey = readAttribute(meta.properties[meta.primaryKeys[0]] as EntityProperty, true) as Attribute
+  attributes.set(primaryKey.name, primaryKey)
+
+  for (const prop of Object.values(meta.properties) as EntityProperty[]) {
+    // Columns of an inline embedded object belong to the embedded property (reported below).
+    if (prop.primary || prop.embedded !== undefined) continue
+    const skip = (reason: string): void => { skipped.push({ entity: meta.className, property: prop.name, reason }) }
+    if (prop.hidden === true) {
+      // Hidden properties (passwords, tokens) are never returned, so they cannot be filtered,
+      // sorted or selected either: a filter would let a client guess them.
+      skip('hidden')
+      continue
+    }
+    if (prop.persist === false || prop.formula !== undefined || prop.kind === 'embedded') {
+      // Not a column of this table: nothing to filter, sort or return.
+      if (!isGeneratedInverse(prop)) skip('not stored in a column of its own')
+      continue
+    }
+    if (prop.kind === 'scalar') {
+      const attribute = readAttribute(prop, false)
+      if (attribute === undefined) skip(`unsupported column type ${String(prop.runtimeType)}`)
+      else attributes.set(attribute.name, attribute)
+      continue
+    }
+    const targetMeta = prop.targetMeta as EntityMetadata
+    const target = exposed.get(targetMeta.className)?.identity
+    if (target === undefined) {
+      skip(`its entity ${targetMeta.className} is not exposed`)
+      continue
+    }
+    const association = readAssociation(prop, targetMeta, target)
+    if (association === undefined) {
+      // The inverse side of a 1:1 holds no column; the owning side exposes the link.
+      skip('the inverse side of a one-to-one association holds no foreign key')
+    } else if (association.kind === 'singular') singulars.set(prop.name, association)
+    else collections.set(prop.name, association)
+  }
+
+  return {
+    identity,
+    entityName: meta.className,
+    table: meta.tableName,
+    schema: meta.schema === undefined || meta.schema === '*' ? undefined : meta.schema,
+    primaryKey,
+    attributes,
+    singulars,
+    collections,
+    meta
+  }
+}
+
+/**
+ * The association a relation property makes, to the model `target` (the identity of `targetMeta`'s
+ * entity); `undefined` for the inverse side of a one-to-one.
+ */
+function readAssociation (
+  prop: EntityProperty, targetMeta: EntityMetadata, target: string
+): Unresolved<SingularAssociation> | Unresolved<CollectionAssociation> | undefined {
+  if (prop.kind === 'm:1' || (prop.kind === '1:1' && prop.owner === true)) {
+    return {
+      kind: 'singular',
+      name: prop.name,
+      column: prop.fieldNames[0],
+      nullable: prop.nullable === true,
+      required: prop.nullable !== true && prop.default === undefined && prop.defaultRaw === undefined,
+      target,
+      via: prop.kind === 'm:1' ? collectionVia(prop.inversedBy, targetMeta) : undefined
+    }
+  }
+  if (prop.kind === '1:m') {
+    const back = targetMeta.properties[prop.mappedBy] as EntityProperty
+    return {
+      kind: 'collection',
+      name: prop.name,
+      target,
+      via: prop.mappedBy,
+      relation: '1:m',
+      parentColumn: back.fieldNames[0],
+      pivotTable: undefined,
+      childColumn: undefined,
+      parentNullable: back.nullable === true
+    }
+  }
+  if (prop.kind === 'm:n') {
+    return {
+      kind: 'collection',
+      name: prop.name,
+      target,
+      via: prop.owner === true ? collectionVia(prop.inversedBy, targetMeta) : prop.mappedBy,
+      relation: 'm:n',
+      parentColumn: (prop.joinColumns as string[])[0],
+      pivotTable: prop.pivotTable,
+      childColumn: (prop.inverseJoinColumns as string[])[0],
+      parentNullable: true
+    }
+  }
+  return undefined
 }
 
 function whyNotExposed (meta: EntityMetadata): string | undefined {

@@ -9,14 +9,14 @@ import type { FastifyInstance } from 'fastify'
 import websocket from '@fastify/websocket'
 import type { CommitFeed } from '../actions/commit-feed.ts'
 import type { ModelRegistry } from '../models/registry.ts'
-import type { RecordLoader } from '../sql/records.ts'
+import type { RecordLoader } from '../sql/read/records.ts'
 import type { Broker } from './brokers/broker.ts'
 import { commitSubscriber, recordsByKey } from './hub/commit-records.ts'
 import { runSocketRequest } from './virtual-request/run-request.ts'
 import type { Bounds } from '../criteria/validate.ts'
 import { Hub } from './hub/hub.ts'
 import { ChangeLog } from './log/change-log.ts'
-import type { Database } from '../sql/database.ts'
+import type { Database } from '../sql/connection/database.ts'
 import type { Dialect } from '../sql/dialect.ts'
 import { closeAfterRequests } from './virtual-request/in-flight.ts'
 import type { ResolvedRealtime } from './options.ts'
@@ -105,6 +105,14 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
     await app.register(async endpoint => { registerSailsIo(endpoint, hub, sailsIo, io as IoModules) })
   }
   if (options.path === false) return realtime
+  await registerWebsocket(app, hub, { ...options, path: options.path }, setup)
+  return realtime
+}
+
+/** The plugin's websocket endpoint, in a context of its own. */
+async function registerWebsocket (
+  app: FastifyInstance, hub: Hub, options: ResolvedRealtime & { readonly path: string }, setup: RealtimeSetup
+): Promise<void> {
   /* c8 ignore next 4 -- a Node that does not record the answer on its socket: the canary test fails there */
   if (!closeAnsweredUpgrades(app.server)) {
     app.log.warn('fastify-blueprints: this Node does not say which upgrades were answered over HTTP; ' +
@@ -113,7 +121,6 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
   // The endpoint lives in a context of its own: @fastify/websocket's hooks (it adds some to every
   // route of the context it is registered in) stay off the app's other routes. An app that
   // registered @fastify/websocket itself keeps its server, which the endpoint then uses.
-  const path = options.path
   await app.register(async endpoint => {
     if (!endpoint.hasDecorator('websocketServer')) {
       await endpoint.register(websocket, {
@@ -140,7 +147,6 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
         }
       })
     }
-    registerWsEndpoint(endpoint, hub, { ...options, path, maxJsonDepth: setup.maxJsonDepth })
+    registerWsEndpoint(endpoint, hub, { ...options, maxJsonDepth: setup.maxJsonDepth })
   })
-  return realtime
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { ReadScope } from '../sql/database.ts'
+import type { ReadScope } from '../sql/connection/database.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
 
 /** The key of the origin on a raw request (`request.raw`). */
@@ -18,7 +18,7 @@ export const ORIGIN: unique symbol = Symbol('fastify-blueprints.origin')
  * The key of a read's scope on a raw request: what carried the request asks that the read's
  * statements see one snapshot of the database (realtime, to know which change sets the answer
  * reflects), or run with those of the reads issued at the same moment (a followed query's run);
- * see `ReadScope` in sql/database.ts. Set the same way as the origin, and as safe.
+ * see `ReadScope` in sql/connection/database.ts. Set the same way as the origin, and as safe.
  */
 export const SNAPSHOT: unique symbol = Symbol('fastify-blueprints.snapshot')
 

@@ -1,7 +1,7 @@
 /**
  * How a blueprint route's answer becomes its body, beyond the route's response schema: an error
  * body that app code sent is kept as it was sent, and a flat find or find-one answered over HTTP
- * may send the JSON text written straight from its rows (sql/json-text.ts) as is.
+ * may send the JSON text written straight from its rows (sql/read/json-text.ts) as is.
  *
  * Sending text skips what Fastify runs only for an object payload: the `preSerialization` hooks
  * and the serializer. The plugin's own hook ({@link keepErrorBody}) is on every route, and does

@@ -12,8 +12,8 @@
 import { sql } from 'kysely'
 import type { ToJson } from '../models/database-values.ts'
 import type { Target } from '../criteria/types.ts'
-import type { ArrayRow, Field, JsonRecord, RecordReader } from './rows.ts'
-import type { Sql } from './statement.ts'
+import type { ArrayRow, Field, JsonRecord, RecordReader } from './connection/rows.ts'
+import type { Sql } from './build/statement.ts'
 
 /** A generated reader's body, given its row and its fields' converters. */
 type Compiled = (row: ArrayRow, convert: ReadonlyArray<ToJson | undefined>) => JsonRecord

@@ -5,7 +5,7 @@
 import t from 'tap'
 import { CommitFeed, type CommitSubscriber } from '../../src/actions/commit-feed.ts'
 import type { Change, ChangeContext } from '../../src/actions/changes.ts'
-import type { Executor } from '../../src/sql/rows.ts'
+import type { Executor } from '../../src/sql/connection/rows.ts'
 
 const CHANGES: Change[] = [{ model: 'user', message: { verb: 'updated', id: 1, data: { name: 'b' }, previous: { name: 'a' } } }]
 const CONTEXT: ChangeContext = { action: 'update', model: 'user', origin: 'socket-1' }

@@ -3,7 +3,7 @@
 // `onChange` listener reading an AsyncLocalStorage would see the wrong request).
 import t from 'tap'
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { CommitOrder } from '../../src/sql/commit-order.ts'
+import { CommitOrder } from '../../src/sql/connection/commit-order.ts'
 
 t.test('later tickets wait for earlier ones and run in their own async context', async t => {
   const order = new CommitOrder()

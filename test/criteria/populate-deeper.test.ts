@@ -9,7 +9,7 @@ import blueprints, { type ParseBlueprintOptions } from '../../src/index.ts'
 import { build, DATABASES, q } from '../helpers/app.ts'
 import { expectErrors, type ErrorCase } from '../helpers/cases.ts'
 import { BEST_PET, FRIENDS, PETS, TAGS, USER_TAGS, USERS } from '../fixtures/seed.ts'
-import { MAX_SHAPES } from '../../src/sql/find-statement.ts'
+import { MAX_SHAPES } from '../../src/sql/build/find-statement.ts'
 import { countStatements } from '../helpers/db.ts'
 
 type Row = Record<string, unknown>
@@ -108,7 +108,7 @@ for (const db of DATABASES) {
     const { app, orm } = await build(t, db)
     const statements = await countStatements(t, orm)
     // Every find's worst case counted before it runs (a collection populated by name is capped at
-    // maxLimit): on PostgreSQL the whole tree is one statement (src/sql/tree.ts).
+    // maxLimit): on PostgreSQL the whole tree is one statement (src/sql/read/tree.ts).
     const bounded = Fastify()
     await bounded.register(blueprints, { orm, limits: { maxLimit: 1000 } })
     await bounded.ready()

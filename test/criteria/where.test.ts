@@ -1,7 +1,7 @@
 // The `where` parameter: every modifier and predicate, value coercion, pattern escaping and the
 // case rule, on every database (the same request must return the same rows everywhere).
 import t from 'tap'
-import { MAX_SHAPES } from '../../src/sql/find-statement.ts'
+import { MAX_SHAPES } from '../../src/sql/build/find-statement.ts'
 import { build, DATABASES, get, q } from '../helpers/app.ts'
 import { expectErrors, expectIds, type ErrorCase, type IdCase } from '../helpers/cases.ts'
 

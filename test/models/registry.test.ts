@@ -9,7 +9,7 @@ import { Entity, ManyToMany, ManyToOne, OneToMany, OneToOne, PrimaryKey, Propert
 import blueprints from '../../src/index.ts'
 import { dialectFor } from '../../src/sql/dialect.ts'
 import { coerce, INVALID } from '../../src/models/values.ts'
-import { postgresDate } from '../../src/models/database-values.ts'
+import { postgresDate } from '../../src/sql/postgres/postgres-values.ts'
 import { bareApp, build, DATABASES, get } from '../helpers/app.ts'
 
 class Author { id!: number; name!: string; books!: unknown; profile!: unknown }

@@ -1,9 +1,9 @@
-// Whether a failed COMMIT leaves its outcome unknown (src/sql/failures.ts `unconfirmed`): the
+// Whether a failed COMMIT leaves its outcome unknown (src/sql/connection/failures.ts `unconfirmed`): the
 // connection broke or timed out after COMMIT went out. The errors are the drivers' own shapes: pg's
 // DatabaseError (a SQLSTATE `code`), its client-side errors (a message, no code), Node's socket
 // errors, better-sqlite3's (a SQLITE_ code).
 import t from 'tap'
-import { classify, unconfirmed } from '../../src/sql/failures.ts'
+import { classify, unconfirmed } from '../../src/sql/connection/failures.ts'
 
 const error = (message: string, code?: string): Error => Object.assign(new Error(message), code === undefined ? {} : { code })
 

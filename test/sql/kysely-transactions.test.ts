@@ -1,12 +1,12 @@
-// Transactions through Kysely (src/sql/transactions.ts), as SQLite opens them
+// Transactions through Kysely (src/sql/connection/transactions.ts), as SQLite opens them
 // (src/sql/sqlite/sqlite-statements.ts): the one connection goes back to Kysely with no transaction
 // open on it, whatever the work did — ended it, threw before its end, or left the handle in a
 // transaction of its own making.
 import t from 'tap'
 import { CompiledQuery } from 'kysely'
 import { sqliteConnections } from '../../src/sql/sqlite/sqlite-statements.ts'
-import type { NativeSqlite, QueryRunner } from '../../src/sql/driver.ts'
-import type { TransactionalKysely } from '../../src/sql/transactions.ts'
+import type { NativeSqlite, QueryRunner } from '../../src/sql/connection/driver.ts'
+import type { TransactionalKysely } from '../../src/sql/connection/transactions.ts'
 import { bareApp, DATABASES } from '../helpers/app.ts'
 
 if (DATABASES.includes('sqlite')) {

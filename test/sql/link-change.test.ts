@@ -1,10 +1,10 @@
-// The order of the keys a link write removes (src/sql/link-change.ts `ascending`): numbers by
+// The order of the keys a link write removes (src/sql/write/link-change.ts `ascending`): numbers by
 // value, texts by code point — the order PostgreSQL's "C" collation gives the same texts, which
 // the change log's row is written in (src/sql/postgres/postgres-links.ts). JavaScript's own
 // comparison of strings (UTF-16 units) differs from it for characters past U+FFFF.
 import t from 'tap'
 import fc from 'fast-check'
-import { ascending } from '../../src/sql/link-change.ts'
+import { ascending } from '../../src/sql/write/link-change.ts'
 
 /** The reference: code points compared one by one, a prefix first. */
 function byCodePoints (a: string, b: string): number {

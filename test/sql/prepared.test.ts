@@ -1,4 +1,4 @@
-// Statements are prepared once per connection (src/sql/prepared.ts): on PostgreSQL they are named
+// Statements are prepared once per connection (src/sql/connection/prepared.ts): on PostgreSQL they are named
 // statements that the server lists in pg_prepared_statements, at most MAX_PREPARED of them; on
 // SQLite they are kept prepared, and a statement outside a transaction waits for the connection
 // rather than running inside another write's transaction.
@@ -16,10 +16,10 @@ import { entities } from '../fixtures/entities.ts'
 import { destroyOrm, PG, pgAtLeast, SESSION_TIMEOUT } from '../helpers/db.ts'
 import { buildRegistry } from '../../src/models/registry.ts'
 import { dialectFor } from '../../src/sql/dialect.ts'
-import { Database } from '../../src/sql/database.ts'
-import { connectionsFor } from '../../src/sql/prepared.ts'
-import { MAX_PREPARED, type OrmConnection } from '../../src/sql/runners.ts'
-import type { TransactionalKysely } from '../../src/sql/transactions.ts'
+import { Database } from '../../src/sql/connection/database.ts'
+import { connectionsFor } from '../../src/sql/connection/prepared.ts'
+import { MAX_PREPARED, type OrmConnection } from '../../src/sql/connection/runners.ts'
+import type { TransactionalKysely } from '../../src/sql/connection/transactions.ts'
 import { bareApp, build, DATABASES, type Database as Db } from '../helpers/app.ts'
 
 async function openDatabase (t: Test, db: Db): Promise<Database> {

@@ -1,4 +1,4 @@
-// A read in one snapshot (Database.read with a Snapshot, src/sql/database.ts): its statements and
+// A read in one snapshot (Database.read with a Snapshot, src/sql/connection/database.ts): its statements and
 // the snapshot's own (`beside`) all see the database as it was when the first ran, whatever
 // commits meanwhile; COMMIT can leave with statements issued at once (`atOnce`), and a statement
 // issued after it is refused; a snapshot that cannot open is the coded error of any statement.
@@ -7,10 +7,10 @@ import type { MikroORM } from '@mikro-orm/core'
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql'
 import { buildRegistry } from '../../src/models/registry.ts'
 import { dialectFor } from '../../src/sql/dialect.ts'
-import { Database } from '../../src/sql/database.ts'
-import { connectionsFor } from '../../src/sql/prepared.ts'
-import type { OrmConnection } from '../../src/sql/runners.ts'
-import type { TransactionalKysely } from '../../src/sql/transactions.ts'
+import { Database } from '../../src/sql/connection/database.ts'
+import { connectionsFor } from '../../src/sql/connection/prepared.ts'
+import type { OrmConnection } from '../../src/sql/connection/runners.ts'
+import type { TransactionalKysely } from '../../src/sql/connection/transactions.ts'
 import { entities } from '../fixtures/entities.ts'
 import { bareApp, DATABASES, type Database as Db } from '../helpers/app.ts'
 import { createOrm, destroyOrm, PG } from '../helpers/db.ts'

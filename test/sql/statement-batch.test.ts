@@ -1,4 +1,4 @@
-// Reads run together (Database.together, src/sql/statement-batch.ts): statements issued at one
+// Reads run together (Database.together, src/sql/read/statement-batch.ts): statements issued at one
 // moment, of a few texts with generated values (placeholders beside quoted `$1`s, names with `$`),
 // in every row form, answer exactly what each answers alone, in as many statements as texts; the
 // same values run once; more than a statement holds is split; a failure is only its own statement's.
@@ -8,13 +8,13 @@ import fc from 'fast-check'
 import { sql } from 'kysely'
 import { buildRegistry } from '../../src/models/registry.ts'
 import { dialectFor, type Dialect } from '../../src/sql/dialect.ts'
-import { Database } from '../../src/sql/database.ts'
-import { connectionsFor } from '../../src/sql/prepared.ts'
-import type { OrmConnection } from '../../src/sql/runners.ts'
-import type { Sql, Statement } from '../../src/sql/statement.ts'
-import { MAX_BRANCHES, MAX_PARAMS, MAX_ROWS } from '../../src/sql/statement-batch.ts'
-import { MAX_PREPARED } from '../../src/sql/runners.ts'
-import type { TransactionalKysely } from '../../src/sql/transactions.ts'
+import { Database } from '../../src/sql/connection/database.ts'
+import { connectionsFor } from '../../src/sql/connection/prepared.ts'
+import type { OrmConnection } from '../../src/sql/connection/runners.ts'
+import type { Sql, Statement } from '../../src/sql/build/statement.ts'
+import { MAX_BRANCHES, MAX_PARAMS, MAX_ROWS } from '../../src/sql/read/statement-batch.ts'
+import { MAX_PREPARED } from '../../src/sql/connection/runners.ts'
+import type { TransactionalKysely } from '../../src/sql/connection/transactions.ts'
 import { POSTGRES } from '../../src/sql/postgres/postgres-fragments.ts'
 import { bareApp, DATABASES, type Database as Db } from '../helpers/app.ts'
 

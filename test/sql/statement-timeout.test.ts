@@ -6,9 +6,9 @@
 import t from 'tap'
 import pg from 'pg'
 import { defineEntity, p } from '@mikro-orm/core'
-import { timeoutFor } from '../../src/sql/database.ts'
+import { timeoutFor } from '../../src/sql/connection/database.ts'
 import { POSTGRES_TIMEOUT } from '../../src/sql/postgres/postgres-statements.ts'
-import type { Executor } from '../../src/sql/rows.ts'
+import type { Executor } from '../../src/sql/connection/rows.ts'
 import { build, DATABASES } from '../helpers/app.ts'
 import { PG } from '../helpers/db.ts'
 

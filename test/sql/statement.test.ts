@@ -1,9 +1,9 @@
-// Statements (src/sql/statement.ts, dialect.ts): SQL built with Kysely's `sql` tag and compiled by
+// Statements (src/sql/build/statement.ts, dialect.ts): SQL built with Kysely's `sql` tag and compiled by
 // the dialect's Kysely compiler, and statements built once per shape with slots filled per request.
 import { sql } from 'kysely'
 import t from 'tap'
 import { dialectFor, type Dialect } from '../../src/sql/dialect.ts'
-import { Slot, Template } from '../../src/sql/statement.ts'
+import { Slot, Template } from '../../src/sql/build/statement.ts'
 
 // dialectFor reads the platform's prototype chain: an object of a class so named is enough.
 const postgres: Dialect = dialectFor(Object.create(new (class PostgreSqlPlatform {})()) as never)

@@ -42,7 +42,7 @@ for (const db of DATABASES) {
   })
 }
 
-// On SQLite the answer of a write joins the collection it wrote (src/sql/records.ts). SQLite must drive that
+// On SQLite the answer of a write joins the collection it wrote (src/sql/read/records.ts). SQLite must drive that
 // join by the pivot table's primary key: written as a nested inner join it scanned the whole pivot
 // table on every write (65 ms per write on 100 000 links).
 if (DATABASES.includes('sqlite')) {

@@ -1,4 +1,4 @@
-// A populate tree (src/sql/tree.ts): on PostgreSQL the children of every level are built as JSON
+// A populate tree (src/sql/read/tree.ts): on PostgreSQL the children of every level are built as JSON
 // by the database, and each column type must come out of that JSON as it comes out of a row —
 // 64-bit integers beyond 2^53, floats at their edges, timestamps with milliseconds, JSON, texts
 // with quotes, escapes and non-ASCII letters, a `char(n)`'s padding, nulls. Each reading's record

@@ -14,8 +14,8 @@ import type { CommitSubscriber } from '../../actions/commit-feed.ts'
 import type { CollectionAssociation, Model } from '../../models/model.ts'
 import type { ModelRegistry } from '../../models/registry.ts'
 import { coerce } from '../../models/values.ts'
-import type { RecordLoader } from '../../sql/records.ts'
-import type { Executor, JsonRecord } from '../../sql/rows.ts'
+import type { RecordLoader } from '../../sql/read/records.ts'
+import type { Executor, JsonRecord } from '../../sql/connection/rows.ts'
 import type { Hub, NamedRecords } from './hub.ts'
 import type { ChangeLog } from '../log/change-log.ts'
 
@@ -56,7 +56,7 @@ export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSu
     const envelope = envelopeOf(changes, context.origin, recorded === undefined && setup.policed() ? await namedRecords(setup, run, changes) : undefined)
     if (log === undefined) return { envelope, position: undefined }
     if (recorded !== undefined) return { envelope: { epoch: log.epoch, ...envelope }, position: Promise.resolve(recorded) }
-    // Last in the transaction (a position is held as briefly as it can be, see sql/change-log.ts),
+    // Last in the transaction (a position is held as briefly as it can be, see sql/log/change-log.ts),
     // and not waited for: COMMIT follows it at once. If it fails, the transaction is aborted and
     // COMMIT says so: the write fails, and nothing is published.
     const position = log.append(run, envelope)

@@ -10,7 +10,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { Bounds } from '../../criteria/validate.ts'
 import type { Audience } from '../options.ts'
-import type { ReadScope } from '../../sql/database.ts'
+import type { ReadScope } from '../../sql/connection/database.ts'
 import { recordsPer, validateFind } from '../../criteria/validate.ts'
 import type { BlueprintQuery, Projection, WhereNode } from '../../criteria/types.ts'
 import { BP_ERR_FOLLOW_LIMIT } from '../../errors.ts'

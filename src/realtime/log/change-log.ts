@@ -1,6 +1,6 @@
 /**
  * The change log: realtime's durable record of committed change sets, kept in the app's own
- * database (two tables, see sql/change-log.ts) and written in each write's own transaction, so
+ * database (two tables, see sql/log/change-log.ts) and written in each write's own transaction, so
  * that a write that committed is never lost, whichever instance dies when. Each change set gets a
  * position; the log has an epoch (its identity: a log made again starts another). Every instance
  * reads the log to deliver what its broker did not bring (log-follower.ts), and prunes it to the
@@ -11,12 +11,12 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { BP_ERR_INVALID_OPTION } from '../../errors.ts'
-import type { ChangeLogSql, LogBounds, LogIdentity, LogInStatement } from '../../sql/change-log.ts'
-import type { LinkRow } from '../../sql/link-change.ts'
+import type { ChangeLogSql, LogBounds, LogIdentity, LogInStatement } from '../../sql/log/change-log.ts'
+import type { LinkRow } from '../../sql/write/link-change.ts'
 import { linkChanges, type LinkRecord } from '../../actions/changes.ts'
-import type { Database, Snapshot } from '../../sql/database.ts'
+import type { Database, Snapshot } from '../../sql/connection/database.ts'
 import type { Dialect } from '../../sql/dialect.ts'
-import type { Executor } from '../../sql/rows.ts'
+import type { Executor } from '../../sql/connection/rows.ts'
 import { changeItem, type Envelope } from '../brokers/broker.ts'
 
 /** The change log's settings (`realtime.log` after defaults). */
@@ -41,7 +41,7 @@ export interface Logged {
 }
 
 /**
- * A read's snapshot (see `Snapshot` in sql/database.ts) that finds, in it, which positions after
+ * A read's snapshot (see `Snapshot` in sql/connection/database.ts) that finds, in it, which positions after
  * `after` hold a row: the change sets the read's answer reflects, beside those up to `after`.
  */
 export class ReflectedChanges implements Snapshot {

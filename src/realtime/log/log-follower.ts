@@ -5,7 +5,7 @@
  * is still missing then is read from the log, as is everything after a broker came back from a
  * lost connection, and whatever a periodic read finds that no broker brought (an instance that
  * died between its commit and its publication). Positions the log holds nothing at yet are
- * settled first (see sql/change-log.ts): the follower never passes a position a later commit
+ * settled first (see sql/log/change-log.ts): the follower never passes a position a later commit
  * could still fill. Only when the log no longer holds what was missed (pruned beyond the
  * retention) are the instance's sockets told to read again.
  *

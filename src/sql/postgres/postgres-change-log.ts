@@ -13,8 +13,8 @@
  * @module
  */
 import { sql } from 'kysely'
-import { logOperations, type ChangeLogSql, type LogIdentity } from '../change-log.ts'
-import type { Executor } from '../rows.ts'
+import { logOperations, type ChangeLogSql, type LogIdentity } from '../log/change-log.ts'
+import type { Executor } from '../connection/rows.ts'
 import { POSTGRES } from './postgres-fragments.ts'
 
 /** The change log's statements for `table` (letters, digits and `_`: checked by the option schema). */

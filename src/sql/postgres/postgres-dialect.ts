@@ -5,8 +5,7 @@
  *
  * @module
  */
-import { toJson } from '../../models/database-values.ts'
-import type { AttributeType } from '../../models/model.ts'
+import { postgresToJson } from './postgres-values.ts'
 import { SqlCache } from '../cache.ts'
 import { postgresChangeLog } from './postgres-change-log.ts'
 import { POSTGRES } from './postgres-fragments.ts'
@@ -27,7 +26,7 @@ export function postgresDialect () {
     ...POSTGRES,
     cache: new SqlCache(),
     connections: postgresConnections,
-    toJson: (type: AttributeType, integer?: boolean) => toJson(type, 'postgres', integer),
+    toJson: postgresToJson,
     // In at most two statements, issued together (see postgres-links.ts).
     changeLinks: links.change.bind(links),
     moveSequence,

@@ -8,10 +8,10 @@
 import { PostgresQueryCompiler, sql } from 'kysely'
 import type { AttributeType } from '../../models/model.ts'
 import { PreciseDate } from '../../models/values.ts'
-import { compiling, likePattern, NOTHING, page, type JsonTree, type Typed } from '../fragments.ts'
-import type { Field } from '../rows.ts'
-import { Slot } from '../slot.ts'
-import type { Sql } from '../statement.ts'
+import { compiling, likePattern, NOTHING, page, type JsonTree, type Typed } from '../build/fragments.ts'
+import type { Field } from '../connection/rows.ts'
+import { Slot } from '../build/slot.ts'
+import type { Sql } from '../build/statement.ts'
 
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
 /** A fixed-length text column type (`char(5)`, `character(5)`), not `character varying`. */

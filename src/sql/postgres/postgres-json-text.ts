@@ -14,8 +14,8 @@
  *
  * @module
  */
-import { postgresDate } from '../../models/database-values.ts'
-import type { FieldText, JsonText } from '../fragments.ts'
+import { postgresDate } from './postgres-values.ts'
+import type { FieldText, JsonText } from '../build/fragments.ts'
 
 /** Text columns whose value `pg` reads as the column's text. */
 const TEXT = /^(?:varchar|character varying|text|char|character|bpchar|citext|uuid)(?:\(\d+\))?$/

@@ -23,11 +23,11 @@
  */
 import { sql } from 'kysely'
 import type { Attribute, CollectionAssociation, Model } from '../../models/model.ts'
-import type { LogInStatement } from '../change-log.ts'
-import { NOTHING } from '../fragments.ts'
-import { ascending, type LinkChange, type LinkLocks, type LinkLog, type LinkOutcome } from '../link-change.ts'
-import { inOrder, table, type Executor, type Row } from '../rows.ts'
-import { Slot, Template, type Sql } from '../statement.ts'
+import type { LogInStatement } from '../log/change-log.ts'
+import { NOTHING } from '../build/fragments.ts'
+import { ascending, type LinkChange, type LinkLocks, type LinkLog, type LinkOutcome } from '../write/link-change.ts'
+import { inOrder, table, type Executor, type Row } from '../connection/rows.ts'
+import { Slot, Template, type Sql } from '../build/statement.ts'
 import { FIXED_LENGTH, POSTGRES } from './postgres-fragments.ts'
 
 /** The two statements of one shape of change, for one association. */

@@ -6,7 +6,7 @@
  */
 import { sql } from 'kysely'
 import type { Model } from '../../models/model.ts'
-import { table, type Executor } from '../rows.ts'
+import { table, type Executor } from '../connection/rows.ts'
 import { POSTGRES } from './postgres-fragments.ts'
 
 /**

@@ -7,9 +7,9 @@
  *
  * @module
  */
-import type { NativeClient, NativePool } from '../driver.ts'
-import { MAX_PREPARED, plain, rowsOf, type Connections, type OrmConnection, type RunPrepared, type StatementTimeout } from '../runners.ts'
-import { openWithKysely, type TransactionalKysely } from '../transactions.ts'
+import type { NativeClient, NativePool } from '../connection/driver.ts'
+import { MAX_PREPARED, plain, rowsOf, type Connections, type OrmConnection, type RunPrepared, type StatementTimeout } from '../connection/runners.ts'
+import { openWithKysely, type TransactionalKysely } from '../connection/transactions.ts'
 import { openOnPool } from './postgres-transactions.ts'
 
 /**

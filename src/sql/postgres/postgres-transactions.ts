@@ -22,8 +22,8 @@
  */
 import { Kysely, PostgresDialect } from 'kysely'
 import { corkOf, pipelineOf } from '../../internals/pg/pipeline.ts'
-import type { NativeClient, NativePool, QueryConfig, QueryRunner } from '../driver.ts'
-import { CommitUnconfirmed, type Open, type OpenTransaction } from '../transactions.ts'
+import type { NativeClient, NativePool, QueryConfig, QueryRunner } from '../connection/driver.ts'
+import { CommitUnconfirmed, type Open, type OpenTransaction } from '../connection/transactions.ts'
 
 /** A client of the pool, as this module uses it (`getTransactionStatus`: `pg` 8.21 and later). */
 interface PooledClient extends NativeClient {

@@ -22,9 +22,9 @@
  *
  * @module
  */
-import { MAX_PREPARED } from '../runners.ts'
-import { BRANCH, plainText, type Session, type ValuesTable } from '../statement-batch.ts'
-import type { Statement } from '../statement.ts'
+import { MAX_PREPARED } from '../connection/runners.ts'
+import { BRANCH, plainText, type Session, type ValuesTable } from '../read/statement-batch.ts'
+import type { Statement } from '../build/statement.ts'
 import { mapPlaceholders } from './postgres-fragments.ts'
 
 /**

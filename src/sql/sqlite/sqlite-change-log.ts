@@ -7,8 +7,8 @@
  * @module
  */
 import { sql } from 'kysely'
-import { logOperations, type ChangeLogSql, type LogIdentity } from '../change-log.ts'
-import type { Executor } from '../rows.ts'
+import { logOperations, type ChangeLogSql, type LogIdentity } from '../log/change-log.ts'
+import type { Executor } from '../connection/rows.ts'
 import { SQLITE } from './sqlite-fragments.ts'
 
 /** The change log's statements for `table` (letters, digits and `_`: checked by the option schema). */

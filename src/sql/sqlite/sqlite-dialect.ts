@@ -5,8 +5,7 @@
  *
  * @module
  */
-import { toJson } from '../../models/database-values.ts'
-import type { AttributeType } from '../../models/model.ts'
+import { sqliteToJson } from './sqlite-values.ts'
 import { SqlCache } from '../cache.ts'
 import { sqliteChangeLog } from './sqlite-change-log.ts'
 import { SQLITE } from './sqlite-fragments.ts'
@@ -22,7 +21,7 @@ export function sqliteDialect () {
     ...SQLITE,
     cache: new SqlCache(),
     connections: sqliteConnections,
-    toJson: (type: AttributeType, integer?: boolean) => toJson(type, 'sqlite', integer),
+    toJson: sqliteToJson,
     // One statement per step (links.ts): SQLite has no writes inside WITH, which PostgreSQL's
     // statements are made of (and its write transactions run one at a time anyway).
     changeLinks: undefined,

@@ -9,9 +9,9 @@ import { SqliteQueryCompiler, sql } from 'kysely'
 import type { PatternToken } from '../../criteria/like.ts'
 import type { AttributeType } from '../../models/model.ts'
 import { microsOf, timeOf } from '../../models/values.ts'
-import { compiling, likePattern, NOTHING, page, type Typed } from '../fragments.ts'
-import { Slot } from '../slot.ts'
-import type { Sql } from '../statement.ts'
+import { compiling, likePattern, NOTHING, page, type Typed } from '../build/fragments.ts'
+import { Slot } from '../build/slot.ts'
+import type { Sql } from '../build/statement.ts'
 
 /** The fragments of `Dialect` as SQLite writes them. */
 export const SQLITE = {

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { ConnectionLender, NativeSqlite, NativeStatement } from '../driver.ts'
-import { MAX_PREPARED, plain, type Connections, type RunPrepared } from '../runners.ts'
-import { openWithKysely, type TransactionalKysely } from '../transactions.ts'
+import type { ConnectionLender, NativeSqlite, NativeStatement } from '../connection/driver.ts'
+import { MAX_PREPARED, plain, type Connections, type RunPrepared } from '../connection/runners.ts'
+import { openWithKysely, type TransactionalKysely } from '../connection/transactions.ts'
 
 /** Statements prepared once on the ORM's database handle, run while the connection is held. */
 function cachedStatements (database: NativeSqlite): RunPrepared {

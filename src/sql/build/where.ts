@@ -6,11 +6,11 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { RelatedNode, Target, WhereNode } from '../criteria/types.ts'
-import type { Association } from '../models/model.ts'
-import type { Dialect } from './dialect.ts'
+import type { RelatedNode, Target, WhereNode } from '../../criteria/types.ts'
+import type { Association } from '../../models/model.ts'
+import type { Dialect } from '../dialect.ts'
 import { NOTHING } from './fragments.ts'
-import { table } from './rows.ts'
+import { table } from '../connection/rows.ts'
 import { Slot, type Sql } from './statement.ts'
 
 const TRUE = sql`1=1`

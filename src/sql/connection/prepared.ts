@@ -11,9 +11,9 @@
  *
  * @module
  */
-import type { Dialect } from './dialect.ts'
+import type { Dialect } from '../dialect.ts'
 import type { Connections, OrmConnection } from './runners.ts'
-import type { Renumber, Session, ValuesTable } from './statement-batch.ts'
+import type { Renumber, Session, ValuesTable } from '../read/statement-batch.ts'
 import type { TransactionalKysely } from './transactions.ts'
 
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { LogInStatement } from './change-log.ts'
+import type { LogInStatement } from '../log/change-log.ts'
 
 /** What a write does to the links of the parent. */
 export interface LinkChange {

@@ -5,9 +5,9 @@
  * @module
  */
 import { createQueryId, sql, type QueryCompiler } from 'kysely'
-import { foldAscii, type PatternToken } from '../criteria/like.ts'
-import type { AttributeType } from '../models/model.ts'
-import type { Field } from './rows.ts'
+import { foldAscii, type PatternToken } from '../../criteria/like.ts'
+import type { AttributeType } from '../../models/model.ts'
+import type { Field } from '../connection/rows.ts'
 import type { Sql, Statement } from './statement.ts'
 
 /** What a placeholder's type is chosen from. */

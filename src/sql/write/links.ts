@@ -7,14 +7,14 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { WhereNode } from '../criteria/types.ts'
-import type { CollectionAssociation, Model } from '../models/model.ts'
-import type { Dialect } from './dialect.ts'
-import { NOTHING } from './fragments.ts'
+import type { WhereNode } from '../../criteria/types.ts'
+import type { CollectionAssociation, Model } from '../../models/model.ts'
+import type { Dialect } from '../dialect.ts'
+import { NOTHING } from '../build/fragments.ts'
 import { ascending } from './link-change.ts'
-import { table, type Executor } from './rows.ts'
-import type { Sql } from './statement.ts'
-import { where as condition } from './where.ts'
+import { table, type Executor } from '../connection/rows.ts'
+import type { Sql } from '../build/statement.ts'
+import { where as condition } from '../build/where.ts'
 
 const OR = sql` OR `
 

@@ -7,13 +7,13 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { Criteria, Policy, Projection, WhereNode } from '../criteria/types.ts'
-import type { ReadOptions } from './read-options.ts'
-import type { CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
-import type { Dialect } from './dialect.ts'
+import type { Criteria, Policy, Projection, WhereNode } from '../../criteria/types.ts'
+import type { ReadOptions } from '../read/read-options.ts'
+import type { CollectionAssociation, Model, SingularAssociation } from '../../models/model.ts'
+import type { Dialect } from '../dialect.ts'
 import { NOTHING, written } from './fragments.ts'
 import { COMMA, keyIndex, orderBy, type Projections } from './fields.ts'
-import { table, type Field } from './rows.ts'
+import { table, type Field } from '../connection/rows.ts'
 import { Slot, Template, type Sql, type Statement } from './statement.ts'
 import { shapeOf, where as condition, type Shape } from './where.ts'
 

@@ -15,8 +15,8 @@
  *
  * @module
  */
-import type { Executor, Row } from './rows.ts'
-import type { Statement } from './statement.ts'
+import type { Executor, Row } from '../connection/rows.ts'
+import type { Statement } from '../build/statement.ts'
 
 /** Statements joined into one `UNION ALL` at most. */
 export const MAX_BRANCHES = 100

@@ -10,8 +10,8 @@
  *
  * @module
  */
-import type { Executor } from './rows.ts'
-import type { Sql, Statement } from './statement.ts'
+import type { Executor } from '../connection/rows.ts'
+import type { Sql, Statement } from '../build/statement.ts'
 
 /** What every instance of an app shares of its log, made once with the tables. */
 export interface LogIdentity {

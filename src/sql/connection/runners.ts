@@ -8,7 +8,7 @@
 import { CompiledQuery } from 'kysely'
 import type { ConnectionLender, QueryRunner } from './driver.ts'
 import type { Open } from './transactions.ts'
-import type { Statement } from './statement.ts'
+import type { Statement } from '../build/statement.ts'
 
 /** Distinct statement texts prepared at most, per ORM (PostgreSQL) or kept (SQLite). */
 export const MAX_PREPARED = 256

@@ -5,16 +5,16 @@
  *
  * @module
  */
-import type { ModelRegistry } from '../models/registry.ts'
+import type { ModelRegistry } from '../../models/registry.ts'
 import { CommitOrder } from './commit-order.ts'
-import { BP_ERR_COMMIT_UNCONFIRMED } from '../errors.ts'
+import { BP_ERR_COMMIT_UNCONFIRMED } from '../../errors.ts'
 import { classify, type Naming } from './failures.ts'
 import type { QueryRunner } from './driver.ts'
 import { inOrder, type Executor } from './rows.ts'
 import type { RunPrepared, StatementTimeout } from './runners.ts'
-import { StatementBatch, type Renumber, type Session, type ValuesTable } from './statement-batch.ts'
+import { StatementBatch, type Renumber, type Session, type ValuesTable } from '../read/statement-batch.ts'
 import { CommitUnconfirmed, type Open } from './transactions.ts'
-import type { Statement } from './statement.ts'
+import type { Statement } from '../build/statement.ts'
 
 
 /** How many times a transaction runs at most when deadlocks or serialisation failures end it. */

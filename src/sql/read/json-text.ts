@@ -11,10 +11,10 @@
  *
  * @module
  */
-import type { Criteria } from '../criteria/types.ts'
-import type { Model, SingularAssociation } from '../models/model.ts'
-import type { FieldText, JsonText } from './fragments.ts'
-import type { ArrayRow, Field, JsonRecord } from './rows.ts'
+import type { Criteria } from '../../criteria/types.ts'
+import type { Model, SingularAssociation } from '../../models/model.ts'
+import type { FieldText, JsonText } from '../build/fragments.ts'
+import type { ArrayRow, Field, JsonRecord } from '../connection/rows.ts'
 
 /** How a flat find's rows are written: each row's JSON text, and a cursor page's sort keys of a row. */
 export interface RowText {

@@ -4,11 +4,11 @@
  * @module
  */
 import { sql } from 'kysely'
-import { BP_ERR_VALUE_REJECTED } from '../errors.ts'
-import type { Attribute, Model, SingularAssociation } from '../models/model.ts'
-import type { Dialect } from './dialect.ts'
-import { table, type Executor } from './rows.ts'
-import type { Sql } from './statement.ts'
+import { BP_ERR_VALUE_REJECTED } from '../../errors.ts'
+import type { Attribute, Model, SingularAssociation } from '../../models/model.ts'
+import type { Dialect } from '../dialect.ts'
+import { table, type Executor } from '../connection/rows.ts'
+import type { Sql } from '../build/statement.ts'
 
 /** One column to write: the attribute or singular association, and its coerced value. */
 export interface Assignment {

@@ -5,18 +5,18 @@
  * @module
  */
 import { sql } from 'kysely'
-import { viewedWhere } from '../criteria/policy.ts'
-import type { Criteria, ModelView, Policy, Projection } from '../criteria/types.ts'
-import { combine } from '../criteria/where.ts'
+import { viewedWhere } from '../../criteria/policy.ts'
+import type { Criteria, ModelView, Policy, Projection } from '../../criteria/types.ts'
+import { combine } from '../../criteria/where.ts'
 import type { ReadOptions, RecordBudget } from './read-options.ts'
-import type { CollectionAssociation } from '../models/model.ts'
-import type { Dialect } from './dialect.ts'
-import { MAX_SHAPES } from './find-statement.ts'
-import { NOTHING } from './fragments.ts'
-import { orderBy, type Projections } from './fields.ts'
-import { group, inOrder, PARENT, table, type ArrayRow, type Executor, type Field, type JsonRecord } from './rows.ts'
-import { Slot, Template, type Sql } from './statement.ts'
-import { where as condition } from './where.ts'
+import type { CollectionAssociation } from '../../models/model.ts'
+import type { Dialect } from '../dialect.ts'
+import { MAX_SHAPES } from '../build/find-statement.ts'
+import { NOTHING } from '../build/fragments.ts'
+import { orderBy, type Projections } from '../build/fields.ts'
+import { group, inOrder, PARENT, table, type ArrayRow, type Executor, type Field, type JsonRecord } from '../connection/rows.ts'
+import { Slot, Template, type Sql } from '../build/statement.ts'
+import { where as condition } from '../build/where.ts'
 
 /** The criteria that choose the children of a collection. */
 export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive' | 'budget'> & {

@@ -4,10 +4,10 @@
  *
  * @module
  */
-import type { Policy } from '../criteria/types.ts'
-import { BP_ERR_LIMIT_EXCEEDED } from '../errors.ts'
+import type { Policy } from '../../criteria/types.ts'
+import { BP_ERR_LIMIT_EXCEEDED } from '../../errors.ts'
 
-/** How one read of the reader (sql/records.ts) runs; every field optional. */
+/** How one read of the reader (sql/read/records.ts) runs; every field optional. */
 export interface ReadOptions {
   /**
    * What the requester may see: applied by the reader to the records found, to the records

@@ -5,10 +5,10 @@
  *
  * @module
  */
-import type { AttributeType, Model } from '../models/model.ts'
-import type { ToJson } from '../models/database-values.ts'
+import type { AttributeType, Model } from '../../models/model.ts'
+import type { ToJson } from '../../models/database-values.ts'
 import { sql } from 'kysely'
-import type { Sql, Statement } from './statement.ts'
+import type { Sql, Statement } from '../build/statement.ts'
 
 /** A row as the driver returns it, keyed by column name. */
 export type Row = Record<string, unknown>

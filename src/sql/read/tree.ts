@@ -10,15 +10,15 @@
  * @module
  */
 import { sql } from 'kysely'
-import type { Policy, Projection } from '../criteria/types.ts'
-import type { Model } from '../models/model.ts'
+import type { Policy, Projection } from '../../criteria/types.ts'
+import type { Model } from '../../models/model.ts'
 import { childCriteria } from './children.ts'
-import type { Dialect } from './dialect.ts'
-import { orderBy, type Projections } from './fields.ts'
-import { NOTHING, written, type JsonTree } from './fragments.ts'
-import { table, type ArrayRow, type JsonRecord, type RecordReader } from './rows.ts'
-import type { Sql } from './statement.ts'
-import { where as condition } from './where.ts'
+import type { Dialect } from '../dialect.ts'
+import { orderBy, type Projections } from '../build/fields.ts'
+import { NOTHING, written, type JsonTree } from '../build/fragments.ts'
+import { table, type ArrayRow, type JsonRecord, type RecordReader } from '../connection/rows.ts'
+import type { Sql } from '../build/statement.ts'
+import { where as condition } from '../build/where.ts'
 
 /** A column of the tree: its SQL in the select list, the property it fills and how it reads. */
 export interface TreeColumn {

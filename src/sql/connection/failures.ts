@@ -8,7 +8,7 @@
 import {
   BP_ERR_CONSTRAINT, BP_ERR_DATABASE, BP_ERR_DATABASE_BUSY, BP_ERR_DATABASE_TIMEOUT, BP_ERR_DATABASE_UNAVAILABLE, BP_ERR_SCHEMA_MISSING,
   BP_ERR_UNIQUE, BP_ERR_VALUE_REJECTED
-} from '../errors.ts'
+} from '../../errors.ts'
 
 /** Names of a table's model and columns' attributes, for messages (the registry knows them). */
 export interface Naming {

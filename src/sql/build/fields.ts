@@ -5,12 +5,12 @@
  * @module
  */
 import { sql } from 'kysely'
-import { hidesLink } from '../criteria/policy.ts'
-import type { Criteria, ModelView, Policy, Projection } from '../criteria/types.ts'
-import type { Attribute, CollectionAssociation, Model } from '../models/model.ts'
-import type { Dialect } from './dialect.ts'
+import { hidesLink } from '../../criteria/policy.ts'
+import type { Criteria, ModelView, Policy, Projection } from '../../criteria/types.ts'
+import type { Attribute, CollectionAssociation, Model } from '../../models/model.ts'
+import type { Dialect } from '../dialect.ts'
 import { NOTHING } from './fragments.ts'
-import type { Field } from './rows.ts'
+import type { Field } from '../connection/rows.ts'
 import type { Sql } from './statement.ts'
 
 const NO_COLLECTIONS: Projection['collections'] = []
