@@ -3,7 +3,7 @@
  * `npm test`): each rule reads the sources of `src/` and names the lines that break it.
  */
 import { readdirSync, readFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { dirname, join, posix, relative } from 'node:path'
 
 interface Rule {
   /** What the rule keeps out, as a reader of the failure should understand it. */
@@ -18,6 +18,29 @@ interface Rule {
 const DIALECT_FOLDERS = /^src\/sql\/(postgres|sqlite)\//
 /** A comparison with a database's name, either way round, or a `case` of one. */
 const DATABASE_NAME = /[!=]==?\s*['"`](postgres|sqlite)['"`]|['"`](postgres|sqlite)['"`]\s*[!=]==?|\bcase\s+['"`](postgres|sqlite)['"`]/
+/**
+ * realtime's folders and loose files, from the bottom up: a module imports only from its own level
+ * or one below (a file's level is its first match, as a path inside `src/realtime/`). The pieces
+ * every part holds (a socket's requests in flight, its subscriptions, the stand-in for its TCP
+ * connection), the socket, the brokers, the change log, the followed queries, the hub, the options,
+ * the virtual requests (with the steps of a socket's read), the endpoints, and the start.
+ */
+const REALTIME_LEVELS: ReadonlyArray<readonly string[]> = [
+  ['counters.ts', 'transport.ts', 'origins.ts', 'in-flight.ts', 'subscriptions.ts', 'virtual-socket.ts'],
+  ['socket.ts'],
+  ['brokers/'],
+  ['log/'],
+  ['live/'],
+  ['hub/'],
+  ['options.ts'],
+  ['virtual-request/'],
+  ['endpoints/'],
+  ['start.ts']
+]
+/** The level of a path inside `src/realtime/` (see {@link REALTIME_LEVELS}). */
+const levelOf = (inside: string): number => REALTIME_LEVELS.findIndex(level => level.some(entry => entry.endsWith('/') ? inside.startsWith(entry) : inside === entry))
+/** The relative module a line of a file imports (or exports) from, if it names one. */
+const IMPORTED = /\bfrom\s+'(\.{1,2}\/[^']+)'|^\s*import\s+'(\.{1,2}\/[^']+)'/
 /** The most files `src/sql/` holds beside its folders (one per role, one per dialect). */
 const MAX_FLAT_SQL = 8
 /** A module-level declaration (no indentation) of `name` made with `new Kind`, e.g. `new WeakSet`. */
@@ -74,6 +97,21 @@ const RULES: Rule[] = [
       'src/internals/<dependency>/ with a probe, a fallback and a canary test (docs/architecture.md#private-parts-of-dependencies)',
     applies: path => path.startsWith('src/') && !INTERNALS.test(path),
     offending: line => !/^\s*(\/\/|\*|\/\*)/.test(line) && PRIVATE_MEMBER.test(line)
+  },
+  {
+    name: 'an import inside src/realtime/ that runs back up: a module imports from its own level or one below ' +
+      '(REALTIME_LEVELS in scripts/check-house.ts; docs/architecture.md) — move what both need down, or the caller up',
+    applies: path => path.startsWith('src/realtime/'),
+    offending: (line, path) => {
+      const spec = IMPORTED.exec(line)
+      if (spec === null) return false
+      const target = posix.join(dirname(path), spec[1] ?? spec[2])
+      if (!target.startsWith('src/realtime/')) return false
+      const from = levelOf(path.slice('src/realtime/'.length))
+      const to = levelOf(target.slice('src/realtime/'.length))
+      // A file the map does not place is a break too: the map says where each belongs.
+      return from === -1 || to === -1 || to > from
+    }
   },
   {
     name: `a line longer than ${MAX_LINE} characters: wrap it (a signature one parameter list per line, a long ternary or ` +

@@ -23,7 +23,7 @@ export type { Broker, BrokerLog, Envelope, EnvelopeHandler, EnvelopeItem } from 
 export type { BlueprintSocket } from './realtime/socket.ts'
 export type { Authorize, Notification } from './realtime/hub/hub.ts'
 export type { Audience } from './realtime/options.ts'
-export type { RealtimeStats } from './realtime/hub/subscriptions.ts'
+export type { RealtimeStats } from './realtime/subscriptions.ts'
 export type { FollowStats } from './realtime/live/live-queries.ts'
 export type { LogReadiness, Readiness, ReadinessCheck, ReadinessOptions } from './readiness.ts'
 export type { InstrumentOptions, MeterLike, MetricsOptions, ObservableLike, ObservationLike } from './metrics.ts'

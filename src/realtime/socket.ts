@@ -8,10 +8,10 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import type { VirtualSocket } from './virtual-request/dispatch.ts'
-import type { InFlight } from './virtual-request/in-flight.ts'
+import type { VirtualSocket } from './virtual-socket.ts'
+import type { InFlight } from './in-flight.ts'
 import type { ModelView } from '../criteria/types.ts'
-import { Holdings, type SubscriptionRegistry } from './hub/subscriptions.ts'
+import { Holdings, type SubscriptionRegistry } from './subscriptions.ts'
 import type { SharedFrames, Transport } from './transport.ts'
 import type { LogPosition } from '../protocol.ts'
 
@@ -60,7 +60,7 @@ export class Connection implements BlueprintSocket {
   readonly headers: Readonly<Record<string, string | string[] | undefined>>
   /** What the socket's requests see as their connection (`request.ip`, `request.socket`). */
   readonly peer: VirtualSocket
-  /** The records this socket is subscribed to, and the models it watches (see hub/subscriptions.ts). */
+  /** The records this socket is subscribed to, and the models it watches (see realtime/subscriptions.ts). */
   readonly holdings = new Holdings()
   /**
    * What the app's policy lets this socket see of each model, from its latest reads (empty
@@ -175,7 +175,7 @@ export class Connection implements BlueprintSocket {
 
   /**
    * A request of the socket starts running: counted among the requests in flight that closing
-   * waits for (see virtual-request/in-flight.ts), unless closing has begun or the socket went
+   * waits for (see realtime/in-flight.ts), unless closing has begun or the socket went
    * away. Returns whether it was counted; a counted request ends with {@link endRequest}.
    */
   beginRequest (): boolean {

@@ -755,7 +755,15 @@ for (const db of DATABASES.slice(0, 1)) {
     })
     const { client, statuses } = open(t, endpoint(await listen(app)), { reconnect: { initialDelay: 5, maxDelay: 10 }, timeout: 100 })
     const closed: unknown[] = []
-    client.onStatus((status, detail) => { closed.push([status, detail]) })
+    // The request goes once an attempt was answered (and its answer probed): on a busy machine the
+    // first attempt may take longer than the request's 100 ms.
+    const answered = new Promise<void>(resolve => {
+      client.onStatus((status, detail) => {
+        closed.push([status, detail])
+        if (detail?.http !== undefined) resolve()
+      })
+    })
+    await answered
     const error = await rejection(client.get('/user/1'), 'a request while the upgrade is limited')
     t.equal(error.code, 'BP_CLIENT_TIMEOUT')
     t.match(error.message, /within 100 ms: the connection is (connecting|reconnecting), its last attempt closed with 1006; the endpoint answered 429 \(slow down\)$/)

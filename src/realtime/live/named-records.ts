@@ -4,7 +4,7 @@
  * point at by key. A change to any of them concerns the query — a record destroyed can change a
  * record that only names it (a foreign key set to null in the database, with no change of its
  * own). Keyed by model identity, then by primary key in its JSON form, as the subscription
- * registry is (hub/subscriptions.ts).
+ * registry is (realtime/subscriptions.ts).
  *
  * @module
  */

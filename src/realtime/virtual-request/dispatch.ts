@@ -9,10 +9,10 @@
  *
  * @module
  */
-import { EventEmitter } from 'node:events'
 import { ServerResponse, type IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
+import type { VirtualSocket } from '../virtual-socket.ts'
 
 /** The answer to one virtual request. */
 export interface Answer {
@@ -21,40 +21,6 @@ export interface Answer {
   readonly headers: Readonly<Record<string, unknown>>
   /** The body as written: strings, or bytes (a stream's chunks), in order. */
   readonly chunks: ReadonlyArray<string | Uint8Array>
-}
-
-/**
- * Stands for a socket's TCP connection in its requests: `request.ip`, `request.protocol` and
- * `request.socket` read from it. It is built from the upgrade request's own connection (its peer's
- * address, whether it is TLS), so that Fastify, reading the same headers (see `fromConnection` in
- * protocol.ts), makes of each request of the socket what it made of the upgrade request, proxy
- * rules (`trustProxy`) included. One per websocket; it never carries bytes. Destroying it (as a
- * hook would drop an abusive HTTP client) drops the websocket.
- */
-export class VirtualSocket extends EventEmitter {
-  readonly remoteAddress: string | undefined
-  readonly remotePort: number | undefined
-  readonly encrypted: boolean
-  readonly #drop: () => void
-
-  /** `upgrade`: the socket of the upgrade request (a TLS socket has `encrypted`). */
-  constructor (upgrade: { readonly remoteAddress?: string | undefined, readonly remotePort?: number | undefined }, drop: () => void) {
-    super()
-    this.remoteAddress = upgrade.remoteAddress
-    this.remotePort = upgrade.remotePort
-    this.encrypted = (upgrade as { encrypted?: unknown }).encrypted === true
-    this.#drop = drop
-  }
-
-  // The settings of a TCP connection mean nothing here; they are accepted and ignored.
-  setTimeout (): this { return this }
-  setKeepAlive (): this { return this }
-  setNoDelay (): this { return this }
-
-  destroy (): this {
-    this.#drop()
-    return this
-  }
 }
 
 /** A request frame as the router sees it: an HTTP/1.1 request whose body is the frame's. */

@@ -17,7 +17,7 @@ import type { BlueprintRouteConfig } from '../../routes/register.ts'
 import type { Hub } from '../hub/hub.ts'
 import { answerRecords, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
-import type { FollowSetup } from '../live/follow-read.ts'
+import type { FollowSetup } from './follow-read.ts'
 import { parseFollow, type QueryString } from '../../criteria/parse.ts'
 import { follow as followed, keepSerialized, resume, subscribe, type Handler, type ReadPolicy, type ReadRoute, type SocketReads } from './socket-reads.ts'
 

@@ -15,7 +15,7 @@ import { fromConnection, NOT_FORWARDED } from '../../protocol.ts'
 import { headProblem } from './request-limits.ts'
 import { ORIGIN, type WithOrigin } from '../../routes/origin.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
-import { joinGroup } from '../live/follow-read.ts'
+import { joinGroup } from './follow-read.ts'
 
 /** A socket request's answer, ready for a frame. */
 export interface SocketAnswer {

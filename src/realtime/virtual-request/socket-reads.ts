@@ -23,7 +23,7 @@ import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
 import { SERIALIZER, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
 import type { SocketRequest } from './socket-requests.ts'
-import { followKey, followRead, hold, requesterOf, unhold, type FollowSetup } from '../live/follow-read.ts'
+import { followKey, followRead, hold, requesterOf, unhold, type FollowSetup } from './follow-read.ts'
 import { soleSocket } from '../live/live-queries.ts'
 import { heldRecords } from '../live/live-diff.ts'
 

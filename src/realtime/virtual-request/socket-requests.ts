@@ -32,7 +32,7 @@ export interface SocketRequest {
    * followers: it subscribes nothing and follows nothing.
    */
   readonly refresh?: true
-  /** A find that follows its query, which the socket joins once its answer is known (live/follow-read.ts). */
+  /** A find that follows its query, which the socket joins once its answer is known (virtual-request/follow-read.ts). */
   follow?: PendingFollow
 }
 

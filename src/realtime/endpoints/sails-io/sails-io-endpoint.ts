@@ -19,9 +19,10 @@ import type { Duplex } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { BP_ERR_INVALID_FRAME, BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../../../errors.ts'
 import { Connection } from '../../socket.ts'
-import { dispatch, VirtualSocket } from '../../virtual-request/dispatch.ts'
+import { dispatch } from '../../virtual-request/dispatch.ts'
+import { VirtualSocket } from '../../virtual-socket.ts'
 import type { Hub } from '../../hub/hub.ts'
-import { closeAfterRequests } from '../../virtual-request/in-flight.ts'
+import { closeAfterRequests } from '../../in-flight.ts'
 import { originAllowed, originHook, type OriginPolicy } from '../../origins.ts'
 import { UPGRADE_ONLY } from '../../../protocol.ts'
 import { answerSocketRequest, errorAnswer, socketAnswer, type SocketAnswer } from '../../virtual-request/run-request.ts'
@@ -148,7 +149,7 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: Endpoi
   app.addHook('onReady', async () => {
     routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, options.origins, checked, request, socket, head) })
   })
-  // Requests in flight are answered first (see closeAfterRequests in virtual-request/in-flight.ts).
+  // Requests in flight are answered first (see closeAfterRequests in realtime/in-flight.ts).
   app.addHook('preClose', async () => {
     await closeAfterRequests(app, hub.requests)
     io.close()

@@ -13,7 +13,7 @@ import { BP_ERR_INVALID_FRAME, BP_ERR_TOO_MANY_REQUESTS } from '../../../errors.
 import type { EndpointOptions } from '../../options.ts'
 import { originHook } from '../../origins.ts'
 import { Connection } from '../../socket.ts'
-import { VirtualSocket } from '../../virtual-request/dispatch.ts'
+import { VirtualSocket } from '../../virtual-socket.ts'
 import type { Hub } from '../../hub/hub.ts'
 import { answerSocketRequest, errorAnswer } from '../../virtual-request/run-request.ts'
 import { walkJson } from '../../../models/values.ts'

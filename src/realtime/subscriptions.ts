@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { Id } from '../../actions/changes.ts'
+import type { Id } from '../actions/changes.ts'
 
 /** Counts, for monitoring and tests. */
 export interface RealtimeStats {

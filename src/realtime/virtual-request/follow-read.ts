@@ -18,10 +18,10 @@ import type { Model } from '../../models/model.ts'
 import { QUERY, type WithOrigin } from '../../routes/origin.ts'
 import type { Hub } from '../hub/hub.ts'
 import { FOLLOW_LIMIT, HELD_HEADER, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER } from '../../protocol.ts'
-import type { SocketRequest } from '../virtual-request/socket-requests.ts'
+import type { SocketRequest } from './socket-requests.ts'
 import type { Connection } from '../socket.ts'
-import type { PendingFollow } from './live-queries.ts'
-import { parsed } from './live-diff.ts'
+import type { PendingFollow } from '../live/live-queries.ts'
+import { parsed } from '../live/live-diff.ts'
 
 /** A socket request's answer, as {@link joinGroup} reads it (run-request.ts's `SocketAnswer`). */
 export interface Answered {
