@@ -5,8 +5,13 @@
  * database it is on). The rules here are what make one request return the same rows on both
  * databases (see docs/criteria.md, "Same rows everywhere").
  *
- * Each dialect lives in a folder of its own, one file per role (`postgres/postgres-links.ts`,
- * `sqlite/sqlite-statements.ts`, …); {@link dialectFor} picks one.
+ * A dialect plays three roles, each an interface of its own: the compiler of SQL fragments
+ * ({@link DialectCompiler}), the driver that runs them and reads their values
+ * ({@link DialectDriver}), and the capabilities that make some work one statement
+ * ({@link DialectCapabilities}). Each dialect lives in a folder of its own, one file per role
+ * (`postgres/postgres-fragments.ts`, `postgres/postgres-statements.ts`, `postgres/postgres-links.ts`,
+ * …), and enters {@link DIALECTS} with one line: {@link dialectFor} picks the first whose
+ * `matches` says the ORM's platform is its database (docs/architecture.md: adding a dialect).
  *
  * @module
  */
@@ -19,24 +24,31 @@ import type { SqlCache } from './cache.ts'
 import type { ChangeLogSql } from './log/change-log.ts'
 import type { JsonText, JsonTree, Typed } from './build/fragments.ts'
 import type { LinkChange, LinkLocks, LinkLog, LinkOutcome } from './write/link-change.ts'
-import { postgresDialect } from './postgres/postgres-dialect.ts'
+import { POSTGRES_DIALECT } from './postgres/postgres-dialect.ts'
 import type { Executor } from './connection/rows.ts'
 import type { Connections, OrmConnection, StatementTimeout } from './connection/runners.ts'
-import { sqliteDialect } from './sqlite/sqlite-dialect.ts'
+import { SQLITE_DIALECT } from './sqlite/sqlite-dialect.ts'
 import type { Sql, Statement } from './build/statement.ts'
 import type { Session, ValuesTable } from './read/statement-batch.ts'
 import type { TransactionalKysely } from './connection/transactions.ts'
+import type { FailureCodes } from './connection/failures.ts'
 
-/** A database's SQL fragments and whole operations, made for one plugin registration. */
-export interface Dialect {
+/**
+ * A database's SQL fragments, compiled operations and capabilities, made for one plugin
+ * registration: its three roles, and what the registration keeps.
+ */
+export interface Dialect extends DialectCompiler, DialectDriver, DialectCapabilities {
   /**
-   * Which database this is, for messages and logs only: what differs is asked of the fragments
-   * and operations below (scripts/check-house.ts keeps branches on it out of the shared code).
+   * Which database this is, for messages and logs only: what differs is asked of the roles
+   * (scripts/check-house.ts keeps branches on it out of the shared code).
    */
   readonly name: DatabaseKind
+  /** What the SQL layer keeps for this registration (see cache.ts). */
+  readonly cache: SqlCache
+}
 
-  // SQL fragments.
-
+/** The compiler's role: SQL fragments, and statements compiled by the dialect's Kysely compiler. */
+export interface DialectCompiler {
   /**
    * `query` compiled by the dialect's Kysely query compiler: its text, with the dialect's
    * placeholders, and its parameters; `arrays`: see `Statement.arrays`.
@@ -81,9 +93,10 @@ export interface Dialect {
    * after `by` others.
    */
   renumber (sql: string, by: number): string
+}
 
-  // Whole operations.
-
+/** The driver's role: how statements run, how long they may, and what their values are in JSON. */
+export interface DialectDriver {
   /**
    * How statements run (prepared, on which client) and transactions open, on the ORM's Kysely
    * instance and its native client (`undefined` when the ORM gives none); see prepared.ts.
@@ -91,9 +104,29 @@ export interface Dialect {
   connections (kysely: TransactionalKysely, native: unknown, orm: OrmConnection): Connections
   /**
    * The converter of a database value of `type` to its JSON form (`undefined`: the driver's value
-   * is JSON already); see models/database-values.ts.
+   * is JSON already); see `<dialect>/<dialect>-values.ts`.
    */
   toJson (type: AttributeType, integer?: boolean): ToJson | undefined
+  /**
+   * How statements of one text run as one with their values as a table, planned once (see
+   * statement-batch.ts), given how to run statements on one connection; `undefined`: joined by
+   * `UNION ALL` (each statement planned in it).
+   */
+  readonly valuesTable: ((session: Session) => ValuesTable) | undefined
+  /**
+   * How the database bounds a statement's time (see `Database`'s `timeout`); `undefined`: it has no
+   * such bound (SQLite runs in the app's process, bounded by the request's cost alone).
+   */
+  readonly statementTimeout: StatementTimeout | undefined
+  /** What its driver's errors mean (see connection/failures.ts). */
+  readonly failures: FailureCodes
+}
+
+/**
+ * The capabilities' role: work the database does in fewer statements than the shared steps take,
+ * each `undefined` (or `false`) where it cannot.
+ */
+export interface DialectCapabilities {
   /**
    * Runs a change of the many-to-many links of `parentId` in few statements, issued at once inside
    * the transaction of `run` (so a statement issued after it runs after them), with the locks the
@@ -132,35 +165,28 @@ export interface Dialect {
   readonly jsonText: JsonText | undefined
   /** The statements of realtime's change log kept in `table` (letters, digits and `_`); see change-log.ts. */
   changeLog (table: string): ChangeLogSql
-
-  /**
-   * How statements of one text run as one with their values as a table, planned once (see
-   * statement-batch.ts), given how to run statements on one connection; `undefined`: joined by
-   * `UNION ALL` (each statement planned in it).
-   */
-  readonly valuesTable: ((session: Session) => ValuesTable) | undefined
-  /**
-   * How the database bounds a statement's time (see `Database`'s `timeout`); `undefined`: it has no
-   * such bound (SQLite runs in the app's process, bounded by the request's cost alone).
-   */
-  readonly statementTimeout: StatementTimeout | undefined
-
-  /** What the SQL layer keeps for this registration (see cache.ts). */
-  readonly cache: SqlCache
 }
+
+/** A dialect the plugin knows: which MikroORM platforms are its database, and how to make it. */
+export interface DialectEntry {
+  /** Whether `platform` (the ORM's, `em.getPlatform()`) is this dialect's database. */
+  matches (platform: Platform): boolean
+  /** A new dialect for one registration (its caches its own). */
+  make (): Dialect
+}
+
+/** The dialects, one line each (see docs/architecture.md, adding a dialect). */
+const DIALECTS: readonly DialectEntry[] = [POSTGRES_DIALECT, SQLITE_DIALECT]
 
 /**
  * A new dialect, for one plugin registration, for a MikroORM platform (PostgreSQL, PGlite, SQLite
- * and libSQL platforms). Each call makes its own: what it keeps (`cache`, the prepared link
+ * and libSQL platforms): the first of {@link DIALECTS} that matches it. Each call makes its own: what it keeps (`cache`, the prepared link
  * statements) is its registration's, so that two apps in one process share nothing.
  *
  * @throws BP_ERR_UNSUPPORTED_DATABASE for any other platform.
  */
 export function dialectFor (platform: Platform): Dialect {
-  for (let proto = Object.getPrototypeOf(platform); proto !== null; proto = Object.getPrototypeOf(proto)) {
-    const name = String(proto.constructor.name)
-    if (name.startsWith('PostgreSql')) return postgresDialect()
-    if (name.startsWith('Sqlite') || name.startsWith('LibSql')) return sqliteDialect()
-  }
-  throw new BP_ERR_UNSUPPORTED_DATABASE(platform.constructor.name)
+  const entry = DIALECTS.find(dialect => dialect.matches(platform))
+  if (entry === undefined) throw new BP_ERR_UNSUPPORTED_DATABASE(platform.constructor.name)
+  return entry.make()
 }

@@ -3,12 +3,15 @@
 // DatabaseError (a SQLSTATE `code`), its client-side errors (a message, no code), Node's socket
 // errors, better-sqlite3's (a SQLITE_ code).
 import t from 'tap'
-import { classify, unconfirmed } from '../../src/sql/connection/failures.ts'
+import { classify, unconfirmed, type FailureCodes } from '../../src/sql/connection/failures.ts'
+import { POSTGRES_FAILURES } from '../../src/sql/postgres/postgres-failures.ts'
+import { SQLITE_FAILURES } from '../../src/sql/sqlite/sqlite-failures.ts'
 
 const error = (message: string, code?: string): Error => Object.assign(new Error(message), code === undefined ? {} : { code })
 
 t.test('a COMMIT without an answer is unconfirmed; one the server or the driver refused is not', async t => {
-  const cases: Array<[Error, boolean, string]> = [
+  // Each error read with the failure codes of the dialect whose driver throws it.
+  const cases: Array<[Error, boolean, string, FailureCodes?]> = [
     [error('Connection terminated unexpectedly'), true, 'pg: the connection closed while COMMIT waited'],
     [error('Query read timeout'), true, 'pg: query_timeout on COMMIT'],
     [error('read ECONNRESET', 'ECONNRESET'), true, 'Node: the connection reset'],
@@ -17,17 +20,19 @@ t.test('a COMMIT without an answer is unconfirmed; one the server or the driver 
     [error('Client has encountered a connection error and is not queryable'), false, 'pg never sent COMMIT'],
     [error('duplicate key value violates unique constraint', '23505'), false, 'a deferred constraint: the server rolled back'],
     [error('could not serialize access', '40001'), false, 'a serialisation failure: rolled back'],
-    [error('FOREIGN KEY constraint failed', 'SQLITE_CONSTRAINT_FOREIGNKEY'), false, 'SQLite: a deferred foreign key'],
+    [error('FOREIGN KEY constraint failed', 'SQLITE_CONSTRAINT_FOREIGNKEY'), false, 'SQLite: a deferred foreign key', SQLITE_FAILURES],
+    [error('database is locked', 'SQLITE_BUSY'), true, 'SQLite: COMMIT past the busy timeout', SQLITE_FAILURES],
     [error('something else'), false, 'an error that says nothing of the connection']
   ]
-  for (const [err, expected, what] of cases) t.equal(unconfirmed(err), expected, what)
-  t.equal(unconfirmed(undefined), false, 'nothing thrown at all')
+  for (const [err, expected, what, codes] of cases) t.equal(unconfirmed(err, codes ?? POSTGRES_FAILURES), expected, what)
+  t.equal(unconfirmed(undefined, POSTGRES_FAILURES), false, 'nothing thrown at all')
+  t.equal(unconfirmed(error('Connection terminated unexpectedly'), SQLITE_FAILURES), false, 'SQLite\'s driver has no such message: another error')
 })
 
 t.test('a missing table or column is told by PostgreSQL\'s SQLSTATE in any language', async t => {
   const naming = { model: (table: string) => table === 'pet' ? 'pet' : undefined, attribute: () => undefined }
   const told = (err: Error): [string | undefined, string] => {
-    const { error } = classify(err, naming)
+    const { error } = classify(err, naming, POSTGRES_FAILURES)
     return [(error as Error & { code?: string }).code, error.message]
   }
   t.same(told(error('la relation « pet » n\'existe pas', '42P01')),

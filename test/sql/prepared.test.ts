@@ -232,6 +232,7 @@ t.test('a statement runner that throws before it returns a promise: a rejected r
   const database = new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }), {
     open: connections.open,
     renumber: connections.renumber,
+    failures: connections.failures,
     prepared: () => { throw thrown }
   })
   const run = database.run({ sql: 'SELECT 1', params: [] })

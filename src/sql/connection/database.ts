@@ -8,7 +8,7 @@
 import type { ModelRegistry } from '../../models/registry.ts'
 import { CommitOrder } from './commit-order.ts'
 import { BP_ERR_COMMIT_UNCONFIRMED } from '../../errors.ts'
-import { classify, type Naming } from './failures.ts'
+import { classify, type FailureCodes, type Naming } from './failures.ts'
 import type { QueryRunner } from './driver.ts'
 import { inOrder, type Executor } from './rows.ts'
 import type { RunPrepared, StatementTimeout } from './runners.ts'
@@ -74,6 +74,7 @@ export class Database {
    */
   readonly together: StatementBatch
   readonly #naming: Naming
+  readonly #failures: FailureCodes
   readonly #prepared: RunPrepared
   readonly #open: Open
   /** The statement that bounds the time of a transaction's statements, first in each (see {@link timeoutFor}). */
@@ -89,10 +90,13 @@ export class Database {
    */
   constructor (
     kysely: QueryRunner, registry: ModelRegistry,
-    connections: { prepared: RunPrepared, open: Open, renumber: Renumber, valuesTable?: ((session: Session) => ValuesTable) | undefined },
+    connections: {
+      prepared: RunPrepared, open: Open, renumber: Renumber, valuesTable?: ((session: Session) => ValuesTable) | undefined, failures: FailureCodes
+    },
     timeout?: Statement
   ) {
     this.#naming = namingOf(registry)
+    this.#failures = connections.failures
     this.#prepared = connections.prepared
     this.#open = connections.open
     this.#timeout = timeout
@@ -249,7 +253,7 @@ export class Database {
       Object.defineProperty(error, 'cause', { value: err.cause, enumerable: false, writable: true, configurable: true })
       return error
     }
-    const failure = classify(err, this.#naming)
+    const failure = classify(err, this.#naming, this.#failures)
     // Not enumerable: the mark stays out of what serialises or logs the error.
     if (failure.kind === 'retry') Object.defineProperty(failure.error, RETRYABLE, { value: true })
     return failure.error

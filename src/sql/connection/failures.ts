@@ -19,18 +19,53 @@ export interface Naming {
 }
 
 /**
+ * What a database's failures are, as its driver reports them (a code, or only a message): each
+ * dialect's own table (`DialectDriver.failures`: sql/postgres/postgres-failures.ts,
+ * sql/sqlite/sqlite-failures.ts), which {@link classify} and {@link unconfirmed} read.
+ */
+export interface FailureCodes {
+  /** The server cannot be reached, is starting or stopping, dropped the connection, or has no connection slot left. */
+  readonly unavailable: ReadonlySet<string>
+  /** The driver's messages, without a code, for a broken or closing connection. */
+  readonly unavailableMessage: RegExp | undefined
+  /** The driver's message, without a code, for a statement it never sent (the connection was known broken). */
+  readonly unsentMessage: RegExp | undefined
+  /** A statement cancelled, or read past the driver's time limit: not run again. */
+  timeout (code: string, message: string): boolean
+  /** Deadlock, serialisation failure, a lock taken without waiting that another transaction holds. */
+  readonly retry: ReadonlySet<string>
+  /** A value its column refuses. */
+  rejected (code: string): boolean
+  readonly unique: ReadonlySet<string>
+  readonly foreignKey: ReadonlySet<string>
+  readonly notNull: ReadonlySet<string>
+  readonly check: ReadonlySet<string>
+  /**
+   * The table a statement named that does not exist: its name, `null` where the error says a
+   * table is missing without naming it, `undefined` where the error is another.
+   */
+  missingTable (code: string, message: string): string | null | undefined
+  /** Likewise for a column (and its table, where the error names it). */
+  missingColumn (code: string, message: string): { readonly column: string, readonly table: string | undefined } | null | undefined
+}
+
+/**
  * Whether a failed COMMIT, sent once every statement before it had its answer, leaves its outcome
  * unknown: the connection broke or timed out after it went out, so the server may have committed.
  * An error the server answered COMMIT with says it did not (a deferred constraint, a serialisation
- * failure); so does `pg`'s refusal to send it on a connection it already knew broken ("not
- * queryable").
+ * failure); so does the driver's refusal to send it on a connection it already knew broken.
  */
-export function unconfirmed (err: unknown): boolean {
+export function unconfirmed (err: unknown, codes: FailureCodes): boolean {
   const e = Object(err) as DriverError
   const code = typeof e.code === 'string' ? e.code : ''
   const message = String(e.message)
-  if (code === '' && /not queryable/.test(message)) return false
-  return UNAVAILABLE.has(code) || (code === '' && UNAVAILABLE_MESSAGE.test(message)) || TIMEOUT(code, message)
+  if (code === '' && codes.unsentMessage?.test(message) === true) return false
+  return unavailable(code, message, codes) || codes.timeout(code, message)
+}
+
+/** Whether a driver error says the database cannot be reached (by its code, or a message without one). */
+function unavailable (code: string, message: string, codes: FailureCodes): boolean {
+  return codes.unavailable.has(code) || (code === '' && codes.unavailableMessage?.test(message) === true)
 }
 
 /** What a failed statement means. */
@@ -39,29 +74,6 @@ export type Failure =
   | { readonly kind: 'retry', readonly error: Error }
   /** Anything else: the coded error to throw. */
   | { readonly kind: 'fail', readonly error: Error }
-
-// PostgreSQL SQLSTATEs (classes 08, 53, 57) and Node socket errors: the server cannot be reached,
-// is starting or stopping, dropped the connection, or has no connection slot left.
-const UNAVAILABLE = new Set([
-  '08000', '08001', '08003', '08004', '08006', '08007', '53300', '57P01', '57P02', '57P03',
-  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
-  // Another process holds SQLite's write lock longer than its busy timeout.
-  'SQLITE_BUSY', 'SQLITE_LOCKED'
-])
-// pg reports a broken or closing connection with messages only, no code.
-const UNAVAILABLE_MESSAGE = /Connection terminated|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end/
-// A statement cancelled (a statement_timeout, a cancel request) or read past pg's query_timeout:
-// not run again (it would load the database as much once more).
-const TIMEOUT = (code: string, message: string): boolean => code === '57014' || (code === '' && /^Query read timeout$/.test(message))
-// Deadlock, serialisation failure, and a lock taken without waiting that another transaction holds.
-const RETRY = new Set(['40001', '40P01', '55P03'])
-// Class 22 (data exceptions) and SQLite's equivalents: a value its column refuses.
-const REJECTED = (code: string): boolean => code.startsWith('22') || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH'
-const UNIQUE = new Set(['23505', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY'])
-// SQLite reports a trigger's RAISE(ABORT) as a constraint: MikroORM enforces 'restrict' that way.
-const FOREIGN_KEY = new Set(['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY', 'SQLITE_CONSTRAINT_TRIGGER'])
-const NOT_NULL = new Set(['23502', 'SQLITE_CONSTRAINT_NOTNULL'])
-const CHECK = new Set(['23514', '23P01', 'SQLITE_CONSTRAINT_CHECK'])
 
 interface DriverError {
   readonly code?: unknown
@@ -83,53 +95,45 @@ interface DriverError {
  * - a table or column that does not exist → 500 BP_ERR_SCHEMA_MISSING naming it;
  * - anything else → 500 BP_ERR_DATABASE.
  */
-export function classify (err: unknown, naming: Naming): Failure {
+export function classify (err: unknown, naming: Naming, codes: FailureCodes): Failure {
   const e = Object(err) as DriverError
   // pg reports a lost connection without a code.
   const code = typeof e.code === 'string' ? e.code : ''
   const message = String(e.message)
   const fail = (error: Error): Failure => ({ kind: 'fail', error: withCause(error, err) })
-  if (RETRY.has(code)) return { kind: 'retry', error: withCause(new BP_ERR_DATABASE_BUSY(), err) }
-  if (TIMEOUT(code, message)) return fail(new BP_ERR_DATABASE_TIMEOUT())
-  if (UNAVAILABLE.has(code) || (code === '' && UNAVAILABLE_MESSAGE.test(message))) return fail(new BP_ERR_DATABASE_UNAVAILABLE())
-  if (REJECTED(code)) return fail(new BP_ERR_VALUE_REJECTED())
-  if (UNIQUE.has(code)) return fail(new BP_ERR_UNIQUE(unique(e, message, naming)))
-  if (FOREIGN_KEY.has(code)) return fail(new BP_ERR_CONSTRAINT(foreignKey(e, naming)))
-  if (NOT_NULL.has(code)) return fail(new BP_ERR_CONSTRAINT(notNull(e, message, naming)))
-  if (CHECK.has(code)) {
+  if (codes.retry.has(code)) return { kind: 'retry', error: withCause(new BP_ERR_DATABASE_BUSY(), err) }
+  if (codes.timeout(code, message)) return fail(new BP_ERR_DATABASE_TIMEOUT())
+  if (unavailable(code, message, codes)) return fail(new BP_ERR_DATABASE_UNAVAILABLE())
+  if (codes.rejected(code)) return fail(new BP_ERR_VALUE_REJECTED())
+  if (codes.unique.has(code)) return fail(new BP_ERR_UNIQUE(unique(e, message, naming)))
+  if (codes.foreignKey.has(code)) return fail(new BP_ERR_CONSTRAINT(foreignKey(e, naming)))
+  if (codes.notNull.has(code)) return fail(new BP_ERR_CONSTRAINT(notNull(e, message, naming)))
+  if (codes.check.has(code)) {
     return fail(new BP_ERR_CONSTRAINT(typeof e.constraint === 'string' ? `the check \`${e.constraint}\` fails` : 'a check of the database fails'))
   }
-  const missing = missingOf(code, message, naming)
+  const missing = missingOf(code, message, naming, codes)
   if (missing !== undefined) return fail(new BP_ERR_SCHEMA_MISSING(missing))
   return fail(new BP_ERR_DATABASE())
 }
-
-// PostgreSQL: undefined table, undefined column. SQLite has no codes of its own for them: its
-// messages (`no such table: main.user`, `no such column: t.x`, `table user has no column named x`).
-const MISSING_TABLE = /^relation "(?:[^"]+\.)?([^"]+)" does not exist|^no such table: (?:\w+\.)?(\S+)/
-const MISSING_COLUMN = /^column (?:\w+\.)?"?([^"\s]+)"? (?:of relation "([^"]+)" )?does not exist|^no such column: (\S+)|^table (\S+) has no column named (\S+)/
 
 /**
  * What a missing-schema error tells the client: the model whose table or attribute's column is
  * missing, in the names the API answers with; a table or column of no model's attribute (a
  * pivot table, a hidden attribute, the change log) is not named (the server's log names it).
  */
-function missingOf (code: string, message: string, naming: Naming): string | undefined {
-  const table = code === '42P01' || code.startsWith('SQLITE_ERROR') ? MISSING_TABLE.exec(message) : null
-  if (table !== null) {
-    const model = naming.model(table[1] ?? table[2])
+function missingOf (code: string, message: string, naming: Naming, codes: FailureCodes): string | undefined {
+  const table = codes.missingTable(code, message)
+  if (table !== undefined) {
+    const model = table === null ? undefined : naming.model(table)
     return model === undefined ? UNNAMED_TABLE : `table for the model \`${model}\``
   }
-  // (PostgreSQL's SQLSTATE says it in any language; its message names the table in English only.)
-  if (code === '42P01') return UNNAMED_TABLE
-  const column = code === '42703' || code.startsWith('SQLITE_ERROR') ? MISSING_COLUMN.exec(message) : null
-  if (column === null) return code === '42703' ? UNNAMED_COLUMN : undefined
-  const [, pgColumn, pgTable, sqliteColumn, sqliteTable, sqliteNamed] = column
+  const column = codes.missingColumn(code, message)
+  if (column === undefined) return undefined
+  if (column === null || column.table === undefined) return UNNAMED_COLUMN
   // (SQLite names a column as the statement does: `t.code`.)
-  const name = (pgColumn ?? sqliteColumn ?? sqliteNamed).replace(/^.*\./, '')
-  const owner = pgTable ?? sqliteTable
-  const model = owner === undefined ? undefined : naming.model(owner)
-  const attribute = owner === undefined ? undefined : naming.attribute(owner, name)
+  const name = column.column.replace(/^.*\./, '')
+  const model = naming.model(column.table)
+  const attribute = naming.attribute(column.table, name)
   return model === undefined || attribute === undefined ? UNNAMED_COLUMN : `column for the attribute \`${attribute}\` of the model \`${model}\``
 }
 

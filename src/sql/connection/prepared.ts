@@ -12,6 +12,7 @@
  * @module
  */
 import type { Dialect } from '../dialect.ts'
+import type { FailureCodes } from './failures.ts'
 import type { Connections, OrmConnection } from './runners.ts'
 import type { Renumber, Session, ValuesTable } from '../read/statement-batch.ts'
 import type { TransactionalKysely } from './transactions.ts'
@@ -25,7 +26,9 @@ import type { TransactionalKysely } from './transactions.ts'
  */
 export async function connectionsFor (
   dialect: Dialect, kysely: TransactionalKysely, orm: OrmConnection
-): Promise<Connections & { readonly renumber: Renumber, readonly valuesTable: ((session: Session) => ValuesTable) | undefined }> {
+): Promise<Connections & {
+  readonly renumber: Renumber, readonly valuesTable: ((session: Session) => ValuesTable) | undefined, readonly failures: FailureCodes
+}> {
   const native = await orm.em.getConnection().getNativeClient().catch(() => undefined)
-  return { ...dialect.connections(kysely, native, orm), renumber: dialect.renumber, valuesTable: dialect.valuesTable }
+  return { ...dialect.connections(kysely, native, orm), renumber: dialect.renumber, valuesTable: dialect.valuesTable, failures: dialect.failures }
 }

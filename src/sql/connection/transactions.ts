@@ -7,7 +7,7 @@
  * @module
  */
 import type { ConnectionLender, QueryRunner } from './driver.ts'
-import { unconfirmed } from './failures.ts'
+import { unconfirmed, type FailureCodes } from './failures.ts'
 
 /**
  * What `OpenTransaction.commit()` rejects with when COMMIT went out and no answer says what became
@@ -64,10 +64,10 @@ interface TransactionBuilder {
 /**
  * Transactions through Kysely (`connection().startTransaction()`). The connection goes back to
  * Kysely only once its transaction ended: one that the work left open (it threw before its end, or
- * its end failed) is rolled back first; `settle`, where the dialect can ask its driver, then
+ * its end failed) is rolled back first; `codes`: what the driver's errors mean; `settle`, where the dialect can ask its driver, then
  * checks the connection and ends whatever transaction is still open on it.
  */
-export function openWithKysely (kysely: TransactionalKysely, settle?: () => void): Open {
+export function openWithKysely (kysely: TransactionalKysely, codes: FailureCodes, settle?: () => void): Open {
   return async (body, snapshot) => await kysely.connection().execute(async connection => {
     const builder = connection.startTransaction()
     const transaction = await (snapshot === true ? builder.setIsolationLevel('repeatable read').setAccessMode('read only') : builder).execute()
@@ -83,7 +83,7 @@ export function openWithKysely (kysely: TransactionalKysely, settle?: () => void
         commit: async () => await end(transaction.commit).catch((err: unknown) => {
           // Kysely sends each statement once the one before has its answer: a COMMIT whose answer
           // was lost on a connection that broke or timed out went out after every other.
-          throw unconfirmed(err) ? new CommitUnconfirmed(err) : err
+          throw unconfirmed(err, codes) ? new CommitUnconfirmed(err) : err
         }),
         rollback: async () => await end(transaction.rollback),
         context: () => transaction

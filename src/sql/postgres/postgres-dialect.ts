@@ -1,12 +1,15 @@
 /**
  * The PostgreSQL dialect (PostgreSQL and PGlite): its fragments (postgres-fragments.ts) and whole
- * operations, assembled into one object per registration. It implements `Dialect` (../dialect.ts),
- * which `dialectFor` checks: naming the interface here would make an import cycle.
+ * operations, assembled into one object per registration, and its entry in the dialects
+ * (`DialectEntry`, ../dialect.ts, which checks that it implements `Dialect`: naming the interface here
+ * would make an import cycle).
  *
  * @module
  */
 import { postgresToJson } from './postgres-values.ts'
+import { POSTGRES_FAILURES } from './postgres-failures.ts'
 import { SqlCache } from '../cache.ts'
+import { platformOf } from '../platform.ts'
 import { postgresChangeLog } from './postgres-change-log.ts'
 import { POSTGRES } from './postgres-fragments.ts'
 import { POSTGRES_JSON_TEXT } from './postgres-json-text.ts'
@@ -27,6 +30,7 @@ export function postgresDialect () {
     cache: new SqlCache(),
     connections: postgresConnections,
     toJson: postgresToJson,
+    failures: POSTGRES_FAILURES,
     // In at most two statements, issued together (see postgres-links.ts).
     changeLinks: links.change.bind(links),
     moveSequence,
@@ -38,4 +42,10 @@ export function postgresDialect () {
     statementTimeout: POSTGRES_TIMEOUT,
     changeLog: postgresChangeLog
   }
+}
+
+/** The dialect's entry in the dialects (../dialect.ts): PostgreSQL (and PGlite, whose platform extends it). */
+export const POSTGRES_DIALECT = {
+  matches: (platform: object): boolean => platformOf(platform, ['PostgreSql']),
+  make: postgresDialect
 }

@@ -10,6 +10,7 @@
 import type { NativeClient, NativePool } from '../connection/driver.ts'
 import { MAX_PREPARED, plain, rowsOf, type Connections, type OrmConnection, type RunPrepared, type StatementTimeout } from '../connection/runners.ts'
 import { openWithKysely, type TransactionalKysely } from '../connection/transactions.ts'
+import { POSTGRES_FAILURES } from './postgres-failures.ts'
 import { openOnPool } from './postgres-transactions.ts'
 
 /**
@@ -68,7 +69,7 @@ export function preparesConnections (config: OrmConnection['config']): boolean {
 export function postgresConnections (kysely: TransactionalKysely, native: unknown, orm: OrmConnection): Connections {
   const client = native as Partial<NativePool> | undefined
   if (typeof client?.connect !== 'function' || typeof client.query !== 'function' || preparesConnections(orm.config)) {
-    return { prepared: plain, open: openWithKysely(kysely) }
+    return { prepared: plain, open: openWithKysely(kysely, POSTGRES_FAILURES) }
   }
   const pool = client as NativePool
   return { prepared: namedStatements(pool), open: openOnPool(pool) }

@@ -1,12 +1,15 @@
 /**
  * The SQLite dialect (better-sqlite3 and libSQL): its fragments (sqlite-fragments.ts) and whole
- * operations, assembled into one object per registration. It implements `Dialect` (../dialect.ts),
- * which `dialectFor` checks: naming the interface here would make an import cycle.
+ * operations, assembled into one object per registration, and its entry in the dialects
+ * (`DialectEntry`, ../dialect.ts, which checks that it implements `Dialect`: naming the interface here
+ * would make an import cycle).
  *
  * @module
  */
 import { sqliteToJson } from './sqlite-values.ts'
+import { SQLITE_FAILURES } from './sqlite-failures.ts'
 import { SqlCache } from '../cache.ts'
+import { platformOf } from '../platform.ts'
 import { sqliteChangeLog } from './sqlite-change-log.ts'
 import { SQLITE } from './sqlite-fragments.ts'
 import { sqliteConnections } from './sqlite-statements.ts'
@@ -22,6 +25,7 @@ export function sqliteDialect () {
     cache: new SqlCache(),
     connections: sqliteConnections,
     toJson: sqliteToJson,
+    failures: SQLITE_FAILURES,
     // One statement per step (links.ts): SQLite has no writes inside WITH, which PostgreSQL's
     // statements are made of (and its write transactions run one at a time anyway).
     changeLinks: undefined,
@@ -39,4 +43,10 @@ export function sqliteDialect () {
     statementTimeout: undefined,
     changeLog: sqliteChangeLog
   }
+}
+
+/** The dialect's entry in the dialects (../dialect.ts): SQLite (better-sqlite3) and libSQL. */
+export const SQLITE_DIALECT = {
+  matches: (platform: object): boolean => platformOf(platform, ['Sqlite', 'LibSql']),
+  make: sqliteDialect
 }

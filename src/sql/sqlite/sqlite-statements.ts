@@ -9,6 +9,7 @@
 import type { ConnectionLender, NativeSqlite, NativeStatement } from '../connection/driver.ts'
 import { MAX_PREPARED, plain, type Connections, type RunPrepared } from '../connection/runners.ts'
 import { openWithKysely, type TransactionalKysely } from '../connection/transactions.ts'
+import { SQLITE_FAILURES } from './sqlite-failures.ts'
 
 /** Statements prepared once on the ORM's database handle, run while the connection is held. */
 function cachedStatements (database: NativeSqlite): RunPrepared {
@@ -47,10 +48,10 @@ function cachedStatements (database: NativeSqlite): RunPrepared {
  */
 export function sqliteConnections (kysely: TransactionalKysely, native: unknown): Connections {
   const handle = native as Partial<NativeSqlite> | undefined
-  if (typeof handle?.prepare !== 'function') return { prepared: plain, open: openWithKysely(kysely) }
+  if (typeof handle?.prepare !== 'function') return { prepared: plain, open: openWithKysely(kysely, SQLITE_FAILURES) }
   const database = handle as NativeSqlite
   // The one connection goes back idle: a transaction still open on it once the plugin's ended is
   // rolled back (what better-sqlite3 says of its handle, `inTransaction`, decides).
   const settle = (): void => { if (database.inTransaction) database.prepare('ROLLBACK').run([]) }
-  return { prepared: cachedStatements(database), open: openWithKysely(kysely, settle) }
+  return { prepared: cachedStatements(database), open: openWithKysely(kysely, SQLITE_FAILURES, settle) }
 }
