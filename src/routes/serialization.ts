@@ -13,7 +13,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { BlueprintQuery } from '../criteria/types.ts'
-import { answersRecords } from './origin.ts'
+import { answersRecords } from './carrier.ts'
 
 /**
  * Sends an error body that app code put in the reply (a hook's `reply.code(403).send({ … })`)
@@ -27,8 +27,8 @@ export function keepErrorBody (_request: FastifyRequest, reply: FastifyReply, pa
 
 /**
  * Whether a read of a route that may answer text (`RouteInput.text`), asked by `request` with
- * `query` (no policy), does: nothing populated, asked over HTTP (not in a socket's scope, see
- * `RECORDS` in origin.ts).
+ * `query` (no policy), does: nothing populated, asked over HTTP (with no carrier, see
+ * carrier.ts).
  */
 export function answersText (text: boolean, request: FastifyRequest, query: BlueprintQuery): boolean {
   return text && query.populate === false && !answersRecords(request)

@@ -15,7 +15,7 @@ import { recordsPer, validateFind } from '../../criteria/validate.ts'
 import type { BlueprintQuery, Projection, WhereNode } from '../../criteria/types.ts'
 import { BP_ERR_FOLLOW_LIMIT } from '../../errors.ts'
 import type { Model } from '../../models/model.ts'
-import { QUERY, type WithOrigin } from '../../routes/origin.ts'
+import { carrierOf } from '../../routes/carrier.ts'
 import type { Hub } from '../hub/hub.ts'
 import { FOLLOW_LIMIT, HELD_HEADER, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER } from '../../protocol.ts'
 import type { SocketRequest } from './socket-requests.ts'
@@ -55,7 +55,8 @@ export interface FollowSetup {
  * @throws BP_ERR_FOLLOW_LIMIT for a `limit` above `maxRecords`.
  */
 export function followRead (setup: FollowSetup, scope: SocketRequest, model: Model, models: Iterable<Model>, request: FastifyRequest): void {
-  const query = (request.raw as WithOrigin)[QUERY] as BlueprintQuery
+  // The find route told the socket request's carrier the query it ran.
+  const query = carrierOf(request)?.ran as BlueprintQuery
   const criteria = validateFind(query, model, setup.bounds)
   if (query.limit > setup.maxRecords) throw new BP_ERR_FOLLOW_LIMIT(String(setup.maxRecords), String(query.limit))
   const connection = scope.connection

@@ -15,11 +15,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod 
 import type { ModelRegistry } from '../../models/registry.ts'
 import type { BlueprintRouteConfig } from '../../routes/register.ts'
 import type { Hub } from '../hub/hub.ts'
-import { answerRecords, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
+import { carrierOf, carry, type Carrier } from '../../routes/carrier.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import type { FollowSetup } from './follow-read.ts'
 import { parseFollow, type QueryString } from '../../criteria/parse.ts'
-import { follow as followed, keepSerialized, resume, subscribe, type Handler, type ReadPolicy, type ReadRoute, type SocketReads } from './socket-reads.ts'
+import { follow as followed, resume, subscribe, type Handler, type ReadPolicy, type ReadRoute, type SocketReads } from './socket-reads.ts'
 
 export type { ReadPolicy, ReadRoute } from './socket-reads.ts'
 
@@ -55,19 +55,24 @@ function readRoute (registry: ModelRegistry, blueprint: BlueprintRouteConfig): R
 async function tapped (
   reads: SocketReads, handler: Handler, scope: SocketRequest, read: ReadRoute | undefined, request: FastifyRequest, reply: FastifyReply
 ): Promise<unknown> {
-  // What a read answers here is read as records (subscribe, below; a followed query's rows).
-  answerRecords(request)
+  // What a read answers here is read as records (subscribe, below; a followed query's rows): a
+  // request a route makes in turn in the socket's scope has a carrier too, of its own.
+  const carrier = carrierOf(request) ?? newCarrier(request)
   // A followed query run again, or a socket's find that follows its query (docs/live.md).
   const follows = scope.refresh === true || (read?.action === 'find' && scope.raw === request.raw && parseFollow(request.query as QueryString))
-  if (follows) return await followed(reads, { scope, read: read as ReadRoute, request, reply }, handler)
-  if (read !== undefined && await resume(reads, { scope, read, request, reply })) return reply
+  if (follows) return await followed(reads, { scope, read: read as ReadRoute, request, reply, carrier }, handler)
+  if (read !== undefined && await resume(reads, { scope, read, request, reply, carrier })) return reply
   // With the change log, the read runs in one snapshot that tells which change sets it reflects.
   const reflected = read === undefined ? undefined : reads.hub.changeLog?.reflected(reads.hub.position)
-  if (reflected !== undefined) (request.raw as WithOrigin)[SNAPSHOT] = reflected
+  if (reflected !== undefined) carrier.snapshot = reflected
   const result = await handler(request, reply)
-  if (read !== undefined) await subscribe(reads, { scope, read, request, reply }, result, reflected)
-  // A request that the route makes in turn (`app.inject()`) runs in the same async scope: only
-  // the socket's own request keeps its serialisation.
-  if (scope.raw === request.raw) keepSerialized(scope, reply)
+  if (read !== undefined) await subscribe(reads, { scope, read, request, reply, carrier }, result, reflected)
   return result
+}
+
+/** A carrier for a request a route makes in turn: no origin of its own, its answer read as records. */
+function newCarrier (request: FastifyRequest): Carrier {
+  const carrier: Carrier = {}
+  carry(request.raw, carrier)
+  return carrier
 }

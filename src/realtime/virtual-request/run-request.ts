@@ -13,7 +13,7 @@ import { dispatch, type Answer } from './dispatch.ts'
 import type { Hub } from '../hub/hub.ts'
 import { fromConnection, NOT_FORWARDED } from '../../protocol.ts'
 import { headProblem } from './request-limits.ts'
-import { ORIGIN, type WithOrigin } from '../../routes/origin.ts'
+import { carry } from '../../routes/carrier.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import { joinGroup } from './follow-read.ts'
 
@@ -84,8 +84,9 @@ export async function runSocketRequest (
   // Never rejects: the app's router answers every failure (a hold taken is let go with the answer).
   const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => {
     scope.raw = raw
-    // The origin of the writes it makes (see routes/origin.ts): the socket is not told of them.
-    ;(raw as WithOrigin)[ORIGIN] = connection.id
+    // What the routes know of the request (routes/carrier.ts): the origin of the writes it makes
+    // (the socket is not told of them), and the text its answer is serialised to, for the frame.
+    carry(raw, { origin: connection.id, serialized: text => { scope.serialized = text } })
   }))
   const answered = socketAnswer(answer, scope.serialized)
   // A find that follows its query joins its group with the answer as the socket is sent it.

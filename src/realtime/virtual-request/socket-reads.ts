@@ -8,8 +8,7 @@
  * - {@link follow}: a find that follows its query, or its group's run of it again;
  * - {@link resume}: a read sent again with its resume token answers 204 without running;
  * - {@link resumeFollow}: a followed find sent again with its resume handle;
- * - {@link views}: under a policy, the request's view of each model its notifications can carry;
- * - {@link keepSerialized}: what the route's schema serialised the answer to, for the frame.
+ * - {@link views}: under a policy, the request's view of each model its notifications can carry.
  *
  * @module
  */
@@ -21,7 +20,7 @@ import type { Hub, Read } from '../hub/hub.ts'
 import { FOLLOW_HANDLE, HELD_HEADER, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER, RESUMED_HEADER, SUBSCRIPTION_LIMIT } from '../../protocol.ts'
 import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
-import { SERIALIZER, SNAPSHOT, type WithOrigin } from '../../routes/origin.ts'
+import type { Carrier } from '../../routes/carrier.ts'
 import type { SocketRequest } from './socket-requests.ts'
 import { followKey, followRead, hold, requesterOf, unhold, type FollowSetup } from './follow-read.ts'
 import { soleSocket } from '../live/live-queries.ts'
@@ -58,24 +57,25 @@ export interface ReadRequest {
   readonly read: ReadRoute
   readonly request: FastifyRequest
   readonly reply: FastifyReply
+  /** What the routes know of the request, and tell back (routes/carrier.ts). */
+  readonly carrier: Carrier
 }
 
 /**
  * A find that follows its query subscribes to no record and watches no model: its socket is
  * told what enters, changes in and leaves its result. Run again for its group (`refresh`), it
- * reads with the runs of the other groups (`FollowSetup.runs`) and only keeps its serialisation.
+ * reads with the runs of the other groups (`FollowSetup.runs`), and only its answer's text is kept.
  */
 export async function follow (reads: SocketReads, asked: ReadRequest, handler: Handler): Promise<unknown> {
-  const { scope, read, request, reply } = asked
+  const { scope, read, request, reply, carrier } = asked
   // A run of a group reads with the runs of the other groups a change concerned.
-  if (scope.refresh === true) (request.raw as WithOrigin)[SNAPSHOT] = reads.follow.runs
+  if (scope.refresh === true) carrier.snapshot = reads.follow.runs
   else if (await resumeFollow(reads, asked)) return reply
   const result = await handler(request, reply)
   if (scope.refresh !== true && reply.statusCode === 200) {
     await views(reads, asked)
     followRead(reads.follow, scope, read.model, modelsOf(reads, read.model), request)
   }
-  keepSerialized(scope, reply)
   return result
 }
 
@@ -194,16 +194,4 @@ function reachableFrom (model: Model): Set<Model> {
     for (const association of [...next.singulars.values(), ...next.collections.values()]) models.add(association.target)
   }
   return models
-}
-
-/**
- * Keeps what the route's response schema serialises the answer to, for its status: the frame
- * embeds it as is when it is still the body. Without a schema for the status (a HEAD request's
- * route has none) nothing is kept (the body is then parsed and encoded again).
- */
-export function keepSerialized (scope: SocketRequest, reply: FastifyReply): void {
-  // The serializer the route chose for this answer, if it chose one; else its schema's.
-  const chosen = (reply.request.raw as WithOrigin)[SERIALIZER]
-  const serialize = chosen ?? reply.getSerializationFunction(String(reply.statusCode)) as ((value: unknown) => string) | undefined
-  if (serialize !== undefined) reply.serializer((value: unknown) => (scope.serialized = serialize(value)))
 }

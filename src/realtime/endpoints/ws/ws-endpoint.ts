@@ -18,7 +18,7 @@ import type { Hub } from '../../hub/hub.ts'
 import { answerSocketRequest, errorAnswer } from '../../virtual-request/run-request.ts'
 import { walkJson } from '../../../models/values.ts'
 import { frameProblem } from '../../virtual-request/request-frame.ts'
-import { originOf } from '../../../routes/origin.ts'
+import { originOf } from '../../../routes/carrier.ts'
 import { CLOSE, frameId, PROBE_HEADER, PROBE_PARAMETER, UPGRADE_ONLY, type RequestFrame } from '../../../protocol.ts'
 import { WsTransport } from './ws-transport.ts'
 
