@@ -9,9 +9,6 @@
 /** Converts one database value to its JSON form. */
 export type ToJson = (value: unknown) => unknown
 
-/** The databases the plugin runs on (PGlite counts as PostgreSQL, libSQL as SQLite). */
-export type DatabaseKind = 'postgres' | 'sqlite'
-
 /** A number as JSON holds it: itself where finite, else its name (`NaN`, `Infinity`, `-Infinity`). */
 export function finite (value: number): number | string {
   return Number.isFinite(value) ? value : String(value)

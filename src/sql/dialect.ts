@@ -18,7 +18,7 @@
 import type { Platform } from '@mikro-orm/core'
 import type { PatternToken } from '../criteria/like.ts'
 import { BP_ERR_UNSUPPORTED_DATABASE } from '../errors.ts'
-import type { DatabaseKind, ToJson } from '../models/database-values.ts'
+import type { ToJson } from '../models/database-values.ts'
 import type { AttributeType, CollectionAssociation, Model } from '../models/model.ts'
 import type { SqlCache } from './cache.ts'
 import type { ChangeLogSql } from './log/change-log.ts'
@@ -42,7 +42,7 @@ export interface Dialect extends DialectCompiler, DialectDriver, DialectCapabili
    * Which database this is, for messages and logs only: what differs is asked of the roles
    * (scripts/check-house.ts keeps branches on it out of the shared code).
    */
-  readonly name: DatabaseKind
+  readonly name: string
   /** What the SQL layer keeps for this registration (see cache.ts). */
   readonly cache: SqlCache
 }
