@@ -14,12 +14,14 @@
  * `sort`) is not looked at; an `updated` whose record the change set does not carry is read, once
  * per change set and model, to know whether it now matches.
  *
+ * The pipeline, one module each: this registry of groups and its indexes; a group's spec, built
+ * once (spec.ts, group.ts); which changes concern it (concerned.ts, pure); when it runs
+ * (scheduler.ts); a run and what its followers are told (refresh.ts).
+ *
  * @module
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
-import { matches } from '../../criteria/matches.ts'
-import type { WhereNode } from '../../criteria/types.ts'
 import type { ChangeMessage, Id, LiveMessage } from '../../messages.ts'
 import type { Model } from '../../models/model.ts'
 import type { Envelope } from '../brokers/broker.ts'
@@ -27,23 +29,17 @@ import type { Connection } from '../socket.ts'
 import type { SharedFrames } from '../transport.ts'
 import { FOLLOW_HANDLE } from '../../protocol.ts'
 import type { RealtimeCounters } from '../counters.ts'
-import { diff, liveRecords, parsed, type HeldRecord, type LiveRecord } from './live-diff.ts'
+import { admitsMoved, admits, watchedChange, type ChangedRecord } from './concerned.ts'
+import { Group, type FollowRequest, type Member } from './group.ts'
+import { diff, liveRecords, type HeldRecord, type LiveRecord } from './live-diff.ts'
 import { ModelQueries } from './live-index.ts'
 import { NamedRecords } from './named-records.ts'
+import { runGroup, type Refreshed } from './refresh.ts'
+import { RunScheduler } from './scheduler.ts'
+import { watchedBy } from './spec.ts'
 
-/** A socket following a query, with the request its find was (what a refresh sends again). */
-export interface Member {
-  readonly connection: Connection
-  readonly url: string
-  /** The request's own headers. */
-  readonly headers: Readonly<Record<string, unknown>>
-}
-
-/** A find run again for a group: its status and its body as JSON text. */
-export interface Refreshed {
-  readonly statusCode: number
-  readonly bodyJson: string
-}
+export type { FollowRequest, Member } from './group.ts'
+export type { Refreshed } from './refresh.ts'
 
 /** What the followed queries need of the hub. */
 export interface LiveOptions {
@@ -81,39 +77,6 @@ export interface FollowStats {
   readonly follows: number
 }
 
-/** A find that asks to follow its query, as realtime's route tap hands it over. */
-export interface FollowRequest {
-  readonly model: Model
-  /** What tells the query apart: its effective criteria, the policy's views and who it is for (equal keys, one group). */
-  readonly key: string
-  /** Who it is for, as its key holds it (see follow-read.ts `requesterOf`). */
-  readonly requester: unknown
-  /** The query the find ran, as the app's policy left it: what a resuming follower's key is made of. */
-  readonly query: unknown
-  /** What a record must match to be in the result: the query's `where` and the policy's. */
-  readonly where: WhereNode
-  /** The attributes its `where` and `sort` read. */
-  readonly fields: readonly string[]
-  /**
-   * The models whose records the query populates under a policy view that hides some of them, with
-   * the attributes that view reads: a change to one can show or hide a populated record.
-   */
-  readonly shown: ReadonlyMap<string, ReadonlySet<string>>
-  /**
-   * The models whose records its relation filters (the query's, or a view's) lead to, and the
-   * models whose many-to-many links they read: the matcher cannot tell whether a change to one
-   * moves a record in or out, so any change to one runs the query again.
-   */
-  readonly related: ReadonlySet<string>
-  readonly member: Member
-  /** What a run of it may cost: the records it may read, worst case (`limits.maxRecords` counts them so). */
-  readonly cost: number
-  /** The find's answer, parsed. */
-  readonly answer: readonly unknown[]
-  /** Whether change sets arrived since the find began (the group it starts runs at once). */
-  readonly stale: boolean
-}
-
 /** The `updated` changes of one model whose records a change set did not carry. */
 interface Unread {
   readonly model: Model
@@ -125,70 +88,6 @@ const MAX_URLS = 16
 
 /** The longest grace a timer can wait (Node's timers: 2³¹ − 1 ms, about 24.8 days). */
 const MAX_GRACE = 2_147_483_647
-
-/** One group: a distinct followed query and its followers. */
-class Group {
-  readonly id: string
-  readonly key: string
-  readonly requester: unknown
-  /** What makes its resume handle unguessable (see `LiveQueries.handle`). */
-  readonly secret = randomBytes(16).toString('base64url')
-  readonly query: unknown
-  readonly model: Model
-  readonly where: WhereNode
-  readonly fields: readonly string[]
-  readonly shown: ReadonlyMap<string, ReadonlySet<string>>
-  readonly related: ReadonlySet<string>
-  /** What a run of it may cost (see {@link FollowRequest.cost}). */
-  readonly cost: number
-  /**
-   * The models that singular associations its `where` or `sort` reads point at without a
-   * collection back: destroying one of their records sets those keys to null in the database, and
-   * no change says so.
-   */
-  readonly silent: ReadonlySet<string>
-  records: LiveRecord[]
-  readonly members = new Map<Connection, Member>()
-  /** A refresh is waiting for its turn, or running. */
-  scheduled = false
-  running = false
-  /** A change set concerned it since its refresh began. */
-  dirty = false
-  /** Runs begun so far. */
-  runs = 0
-  /**
-   * Followers that joined while a run was due or under way, with the answer each holds and the
-   * runs begun before it joined: a run begun before can be older than its answer, so it is told
-   * nothing until a run begun after it ends, and then the difference from its own answer.
-   */
-  readonly joining = new Map<Connection, { readonly records: ReadonlyArray<LiveRecord | HeldRecord>, readonly after: number }>()
-  dropped = false
-  /** While it is kept without followers (see `LiveOptions.grace`): what ends it. */
-  kept: NodeJS.Timeout | undefined
-  /**
-   * The urls whose finds made this key (its followers' own), which a resume must send again: a
-   * group's runs are made with a follower's url (at most {@link MAX_URLS} are remembered).
-   */
-  readonly urls = new Set<string>()
-
-  constructor (id: string, request: FollowRequest, records: LiveRecord[]) {
-    this.id = id
-    this.key = request.key
-    this.requester = request.requester
-    this.query = request.query
-    this.model = request.model
-    this.where = request.where
-    this.fields = request.fields
-    this.shown = request.shown
-    this.related = request.related
-    this.cost = request.cost
-    this.silent = new Set(request.fields.flatMap(name => {
-      const association = request.model.singulars.get(name)
-      return association !== undefined && association.via === undefined ? [association.target.identity] : []
-    }))
-    this.records = records
-  }
-}
 
 /** The followed queries of one hub. */
 export class LiveQueries {
@@ -215,12 +114,19 @@ export class LiveQueries {
   #next = 0
   /** What the queries followed or kept here cost together (see `LiveOptions.maxRecords`). */
   #cost = 0
-  /** Refreshes and reads under way; see {@link settled}. */
-  #busy = 0
-  #idle: Array<() => void> = []
+  readonly #scheduler: RunScheduler
 
   constructor (options: LiveOptions) {
     this.#options = options
+    const runs = {
+      refresh: options.refresh,
+      counters: options.counters,
+      log: options.log,
+      file: (group: Group) => { this.#named.file(group, group.model, group.records) },
+      send: (group: Group, messages: readonly LiveMessage[], to: Iterable<Connection>) => { this.#send(group, messages, to) },
+      end: (group: Group) => { this.#end(group) }
+    }
+    this.#scheduler = new RunScheduler(async group => { await runGroup(group, runs) })
   }
 
   /** Distinct queries followed on this instance, and the follows (socket and query) in all. */
@@ -412,8 +318,7 @@ export class LiveQueries {
 
   /** Resolves once no refresh or read is under way (every change set received so far has been told). */
   async settled (): Promise<void> {
-    if (this.#busy === 0) return
-    await new Promise<void>(resolve => { this.#idle.push(resolve) })
+    await this.#scheduler.settled()
   }
 
   /** A change set this instance received: the groups it can concern run again (see the module's comment). */
@@ -445,39 +350,30 @@ export class LiveQueries {
     if (unread !== undefined) void this.#readThenTry(unread)
   }
 
-  /**
-   * Schedules the groups that watch a change's model besides their records: those whose relation
-   * filters lead to it (any change), those whose populated
-   * records of it a policy view filters, when an attribute that view reads changed; those whose
-   * `where` or `sort` reads a key that its destruction set to null without a change.
-   */
+  /** Schedules the groups that watch a change's model besides their records (see `watchedChange`). */
   #tryWatching (watching: ReadonlySet<Group>, identity: string, message: ChangeMessage): void {
-    for (const group of watching) {
-      const read = group.shown.get(identity)
-      const concerned = group.related.has(identity) || (message.verb === 'destroyed'
-        ? group.silent.has(identity)
-        : read !== undefined && message.verb === 'updated' && Object.keys(message.data).some(name => read.has(name)))
-      if (concerned) this.#schedule(group)
+    for (const group of watching) if (watchedChange(group, identity, message)) this.#schedule(group)
+  }
+
+  /** Schedules the groups that `record` (as the change left it, and as it was) can be in (see `admitsMoved`). */
+  #tryMoved (queries: ModelQueries<Group>, record: ChangedRecord, previous: ChangedRecord | undefined): void {
+    const fold = this.#options.fold
+    for (const group of new Set([...queries.candidates(record), ...previous === undefined ? [] : queries.candidates({ ...record, ...previous })])) {
+      if (admitsMoved(group, record, previous, fold)) this.#schedule(group)
     }
   }
 
-  /** Schedules the groups that `record` (as the change left it, and as it was) matches. */
-  #tryMoved (queries: ModelQueries<Group>, record: Readonly<Record<string, unknown>>, previous: Readonly<Record<string, unknown>> | undefined): void {
-    this.#tryOn(queries, record)
-    if (previous !== undefined) this.#tryOn(queries, { ...record, ...previous })
-  }
-
-  /** Schedules the groups whose `where` a record matches. */
-  #tryOn (queries: ModelQueries<Group>, record: Readonly<Record<string, unknown>>): void {
+  /** Schedules the groups whose `where` a record matches (see `admits`). */
+  #tryOn (queries: ModelQueries<Group>, record: ChangedRecord): void {
     for (const group of queries.candidates(record)) {
       // A relation filter may match (the related records are not at hand): the query runs again.
-      if (matches(group.where, record, this.#options.fold, true)) this.#schedule(group)
+      if (admits(group, record, this.#options.fold)) this.#schedule(group)
     }
   }
 
   /** Reads the records of `updated` changes that came without them, then tries them. */
   async #readThenTry (unread: Map<ModelQueries<Group>, Unread>): Promise<void> {
-    this.#busy++
+    this.#scheduler.begin()
     try {
       // (A model's queries that all end meanwhile leave it without candidates.)
       for (const [queries, { model, changed }] of unread) {
@@ -499,65 +395,13 @@ export class LiveQueries {
         /* c8 ignore stop */
       }
     } finally {
-      this.#done()
+      this.#scheduler.done()
     }
   }
 
-  /** Runs a group again once the change sets at hand are received (one run for all of them). */
+  /** Runs a group again once the change sets at hand are received (see scheduler.ts). */
   #schedule (group: Group): void {
-    group.dirty = true
-    if (group.scheduled || group.running || group.kept !== undefined) return
-    group.scheduled = true
-    this.#busy++
-    setImmediate(() => { void this.#refresh(group) })
-  }
-
-  async #refresh (group: Group): Promise<void> {
-    group.scheduled = false
-    group.running = true
-    try {
-      // A group kept without followers stops running (still `dirty`: a follower back runs it).
-      while (group.dirty && !group.dropped && group.kept === undefined) {
-        group.dirty = false
-        const run = ++group.runs
-        const [member] = group.members.values()
-        const { counters } = this.#options
-        counters.liveRuns++
-        const started = counters.ran === undefined ? 0 : performance.now()
-        // Never rejects: the app's router answers every failure (a 500 ends the query).
-        const answer = await this.#options.refresh(member)
-        counters.ran?.(performance.now() - started)
-        if (group.dropped) break
-        // A run that is not answered 200 with a list of records (a hook refuses the follower now,
-        // or turned the answer into something else) ends the query.
-        const body = answer.statusCode === 200 ? parsed(answer.bodyJson) : undefined
-        if (body === undefined) {
-          this.#send(group, [{ verb: 'ended', query: group.id, statusCode: answer.statusCode }], group.members.keys())
-          this.#end(group)
-          break
-        }
-        const records = liveRecords(body, group.model.primaryKey.name)
-        const messages = diff(group.id, group.records, records)
-        group.records = records
-        this.#named.file(group, group.model, records)
-        this.#send(group, messages, [...group.members.keys()].filter(connection => !group.joining.has(connection)))
-        for (const [connection, joined] of group.joining) {
-          if (run <= joined.after) continue
-          group.joining.delete(connection)
-          this.#send(group, diff(group.id, joined.records, records), [connection])
-        }
-      }
-    /* c8 ignore start -- nothing in a run throws (a run never rejects, its body is checked); should
-       something, the query ends rather than the process */
-    } catch (err) {
-      this.#options.log.error({ err, query: group.id }, 'fastify-blueprints: a followed query failed; it ended')
-      this.#send(group, [{ verb: 'ended', query: group.id, statusCode: 500 }], group.members.keys())
-      if (!group.dropped) this.#end(group)
-    /* c8 ignore stop */
-    } finally {
-      group.running = false
-      this.#done()
-    }
+    this.#scheduler.schedule(group)
   }
 
   /**
@@ -601,18 +445,6 @@ export class LiveQueries {
     }
     this.#named.remove(group)
   }
-
-  #done (): void {
-    if (--this.#busy > 0) return
-    const idle = this.#idle
-    this.#idle = []
-    for (const resolve of idle) resolve()
-  }
-}
-
-/** The models a group watches besides its records (see `Group.shown`, `Group.silent` and `Group.related`). */
-function watchedBy (group: Group): Set<string> {
-  return new Set([...group.shown.keys(), ...group.silent, ...group.related])
 }
 
 /** Whether `given` is `secret`, compared in a time that does not tell how much of it matched. */
