@@ -4,8 +4,7 @@
  * @module
  */
 import { pageAround, pageOf, type Page, type Paging } from '../criteria/cursor.ts'
-import type { BlueprintQuery, Criteria, Policy } from '../criteria/types.ts'
-import { validateFind } from '../criteria/validate.ts'
+import type { Criteria, Policy } from '../criteria/types.ts'
 import type { Model } from '../models/model.ts'
 import type { ReadScope } from '../sql/connection/database.ts'
 import type { RowText } from '../sql/read/json-text.ts'
@@ -13,23 +12,21 @@ import type { ArrayRow, JsonRecord } from '../sql/connection/rows.ts'
 import type { ActionContext } from './context.ts'
 
 /**
- * Runs a find. Associations are populated as the query says, with one statement per populated
- * association whatever the number of records. Under a `policy`, only what it lets the requester
- * see (see `ReadOptions.policy`). With a `snapshot`, its statements see one snapshot (see
- * `Database.read`).
- *
- * @throws the coded 400 errors of the criteria pipeline.
+ * Runs a find of criteria already checked against `model` (`validateFind`). Associations are
+ * populated as the query says, with one statement per populated association whatever the number of
+ * records. Under a `policy`, only what it lets the requester see (see `ReadOptions.policy`). With a
+ * `snapshot`, its statements see one snapshot (see `Database.read`).
  */
-export async function find (ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, snapshot?: ReadScope): Promise<JsonRecord[]> {
-  return await findBy(ctx, model, validateFind(query, model, ctx.bounds), policy, snapshot)
-}
-
-/** Runs a find of criteria already checked against `model` (as {@link find} does, the checking done). */
 export function findBy (ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, snapshot?: ReadScope): Promise<JsonRecord[]> {
   return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, readOptions(policy)), ctx.loader.atOnce(criteria, false))
 }
 
-/** The find of `criteria` and the count of the records `counted` matches, in one read. */
+/**
+ * The find of `criteria` and the count of the records `counted` matches (`count=true`), in one
+ * read. The count is a statement of its own, outside any transaction with the find's: a write
+ * committed between the two can make them disagree by its records — except with a `snapshot`, in
+ * which both run.
+ */
 function findAndCount (
   ctx: ActionContext, model: Model, criteria: Criteria, counted: Criteria, policy: Policy | undefined, snapshot?: ReadScope
 ): Promise<[JsonRecord[], number]> {
@@ -43,21 +40,6 @@ function readOptions (policy: Policy | undefined): { policy: Policy } | undefine
   return policy === undefined ? undefined : { policy }
 }
 
-/**
- * Runs a find and counts every record that its `where` matches, whatever its page (`count=true`),
- * the query validated once. The count is a statement of its own, outside any transaction with the
- * find's: a write committed between the two can make them disagree by its records — except
- * with a `snapshot`, in which both run.
- *
- * @throws the coded 400 errors of the criteria pipeline.
- */
-export async function findCounted (
-  ctx: ActionContext, model: Model, query: BlueprintQuery, policy: Policy | undefined, snapshot?: ReadScope
-): Promise<[JsonRecord[], number]> {
-  const criteria = validateFind(query, model, ctx.bounds)
-  return await findAndCount(ctx, model, criteria, criteria, policy, snapshot)
-}
-
 /** A cursor page (see {@link findPage}): its records, the cursors beside it, and with `count=true` the total. */
 export interface FoundPage extends Page<JsonRecord> {
   readonly total?: number
@@ -67,7 +49,7 @@ export interface FoundPage extends Page<JsonRecord> {
  * Runs a find asked as a cursor page (`after` / `before`, criteria/cursor.ts), from its checked
  * `criteria` (`validateFind`, or `pageCriteria` of a kept query): the page in the query's order
  * and the cursors of the pages beside it; with `counted`, the number of records the query's
- * `where` matches, whatever the cursor (as {@link findCounted}).
+ * `where` matches, whatever the cursor (as {@link findAndCount}).
  */
 export function findPage (
   ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, counted: boolean, snapshot?: ReadScope
@@ -88,14 +70,11 @@ export interface FoundText {
 
 /**
  * Runs a flat find (nothing populated) without a policy, from its checked `criteria`, answered as
- * JSON text written straight from its rows (sql/read/json-text.ts): the text the route's serializer
- * would write for its records; for a cursor page (`criteria.paging`), with the cursors of the
- * pages beside it. `undefined`, with nothing run, where the dialect does not write its fields:
- * the caller reads records.
+ * JSON text written straight from its rows by `text` (sql/read/json-text.ts: `textOf` of the
+ * reader): the text the route's serializer would write for its records; for a cursor page
+ * (`criteria.paging`), with the cursors of the pages beside it.
  */
-export function findText (ctx: ActionContext, model: Model, criteria: Criteria): Promise<FoundText> | undefined {
-  const text = ctx.loader.textOf(model, criteria)
-  if (text === undefined) return undefined
+export function findText (ctx: ActionContext, model: Model, criteria: Criteria, text: RowText): Promise<FoundText> {
   return ctx.database.read(undefined, run => ctx.loader.findText(run, model, criteria), true).then(rows => {
     if (criteria.paging === undefined) return { json: arrayOf(rows, text.write) }
     const page = pageAround(criteria.paging, rows, text.keys as NonNullable<RowText['keys']>)
@@ -108,4 +87,30 @@ function arrayOf (rows: readonly ArrayRow[], write: RowText['write']): string {
   let json = '['
   for (let i = 0; i < rows.length; i++) json += i === 0 ? write(rows[i]) : `,${write(rows[i])}`
   return `${json}]`
+}
+
+/** What a find found: its records, or their JSON text; for a cursor page, the cursors beside it; with `count=true`, the total. */
+export interface Found {
+  readonly records?: JsonRecord[]
+  readonly json?: string
+  readonly next?: string
+  readonly prev?: string
+  readonly total?: number
+}
+
+/**
+ * Runs a planned find (routes/find-plan.ts) by its strategy, chosen here: text written straight
+ * from the rows (the plan's writer), a cursor page (its criteria's `paging`), or records, with
+ * their total where the plan counts. Under a `policy`, only what it lets the requester see; with a
+ * `snapshot`, in one snapshot (see `Database.read`).
+ */
+export function executeFind (
+  ctx: ActionContext, model: Model, plan: { readonly criteria: Criteria, readonly counted: boolean, readonly text: RowText | undefined },
+  policy: Policy | undefined, snapshot?: ReadScope
+): Promise<Found> {
+  const { criteria, counted, text } = plan
+  if (text !== undefined) return findText(ctx, model, criteria, text)
+  if (criteria.paging !== undefined) return findPage(ctx, model, criteria, policy, counted, snapshot)
+  if (counted) return findAndCount(ctx, model, criteria, criteria, policy, snapshot).then(([records, total]) => ({ records, total }))
+  return findBy(ctx, model, criteria, policy, snapshot).then(records => ({ records }))
 }

@@ -10,16 +10,15 @@ import { Type, type TSchema } from 'typebox'
 import { add } from '../actions/add.ts'
 import { create } from '../actions/create.ts'
 import { destroy } from '../actions/destroy.ts'
-import { find, findBy, findCounted, findPage, findText, type FoundPage } from '../actions/find.ts'
+import { executeFind, type Found } from '../actions/find.ts'
 import { findOne, findOneOf, findOneText, oneCriteria } from '../actions/find-one.ts'
 import { populate } from '../actions/populate.ts'
 import { remove } from '../actions/remove.ts'
 import { replace } from '../actions/replace.ts'
 import { update } from '../actions/update.ts'
-import { parseCount, parseCursor, parseFields, parseFollow, parseFind, parsePopulate, parseRelations, type QueryString } from '../criteria/parse.ts'
-import { checkCursorSort } from '../criteria/policy.ts'
+import { parseFields, parseFind, parsePopulate, parseRelations, type QueryString } from '../criteria/parse.ts'
 import type { BlueprintQuery } from '../criteria/types.ts'
-import { pageCriteria, pageTemplate, validateFind, type Bounds } from '../criteria/validate.ts'
+import type { Bounds } from '../criteria/validate.ts'
 import { BP_ERR_INVALID_ID, BP_ERR_INVALID_JSON, BP_ERR_PARAMETER_NOT_ALLOWED } from '../errors.ts'
 import type { Association, CollectionAssociation } from '../models/model.ts'
 import { describe } from '../models/values.ts'
@@ -32,7 +31,7 @@ import { ranQuery, serializeWith } from './carrier.ts'
 import { answersText, sendJson } from './serialization.ts'
 import { NestedSchemas } from './nested-schema.ts'
 import { pageLinks } from './page-links.ts'
-import { QueryCache } from './query-cache.ts'
+import { FindPlanner, type FindPlan } from './find-plan.ts'
 
 /**
  * The error body every route documents for 4xx answers. Its fields are optional and further
@@ -76,21 +75,22 @@ function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSch
   return answer
 }
 
-/** A cursor page's records, its next and previous pages in the `Link` header (when it has either). */
-function withLinks (reply: FastifyReply, page: FoundPage): FoundPage['records'] {
-  linksOf(reply, page)
-  return page.records
+/**
+ * Sends what a planned find found: a cursor page's neighbours in the `Link` header, the total in
+ * `X-Total-Count` where the plan counts, and its JSON text as it is, or its records as the plan's
+ * query populated them (see {@link flatWhenBare}).
+ */
+function sendFound (reply: FastifyReply, plan: FindPlan, found: Found, flat: TSchema, deeper: NestedSchemas, bounds: Bounds): unknown {
+  if (plan.criteria.paging !== undefined) linksOf(reply, found)
+  if (plan.counted) reply.header(TOTAL_COUNT, String(found.total))
+  if (found.json !== undefined) return sendJson(reply, found.json)
+  return flatWhenBare(reply, plan.query, flat, found.records, deeper, bounds)
 }
 
 /** The `Link` header of a cursor page's next and previous pages (when it has either). */
 function linksOf (reply: FastifyReply, page: { readonly next?: string, readonly prev?: string }): void {
   const links = pageLinks(reply.request.url, page)
   if (links !== undefined) reply.header(LINK, links)
-}
-
-/** Whether a find is asked as a cursor page (`after` / `before`, docs/criteria.md#cursor-pages). */
-function byCursor (query: BlueprintQuery): boolean {
-  return query.after !== undefined || query.before !== undefined
 }
 
 function defaults (input: RouteInput): { limit: number, populateLimit: number } {
@@ -114,56 +114,15 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     handler: input => {
       const flat = Type.Array(Type.Ref(childSchemaId(input.model.identity)))
       const deeper = new NestedSchemas(input.model, true)
-      const bounds = input.ctx.bounds
-      const queries = new QueryCache()
+      const planner = new FindPlanner(input)
+      // Parse and plan (find-plan.ts), execute (`executeFind`), send.
       return async (request, reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
-        const parameters = request.query as QueryString
-        // A query asked again without a policy: parsed and checked once (query-cache.ts).
-        const key = policy === undefined ? queries.key(parameters) : undefined
-        const known = queries.get(key)
-        // A kept cursor query is kept without its cursor: this request's is read here.
-        const parsed = known === undefined
-          ? parseFind(parameters, input.model, defaults(input))
-          : known.page === undefined ? known.query : { ...known.query, ...parseCursor(parameters) }
-        const counted = parseCount(parameters)
-        // Checked here for every request; realtime follows the query of a socket's find.
-        parseFollow(parameters)
-        // Without a policy or a count there is nothing to wait for: no await, no promise of ours.
-        if (policy === undefined && !counted) {
-          ranQuery(request, parsed)
-          // A flat find over HTTP: written straight from its rows, where the dialect writes them.
-          const text = answersText(input.text, request, parsed)
-          if (!byCursor(parsed)) {
-            const criteria = known?.criteria ?? queries.keep(key, parsed, validateFind(parsed, input.model, bounds))
-            const written = text ? findText(input.ctx, input.model, criteria) : undefined
-            if (written !== undefined) return written.then(found => sendJson(reply, found.json))
-            return flatWhenBare(reply, parsed, flat, findBy(input.ctx, input.model, criteria, undefined, snapshot), deeper, bounds)
-          }
-          const template = known?.page ?? queries.keepPage(key, parsed, pageTemplate(parsed, input.model, bounds))
-          const criteria = pageCriteria(template, parsed)
-          const written = text ? findText(input.ctx, input.model, criteria) : undefined
-          if (written !== undefined) {
-            return written.then(found => {
-              linksOf(reply, found)
-              return sendJson(reply, found.json)
-            })
-          }
-          const paged = findPage(input.ctx, input.model, criteria, undefined, false, snapshot)
-          return paged.then(page => flatWhenBare(reply, parsed, flat, withLinks(reply, page), deeper, bounds))
-        }
-        const query = policy === undefined ? parsed : await checked(input, request, parsed, { action: 'find', model: input.model }, policy)
-        ranQuery(request, query)
-        if (byCursor(query)) {
-          if (policy !== undefined) checkCursorSort(query, input.model, policy)
-          const page = await findPage(input.ctx, input.model, validateFind(query, input.model, bounds), policy, counted, snapshot)
-          if (counted) reply.header(TOTAL_COUNT, String(page.total))
-          return flatWhenBare(reply, query, flat, withLinks(reply, page), deeper, bounds)
-        }
-        if (!counted) return await flatWhenBare(reply, query, flat, find(input.ctx, input.model, query, policy, snapshot), deeper, bounds)
-        const [records, total] = await flatWhenBare(reply, query, flat, findCounted(input.ctx, input.model, query, policy, snapshot), deeper, bounds)
-        reply.header(TOTAL_COUNT, String(total))
-        return records
+        const planned = planner.plan(request, request.query as QueryString, policy)
+        // Without a policy the plan is made at once: no await.
+        const plan = planned instanceof Promise ? await planned : planned
+        ranQuery(request, plan.query)
+        return executeFind(input.ctx, input.model, plan, policy, snapshot).then(found => sendFound(reply, plan, found, flat, deeper, input.ctx.bounds))
       }
     }
   },
