@@ -5,11 +5,9 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import type { WhereNode } from '../../criteria/types.ts'
-import type { Model } from '../../models/model.ts'
 import type { Connection } from '../socket.ts'
 import type { HeldRecord, LiveRecord } from './live-diff.ts'
-import { specOf, type LiveSpec } from './spec.ts'
+import { LiveSpec, type SpecRequest } from './spec.ts'
 
 /** A socket following a query, with the request its find was (what a refresh sends again). */
 export interface Member {
@@ -20,7 +18,7 @@ export interface Member {
 }
 
 /** A find that asks to follow its query, as realtime's route tap hands it over. */
-export interface FollowRequest extends Omit<LiveSpec, 'silent'> {
+export interface FollowRequest extends SpecRequest {
   /** What tells the query apart: its effective criteria, the policy's views and who it is for (equal keys, one group). */
   readonly key: string
   /** Who it is for, as its key holds it (see follow-read.ts `requesterOf`). */
@@ -37,19 +35,13 @@ export interface FollowRequest extends Omit<LiveSpec, 'silent'> {
 }
 
 /** One group: a distinct followed query and its followers. */
-export class Group implements LiveSpec {
+export class Group extends LiveSpec {
   readonly id: string
   readonly key: string
   readonly requester: unknown
   /** What makes its resume handle unguessable (see `LiveQueries.handle`). */
   readonly secret = randomBytes(16).toString('base64url')
   readonly query: unknown
-  readonly model: Model
-  readonly where: WhereNode
-  readonly fields: readonly string[]
-  readonly shown: ReadonlyMap<string, ReadonlySet<string>>
-  readonly related: ReadonlySet<string>
-  readonly silent: ReadonlySet<string>
   /** What a run of it may cost (see {@link FollowRequest.cost}). */
   readonly cost: number
   records: LiveRecord[]
@@ -77,17 +69,11 @@ export class Group implements LiveSpec {
   readonly urls = new Set<string>()
 
   constructor (id: string, request: FollowRequest, records: LiveRecord[]) {
+    super(request)
     this.id = id
     this.key = request.key
     this.requester = request.requester
     this.query = request.query
-    const spec = specOf(request)
-    this.model = spec.model
-    this.where = spec.where
-    this.fields = spec.fields
-    this.shown = spec.shown
-    this.related = spec.related
-    this.silent = spec.silent
     this.cost = request.cost
     this.records = records
   }

@@ -7,8 +7,8 @@
 import type { WhereNode } from '../../criteria/types.ts'
 import type { Model } from '../../models/model.ts'
 
-/** What a followed query reads, and what else it watches. */
-export interface LiveSpec {
+/** What a followed query reads, and what else it watches (a group is one: group.ts). */
+export class LiveSpec {
   readonly model: Model
   /** What a record must match to be in the result: the query's `where` and the policy's. */
   readonly where: WhereNode
@@ -31,17 +31,27 @@ export interface LiveSpec {
    * no change says so.
    */
   readonly silent: ReadonlySet<string>
+
+  /** The spec of a query of `model` that reads `fields` (`silent` is derived from them). */
+  constructor ({ model, where, fields, shown, related }: SpecRequest) {
+    this.model = model
+    this.where = where
+    this.fields = fields
+    this.shown = shown
+    this.related = related
+    this.silent = new Set(fields.flatMap(name => {
+      const association = model.singulars.get(name)
+      return association !== undefined && association.via === undefined ? [association.target.identity] : []
+    }))
+  }
 }
 
-/** The spec of a query of `model` that reads `fields` (see {@link LiveSpec}). */
-export function specOf (
-  { model, where, fields, shown, related }: Pick<LiveSpec, 'model' | 'where' | 'fields' | 'shown' | 'related'>
-): LiveSpec {
-  const silent = new Set(fields.flatMap(name => {
-    const association = model.singulars.get(name)
-    return association !== undefined && association.via === undefined ? [association.target.identity] : []
-  }))
-  return { model, where, fields, shown, related, silent }
+/** What a spec is made of: all but what it derives. */
+export type SpecRequest = Pick<LiveSpec, 'model' | 'where' | 'fields' | 'shown' | 'related'>
+
+/** The spec of a query (see {@link LiveSpec}). */
+export function specOf (request: SpecRequest): LiveSpec {
+  return new LiveSpec(request)
 }
 
 /** The models a query watches besides its records (see `shown`, `silent` and `related`). */
