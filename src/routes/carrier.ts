@@ -42,8 +42,9 @@ export interface Carrier {
    */
   serializer?: (value: unknown) => string
   /**
-   * Told, by the routes, the text the answer was serialised to (by its serializer or its schema),
-   * before any `onSend` hook: the carrier embeds it as is when it is still the body.
+   * Told the text the answer was serialised to (by the route's serializer or its schema), before
+   * any `onSend` hook, once the carrier asked for it with {@link tellSerialized}: the carrier embeds
+   * it as is when it is still the body.
    */
   readonly serialized?: (text: string) => void
 }
@@ -92,8 +93,9 @@ export function ranQuery (request: FastifyRequest, query: BlueprintQuery): void 
 }
 
 /**
- * Once the route's handler answered: tells the carrier that asks for it (`serialized`) the text
- * the answer is serialised to, for its status — by the serializer the route chose, or its
+ * Once the route's handler answered, and the carrier is done with the answer (an error after this
+ * would be serialised as the answer was to be): tells the carrier that asks for it (`serialized`)
+ * the text the answer is serialised to, for its status — by the serializer the route chose, or its
  * schema's. Without either (a HEAD request's route has no schema) it is told nothing (the carrier
  * then reads the body as it is).
  */

@@ -8,7 +8,7 @@ import type { ActionContext, Requester } from '../actions/context.ts'
 import type { Association, Model } from '../models/model.ts'
 import type { BlueprintAction, ModelOptions, RouteHooks, RouteSettings } from './route-options.ts'
 import type { RouteHandler, RouteInput, RouteSpec } from './route-spec.ts'
-import { carrierOf, tellSerialized, type Carrier } from './carrier.ts'
+import { carrierOf } from './carrier.ts'
 import { policyOf, routeModels } from './policy.ts'
 import { describeRoute } from './descriptions.ts'
 import { ROUTES } from './table.ts'
@@ -71,33 +71,24 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
 /**
  * The route's handler with who its request acts for (see `Requester`): the policy, resolved here
  * for every route of the table alike so that no route can leave it out (its action requires it),
- * and what carried the request (see carrier.ts): its origin, its read's scope, and, once the
- * handler answered, the text of the answer it asks for. Without a hook, a plain HTTP request takes
- * no step before the handler but looking for a carrier.
+ * and what carried the request (see carrier.ts): its origin and its read's scope. Without a
+ * hook, a plain HTTP request takes no step before the handler but looking for a carrier.
  */
 function withRequester (handler: RouteHandler, input: RouteInput, action: BlueprintAction): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   if (input.options.parseBlueprintOptions === undefined) {
     // Not async itself: the handler's own promise is the answer.
     return (request, reply) => {
       const carrier = carrierOf(request)
-      if (carrier === undefined) return handler(request, reply, ANYONE)
-      const { origin } = carrier
-      return carried(carrier, reply, handler(request, reply, origin === undefined ? ANYONE : { policy: undefined, origin, snapshot: carrier.snapshot }))
+      const origin = carrier?.origin
+      return handler(request, reply, origin === undefined ? ANYONE : { policy: undefined, origin, snapshot: carrier?.snapshot })
     }
   }
   const models = routeModels(input)
   return async (request, reply) => {
+    const policy = await policyOf(input, request, action, models)
     const carrier = carrierOf(request)
-    const answer = handler(request, reply, { policy: await policyOf(input, request, action, models), origin: carrier?.origin, snapshot: carrier?.snapshot })
-    return carrier === undefined ? await answer : await carried(carrier, reply, answer)
+    return await handler(request, reply, { policy, origin: carrier?.origin, snapshot: carrier?.snapshot })
   }
-}
-
-/** A carried request's answer, once its carrier was told the text it is serialised to (see `tellSerialized`). */
-async function carried (carrier: Carrier, reply: FastifyReply, answer: Promise<unknown>): Promise<unknown> {
-  const result = await answer
-  tellSerialized(carrier, reply)
-  return result
 }
 
 /** An HTTP request without a policy (most of them): one object for all. */

@@ -15,7 +15,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod 
 import type { ModelRegistry } from '../../models/registry.ts'
 import type { BlueprintRouteConfig } from '../../routes/register.ts'
 import type { Hub } from '../hub/hub.ts'
-import { carrierOf, carry, type Carrier } from '../../routes/carrier.ts'
+import { carrierOf, carry, tellSerialized, type Carrier } from '../../routes/carrier.ts'
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import type { FollowSetup } from './follow-read.ts'
 import { parseFollow, type QueryString } from '../../criteria/parse.ts'
@@ -67,6 +67,9 @@ async function tapped (
   if (reflected !== undefined) carrier.snapshot = reflected
   const result = await handler(request, reply)
   if (read !== undefined) await subscribe(reads, { scope, read, request, reply, carrier }, result, reflected)
+  // Last (an error of the steps above is not serialised as the answer was to be); only the
+  // socket's own request asks for its answer's text (a request made in turn has no `serialized`).
+  tellSerialized(carrier, reply)
   return result
 }
 

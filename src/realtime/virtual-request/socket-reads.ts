@@ -20,7 +20,7 @@ import type { Hub, Read } from '../hub/hub.ts'
 import { FOLLOW_HANDLE, HELD_HEADER, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER, RESUMED_HEADER, SUBSCRIPTION_LIMIT } from '../../protocol.ts'
 import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
-import type { Carrier } from '../../routes/carrier.ts'
+import { tellSerialized, type Carrier } from '../../routes/carrier.ts'
 import type { SocketRequest } from './socket-requests.ts'
 import { followKey, followRead, hold, requesterOf, unhold, type FollowSetup } from './follow-read.ts'
 import { soleSocket } from '../live/live-queries.ts'
@@ -76,6 +76,8 @@ export async function follow (reads: SocketReads, asked: ReadRequest, handler: H
     await views(reads, asked)
     followRead(reads.follow, scope, read.model, modelsOf(reads, read.model), request)
   }
+  // Last: an error of the steps above is not serialised as the answer was to be.
+  tellSerialized(carrier, reply)
   return result
 }
 

@@ -13,8 +13,12 @@ const MISSING_COLUMN = /^no such column: (\S+)|^table (\S+) has no column named 
 
 /** SQLite's failure codes (see `FailureCodes`). */
 export const SQLITE_FAILURES: FailureCodes = {
-  // Another process holds the write lock longer than the busy timeout.
-  unavailable: new Set(['SQLITE_BUSY', 'SQLITE_LOCKED']),
+  // Another process holds the write lock longer than the busy timeout; and Node's socket errors,
+  // where libSQL reaches a server of its own over the network.
+  unavailable: new Set([
+    'SQLITE_BUSY', 'SQLITE_LOCKED',
+    'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'
+  ]),
   unavailableMessage: undefined,
   unsentMessage: undefined,
   // In the app's process: no statement is cancelled or timed out.
