@@ -69,11 +69,6 @@ export function originOf (request: FastifyRequest): string | undefined {
   return carrierOf(request)?.origin
 }
 
-/** The scope `request`'s read is asked to run in (`undefined` for a plain HTTP request). */
-export function snapshotOf (request: FastifyRequest): ReadScope | undefined {
-  return carrierOf(request)?.snapshot
-}
-
 /** Whether `request`'s answer is read as records (it has a carrier). */
 export function answersRecords (request: FastifyRequest): boolean {
   return carrierOf(request) !== undefined

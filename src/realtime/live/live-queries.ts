@@ -357,10 +357,9 @@ export class LiveQueries {
 
   /** Schedules the groups that `record` (as the change left it, and as it was) can be in (see `admitsMoved`). */
   #tryMoved (queries: ModelQueries<Group>, record: ChangedRecord, previous: ChangedRecord | undefined): void {
-    const fold = this.#options.fold
-    for (const group of new Set([...queries.candidates(record), ...previous === undefined ? [] : queries.candidates({ ...record, ...previous })])) {
-      if (admitsMoved(group, record, previous, fold)) this.#schedule(group)
-    }
+    const candidates = new Set(queries.candidates(record))
+    if (previous !== undefined) for (const group of queries.candidates({ ...record, ...previous })) candidates.add(group)
+    for (const group of candidates) if (admitsMoved(group, record, previous, this.#options.fold)) this.#schedule(group)
   }
 
   /** Schedules the groups whose `where` a record matches (see `admits`). */

@@ -49,7 +49,9 @@ t.test('the changes that concern a followed query', async t => {
     ['a populated model\'s attribute its view does not read', shown, change('pet', { verb: 'updated', id: 2, data: { name: 'q' } }), false, false],
     ['a populated model\'s record created', shown, change('pet', { verb: 'created', id: 2, data: { id: 2, name: 'q', species: 'cat' } }), false, false],
     ['a model its relation filters lead to, any change', related, change('tag', { verb: 'created', id: 'x', data: { id: 'x', label: 'y' } }), false, true],
-    ['a model its relation filters lead to, a link', related, change('tag', { verb: 'addedTo', id: 'x', attribute: 'users', addedIds: [1] }), false, true]
+    ['a model its relation filters lead to, a link', related, change('tag', { verb: 'addedTo', id: 'x', attribute: 'users', addedIds: [1] }), false, true],
+    ['its own model, where its relation filters lead too, a link', spec({}, [], { related: new Set(['user']) }),
+      change('user', { verb: 'addedTo', id: 1, attribute: 'friends', addedIds: [2] }), false, true]
   ]
   for (const [what, query, given, names, expected] of cases) t.equal(concerned(query, given, false, names), expected, what)
   // `contains` & co. fold ASCII letters when asked (the `caseInsensitive` option); equality never does.
