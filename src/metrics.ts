@@ -73,7 +73,35 @@ interface Observed {
 export function registerMetrics (meter: MeterLike, hub: Hub, prefix: string): () => void {
   const attributes = Object.freeze({ 'blueprints.prefix': prefix })
   const { counters } = hub
-  const gauges: Observed[] = [
+  const observed: Array<() => void> = []
+  const observe = (instrument: ObservableLike, { read }: Observed): void => {
+    const callback = async (result: ObservationLike): Promise<void> => {
+      const value = await read()
+      if (value !== undefined) result.observe(value, attributes)
+    }
+    instrument.addCallback(callback)
+    observed.push(() => { instrument.removeCallback(callback) })
+  }
+  for (const gauge of gaugesOf(hub)) observe(meter.createObservableGauge(gauge.name, { unit: gauge.unit, description: gauge.description }), gauge)
+  for (const total of totalsOf(counters)) observe(meter.createObservableCounter(total.name, { unit: total.unit, description: total.description }), total)
+  const delivery = meter.createHistogram('blueprints.delivery.duration', {
+    unit: 'ms',
+    description: 'From a change set\'s publication (the publisher\'s clock) to its delivery to this instance\'s sockets'
+  })
+  // Across two clocks, a delivery may seem to come before its publication: none is shorter than 0.
+  counters.delivered = milliseconds => { delivery.record(Math.max(0, milliseconds), attributes) }
+  const run = meter.createHistogram('blueprints.live.run.duration', { unit: 'ms', description: 'How long a run of a followed query took' })
+  counters.ran = milliseconds => { run.record(milliseconds, attributes) }
+  return () => {
+    for (const stop of observed) stop()
+    counters.delivered = undefined
+    counters.ran = undefined
+  }
+}
+
+/** The gauges of `hub`: what its sockets, subscriptions, followed queries and log hold now. */
+function gaugesOf (hub: Hub): Observed[] {
+  return [
     { name: 'blueprints.sockets', unit: '{socket}', description: 'Open sockets of this instance', read: () => hub.subscriptions.stats().sockets },
     {
       name: 'blueprints.subscriptions',
@@ -100,7 +128,11 @@ export function registerMetrics (meter: MeterLike, hub: Hub, prefix: string): ()
       read: async () => await hub.behind()
     }
   ]
-  const totals: Observed[] = [
+}
+
+/** The counters of a hub: what it delivered, sent, ran and resumed since it started. */
+function totalsOf (counters: Hub['counters']): Observed[] {
+  return [
     {
       name: 'blueprints.envelopes',
       unit: '{envelope}',
@@ -118,28 +150,4 @@ export function registerMetrics (meter: MeterLike, hub: Hub, prefix: string): ()
     { name: 'blueprints.resumes', unit: '{read}', description: 'Reads of reconnecting sockets resumed without running', read: () => counters.resumes },
     { name: 'blueprints.missed', unit: '{event}', description: 'Times every socket was told to read again (notifications missed)', read: () => counters.missed }
   ]
-  const observed: Array<() => void> = []
-  const observe = (instrument: ObservableLike, { read }: Observed): void => {
-    const callback = async (result: ObservationLike): Promise<void> => {
-      const value = await read()
-      if (value !== undefined) result.observe(value, attributes)
-    }
-    instrument.addCallback(callback)
-    observed.push(() => { instrument.removeCallback(callback) })
-  }
-  for (const gauge of gauges) observe(meter.createObservableGauge(gauge.name, { unit: gauge.unit, description: gauge.description }), gauge)
-  for (const total of totals) observe(meter.createObservableCounter(total.name, { unit: total.unit, description: total.description }), total)
-  const delivery = meter.createHistogram('blueprints.delivery.duration', {
-    unit: 'ms',
-    description: 'From a change set\'s publication (the publisher\'s clock) to its delivery to this instance\'s sockets'
-  })
-  // Across two clocks, a delivery may seem to come before its publication: none is shorter than 0.
-  counters.delivered = milliseconds => { delivery.record(Math.max(0, milliseconds), attributes) }
-  const run = meter.createHistogram('blueprints.live.run.duration', { unit: 'ms', description: 'How long a run of a followed query took' })
-  counters.ran = milliseconds => { run.record(milliseconds, attributes) }
-  return () => {
-    for (const stop of observed) stop()
-    counters.delivered = undefined
-    counters.ran = undefined
-  }
 }

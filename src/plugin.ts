@@ -169,8 +169,8 @@ function sharedBy (orm: MikroORM, app: FastifyInstance): Shared {
   return shared
 }
 
-async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions): Promise<void> {
-  const options = resolveOptions(opts)
+/** The app's models as the options expose and name them (what is not exposed logged at debug level). */
+function registryOf (app: FastifyInstance, options: ResolvedOptions): ModelRegistry {
   const identities: Record<string, string> = {}
   const exclude: string[] = []
   for (const [entity, model] of Object.entries(options.models)) {
@@ -178,10 +178,44 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     if (model.expose === false) exclude.push(entity)
   }
   const registry = buildRegistry(options.orm, { identities, exclude, mentioned: Object.keys(options.models) })
-  const dialect = dialectFor(options.orm.em.getPlatform())
   for (const skipped of registry.skipped) {
     app.log.debug({ entity: skipped.entity, property: skipped.property }, `fastify-blueprints: not exposed: ${skipped.reason}`)
   }
+  return registry
+}
+
+/** Starts the realtime of one registration, on what its actions use. */
+async function startRealtimeOf (
+  app: FastifyInstance,
+  options: ResolvedOptions,
+  realtimeOptions: Exclude<ResolvedOptions['realtime'], false>,
+  ctx: ActionContext,
+  shared: Shared
+): ReturnType<typeof startRealtime> {
+  return await startRealtime(app, realtimeOptions, {
+      registry: ctx.registry,
+      database: ctx.database,
+      dialect: ctx.dialect,
+      bounds: ctx.bounds,
+      feed: ctx.feed,
+      defaultBroker: shared.broker,
+      maxJsonDepth: options.limits.maxJsonDepth,
+      fold: options.caseInsensitive,
+      populateLimit: options.limits.populateLimit,
+      loader: ctx.loader,
+      // Read at each write: a registration made later with a policy counts too.
+      policed: () => shared.policed,
+      // A socket is notified of what a find would show it, whatever the read that subscribed it.
+      policyOf: options.parseBlueprintOptions === undefined
+        ? undefined
+        : async (read, request, models) => await policyOf({ ctx, options, text: false, ...read }, request, 'find', models)
+    })
+}
+
+async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions): Promise<void> {
+  const options = resolveOptions(opts)
+  const registry = registryOf(app, options)
+  const dialect = dialectFor(options.orm.em.getPlatform())
   const shared = sharedBy(options.orm, app)
   addSchemas(app, [ERROR_SCHEMA, ...registry.all().flatMap(model => modelSchemas(model))])
   if (options.openapi !== false) await registerOpenApi(app, options.openapi)
@@ -209,26 +243,7 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     warnUnskipped(options.orm.config as unknown as SchemaConfig, realtimeOptions.log.table, app.log)
   }
   // Realtime subscribes to the feed first: it is told of a commit before the listeners are waited for.
-  const realtime = realtimeOptions === false
-    ? undefined
-    : await startRealtime(app, realtimeOptions, {
-      registry,
-      database,
-      dialect,
-      bounds: ctx.bounds,
-      feed: ctx.feed,
-      defaultBroker: shared.broker,
-      maxJsonDepth: options.limits.maxJsonDepth,
-      fold: options.caseInsensitive,
-      populateLimit: options.limits.populateLimit,
-      loader: ctx.loader,
-      // Read at each write: a registration made later with a policy counts too.
-      policed: () => shared.policed,
-      // A socket is notified of what a find would show it, whatever the read that subscribed it.
-      policyOf: options.parseBlueprintOptions === undefined
-        ? undefined
-        : async (read, request, models) => await policyOf({ ctx, options, text: false, ...read }, request, 'find', models)
-    })
+  const realtime = realtimeOptions === false ? undefined : await startRealtimeOf(app, options, realtimeOptions, ctx, shared)
   if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
   if (realtime !== undefined && options.metrics !== undefined) {
     const stop = registerMetrics(options.metrics.meter, realtime.hub, options.prefix)

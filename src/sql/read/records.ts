@@ -18,7 +18,7 @@ import { keyIndex, Projections } from '../build/fields.ts'
 import { FindStatements, isKey, type Join } from '../build/find-statement.ts'
 import { RowTexts, type RowText } from './json-text.ts'
 import { inOrder, table, type ArrayRow, type Executor, type Field, type JsonRecord } from '../connection/rows.ts'
-import { TreeColumns } from './tree.ts'
+import { TreeColumns, type TreeColumn } from './tree.ts'
 import { where as condition } from '../build/where.ts'
 import { combine } from '../../criteria/where.ts'
 
@@ -95,17 +95,34 @@ export class RecordLoader {
     const tree = this.#tree === undefined || budget !== undefined || !deep(criteria.projection)
       ? undefined
       : this.#tree.columns(model, criteria.projection, 't', criteria.caseInsensitive, policy)
-    if (tree !== undefined) {
-      const { statement, joins } = this.#statements.find(model, fields, criteria, policy, tree.map(column => column.sql))
-      const rows = await run(statement) as unknown as ArrayRow[]
-      const records = this.#read(rows, fields, joins)
-      const offset = joins.reduce((end, join) => end + join.fields.length, fields.length)
-      rows.forEach((row, i) => {
-        const record = records[i]
-        tree.forEach((column, k) => { record[column.name] = column.read(row[offset + k]) })
-      })
-      return records
-    }
+    if (tree !== undefined) return await this.#findTree(run, model, fields, criteria, policy, tree)
+    return await this.#findLevels(run, model, fields, criteria, options, together, own)
+  }
+
+  /** A find whose whole tree of populated records the database builds in the find's statement. */
+  async #findTree (
+    run: Executor, model: Model, fields: Field[], criteria: Criteria, policy: Policy | undefined, tree: readonly TreeColumn[]
+  ): Promise<JsonRecord[]> {
+    const { statement, joins } = this.#statements.find(model, fields, criteria, policy, tree.map(column => column.sql))
+    const rows = await run(statement) as unknown as ArrayRow[]
+    const records = this.#read(rows, fields, joins)
+    const offset = joins.reduce((end, join) => end + join.fields.length, fields.length)
+    rows.forEach((row, i) => {
+      const record = records[i]
+      tree.forEach((column, k) => { record[column.name] = column.read(row[offset + k]) })
+    })
+    return records
+  }
+
+  /**
+   * A find read level by level: the records (by key: one statement per projection, built once,
+   * with one collection joined where it is read `together`), then each collection in one batched
+   * statement for all of them, then deeper.
+   */
+  async #findLevels (
+    run: Executor, model: Model, fields: Field[], criteria: Criteria, options: ReadOptions, together: ReadOptions['together'], own: boolean
+  ): Promise<JsonRecord[]> {
+    const { policy, budget } = options
     // By primary key (find-one, a write's answer): one statement per projection, built once.
     const byKey = policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
     // (Not within a budget, whose find reads its record first.)
