@@ -46,26 +46,49 @@ const MAX_LIMIT = 1000
 type Cell = any
 type RawRow = Cell[]
 
-interface PetJson { id: number, name: string, species: string, owner: number | null }
-interface UserJson { id: number, name: string, email: string, age: number | null, active: boolean, createdAt: string, bestPet: unknown, pets?: PetJson[] }
-interface TagJson { id: number, label: string }
-interface PetAnswer { id: number, name: string, species: string, owner: UserJson | null, tags: TagJson[] }
+interface PetJson {
+  id: number
+  name: string
+  species: string
+  owner: number | null
+}
+interface UserJson {
+  id: number
+  name: string
+  email: string
+  age: number | null
+  active: boolean
+  createdAt: string
+  bestPet: unknown
+  pets?: PetJson[]
+}
+interface TagJson {
+  id: number
+  label: string
+}
+interface PetAnswer {
+  id: number
+  name: string
+  species: string
+  owner: UserJson | null
+  tags: TagJson[]
+}
 
 /** What the routes need from a database. `undefined`: no such record. */
 interface Store {
-  users (limit: number, populate: boolean): Promise<UserJson[]>
-  user (id: number, populate: boolean): Promise<UserJson | undefined>
+  users(limit: number, populate: boolean): Promise<UserJson[]>
+  user(id: number, populate: boolean): Promise<UserJson | undefined>
   /** Users (no population) who own a pet of `species`, by id. */
-  usersWithPet (species: string, limit: number): Promise<UserJson[]>
+  usersWithPet(species: string, limit: number): Promise<UserJson[]>
   /** Users (no population) with an id above `id`, by id: `limit` of them, and one more if there is. */
-  usersAfter (id: number, limit: number): Promise<UserJson[]>
+  usersAfter(id: number, limit: number): Promise<UserJson[]>
   /** The first `limit` users by id, each with its first `pets` pets by id, each pet with its tags by id. */
-  usersPetsTags (limit: number, pets: number): Promise<Array<UserJson & { pets: Array<PetJson & { tags: TagJson[] }> }>>
+  usersPetsTags(limit: number, pets: number): Promise<Array<UserJson & { pets: Array<PetJson & { tags: TagJson[] }> }>>
   /** Pets of a species whose name starts with `prefix` (case-sensitive), by name then id. */
-  pets (species: string, prefix: string, limit: number): Promise<PetJson[]>
-  add (pet: number, tag: number): Promise<PetAnswer>
-  remove (pet: number, tag: number): Promise<PetAnswer>
-  replace (pet: number, tags: number[]): Promise<PetAnswer>
+  pets(species: string, prefix: string, limit: number): Promise<PetJson[]>
+  add(pet: number, tag: number): Promise<PetAnswer>
+  remove(pet: number, tag: number): Promise<PetAnswer>
+  replace(pet: number, tags: number[]): Promise<PetAnswer>
 }
 
 class HttpError extends Error {
@@ -154,9 +177,10 @@ export function baselinePoolConfig (connection: pg.ClientConfig): pg.PoolConfig 
     statement_timeout: 10_000,
     options: '-c TimeZone=UTC',
     types: {
-      getTypeParser: ((oid: number, format?: string) => oid === TIMESTAMPTZ && format !== 'binary'
-        ? isoTimestamp
-        : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser']
+      getTypeParser: ((oid: number, format?: string) =>
+        oid === TIMESTAMPTZ && format !== 'binary'
+          ? isoTimestamp
+          : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser']
     }
   }
 }
@@ -181,12 +205,15 @@ function logItem (model: 'pet' | 'tag', id: string, verb: 'addedTo' | 'removedFr
  * appended under the log's shared advisory lock, taken after the links changed (`k` reads `e`,
  * which reads the write's RETURNING), then the position from the sequence.
  */
-const LOG_APPEND = `k AS MATERIALIZED (SELECT envelope, pg_advisory_xact_lock_shared(hashtext('fastify-blueprints'), hashtext('${LOG_TABLE}')) FROM e),
+const LOG_APPEND =
+  `k AS MATERIALIZED (SELECT envelope, pg_advisory_xact_lock_shared(hashtext('fastify-blueprints'), hashtext('${LOG_TABLE}')) FROM e),
     l AS (INSERT INTO ${LOG_TABLE} (position, envelope, at) SELECT nextval('${LOG_TABLE}_position'), envelope, $3 FROM k)`
 
 /** Creates the change-log variant's table and sequence when missing (the plugin's layout). */
 export async function createChangeLog (pool: pg.Pool): Promise<void> {
-  await pool.query(`CREATE TABLE IF NOT EXISTS ${LOG_TABLE} (position bigint PRIMARY KEY, envelope text, at bigint NOT NULL) WITH (toast_tuple_target = 8160)`)
+  await pool.query(
+    `CREATE TABLE IF NOT EXISTS ${LOG_TABLE} (position bigint PRIMARY KEY, envelope text, at bigint NOT NULL) WITH (toast_tuple_target = 8160)`
+  )
   await pool.query(`CREATE SEQUENCE IF NOT EXISTS ${LOG_TABLE}_position`)
 }
 
@@ -195,20 +222,25 @@ export async function createChangeLog (pool: pg.Pool): Promise<void> {
 // the statement is planned again at every execution (measured: 62 against 43 µs of database CPU
 // for b, 220 against 120 for h).
 const PG = {
-  usersPopulated: `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id ORDER BY u.id LIMIT {limit}`,
+  usersPopulated:
+    `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id ORDER BY u.id LIMIT {limit}`,
   usersFlat: `SELECT ${USER_COLUMNS} FROM "user" u ORDER BY u.id LIMIT {limit}`,
-  usersWithPet: `SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT FROM pet p WHERE p.owner_id = u.id AND p.species = $1) ORDER BY u.id LIMIT {limit}`,
+  usersWithPet:
+    `SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT FROM pet p WHERE p.owner_id = u.id AND p.species = $1) ORDER BY u.id LIMIT {limit}`,
   usersAfter: `SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id > $1 ORDER BY u.id LIMIT {limit}`,
-  firstPetsOfUsers: `SELECT ${PET_COLUMNS} FROM unnest($1::int[]) AS o(id) CROSS JOIN LATERAL (SELECT * FROM pet WHERE owner_id = o.id ORDER BY id LIMIT {limit}) p`,
+  firstPetsOfUsers:
+    `SELECT ${PET_COLUMNS} FROM unnest($1::int[]) AS o(id) CROSS JOIN LATERAL (SELECT * FROM pet WHERE owner_id = o.id ORDER BY id LIMIT {limit}) p`,
   // Each pet's tags looked up by the pivot's key: a join over `pet_id = ANY($1)` has a generic
   // plan that hashes the whole tag table on every request (about 4× the database time, measured).
   tagsOfPets: `SELECT o.id, t.id, t.label FROM unnest($1::int[]) WITH ORDINALITY AS o(id, n)
     CROSS JOIN LATERAL (SELECT t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id = o.id) t ORDER BY o.n, t.id`,
-  userPopulated: `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = $1`,
+  userPopulated:
+    `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = $1`,
   userFlat: `SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id = $1`,
   petsOfUsers: `SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id = ANY($1::int[]) ORDER BY p.owner_id, p.id`,
   petsOfUser: `SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id = $1 ORDER BY p.id LIMIT ${POPULATE_LIMIT}`,
-  petsByPrefix: `SELECT ${PET_COLUMNS} FROM pet p WHERE p.species = $1 AND p.name LIKE $2 ORDER BY p.name COLLATE "C", p.id LIMIT $3`,
+  petsByPrefix:
+    `SELECT ${PET_COLUMNS} FROM pet p WHERE p.species = $1 AND p.name LIKE $2 ORDER BY p.name COLLATE "C", p.id LIMIT $3`,
   add: `WITH p AS (SELECT id FROM pet WHERE id = $1), t AS (SELECT id FROM tag WHERE id = $2),
     w AS (INSERT INTO pet_tags (pet_id, tag_id) SELECT p.id, t.id FROM p, t ON CONFLICT DO NOTHING)
     SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`,
@@ -226,12 +258,16 @@ const PG = {
   // change set (`e`, no row when no link changed), appended by LOG_APPEND; $3 is the time in ms.
   addLogged: `WITH p AS (SELECT id FROM pet WHERE id = $1), t AS (SELECT id FROM tag WHERE id = $2),
     w AS (INSERT INTO pet_tags (pet_id, tag_id) SELECT p.id, t.id FROM p, t ON CONFLICT DO NOTHING RETURNING pet_id, tag_id),
-    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'addedTo', 'tag_id')} || ',' || ${logItem('tag', 'tag_id', 'addedTo', 'pet_id')} || ']}' AS envelope FROM w),
+    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'addedTo', 'tag_id')} || ',' || ${
+    logItem('tag', 'tag_id', 'addedTo', 'pet_id')
+  } || ']}' AS envelope FROM w),
     ${LOG_APPEND}
     SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`,
   removeLogged: `WITH p AS (SELECT id FROM pet WHERE id = $1), t AS (SELECT id FROM tag WHERE id = $2),
     w AS (DELETE FROM pet_tags WHERE pet_id = $1 AND tag_id = $2 RETURNING pet_id, tag_id),
-    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'removedFrom', 'tag_id')} || ',' || ${logItem('tag', 'tag_id', 'removedFrom', 'pet_id')} || ']}' AS envelope FROM w),
+    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'removedFrom', 'tag_id')} || ',' || ${
+    logItem('tag', 'tag_id', 'removedFrom', 'pet_id')
+  } || ']}' AS envelope FROM w),
     ${LOG_APPEND}
     SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`,
   // Items in the plugin's order: the pet's added tags (in the order of $2), its removed tags (by
@@ -241,23 +277,32 @@ const PG = {
     d AS (DELETE FROM pet_tags WHERE pet_id = $1 AND tag_id <> ALL($2::int[]) AND EXISTS (SELECT FROM ok) RETURNING pet_id, tag_id),
     i AS (INSERT INTO pet_tags (pet_id, tag_id) SELECT $1::int, t.id FROM t WHERE EXISTS (SELECT FROM ok) ON CONFLICT DO NOTHING RETURNING pet_id, tag_id),
     a AS (SELECT pet_id, tag_id, array_position($2::int[], tag_id) AS n FROM i),
-    c AS (SELECT 1 AS g, 0 AS n, ${logItem('pet', 'pet_id', 'addedTo', "string_agg(tag_id::text, ',' ORDER BY n)")} AS item FROM a GROUP BY pet_id
-      UNION ALL SELECT 2, 0, ${logItem('pet', 'pet_id', 'removedFrom', "string_agg(tag_id::text, ',' ORDER BY tag_id)")} FROM d GROUP BY pet_id
+    c AS (SELECT 1 AS g, 0 AS n, ${
+    logItem('pet', 'pet_id', 'addedTo', "string_agg(tag_id::text, ',' ORDER BY n)")
+  } AS item FROM a GROUP BY pet_id
+      UNION ALL SELECT 2, 0, ${
+    logItem('pet', 'pet_id', 'removedFrom', "string_agg(tag_id::text, ',' ORDER BY tag_id)")
+  } FROM d GROUP BY pet_id
       UNION ALL SELECT 3, n, ${logItem('tag', 'tag_id', 'addedTo', 'pet_id')} FROM a
       UNION ALL SELECT 4, tag_id, ${logItem('tag', 'tag_id', 'removedFrom', 'pet_id')} FROM d),
     e AS (SELECT '{"items":[' || string_agg(item, ',' ORDER BY g, n) || ']}' AS envelope FROM c HAVING count(*) > 0),
     ${LOG_APPEND}
     SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM ok)`,
-  petWithOwner: `SELECT ${PET_COLUMNS}, ${USER_COLUMNS} FROM pet p LEFT JOIN "user" u ON u.id = p.owner_id WHERE p.id = $1`,
-  tagsOfPet: 'SELECT t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id = $1 ORDER BY pt.tag_id'
+  petWithOwner:
+    `SELECT ${PET_COLUMNS}, ${USER_COLUMNS} FROM pet p LEFT JOIN "user" u ON u.id = p.owner_id WHERE p.id = $1`,
+  tagsOfPet:
+    'SELECT t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id = $1 ORDER BY pt.tag_id'
 } as const
 
 /** `changeLog`: the writes append to the change log (see the header). */
 function postgresStore (pool: pg.Pool, changeLog: boolean): Store {
   const { pet, user, populated, group, answer } = shapes(value => value, value => value)
-  const run = async (name: keyof typeof PG, values: unknown[], limit?: number): Promise<RawRow[]> => (await pool.query<RawRow>(limit === undefined
-    ? { name, text: PG[name], values, rowMode: 'array' }
-    : { name: `${name}:${limit}`, text: PG[name].replace('{limit}', String(limit)), values, rowMode: 'array' })).rows
+  const run = async (name: keyof typeof PG, values: unknown[], limit?: number): Promise<RawRow[]> =>
+    (await pool.query<RawRow>(
+      limit === undefined
+        ? { name, text: PG[name], values, rowMode: 'array' }
+        : { name: `${name}:${limit}`, text: PG[name].replace('{limit}', String(limit)), values, rowMode: 'array' }
+    )).rows
 
   async function petAnswer (id: number): Promise<PetAnswer> {
     const [[row], tags] = await Promise.all([run('petWithOwner', [id]), run('tagsOfPet', [id])])
@@ -265,7 +310,9 @@ function postgresStore (pool: pg.Pool, changeLog: boolean): Store {
     return answer(row, tags)
   }
   async function link (statement: 'add' | 'remove', id: number, tag: number): Promise<PetAnswer> {
-    const [[pet, found]] = changeLog ? await run(`${statement}Logged`, [id, tag, Date.now()]) : await run(statement, [id, tag])
+    const [[pet, found]] = changeLog
+      ? await run(`${statement}Logged`, [id, tag, Date.now()])
+      : await run(statement, [id, tag])
     if (pet === false) throw notFound(`pet ${id}`)
     if (found === false) throw notFound(`tag ${tag}`)
     return petAnswer(id)
@@ -287,9 +334,14 @@ function postgresStore (pool: pg.Pool, changeLog: boolean): Store {
     },
     async usersPetsTags (limit, perUser) {
       const users = (await run('usersFlat', [], limit)).map(r => user(r))
-      const pets = (await run('firstPetsOfUsers', [users.map(u => u.id)], perUser)).map(r => ({ ...pet(r), tags: [] as TagJson[] }))
+      const pets = (await run('firstPetsOfUsers', [users.map(u => u.id)], perUser)).map(r => ({
+        ...pet(r),
+        tags: [] as TagJson[]
+      }))
       const byPet = new Map(pets.map(p => [p.id, p]))
-      for (const r of await run('tagsOfPets', [pets.map(p => p.id)])) (byPet.get(r[0]) as { tags: TagJson[] }).tags.push({ id: r[1], label: r[2] })
+      for (const r of await run('tagsOfPets', [pets.map(p => p.id)])) {
+        ;(byPet.get(r[0]) as { tags: TagJson[] }).tags.push({ id: r[1], label: r[2] })
+      }
       return nest(users, pets)
     },
     async user (id, populate) {
@@ -306,7 +358,9 @@ function postgresStore (pool: pg.Pool, changeLog: boolean): Store {
     add: async (id, tag) => link('add', id, tag),
     remove: async (id, tag) => link('remove', id, tag),
     async replace (id, tags) {
-      const [[pet, ok]] = changeLog ? await run('replaceLogged', [id, tags, Date.now()]) : await run('replace', [id, tags])
+      const [[pet, ok]] = changeLog
+        ? await run('replaceLogged', [id, tags, Date.now()])
+        : await run('replace', [id, tags])
       if (pet === false) throw notFound(`pet ${id}`)
       if (ok === false) throw notFound('some tags')
       return petAnswer(id)
@@ -323,29 +377,51 @@ function sqliteStore (db: SqliteDatabase): Store {
     return statement.reader ? statement.raw(true) : statement
   }
   const s = {
-    usersPopulated: prepare(`SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id ORDER BY u.id LIMIT ?`),
+    usersPopulated: prepare(
+      `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id ORDER BY u.id LIMIT ?`
+    ),
     usersFlat: prepare(`SELECT ${USER_COLUMNS} FROM "user" u ORDER BY u.id LIMIT ?`),
-    usersWithPet: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT 1 FROM pet p WHERE p.owner_id = u.id AND p.species = ?) ORDER BY u.id LIMIT ?`),
+    usersWithPet: prepare(
+      `SELECT ${USER_COLUMNS} FROM "user" u WHERE EXISTS (SELECT 1 FROM pet p WHERE p.owner_id = u.id AND p.species = ?) ORDER BY u.id LIMIT ?`
+    ),
     usersAfter: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id > ? ORDER BY u.id LIMIT ?`),
     firstPetsOfUser: prepare(`SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id = ? ORDER BY p.id LIMIT ?`),
-    tagsOfPets: prepare('SELECT pt.pet_id, t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id IN (SELECT value FROM json_each(?)) ORDER BY pt.pet_id, t.id'),
-    userPopulated: prepare(`SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = ?`),
+    tagsOfPets: prepare(
+      'SELECT pt.pet_id, t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id IN (SELECT value FROM json_each(?)) ORDER BY pt.pet_id, t.id'
+    ),
+    userPopulated: prepare(
+      `SELECT ${USER_COLUMNS}, b.name, b.species, b.owner_id FROM "user" u LEFT JOIN pet b ON b.id = u.best_pet_id WHERE u.id = ?`
+    ),
     userFlat: prepare(`SELECT ${USER_COLUMNS} FROM "user" u WHERE u.id = ?`),
-    petsOfUsers: prepare(`SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id IN (SELECT value FROM json_each(?)) ORDER BY p.owner_id, p.id`),
+    petsOfUsers: prepare(
+      `SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id IN (SELECT value FROM json_each(?)) ORDER BY p.owner_id, p.id`
+    ),
     petsOfUser: prepare(`SELECT ${PET_COLUMNS} FROM pet p WHERE p.owner_id = ? ORDER BY p.id LIMIT ${POPULATE_LIMIT}`),
     // GLOB is case-sensitive (LIKE is not, on SQLite) and uses the index for a literal prefix.
-    petsByPrefix: prepare(`SELECT ${PET_COLUMNS} FROM pet p WHERE p.species = ? AND p.name GLOB ? ORDER BY p.name, p.id LIMIT ?`),
-    add: prepare('INSERT INTO pet_tags (pet_id, tag_id) SELECT p.id, t.id FROM pet p, tag t WHERE p.id = ? AND t.id = ? ON CONFLICT DO NOTHING'),
+    petsByPrefix: prepare(
+      `SELECT ${PET_COLUMNS} FROM pet p WHERE p.species = ? AND p.name GLOB ? ORDER BY p.name, p.id LIMIT ?`
+    ),
+    add: prepare(
+      'INSERT INTO pet_tags (pet_id, tag_id) SELECT p.id, t.id FROM pet p, tag t WHERE p.id = ? AND t.id = ? ON CONFLICT DO NOTHING'
+    ),
     remove: prepare('DELETE FROM pet_tags WHERE pet_id = ? AND tag_id = ?'),
     tagExists: prepare('SELECT 1 FROM tag WHERE id = ?'),
-    replaceCheck: prepare('SELECT (SELECT count(*) FROM pet WHERE id = ?), (SELECT count(*) FROM tag WHERE id IN (SELECT value FROM json_each(?)))'),
+    replaceCheck: prepare(
+      'SELECT (SELECT count(*) FROM pet WHERE id = ?), (SELECT count(*) FROM tag WHERE id IN (SELECT value FROM json_each(?)))'
+    ),
     unlinkOthers: prepare('DELETE FROM pet_tags WHERE pet_id = ? AND tag_id NOT IN (SELECT value FROM json_each(?))'),
-    linkAll: prepare('INSERT INTO pet_tags (pet_id, tag_id) SELECT ?, value FROM json_each(?) WHERE true ON CONFLICT DO NOTHING'),
+    linkAll: prepare(
+      'INSERT INTO pet_tags (pet_id, tag_id) SELECT ?, value FROM json_each(?) WHERE true ON CONFLICT DO NOTHING'
+    ),
     begin: prepare('BEGIN'),
     commit: prepare('COMMIT'),
     rollback: prepare('ROLLBACK'),
-    petWithOwner: prepare(`SELECT ${PET_COLUMNS}, ${USER_COLUMNS} FROM pet p LEFT JOIN "user" u ON u.id = p.owner_id WHERE p.id = ?`),
-    tagsOfPet: prepare('SELECT t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id = ? ORDER BY pt.tag_id')
+    petWithOwner: prepare(
+      `SELECT ${PET_COLUMNS}, ${USER_COLUMNS} FROM pet p LEFT JOIN "user" u ON u.id = p.owner_id WHERE p.id = ?`
+    ),
+    tagsOfPet: prepare(
+      'SELECT t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id = ? ORDER BY pt.tag_id'
+    )
   }
   const { pet, user, populated, group, answer } = shapes(value => new Date(value).toISOString(), value => value === 1)
 
@@ -374,9 +450,13 @@ function sqliteStore (db: SqliteDatabase): Store {
     async usersPetsTags (limit, perUser) {
       const users = (s.usersFlat.all(limit) as RawRow[]).map(r => user(r))
       // In process, a statement per user is an index lookup each: cheaper than a window over all.
-      const pets = users.flatMap(u => (s.firstPetsOfUser.all(u.id, perUser) as RawRow[]).map(r => ({ ...pet(r), tags: [] as TagJson[] })))
+      const pets = users.flatMap(u =>
+        (s.firstPetsOfUser.all(u.id, perUser) as RawRow[]).map(r => ({ ...pet(r), tags: [] as TagJson[] }))
+      )
       const byPet = new Map(pets.map(p => [p.id, p]))
-      for (const r of s.tagsOfPets.all(JSON.stringify(pets.map(p => p.id))) as RawRow[]) (byPet.get(r[0]) as { tags: TagJson[] }).tags.push({ id: r[1], label: r[2] })
+      for (const r of s.tagsOfPets.all(JSON.stringify(pets.map(p => p.id))) as RawRow[]) {
+        ;(byPet.get(r[0]) as { tags: TagJson[] }).tags.push({ id: r[1], label: r[2] })
+      }
       return nest(users, pets)
     },
     async user (id, populate) {
@@ -417,7 +497,9 @@ function limitOf (query: Query): number {
   const raw = query.limit
   if (raw === undefined) return DEFAULT_LIMIT
   const limit = Number(raw)
-  if (!Number.isInteger(limit) || limit < 0 || limit > MAX_LIMIT) throw badRequest('limit must be a whole number from 0 to 1000')
+  if (!Number.isInteger(limit) || limit < 0 || limit > MAX_LIMIT) {
+    throw badRequest('limit must be a whole number from 0 to 1000')
+  }
   return limit
 }
 
@@ -437,7 +519,10 @@ function speciesAndPrefix (raw: unknown): { species: string, prefix: string } {
     throw badRequest('where must be JSON')
   }
   const keys = where !== null && typeof where === 'object' ? Object.keys(where) : []
-  if (keys.length !== 2 || typeof where.species !== 'string' || typeof where.name?.startsWith !== 'string' || Object.keys(where.name).length !== 1) {
+  if (
+    keys.length !== 2 || typeof where.species !== 'string' || typeof where.name?.startsWith !== 'string' ||
+    Object.keys(where.name).length !== 1
+  ) {
     throw badRequest('where must be {"species": string, "name": {"startsWith": string}}')
   }
   return { species: where.species, prefix: where.name.startsWith }
@@ -462,7 +547,10 @@ function cursorOf (raw: unknown): { binding: string, id: number } {
   } catch {
     throw badRequest('after must be a cursor')
   }
-  if (!Array.isArray(decoded) || decoded.length !== 3 || decoded[0] !== 1 || typeof decoded[1] !== 'string' || !Number.isSafeInteger(decoded[2])) {
+  if (
+    !Array.isArray(decoded) || decoded.length !== 3 || decoded[0] !== 1 || typeof decoded[1] !== 'string' ||
+    !Number.isSafeInteger(decoded[2])
+  ) {
     throw badRequest('after must be a cursor')
   }
   return { binding: decoded[1], id: decoded[2] }
@@ -477,7 +565,10 @@ function petSpecies (raw: unknown): string {
     throw badRequest('where must be JSON')
   }
   const some = where?.pets?.some
-  if (Object.keys(where).length !== 1 || Object.keys(where.pets).length !== 1 || typeof some?.species !== 'string' || Object.keys(some).length !== 1) {
+  if (
+    Object.keys(where).length !== 1 || Object.keys(where.pets).length !== 1 || typeof some?.species !== 'string' ||
+    Object.keys(some).length !== 1
+  ) {
     throw badRequest('where must be {"pets": {"some": {"species": string}}}')
   }
   return some.species
@@ -486,17 +577,55 @@ function petSpecies (raw: unknown): string {
 // Response schemas: the exact shapes of the answers, for fast-json-stringify.
 const nullable = (type: string): object => ({ type: [type, 'null'] })
 const orNull = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] })
-const PET = { type: 'object', properties: { id: { type: 'integer' }, name: { type: 'string' }, species: { type: 'string' }, owner: nullable('integer') } }
-const USER_PROPERTIES = { id: { type: 'integer' }, name: { type: 'string' }, email: { type: 'string' }, age: nullable('integer'), active: { type: 'boolean' }, createdAt: { type: 'string' }, bestPet: nullable('integer') }
+const PET = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    name: { type: 'string' },
+    species: { type: 'string' },
+    owner: nullable('integer')
+  }
+}
+const USER_PROPERTIES = {
+  id: { type: 'integer' },
+  name: { type: 'string' },
+  email: { type: 'string' },
+  age: nullable('integer'),
+  active: { type: 'boolean' },
+  createdAt: { type: 'string' },
+  bestPet: nullable('integer')
+}
 const USER = { type: 'object', properties: USER_PROPERTIES }
-const POPULATED_USER = { type: 'object', properties: { ...USER_PROPERTIES, bestPet: orNull(PET), pets: { type: 'array', items: PET } } }
+const POPULATED_USER = {
+  type: 'object',
+  properties: { ...USER_PROPERTIES, bestPet: orNull(PET), pets: { type: 'array', items: PET } }
+}
 const ANSWER = {
   type: 'object',
-  properties: { ...PET.properties, owner: orNull(USER), tags: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, label: { type: 'string' } } } } }
+  properties: {
+    ...PET.properties,
+    owner: orNull(USER),
+    tags: {
+      type: 'array',
+      items: { type: 'object', properties: { id: { type: 'integer' }, label: { type: 'string' } } }
+    }
+  }
 }
 const USERS = { type: 'array', items: USER }
-const PET_WITH_TAGS = { type: 'object', properties: { ...PET.properties, tags: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, label: { type: 'string' } } } } } }
-const USERS_PETS_TAGS = { type: 'array', items: { type: 'object', properties: { ...USER_PROPERTIES, pets: { type: 'array', items: PET_WITH_TAGS } } } }
+const PET_WITH_TAGS = {
+  type: 'object',
+  properties: {
+    ...PET.properties,
+    tags: {
+      type: 'array',
+      items: { type: 'object', properties: { id: { type: 'integer' }, label: { type: 'string' } } }
+    }
+  }
+}
+const USERS_PETS_TAGS = {
+  type: 'array',
+  items: { type: 'object', properties: { ...USER_PROPERTIES, pets: { type: 'array', items: PET_WITH_TAGS } } }
+}
 const POPULATED_USERS = { type: 'array', items: POPULATED_USER }
 
 /** Sends `value` as JSON, serialised from `schema` (compiled once per route and schema by Fastify). */
@@ -505,7 +634,10 @@ function sendJson (reply: FastifyReply, schema: Record<string, unknown>, value: 
 }
 
 const ID = { type: 'integer', minimum: 1, maximum: 2147483647 }
-const petTag = { params: { type: 'object', properties: { id: ID, fk: ID }, required: ['id', 'fk'] }, response: { 200: ANSWER } }
+const petTag = {
+  params: { type: 'object', properties: { id: ID, fk: ID }, required: ['id', 'fk'] },
+  response: { 200: ANSWER }
+}
 
 function routes (store: Store): FastifyInstance {
   const app = Fastify()
@@ -526,9 +658,12 @@ function routes (store: Store): FastifyInstance {
       const users = await store.usersAfter(id, limit)
       const page = users.length > limit ? users.slice(0, limit) : users
       // The plugin's cursor format, so that both answer the same links: [version, binding, id].
-      const cursor = (user: UserJson): string => Buffer.from(JSON.stringify([1, binding, user.id])).toString('base64url')
+      const cursor = (user: UserJson): string =>
+        Buffer.from(JSON.stringify([1, binding, user.id])).toString('base64url')
       const links = []
-      if (users.length > limit) links.push(`</user?limit=${limit}&populate=false&after=${cursor(page[page.length - 1])}>; rel="next"`)
+      if (users.length > limit) {
+        links.push(`</user?limit=${limit}&populate=false&after=${cursor(page[page.length - 1])}>; rel="next"`)
+      }
       if (page.length > 0) links.push(`</user?limit=${limit}&populate=false&before=${cursor(page[0])}>; rel="prev"`)
       if (links.length > 0) reply.header('link', links.join(', '))
       return sendJson(reply, USERS, page)
@@ -545,15 +680,31 @@ function routes (store: Store): FastifyInstance {
     if (user === undefined) throw notFound(`user ${request.params.id}`)
     return sendJson(reply, populate ? POPULATED_USER : USER, user)
   })
-  app.get<{ Querystring: Query }>('/pet', { schema: { response: { 200: { type: 'array', items: PET } } } }, async request => {
-    const { query } = request
-    if (query.sort !== 'name ASC' || populateOf(query)) throw badRequest('only sort=name ASC with populate=false is supported')
-    const { species, prefix } = speciesAndPrefix(query.where)
-    return store.pets(species, prefix, limitOf(query))
-  })
+  app.get<{ Querystring: Query }>(
+    '/pet',
+    { schema: { response: { 200: { type: 'array', items: PET } } } },
+    async request => {
+      const { query } = request
+      if (query.sort !== 'name ASC' || populateOf(query)) {
+        throw badRequest(
+          'only sort=name ASC with populate=false is supported'
+        )
+      }
+      const { species, prefix } = speciesAndPrefix(query.where)
+      return store.pets(species, prefix, limitOf(query))
+    }
+  )
   type PetTag = { Params: { id: number, fk: number } }
-  app.put<PetTag>('/pet/:id/tags/:fk', { schema: petTag }, async request => store.add(request.params.id, request.params.fk))
-  app.delete<PetTag>('/pet/:id/tags/:fk', { schema: petTag }, async request => store.remove(request.params.id, request.params.fk))
+  app.put<PetTag>(
+    '/pet/:id/tags/:fk',
+    { schema: petTag },
+    async request => store.add(request.params.id, request.params.fk)
+  )
+  app.delete<PetTag>(
+    '/pet/:id/tags/:fk',
+    { schema: petTag },
+    async request => store.remove(request.params.id, request.params.fk)
+  )
   app.put<{ Params: { id: number }, Body: { fks: number[] } }>('/pet/:id/tags', {
     schema: {
       params: { type: 'object', properties: { id: ID }, required: ['id'] },

@@ -19,7 +19,12 @@ const orm = await SqliteORM.init({ entities, dbName: ':memory:' }) as unknown as
 const registry = buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] })
 const user = registry.get('user')
 if (user === undefined) throw new Error('no user model')
-const bounds: Bounds = { maxLimit: 1000, caseInsensitive: false, populateLimit: 30, limits: { ...DEFAULT_LIMITS, maxLimit: 1000 } }
+const bounds: Bounds = {
+  maxLimit: 1000,
+  caseInsensitive: false,
+  populateLimit: 30,
+  limits: { ...DEFAULT_LIMITS, maxLimit: 1000 }
+}
 
 /** A find with a projection of its own: populate paths two deep, per-path criteria, a relation filter. */
 const query = (i: number): Record<string, string> => ({
@@ -32,7 +37,10 @@ const query = (i: number): Record<string, string> => ({
 })
 
 const COUNT = 20_000
-const criteria = Array.from({ length: COUNT }, (_, i) => validateFind(parseFind(query(i), user, { limit: 30, populateLimit: 30 }), user, bounds))
+const criteria = Array.from(
+  { length: COUNT },
+  (_, i) => validateFind(parseFind(query(i), user, { limit: 30, populateLimit: 30 }), user, bounds)
+)
 // Five passes' worth of copies never counted (a copy is a projection of its own).
 const fresh = Array.from({ length: 5 }, () => criteria.map(c => copy(c.projection))).flat()
 
@@ -41,7 +49,10 @@ function copy (projection: Projection): Projection {
   return {
     attributes: projection.attributes,
     singulars: projection.singulars.map(s => ({ ...s, ...(s.nested === undefined ? {} : { nested: copy(s.nested) }) })),
-    collections: projection.collections.map(c => ({ ...c, ...(c.criteria === undefined ? {} : { criteria: { ...c.criteria, projection: copy(c.criteria.projection) } }) }))
+    collections: projection.collections.map(c => ({
+      ...c,
+      ...(c.criteria === undefined ? {} : { criteria: { ...c.criteria, projection: copy(c.criteria.projection) } })
+    }))
   }
 }
 
@@ -59,9 +70,19 @@ function perCall (work: (i: number) => void): number {
 let sink = 0
 // A projection counted for the first time (a copy never counted: the request's own).
 let next = 0
-const miss = perCall(() => { sink += recordsPer(fresh[next++]) })
-const hit = perCall(i => { sink += recordsPer(criteria[i].projection) })
-const whole = perCall(i => { sink += validateFind(parseFind(query(i), user, { limit: 30, populateLimit: 30 }), user, bounds).limit })
-console.log(`budget: worst case of a request's own projection ${miss.toFixed(0)} ns (a new one), ${hit.toFixed(0)} ns (one met before); ` +
-  `parse and check of the whole find ${(whole / 1000).toFixed(1)} µs (${sink > 0 ? 'ok' : ''})`)
+const miss = perCall(() => {
+  sink += recordsPer(fresh[next++])
+})
+const hit = perCall(i => {
+  sink += recordsPer(criteria[i].projection)
+})
+const whole = perCall(i => {
+  sink += validateFind(parseFind(query(i), user, { limit: 30, populateLimit: 30 }), user, bounds).limit
+})
+console.log(
+  `budget: worst case of a request's own projection ${miss.toFixed(0)} ns (a new one), ${
+    hit.toFixed(0)
+  } ns (one met before); ` +
+    `parse and check of the whole find ${(whole / 1000).toFixed(1)} µs (${sink > 0 ? 'ok' : ''})`
+)
 await orm.close(true)

@@ -20,11 +20,16 @@ const database = process.env.BENCH_PG_DB ?? 'bp_bench_costs'
 
 const admin = new pg.Client({ ...connection, database: 'postgres' })
 await admin.connect()
-if ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 0) await admin.query(`CREATE DATABASE "${database}"`)
+if ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 0) {
+  await admin.query(`CREATE DATABASE "${database}"`)
+}
 await admin.end()
 const client = new pg.Client({ ...connection, database })
 await client.connect()
-const seeded = await client.query<{ n: string }>('SELECT count(*) AS n FROM pet').then(result => Number(result.rows[0].n) === PETS, () => false)
+const seeded = await client.query<{ n: string }>('SELECT count(*) AS n FROM pet').then(
+  result => Number(result.rows[0].n) === PETS,
+  () => false
+)
 if (!seeded) await seedPostgres(client)
 await client.end()
 
@@ -32,16 +37,29 @@ await client.end()
 const deep = (name: string): unknown => ({ pets: { some: { tags: { some: { pets: { some: { name } } } } } } })
 
 const CASES: ReadonlyArray<{ label: string, url: string }> = [
-  { label: 'per-parent limits multiplied, every user', url: '/user?limit=Infinity&populate=pets.tags.pets&pets.tags.pets.limit=300' },
+  {
+    label: 'per-parent limits multiplied, every user',
+    url: '/user?limit=Infinity&populate=pets.tags.pets&pets.tags.pets.limit=300'
+  },
   { label: 'the same, a thousand users', url: '/user?limit=1000&populate=pets.tags.pets&pets.tags.pets.limit=300' },
   { label: 'every pet with its tags', url: '/pet?limit=Infinity&populate=tags' },
   { label: 'every user, nothing populated', url: '/user?limit=Infinity&populate=false' },
   { label: '30 users with their pets (explicit populate)', url: '/user?populate=pets' },
-  { label: 'an or of 60 three-deep relation filters', url: `/user?populate=false&where=${encodeURIComponent(JSON.stringify({ or: Array.from({ length: 60 }, (_, i) => deep(`p${i}`)) }))}` }
+  {
+    label: 'an or of 60 three-deep relation filters',
+    url: `/user?populate=false&where=${
+      encodeURIComponent(JSON.stringify({ or: Array.from({ length: 60 }, (_, i) => deep(`p${i}`)) }))
+    }`
+  }
 ]
 
 for (const maxLimit of [Infinity, 1000]) {
-  const orm = await PostgresORM.init({ entities, dbName: database, ...connection, driverOptions: { statement_timeout: 10_000 } }) as unknown as MikroORM
+  const orm = await PostgresORM.init({
+    entities,
+    dbName: database,
+    ...connection,
+    driverOptions: { statement_timeout: 10_000 }
+  }) as unknown as MikroORM
   const app = Fastify()
   await app.register(blueprints, { orm, limits: { maxLimit }, realtime: false })
   await app.ready()
@@ -54,7 +72,11 @@ for (const maxLimit of [Infinity, 1000]) {
     const ms = performance.now() - started
     const grown = (process.memoryUsage().heapUsed - heap) / 2 ** 20
     const code = answer.statusCode === 200 ? '' : ` ${answer.json().code as string}`
-    console.log(`  ${label}: ${answer.statusCode}${code} in ${ms.toFixed(0)} ms, ${(answer.rawPayload.length / 2 ** 20).toFixed(2)} MiB answered, heap +${grown.toFixed(0)} MiB`)
+    console.log(
+      `  ${label}: ${answer.statusCode}${code} in ${ms.toFixed(0)} ms, ${
+        (answer.rawPayload.length / 2 ** 20).toFixed(2)
+      } MiB answered, heap +${grown.toFixed(0)} MiB`
+    )
   }
   await app.close()
   await orm.close()

@@ -69,7 +69,17 @@ import pg from 'pg'
 import { bindingOf, CURSOR_VERSION } from '../src/criteria/cursor.ts'
 import type { Model } from '../src/models/model.ts'
 import type { Links, Reset, Stats } from './control.ts'
-import { PG_CONNECTION, SET_A, SET_B, TOGGLE_TAGS, USERS, WRITE_PETS, seedPostgres, type Contender, type Db } from './seed.ts'
+import {
+  PG_CONNECTION,
+  SET_A,
+  SET_B,
+  TOGGLE_TAGS,
+  USERS,
+  WRITE_PETS,
+  seedPostgres,
+  type Contender,
+  type Db
+} from './seed.ts'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
@@ -77,12 +87,15 @@ const WARMUP_SECONDS = 2
 const CONNECTIONS = 10
 const READ_TARGET = 0.9
 const WRITE_TARGET = 0.8
-const DATABASES: Db[] = process.env.BENCH_DB === 'postgres' || process.env.BENCH_DB === 'sqlite' ? [process.env.BENCH_DB] : ['postgres', 'sqlite']
+const DATABASES: Db[] = process.env.BENCH_DB === 'postgres' || process.env.BENCH_DB === 'sqlite'
+  ? [process.env.BENCH_DB]
+  : ['postgres', 'sqlite']
 const ONLY = process.env.BENCH_ONLY?.split(',').map(s => s.trim())
 const PG_DB = process.env.BENCH_PG_DB ?? 'bp_bench'
 const BASELINE = process.env.BENCH_BASELINE ?? ''
 if (BASELINE !== '' && BASELINE !== 'log') throw new Error(`BENCH_BASELINE must be unset or log, not ${BASELINE}`)
-const PIN = process.env.BENCH_PIN !== '0' && cpus().length >= 2 && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0
+const PIN = process.env.BENCH_PIN !== '0' && cpus().length >= 2 &&
+  spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0
 const DB_LABEL: Record<Db, string> = { postgres: 'PostgreSQL', sqlite: 'SQLite (in memory)' }
 const CONTENDERS = ['plugin', 'baseline'] as const
 const REVERSED = [...CONTENDERS].reverse()
@@ -105,31 +118,62 @@ interface Workload {
   readonly name: string
   readonly target: number
   /** Checks that both contenders answer alike (throws if not); returns lines for the report. */
-  check (servers: Servers): Promise<string[]>
+  check(servers: Servers): Promise<string[]>
   /** Runs before every autocannon run, untimed: puts the rows the workload writes in their starting state. */
-  prepare (server: Server): Promise<void>
+  prepare(server: Server): Promise<void>
   /** What autocannon sends, and a check to run after the run (untimed). */
-  load (server: Server): { options: autocannon.Options, after?: () => Promise<void> }
+  load(server: Server): { options: autocannon.Options, after?: () => Promise<void> }
 }
 
-interface Run { rps: number, cpu: number, pgCpu: number, statements: number }
-interface Outcome { db: Db, workload: Workload, runs: Record<Contender, Run[]> }
+interface Run {
+  rps: number
+  cpu: number
+  pgCpu: number
+  statements: number
+}
+interface Outcome {
+  db: Db
+  workload: Workload
+  runs: Record<Contender, Run[]>
+}
 
 /** Sends a request; fails unless the answer has status `expect` (200). */
-async function send (url: string, method = 'GET', body?: unknown, expect = 200): Promise<{ text: string, body: unknown }> {
-  const res = await fetch(url, body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+async function send (
+  url: string,
+  method = 'GET',
+  body?: unknown,
+  expect = 200
+): Promise<{ text: string, body: unknown }> {
+  const res = await fetch(
+    url,
+    body === undefined
+      ? { method }
+      : { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }
+  )
   const text = await res.text()
-  if (res.status !== expect) throw new Error(`${method} ${url} answered ${res.status} (expected ${expect}): ${text.slice(0, 300)}`)
+  if (res.status !== expect) {
+    throw new Error(`${method} ${url} answered ${res.status} (expected ${expect}): ${text.slice(0, 300)}`)
+  }
   return { text, body: expect === 200 ? JSON.parse(text) : undefined }
 }
 
-const links = async (server: Server, pets: readonly number[]): Promise<Links> => (await send(`${server.control}/links?pets=${pets.join(',')}`)).body as Links
-const reset = async (server: Server, body: Reset): Promise<void> => { await send(`${server.control}/reset`, 'POST', body) }
-const statementCount = async (server: Server): Promise<number> => ((await send(`${server.control}/stats`)).body as Stats).statements
+const links = async (server: Server, pets: readonly number[]): Promise<Links> =>
+  (await send(`${server.control}/links?pets=${pets.join(',')}`)).body as Links
+const reset = async (server: Server, body: Reset): Promise<void> => {
+  await send(`${server.control}/reset`, 'POST', body)
+}
+const statementCount = async (server: Server): Promise<number> =>
+  ((await send(`${server.control}/stats`)).body as Stats).statements
 const bytes = (text: string): number => Buffer.byteLength(text)
 
 /** Both contenders' answers to one request must be deep-equal; returns the plugin's. */
-async function same (servers: Servers, label: string, path: string, method = 'GET', body?: unknown): Promise<{ text: string, body: unknown, identical: boolean }> {
+async function same (
+  servers: Servers,
+  label: string,
+  path: string,
+  method = 'GET',
+  body?: unknown
+): Promise<{ text: string, body: unknown, identical: boolean }> {
   const [plugin, baseline] = await Promise.all(CONTENDERS.map(async who => send(servers[who].app + path, method, body)))
   deepStrictEqual(plugin.body, baseline.body, `${label}: plugin and baseline JSON differ for ${method} ${path}`)
   return { ...plugin, identical: plugin.text === baseline.text }
@@ -145,11 +189,19 @@ function fixedRead (key: string, name: string, path: string, header?: string): W
       const answer = await same(servers, key, path)
       const records = (answer.body as unknown[]).length
       if (records === 0) throw new Error(`${key}: empty answer, nothing to measure`)
-      const lines = [`same JSON: yes (${records} records, ${bytes(answer.text)} bytes, byte-identical: ${answer.identical ? 'yes' : 'no'})`]
+      const lines = [
+        `same JSON: yes (${records} records, ${bytes(answer.text)} bytes, byte-identical: ${
+          answer.identical ? 'yes' : 'no'
+        })`
+      ]
       if (header !== undefined) {
         // A header both must answer alike (a cursor page's Link).
-        const [plugin, baseline] = await Promise.all(CONTENDERS.map(async who => (await fetch(servers[who].app + path)).headers.get(header)))
-        if (plugin === null || plugin !== baseline) throw new Error(`${key}: the ${header} headers differ: ${String(plugin)} / ${String(baseline)}`)
+        const [plugin, baseline] = await Promise.all(
+          CONTENDERS.map(async who => (await fetch(servers[who].app + path)).headers.get(header))
+        )
+        if (plugin === null || plugin !== baseline) {
+          throw new Error(`${key}: the ${header} headers differ: ${String(plugin)} / ${String(baseline)}`)
+        }
         lines.push(`same ${header} header: yes`)
       }
       return lines
@@ -179,20 +231,40 @@ function rotatingRead (key: string, name: string, query: string): Workload {
         identical &&= answer.identical
       }
       for (const who of CONTENDERS) await send(`${servers[who].app}/user/${USERS + 1}${query}`, 'GET', undefined, 404)
-      return [`same JSON: yes (${ids.length} users, ${Math.round(total / ids.length)} bytes on average, byte-identical: ${identical ? 'yes' : 'no'}); a missing user is a 404 on both`]
+      return [
+        `same JSON: yes (${ids.length} users, ${Math.round(total / ids.length)} bytes on average, byte-identical: ${
+          identical ? 'yes' : 'no'
+        }); a missing user is a 404 on both`
+      ]
     },
     async prepare () {},
     load (server) {
       let k = 0
-      return { options: { url: server.app, requests: [{ method: 'GET', setupRequest: request => ({ ...request, path: `/user/${rotatingId(k++)}${query}` }) }] } }
+      return {
+        options: {
+          url: server.app,
+          requests: [{
+            method: 'GET',
+            setupRequest: request => ({ ...request, path: `/user/${rotatingId(k++)}${query}` })
+          }]
+        }
+      }
     }
   }
 }
 
 /** One write request. */
-interface Operation { method: 'PUT' | 'DELETE', path: string, body?: unknown }
+interface Operation {
+  method: 'PUT' | 'DELETE'
+  path: string
+  body?: unknown
+}
 
-interface Lease { pet?: number, tag?: number, next?: 'a' | 'b' }
+interface Lease {
+  pet?: number
+  tag?: number
+  next?: 'a' | 'b'
+}
 
 /** Takes the pet that has waited longest. */
 function lease (free: number[]): number {
@@ -229,9 +301,14 @@ function write ({ key, name, pool, start, steps, missing, requests, held }: Writ
     async check (servers) {
       // A pet with an owner and tags, so that the answer has every part.
       const where = encodeURIComponent(JSON.stringify({ id: { in: pool } }))
-      const candidates = (await send(`${servers.plugin.app}/pet?where=${where}&limit=${pool.length}`)).body as Array<{ id: number, owner: unknown, tags: unknown[] }>
+      const candidates = (await send(`${servers.plugin.app}/pet?where=${where}&limit=${pool.length}`)).body as Array<
+        { id: number, owner: unknown, tags: unknown[] }
+      >
       const pet = candidates.find(p => p.owner !== null && p.tags.length > 0)?.id ?? pool[0]
-      const runs: Record<Contender, { answers: Array<{ text: string, body: unknown }>, states: Links[] }> = { plugin: { answers: [], states: [] }, baseline: { answers: [], states: [] } }
+      const runs: Record<Contender, { answers: Array<{ text: string, body: unknown }>, states: Links[] }> = {
+        plugin: { answers: [], states: [] },
+        baseline: { answers: [], states: [] }
+      }
       for (const who of CONTENDERS) {
         const server = servers[who]
         await reset(server, start([pet]))
@@ -241,21 +318,48 @@ function write ({ key, name, pool, start, steps, missing, requests, held }: Writ
           runs[who].states.push(await links(server, [pet]))
         }
         for (const op of missing(pet)) await send(server.app + op.path, op.method, op.body, 404)
-        deepStrictEqual(await links(server, [pet]), runs[who].states.at(-1), `${key}: a request answered 404 but changed links (${who})`)
+        deepStrictEqual(
+          await links(server, [pet]),
+          runs[who].states.at(-1),
+          `${key}: a request answered 404 but changed links (${who})`
+        )
       }
       const { plugin, baseline } = runs
       deepStrictEqual(plugin.states[0], baseline.states[0], `${key}: the contenders start from different links`)
-      const labels = steps(pet).map(op => `${op.method} ${op.path}${op.body === undefined ? '' : ' ' + JSON.stringify(op.body)}`)
+      const labels = steps(pet).map(op =>
+        `${op.method} ${op.path}${op.body === undefined ? '' : ' ' + JSON.stringify(op.body)}`
+      )
       labels.forEach((label, i) => {
-        deepStrictEqual(plugin.answers[i].body, baseline.answers[i].body, `${key}, ${label}: plugin and baseline JSON differ`)
-        deepStrictEqual(plugin.states[i + 1], baseline.states[i + 1], `${key}, ${label}: plugin and baseline leave different links`)
-        notDeepStrictEqual(plugin.states[i + 1].rows, plugin.states[i].rows, `${key}, ${label}: the links did not change`)
+        deepStrictEqual(
+          plugin.answers[i].body,
+          baseline.answers[i].body,
+          `${key}, ${label}: plugin and baseline JSON differ`
+        )
+        deepStrictEqual(
+          plugin.states[i + 1],
+          baseline.states[i + 1],
+          `${key}, ${label}: plugin and baseline leave different links`
+        )
+        notDeepStrictEqual(
+          plugin.states[i + 1].rows,
+          plugin.states[i].rows,
+          `${key}, ${label}: the links did not change`
+        )
       })
       for (const who of CONTENDERS) await reset(servers[who], start([pet]))
       return [
-        ...labels.map((label, i) => `same JSON: yes (${label}: ${bytes(plugin.answers[i].text)} bytes, ${(plugin.answers[i].body as { tags: unknown[] }).tags.length} tags, byte-identical: ${plugin.answers[i].text === baseline.answers[i].text ? 'yes' : 'no'})`),
-        `same database state: yes (links of pet ${pet} after each step; pivot table ${plugin.states.map(s => s.total).join(' → ')} rows), every step changed the links`,
-        `404 on both, nothing changed: ${missing(pet).map(op => `${op.method} ${op.path}${op.body === undefined ? '' : ' ' + JSON.stringify(op.body)}`).join('; ')}`
+        ...labels.map((label, i) =>
+          `same JSON: yes (${label}: ${bytes(plugin.answers[i].text)} bytes, ${
+            (plugin.answers[i].body as { tags: unknown[] }).tags.length
+          } tags, byte-identical: ${plugin.answers[i].text === baseline.answers[i].text ? 'yes' : 'no'})`
+        ),
+        `same database state: yes (links of pet ${pet} after each step; pivot table ${
+          plugin.states.map(s => s.total).join(' → ')
+        } rows), every step changed the links`,
+        `404 on both, nothing changed: ${
+          missing(pet).map(op => `${op.method} ${op.path}${op.body === undefined ? '' : ' ' + JSON.stringify(op.body)}`)
+            .join('; ')
+        }`
       ]
     },
     async prepare (server) {
@@ -312,7 +416,9 @@ const toggle = write({
       }, {
         method: 'DELETE',
         setupRequest: (request, context: Lease) => ({ ...request, path: `/pet/${context.pet}/tags/${context.tag}` }),
-        onResponse (_status, _body, context: Lease) { free.push(context.pet as number) }
+        onResponse (_status, _body, context: Lease) {
+          free.push(context.pet as number)
+        }
       }]
     }
   }
@@ -359,19 +465,37 @@ const replace = write({
 const CATS_B = encodeURIComponent(JSON.stringify({ species: 'cat', name: { startsWith: 'b' } }))
 const CAT_OWNERS = encodeURIComponent(JSON.stringify({ pets: { some: { species: 'cat' } } }))
 // The cursor of user 9000 in `GET /user?limit=30&populate=false` (where {}, by id): the next page deep in the table.
-const DEEP = Buffer.from(JSON.stringify([CURSOR_VERSION, bindingOf({ identity: 'user' } as Model, { where: {}, sort: [] }), 9000])).toString('base64url')
+const DEEP = Buffer.from(
+  JSON.stringify([CURSOR_VERSION, bindingOf({ identity: 'user' } as Model, { where: {}, sort: [] }), 9000])
+).toString('base64url')
 const WORKLOADS: Workload[] = [
   fixedRead('a', 'GET /user?limit=30 (default populate: bestPet object, pets ≤ 30 each)', '/user?limit=30'),
   fixedRead('b', 'GET /user?limit=30&populate=false', '/user?limit=30&populate=false'),
-  fixedRead('c', 'GET /pet?where={"species":"cat","name":{"startsWith":"b"}}&limit=100&populate=false&sort=name ASC', `/pet?where=${CATS_B}&limit=100&populate=false&sort=name%20ASC`),
+  fixedRead(
+    'c',
+    'GET /pet?where={"species":"cat","name":{"startsWith":"b"}}&limit=100&populate=false&sort=name ASC',
+    `/pet?where=${CATS_B}&limit=100&populate=false&sort=name%20ASC`
+  ),
   rotatingRead('d', 'GET /user/:id (default populate; ids rotating over all users)', ''),
   rotatingRead('e', 'GET /user/:id?populate=false (ids rotating over all users)', '?populate=false'),
   toggle,
   replace,
-  fixedRead('h', 'GET /user?where={"pets":{"some":{"species":"cat"}}}&limit=30&populate=false (users with a cat: a relation filter)', `/user?where=${CAT_OWNERS}&limit=30&populate=false`),
-  fixedRead('i', 'GET /user?limit=30&populate=false&after=<cursor of user 9000> (the next cursor page deep in the table, with its Link header)', `/user?limit=30&populate=false&after=${DEEP}`, 'link'),
-  fixedRead('j', 'GET /user?limit=30&populate=pets,pets.tags&pets.limit=5 (30 users, each with its first 5 pets, each pet with its tags: populate deeper, a limit per parent)',
-    '/user?limit=30&populate=pets,pets.tags&pets.limit=5')
+  fixedRead(
+    'h',
+    'GET /user?where={"pets":{"some":{"species":"cat"}}}&limit=30&populate=false (users with a cat: a relation filter)',
+    `/user?where=${CAT_OWNERS}&limit=30&populate=false`
+  ),
+  fixedRead(
+    'i',
+    'GET /user?limit=30&populate=false&after=<cursor of user 9000> (the next cursor page deep in the table, with its Link header)',
+    `/user?limit=30&populate=false&after=${DEEP}`,
+    'link'
+  ),
+  fixedRead(
+    'j',
+    'GET /user?limit=30&populate=pets,pets.tags&pets.limit=5 (30 users, each with its first 5 pets, each pet with its tags: populate deeper, a limit per parent)',
+    '/user?limit=30&populate=pets,pets.tags&pets.limit=5'
+  )
 ].filter(w => ONLY === undefined || ONLY.includes(w.key))
 
 // Everything is bounded: a run that takes far longer than it should is stopped.
@@ -390,7 +514,9 @@ async function preparePostgres (): Promise<Record<Contender, string>> {
   await admin.connect()
   const started = Date.now()
   try {
-    if ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [PG_DB])).rowCount === 0) await admin.query(`CREATE DATABASE "${PG_DB}"`)
+    if ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [PG_DB])).rowCount === 0) {
+      await admin.query(`CREATE DATABASE "${PG_DB}"`)
+    }
     const client = new pg.Client({ ...PG_CONNECTION, database: PG_DB })
     await client.connect()
     try {
@@ -403,7 +529,11 @@ async function preparePostgres (): Promise<Record<Contender, string>> {
       await admin.query(`DROP DATABASE IF EXISTS "${copies[who]}" WITH (FORCE)`)
       await admin.query(`CREATE DATABASE "${copies[who]}" TEMPLATE "${PG_DB}"`)
     }
-    console.log(`PostgreSQL: seeded ${PG_DB} and copied it to ${copies.plugin} and ${copies.baseline} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    console.log(
+      `PostgreSQL: seeded ${PG_DB} and copied it to ${copies.plugin} and ${copies.baseline} in ${
+        ((Date.now() - started) / 1000).toFixed(1)
+      } s`
+    )
     return copies
   } finally {
     await admin.end()
@@ -421,14 +551,26 @@ async function dropCopies (copies: Record<Contender, string>): Promise<void> {
 }
 
 async function startServer (who: Contender, db: Db, database?: string): Promise<Server> {
-  const profile = process.env.BENCH_CPU_PROF === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, `--cpu-prof-name=${who}-${db}.cpuprofile`]
+  const profile = process.env.BENCH_CPU_PROF === undefined
+    ? []
+    : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, `--cpu-prof-name=${who}-${db}.cpuprofile`]
   const ab = process.env.BENCH_AB !== undefined && who === 'baseline'
-  const args = [...profile, ab ? `${process.env.BENCH_AB}/bench/server.ts` : fileURLToPath(new URL('./server.ts', import.meta.url)), ab ? 'plugin' : who, db, ...(database === undefined ? [] : [database])]
+  const args = [
+    ...profile,
+    ab ? `${process.env.BENCH_AB}/bench/server.ts` : fileURLToPath(new URL('./server.ts', import.meta.url)),
+    ab ? 'plugin' : who,
+    db,
+    ...(database === undefined ? [] : [database])
+  ]
   // taskset execs node, so the child's pid is the server's.
-  const child = PIN ? spawn('taskset', ['-c', '1', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'] }) : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = PIN
+    ? spawn('taskset', ['-c', '1', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
   running.add(child)
   child.once('exit', () => running.delete(child))
-  const exited = new Promise<never>((_resolve, reject) => child.once('exit', code => reject(new Error(`${who} server exited with code ${code}`))))
+  const exited = new Promise<never>((_resolve, reject) =>
+    child.once('exit', code => reject(new Error(`${who} server exited with code ${code}`)))
+  )
   exited.catch(() => {})
   const first = createInterface({ input: child.stdout! })[Symbol.asyncIterator]().next()
   const line = await Promise.race([first.then(r => r.value as string), exited])
@@ -468,8 +610,15 @@ function postgresCpu (database: string): Map<string, number> {
     if (!/^\d+$/.test(pid)) continue
     try {
       if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue
-      const words = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim().replace(/^postgres: (?:\S+: )?/, '').split(/\s+/)
-      const backendOf = words.length >= 3 && /\(\d+\)$|^\[local\]$/.test(words[2]) ? words[1] : words[0] === 'autovacuum' && words[1] === 'worker' ? words[2] : undefined
+      const words = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim().replace(
+        /^postgres: (?:\S+: )?/,
+        ''
+      ).split(/\s+/)
+      const backendOf = words.length >= 3 && /\(\d+\)$|^\[local\]$/.test(words[2])
+        ? words[1]
+        : words[0] === 'autovacuum' && words[1] === 'worker'
+        ? words[2]
+        : undefined
       if (backendOf !== undefined && backendOf !== database) continue
       const cpu = cpuOf(pid)
       if (!Number.isNaN(cpu)) out.set(pid, cpu)
@@ -510,10 +659,17 @@ async function measure (workload: Workload, server: Server, seconds: number): Pr
   const cpu = cpuOf(pid) - cpuBefore
   const pgCpu = pgBefore === undefined ? NaN : postgresCpuSince(pgBefore, postgresCpu(server.database as string))
   const statements = await statementCount(server) - statementsBefore
-  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${server.who} ${workload.key}: ${result.errors} errors, ${result.non2xx} non-2xx answers`)
+  if (result.errors > 0 || result.non2xx > 0) {
+    throw new Error(`${server.who} ${workload.key}: ${result.errors} errors, ${result.non2xx} non-2xx answers`)
+  }
   await load.after?.()
   const requests = result['2xx']
-  return { rps: requests / result.duration, cpu: cpu / requests * 1e6, pgCpu: pgCpu / requests * 1e6, statements: statements / requests }
+  return {
+    rps: requests / result.duration,
+    cpu: cpu / requests * 1e6,
+    pgCpu: pgCpu / requests * 1e6,
+    statements: statements / requests
+  }
 }
 
 const median = (values: number[]): number => {
@@ -523,7 +679,8 @@ const median = (values: number[]): number => {
 }
 const medianOf = (runs: Run[], field: keyof Run): number => median(runs.map(run => run[field]))
 const ratio = (o: Outcome): number => medianOf(o.runs.plugin, 'rps') / medianOf(o.runs.baseline, 'rps')
-const roundRatios = (o: Outcome): number[] => o.runs.plugin.map((run, i) => run.rps / o.runs.baseline[i].rps).sort((a, b) => a - b)
+const roundRatios = (o: Outcome): number[] =>
+  o.runs.plugin.map((run, i) => run.rps / o.runs.baseline[i].rps).sort((a, b) => a - b)
 const pairedRatio = (o: Outcome): number => median(roundRatios(o))
 /** The middle half of the per-round ratios (the medians of their lower and upper halves): how far one run's figure can move. */
 const middleHalf = (o: Outcome): string => {
@@ -534,21 +691,32 @@ const middleHalf = (o: Outcome): string => {
 }
 const pad = (s: string, n: number): string => s.padStart(n)
 const int = (n: number): string => Number.isNaN(n) ? '–' : Math.round(n).toString()
-const targetText = (o: Outcome): string => o.db === 'postgres' ? `≥ ${o.workload.target}: ${ratio(o) >= o.workload.target ? 'met' : 'MISSED'}` : '(none)'
+const targetText = (o: Outcome): string =>
+  o.db === 'postgres' ? `≥ ${o.workload.target}: ${ratio(o) >= o.workload.target ? 'met' : 'MISSED'}` : '(none)'
 
 function report (o: Outcome): void {
   const header = o.runs.plugin.map((_, i) => pad(`r${i + 1}`, 6)).join(' ')
   console.log(`  req/s       ${header}  median  CPU µs/req  PG CPU µs/req  stmts/req`)
   for (const who of CONTENDERS) {
     const runs = o.runs[who]
-    console.log(`  ${who.padEnd(10)}  ${runs.map(r => pad(int(r.rps), 6)).join(' ')}  ${pad(int(medianOf(runs, 'rps')), 6)}  ${pad(int(medianOf(runs, 'cpu')), 10)}  ${pad(int(medianOf(runs, 'pgCpu')), 13)}  ${pad(medianOf(runs, 'statements').toFixed(2), 9)}`)
+    console.log(
+      `  ${who.padEnd(10)}  ${runs.map(r => pad(int(r.rps), 6)).join(' ')}  ${pad(int(medianOf(runs, 'rps')), 6)}  ${
+        pad(int(medianOf(runs, 'cpu')), 10)
+      }  ${pad(int(medianOf(runs, 'pgCpu')), 13)}  ${pad(medianOf(runs, 'statements').toFixed(2), 9)}`
+    )
   }
-  console.log(`  ratio plugin/baseline: ${ratio(o).toFixed(2)} (medians), ${pairedRatio(o).toFixed(2)} (median of per-round ratios, their middle half ${middleHalf(o)}); target ${targetText(o)}`)
+  console.log(
+    `  ratio plugin/baseline: ${ratio(o).toFixed(2)} (medians), ${
+      pairedRatio(o).toFixed(2)
+    } (median of per-round ratios, their middle half ${middleHalf(o)}); target ${targetText(o)}`
+  )
 }
 
 async function benchDatabase (db: Db, memory: string[]): Promise<Outcome[]> {
   const copies = db === 'postgres' ? await preparePostgres() : undefined
-  const servers = Object.fromEntries(await Promise.all(CONTENDERS.map(async who => [who, await startServer(who, db, copies?.[who])]))) as Servers
+  const servers = Object.fromEntries(
+    await Promise.all(CONTENDERS.map(async who => [who, await startServer(who, db, copies?.[who])]))
+  ) as Servers
   const outcomes: Outcome[] = []
   try {
     for (const workload of WORKLOADS) {
@@ -571,7 +739,9 @@ async function benchDatabase (db: Db, memory: string[]): Promise<Outcome[]> {
         // Every other round the baseline goes first (A B, B A, A B …): a drift of the machine
         // over the rounds (a database still warming its caches, a slower spell) then favours
         // neither contender, where always going second would favour one.
-        for (const who of round % 2 === 0 ? CONTENDERS : REVERSED) outcome.runs[who].push(await measure(workload, servers[who], SECONDS))
+        for (const who of round % 2 === 0 ? CONTENDERS : REVERSED) {
+          outcome.runs[who].push(await measure(workload, servers[who], SECONDS))
+        }
       }
       report(outcome)
       outcomes.push(outcome)
@@ -592,20 +762,39 @@ async function benchDatabase (db: Db, memory: string[]): Promise<Outcome[]> {
 if (PIN) execFileSync('taskset', ['-pc', '0', String(process.pid)], { stdio: 'ignore' })
 const started = Date.now()
 const load = (): string => loadavg().map(n => n.toFixed(2)).join(' ')
-console.log(`fastify-blueprints benchmark: ${ROUNDS} interleaved rounds × ${SECONDS} s per contender after a ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections, Node ${process.version}, ${cpus().length} CPUs${PIN ? ', servers on CPU 1, load generator on CPU 0' : ', no CPU pinning'}`)
+console.log(
+  `fastify-blueprints benchmark: ${ROUNDS} interleaved rounds × ${SECONDS} s per contender after a ${WARMUP_SECONDS} s warm-up, ${CONNECTIONS} connections, Node ${process.version}, ${cpus().length} CPUs${
+    PIN ? ', servers on CPU 1, load generator on CPU 0' : ', no CPU pinning'
+  }`
+)
 console.log(`load average at start: ${load()}`)
-if (BASELINE === 'log' && process.env.BENCH_AB === undefined) console.log('baseline: the change-log variant (BENCH_BASELINE=log): on PostgreSQL each hand-written write also appends a change-log row')
+if (BASELINE === 'log' && process.env.BENCH_AB === undefined) {
+  console.log(
+    'baseline: the change-log variant (BENCH_BASELINE=log): on PostgreSQL each hand-written write also appends a change-log row'
+  )
+}
 if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
 const all: Outcome[] = []
 const memory: string[] = []
 for (const db of DATABASES) all.push(...await benchDatabase(db, memory))
 
 console.log('\nSummary (medians over the rounds)')
-console.log('| database | workload | plugin req/s | baseline req/s | plugin/baseline | per-round ratio | target | server CPU µs/req plugin / baseline | PG CPU µs/req plugin / baseline | statements/req plugin / baseline |')
+console.log(
+  '| database | workload | plugin req/s | baseline req/s | plugin/baseline | per-round ratio | target | server CPU µs/req plugin / baseline | PG CPU µs/req plugin / baseline | statements/req plugin / baseline |'
+)
 console.log('| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |')
 for (const o of all) {
-  const both = (field: keyof Run, digits = 0): string => CONTENDERS.map(who => digits === 0 ? int(medianOf(o.runs[who], field)) : medianOf(o.runs[who], field).toFixed(digits)).join(' / ')
-  console.log(`| ${DB_LABEL[o.db]} | ${o.workload.key} | ${int(medianOf(o.runs.plugin, 'rps'))} | ${int(medianOf(o.runs.baseline, 'rps'))} | ${ratio(o).toFixed(2)} | ${pairedRatio(o).toFixed(2)} (${middleHalf(o)}) | ${targetText(o)} | ${both('cpu')} | ${o.db === 'postgres' ? both('pgCpu') : '–'} | ${both('statements', 2)} |`)
+  const both = (field: keyof Run, digits = 0): string =>
+    CONTENDERS.map(who =>
+      digits === 0 ? int(medianOf(o.runs[who], field)) : medianOf(o.runs[who], field).toFixed(digits)
+    ).join(' / ')
+  console.log(
+    `| ${DB_LABEL[o.db]} | ${o.workload.key} | ${int(medianOf(o.runs.plugin, 'rps'))} | ${
+      int(medianOf(o.runs.baseline, 'rps'))
+    } | ${ratio(o).toFixed(2)} | ${pairedRatio(o).toFixed(2)} (${middleHalf(o)}) | ${targetText(o)} | ${
+      both('cpu')
+    } | ${o.db === 'postgres' ? both('pgCpu') : '–'} | ${both('statements', 2)} |`
+  )
 }
 console.log('\nServer memory at the end (MiB)')
 console.log('| database | contender | RSS | peak RSS |')
@@ -614,8 +803,12 @@ for (const line of memory) console.log(line)
 const pgOutcomes = all.filter(o => o.db === 'postgres')
 if (pgOutcomes.length > 0) {
   const missed = pgOutcomes.filter(o => ratio(o) < o.workload.target)
-  console.log(missed.length === 0
-    ? `\nTargets met on PostgreSQL in every workload (plugin ≥ ${READ_TARGET}× baseline for reads, ≥ ${WRITE_TARGET}× for writes).`
-    : `\nTargets MISSED on PostgreSQL: ${missed.map(o => `${o.workload.key} ${ratio(o).toFixed(2)} < ${o.workload.target}`).join(', ')}`)
+  console.log(
+    missed.length === 0
+      ? `\nTargets met on PostgreSQL in every workload (plugin ≥ ${READ_TARGET}× baseline for reads, ≥ ${WRITE_TARGET}× for writes).`
+      : `\nTargets MISSED on PostgreSQL: ${
+        missed.map(o => `${o.workload.key} ${ratio(o).toFixed(2)} < ${o.workload.target}`).join(', ')
+      }`
+  )
 }
 console.log(`Total time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)

@@ -54,16 +54,95 @@ export const SET_B = range(4991, 5000)
 /** The pets the write workloads write: f toggles tags of the first 100 pets, g replaces those of the next 100. */
 export const WRITE_PETS = { toggle: range(1, 100), replace: range(101, 200) } as const
 
-const FIRST = ['Ada', 'Bruno', 'Chloé', 'Dmitri', 'Eve', 'Farah', 'Gus', 'Hana', 'Ivan', 'Jun', 'Kofi', 'Lena', 'Mateo', 'Noor', 'Oskar', 'Priya', 'Quinn', 'Rosa', 'Søren', 'Tariq']
-const LAST = ['Smith', 'García', 'Nguyen', 'Okafor', 'Rossi', 'Kowalski', 'Tanaka', 'Müller', 'Silva', 'Haddad', 'Ivanova', 'Brown']
+const FIRST = [
+  'Ada',
+  'Bruno',
+  'Chloé',
+  'Dmitri',
+  'Eve',
+  'Farah',
+  'Gus',
+  'Hana',
+  'Ivan',
+  'Jun',
+  'Kofi',
+  'Lena',
+  'Mateo',
+  'Noor',
+  'Oskar',
+  'Priya',
+  'Quinn',
+  'Rosa',
+  'Søren',
+  'Tariq'
+]
+const LAST = [
+  'Smith',
+  'García',
+  'Nguyen',
+  'Okafor',
+  'Rossi',
+  'Kowalski',
+  'Tanaka',
+  'Müller',
+  'Silva',
+  'Haddad',
+  'Ivanova',
+  'Brown'
+]
 const PET_NAMES = [
-  'bella', 'biscuit', 'bailey', 'bruno', 'buddy', 'bubbles', 'boots', 'bandit', 'bear', 'blue',
-  'Bella', 'Buster', 'apollo', 'archie', 'charlie', 'coco', 'daisy', 'felix', 'ginger', 'kiwi',
-  'luna', 'max', 'milo', 'muffin', 'nala', 'nemo', 'oreo', 'pepper', 'pip', 'rex',
-  'rocky', 'simba', 'sunny', 'tiger', 'toby', 'ziggy'
+  'bella',
+  'biscuit',
+  'bailey',
+  'bruno',
+  'buddy',
+  'bubbles',
+  'boots',
+  'bandit',
+  'bear',
+  'blue',
+  'Bella',
+  'Buster',
+  'apollo',
+  'archie',
+  'charlie',
+  'coco',
+  'daisy',
+  'felix',
+  'ginger',
+  'kiwi',
+  'luna',
+  'max',
+  'milo',
+  'muffin',
+  'nala',
+  'nemo',
+  'oreo',
+  'pepper',
+  'pip',
+  'rex',
+  'rocky',
+  'simba',
+  'sunny',
+  'tiger',
+  'toby',
+  'ziggy'
 ]
 const SPECIES = ['cat', 'dog', 'bird', 'fish', 'rabbit']
-const TAG_WORDS = ['friendly', 'shy', 'vaccinated', 'senior', 'puppy', 'indoor', 'outdoor', 'rescue', 'trained', 'noisy', 'calm', 'playful']
+const TAG_WORDS = [
+  'friendly',
+  'shy',
+  'vaccinated',
+  'senior',
+  'puppy',
+  'indoor',
+  'outdoor',
+  'rescue',
+  'trained',
+  'noisy',
+  'calm',
+  'playful'
+]
 
 /** mulberry32: a small, fast, deterministic PRNG returning floats in [0, 1). */
 function prng (seed: number): () => number {
@@ -80,7 +159,14 @@ function prng (seed: number): () => number {
 /** The rows, column by column. Dates are epoch milliseconds (UTC). */
 export interface Dataset {
   tags: { id: number[], label: string[] }
-  users: { id: number[], name: string[], email: string[], age: Array<number | null>, active: boolean[], createdAt: number[] }
+  users: {
+    id: number[]
+    name: string[]
+    email: string[]
+    age: Array<number | null>
+    active: boolean[]
+    createdAt: number[]
+  }
   pets: { id: number[], name: string[], species: string[], owner: Array<number | null> }
   links: { pet: number[], tag: number[] }
   /** users.best_pet_id, set after the pets exist. */
@@ -183,23 +269,56 @@ const BATCH = 10_000
 /** Rebuilds the schema of the database `client` is connected to and writes the data. */
 export async function seedPostgres (client: pg.ClientBase): Promise<void> {
   const data = dataset()
-  const batches = async (count: number, sql: string, columns: (from: number, to: number) => unknown[]): Promise<void> => {
-    for (let from = 0; from < count; from += BATCH) await client.query(sql, columns(from, Math.min(count, from + BATCH)))
+  const batches = async (
+    count: number,
+    sql: string,
+    columns: (from: number, to: number) => unknown[]
+  ): Promise<void> => {
+    for (let from = 0; from < count; from += BATCH) {
+      await client.query(sql, columns(from, Math.min(count, from + BATCH)))
+    }
   }
   await client.query('drop table if exists "pet_tags", "pet", "user", "tag" cascade')
   await client.query('begin')
   await client.query(TABLES.postgres)
   const { tags, users, pets, links, best } = data
-  await batches(TAGS, 'insert into "tag" ("id", "label") select * from unnest($1::int[], $2::text[])', (a, b) => [tags.id.slice(a, b), tags.label.slice(a, b)])
-  await batches(USERS, 'insert into "user" ("id", "name", "email", "age", "active", "created_at") select * from unnest($1::int[], $2::text[], $3::text[], $4::int[], $5::bool[], $6::timestamptz[])', (a, b) => [
-    users.id.slice(a, b), users.name.slice(a, b), users.email.slice(a, b), users.age.slice(a, b), users.active.slice(a, b),
-    users.createdAt.slice(a, b).map(ms => new Date(ms).toISOString())
-  ])
-  await batches(PETS, 'insert into "pet" ("id", "name", "species", "owner_id") select * from unnest($1::int[], $2::text[], $3::text[], $4::int[])', (a, b) => [
-    pets.id.slice(a, b), pets.name.slice(a, b), pets.species.slice(a, b), pets.owner.slice(a, b)
-  ])
-  await batches(links.pet.length, 'insert into "pet_tags" ("pet_id", "tag_id") select * from unnest($1::int[], $2::int[])', (a, b) => [links.pet.slice(a, b), links.tag.slice(a, b)])
-  await batches(best.user.length, 'update "user" u set "best_pet_id" = v.pet from unnest($1::int[], $2::int[]) as v(id, pet) where u.id = v.id', (a, b) => [best.user.slice(a, b), best.pet.slice(a, b)])
+  await batches(
+    TAGS,
+    'insert into "tag" ("id", "label") select * from unnest($1::int[], $2::text[])',
+    (a, b) => [tags.id.slice(a, b), tags.label.slice(a, b)]
+  )
+  await batches(
+    USERS,
+    'insert into "user" ("id", "name", "email", "age", "active", "created_at") select * from unnest($1::int[], $2::text[], $3::text[], $4::int[], $5::bool[], $6::timestamptz[])',
+    (a, b) => [
+      users.id.slice(a, b),
+      users.name.slice(a, b),
+      users.email.slice(a, b),
+      users.age.slice(a, b),
+      users.active.slice(a, b),
+      users.createdAt.slice(a, b).map(ms => new Date(ms).toISOString())
+    ]
+  )
+  await batches(
+    PETS,
+    'insert into "pet" ("id", "name", "species", "owner_id") select * from unnest($1::int[], $2::text[], $3::text[], $4::int[])',
+    (a, b) => [
+      pets.id.slice(a, b),
+      pets.name.slice(a, b),
+      pets.species.slice(a, b),
+      pets.owner.slice(a, b)
+    ]
+  )
+  await batches(
+    links.pet.length,
+    'insert into "pet_tags" ("pet_id", "tag_id") select * from unnest($1::int[], $2::int[])',
+    (a, b) => [links.pet.slice(a, b), links.tag.slice(a, b)]
+  )
+  await batches(
+    best.user.length,
+    'update "user" u set "best_pet_id" = v.pet from unnest($1::int[], $2::int[]) as v(id, pet) where u.id = v.id',
+    (a, b) => [best.user.slice(a, b), best.pet.slice(a, b)]
+  )
   await client.query(PG_AFTER)
   await client.query('commit')
   // Statistics for the planner and a visibility map, as a database that has been running a while has.
@@ -213,8 +332,12 @@ export function seedSqlite (db: SqliteDatabase): void {
   db.exec(TABLES.sqlite)
   const tag = db.prepare('insert into "tag" ("id", "label") values (?, ?)')
   tags.id.forEach((id, i) => tag.run(id, tags.label[i]))
-  const user = db.prepare('insert into "user" ("id", "name", "email", "age", "active", "created_at") values (?, ?, ?, ?, ?, ?)')
-  users.id.forEach((id, i) => user.run(id, users.name[i], users.email[i], users.age[i], users.active[i] ? 1 : 0, users.createdAt[i]))
+  const user = db.prepare(
+    'insert into "user" ("id", "name", "email", "age", "active", "created_at") values (?, ?, ?, ?, ?, ?)'
+  )
+  users.id.forEach((id, i) =>
+    user.run(id, users.name[i], users.email[i], users.age[i], users.active[i] ? 1 : 0, users.createdAt[i])
+  )
   const pet = db.prepare('insert into "pet" ("id", "name", "species", "owner_id") values (?, ?, ?, ?)')
   pets.id.forEach((id, i) => pet.run(id, pets.name[i], pets.species[i], pets.owner[i]))
   const link = db.prepare('insert into "pet_tags" ("pet_id", "tag_id") values (?, ?)')
@@ -227,7 +350,8 @@ export function seedSqlite (db: SqliteDatabase): void {
 
 /** Seeds the database of a MikroORM instance (PostgreSQL or SQLite) on the ORM's own connection. */
 export async function seed (orm: MikroORM): Promise<void> {
-  const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<pg.Pool | SqliteDatabase> }).getNativeClient()
+  const native = await (orm.em.getConnection() as unknown as { getNativeClient(): Promise<pg.Pool | SqliteDatabase> })
+    .getNativeClient()
   if (!('connect' in native)) {
     seedSqlite(native)
     return

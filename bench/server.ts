@@ -30,7 +30,10 @@ import { PG_CONNECTION, seedSqlite } from './seed.ts'
 import { openSqlite, statementPrototype, type SqliteDatabase } from './sqlite.ts'
 
 const [who, db, database] = process.argv.slice(2)
-if ((who !== 'plugin' && who !== 'baseline') || (db !== 'postgres' && db !== 'sqlite') || (db === 'postgres' && database === undefined)) {
+if (
+  (who !== 'plugin' && who !== 'baseline') || (db !== 'postgres' && db !== 'sqlite') ||
+  (db === 'postgres' && database === undefined)
+) {
   throw new Error('usage: node bench/server.ts plugin|baseline postgres|sqlite [database]')
 }
 
@@ -41,7 +44,10 @@ if (db === 'postgres') {
   // Counted as the server receives them: each Execute of the extended protocol and each simple
   // query is one statement, however the client groups them (a transaction of the plugin's is one
   // `pg` query object from its first statement to its end, see src/sql/postgres/postgres-implicit.ts).
-  const proto = pg.Connection.prototype as unknown as Record<'execute' | 'query' | 'bind', (...args: unknown[]) => unknown>
+  const proto = pg.Connection.prototype as unknown as Record<
+    'execute' | 'query' | 'bind',
+    (...args: unknown[]) => unknown
+  >
   // BENCH_SHOW_SQL=1 prints each statement on stderr (to see what a workload runs): a simple
   // query's text, an extended statement's name (or text when unnamed) and values at its Bind.
   const show = process.env.BENCH_SHOW_SQL === '1'
@@ -87,7 +93,12 @@ const closers: Array<() => Promise<void>> = []
 if (who === 'plugin') {
   const orm = (db === 'postgres'
     ? await PostgresORM.init({
-      entities, dbName: database, host: connection.host, port: connection.port, user: connection.user, password: connection.password,
+      entities,
+      dbName: database,
+      host: connection.host,
+      port: connection.port,
+      user: connection.user,
+      password: connection.password,
       // The pool's own statement_timeout, as docs/reliability.md#statement-timeouts asks for in
       // production (BENCH_SESSION_TIMEOUT=none: without it, the plugin bounds each statement in a
       // transaction); BENCH_PIPELINE=1: pg's pipeline mode (MikroORM passes driverOptions to pg.Pool).
@@ -99,34 +110,43 @@ if (who === 'plugin') {
     : await SqliteORM.init({ entities, dbName: ':memory:' })) as unknown as MikroORM
   app = Fastify()
   if (db === 'sqlite') {
-    const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<SqliteDatabase> }).getNativeClient()
+    const native = await (orm.em.getConnection() as unknown as { getNativeClient(): Promise<SqliteDatabase> })
+      .getNativeClient()
     seedSqlite(native)
     runSql = sqliteRunner(native)
   } else {
     runSql = await pgRunner()
   }
   await app.register(blueprints, { orm, textFinds: true })
-  closers.push(async () => { await orm.close(true) })
+  closers.push(async () => {
+    await orm.close(true)
+  })
 } else if (db === 'postgres') {
   const pool = new pg.Pool(baselinePoolConfig(connection))
   const changeLog = process.env.BENCH_BASELINE === 'log'
   if (changeLog) await createChangeLog(pool)
   app = baselinePostgres(pool, { changeLog })
   runSql = await pgRunner()
-  closers.push(async () => { await pool.end() })
+  closers.push(async () => {
+    await pool.end()
+  })
 } else {
   const native = openSqlite()
   seedSqlite(native)
   app = baselineSqlite(native)
   runSql = sqliteRunner(native)
-  closers.push(async () => { native.close() })
+  closers.push(async () => {
+    native.close()
+  })
 }
 
 /** The control app's connection: a client of its own. */
 async function pgRunner (): Promise<RunSql> {
   const client = new pg.Client(connection)
   await client.connect()
-  closers.push(async () => { await client.end() })
+  closers.push(async () => {
+    await client.end()
+  })
   return async sql => (await client.query(sql)).rows
 }
 
@@ -153,5 +173,9 @@ async function shutdown (): Promise<void> {
   for (const close of closers) await close()
   process.exit(0)
 }
-process.once('SIGTERM', () => { void shutdown() })
-process.once('SIGINT', () => { void shutdown() })
+process.once('SIGTERM', () => {
+  void shutdown()
+})
+process.once('SIGINT', () => {
+  void shutdown()
+})

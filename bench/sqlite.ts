@@ -5,21 +5,21 @@ import { createRequire } from 'node:module'
 
 export interface SqliteStatement {
   readonly reader: boolean
-  all (...params: unknown[]): unknown[]
-  get (...params: unknown[]): unknown
-  run (...params: unknown[]): { changes: number, lastInsertRowid: number | bigint }
+  all(...params: unknown[]): unknown[]
+  get(...params: unknown[]): unknown
+  run(...params: unknown[]): { changes: number, lastInsertRowid: number | bigint }
   /** Rows as arrays of column values rather than objects. */
-  raw (on?: boolean): this
+  raw(on?: boolean): this
 }
 
 export interface SqliteDatabase {
-  prepare (sql: string): SqliteStatement
-  exec (sql: string): this
+  prepare(sql: string): SqliteStatement
+  exec(sql: string): this
   readonly inTransaction: boolean
-  close (): void
+  close(): void
 }
 
-type SqliteConstructor = new (file: string) => SqliteDatabase
+type SqliteConstructor = new(file: string) => SqliteDatabase
 
 const Database = createRequire(import.meta.url)('better-sqlite3') as SqliteConstructor
 

@@ -17,7 +17,8 @@ interface Rule {
 /** Where the dialects live: the only code that may know which database it runs on. */
 const DIALECT_FOLDERS = /^src\/sql\/(postgres|sqlite)\//
 /** A comparison with a database's name, either way round, or a `case` of one. */
-const DATABASE_NAME = /[!=]==?\s*['"`](postgres|sqlite)['"`]|['"`](postgres|sqlite)['"`]\s*[!=]==?|\bcase\s+['"`](postgres|sqlite)['"`]/
+const DATABASE_NAME =
+  /[!=]==?\s*['"`](postgres|sqlite)['"`]|['"`](postgres|sqlite)['"`]\s*[!=]==?|\bcase\s+['"`](postgres|sqlite)['"`]/
 /**
  * realtime's folders and loose files, from the bottom up: a module imports only from its own level
  * or one below (a file's level is its first match, as a path inside `src/realtime/`). The pieces
@@ -38,7 +39,10 @@ const REALTIME_LEVELS: ReadonlyArray<readonly string[]> = [
   ['start.ts']
 ]
 /** The level of a path inside `src/realtime/` (see {@link REALTIME_LEVELS}). */
-const levelOf = (inside: string): number => REALTIME_LEVELS.findIndex(level => level.some(entry => entry.endsWith('/') ? inside.startsWith(entry) : inside === entry))
+const levelOf = (inside: string): number =>
+  REALTIME_LEVELS.findIndex(level =>
+    level.some(entry => entry.endsWith('/') ? inside.startsWith(entry) : inside === entry)
+  )
 /** The relative module a line of a file imports (or exports) from, if it names one. */
 const IMPORTED = /\bfrom\s+'(\.{1,2}\/[^']+)'|^\s*import\s+'(\.{1,2}\/[^']+)'/
 /** The most files `src/sql/` holds beside its folders (one per role, one per dialect). */
@@ -53,15 +57,15 @@ const MODULE_LEVEL_WEAK = /^(?:export )?(?:const|let|var) (\w+)\b.*\bnew (WeakSe
  * documented methods a stream implementation overrides, and socket.io's `_placeholder` of its
  * protocol), or one of the undocumented parts this project once used.
  */
-const PRIVATE_MEMBER = /\.\s*_(?!(read|write|writev|final|destroy|construct|transform|flush|placeholder)\b)[A-Za-z]\w*|\b(parsedStatements|submittedNamedStatements|writeBuffer|wsPreEncodedFrame|preEncoded|kRouteContext)\b|['"]fastify\.context['"]|\bSender\.frame\b|\bconnection\.stream\b/
+const PRIVATE_MEMBER =
+  /\.\s*_(?!(read|write|writev|final|destroy|construct|transform|flush|placeholder)\b)[A-Za-z]\w*|\b(parsedStatements|submittedNamedStatements|writeBuffer|wsPreEncodedFrame|preEncoded|kRouteContext)\b|['"]fastify\.context['"]|\bSender\.frame\b|\bconnection\.stream\b/
 /** Where those are allowed: one folder per dependency, with a probe, a fallback and a canary test. */
 const INTERNALS = /^src\/internals\//
-/** The longest line of `src/`, in characters (code points, not bytes or UTF-16 units). */
-const MAX_LINE = 160
 
 const RULES: Rule[] = [
   {
-    name: 'a branch on the database\'s name outside src/sql/postgres and src/sql/sqlite: ask the Dialect (src/sql/dialect.ts) ' +
+    name:
+      "a branch on the database's name outside src/sql/postgres and src/sql/sqlite: ask the Dialect (src/sql/dialect.ts) " +
       'for a fragment, an operation or a capability instead',
     applies: path => !DIALECT_FOLDERS.test(path),
     offending: line => /\bdialect\??\.name\b/.test(line) || DATABASE_NAME.test(line)
@@ -81,13 +85,15 @@ const RULES: Rule[] = [
   {
     // A cast hides the lookup that can miss: it turned an unknown identity into a crash far from
     // its cause, and it was the only way to follow an association while targets were strings.
-    name: 'an association\'s target is its model (`association.target`), and the model of an identity the plugin wrote is ' +
+    name:
+      "an association's target is its model (`association.target`), and the model of an identity the plugin wrote is " +
       '`registry.model(identity)` (throws BP_ERR_UNKNOWN_MODEL): a registry lookup is never cast `as Model`',
     applies: path => path.startsWith('src/'),
     offending: line => /\.get\((?:[^()]|\([^()]*\))*\)\)?\s+as\s+Model\b/.test(line)
   },
   {
-    name: 'realtime keeps no module-level weak table (WeakMap or WeakSet): its state lives on the objects it serves or ' +
+    name:
+      'realtime keeps no module-level weak table (WeakMap or WeakSet): its state lives on the objects it serves or ' +
       'on the endpoint, hub or socket',
     applies: path => path.startsWith('src/realtime/'),
     offending: line => MODULE_LEVEL_WEAK.test(line)
@@ -112,13 +118,6 @@ const RULES: Rule[] = [
       // A file the map does not place is a break too: the map says where each belongs.
       return from === -1 || to === -1 || to > from
     }
-  },
-  {
-    name: `a line longer than ${MAX_LINE} characters: wrap it (a signature one parameter list per line, a long ternary or ` +
-      'condition on lines of its own, a literal one property per line, a long text as concatenated texts, a long SQL ' +
-      'template around named sub-expressions with the same SQL text, a comment on more lines)',
-    applies: path => path.startsWith('src/'),
-    offending: line => [...line].length > MAX_LINE
   }
 ]
 
@@ -132,11 +131,15 @@ function sources (dir: string): string[] {
 const root = join(import.meta.dirname, '..')
 let broken = 0
 // Folders, not lines: src/sql/ is read by role (connection, build, read, write, log) and dialect.
-const flat = readdirSync(join(root, 'src', 'sql'), { withFileTypes: true }).filter(entry => entry.isFile()).map(entry => entry.name)
+const flat = readdirSync(join(root, 'src', 'sql'), { withFileTypes: true }).filter(entry => entry.isFile()).map(entry =>
+  entry.name
+)
 if (flat.length > MAX_FLAT_SQL) {
   broken++
-  console.error(`src/sql/: ${flat.length} files flat beside its folders, more than ${MAX_FLAT_SQL}: put each in the folder of its role ` +
-    `(connection, build, read, write, log) or its dialect's (docs/architecture.md)\n  ${flat.join(', ')}`)
+  console.error(
+    `src/sql/: ${flat.length} files flat beside its folders, more than ${MAX_FLAT_SQL}: put each in the folder of its role ` +
+      `(connection, build, read, write, log) or its dialect's (docs/architecture.md)\n  ${flat.join(', ')}`
+  )
 }
 for (const file of sources(join(root, 'src'))) {
   const path = relative(root, file).split('\\').join('/')

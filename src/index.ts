@@ -9,7 +9,13 @@ export default blueprints
 export { blueprints }
 export type { Blueprints } from './plugin.ts'
 export type {
-  ActionOptions, BlueprintAction, BlueprintsOptions, ModelOptions, ParseBlueprintOptions, QueryContext, RouteHooks
+  ActionOptions,
+  BlueprintAction,
+  BlueprintsOptions,
+  ModelOptions,
+  ParseBlueprintOptions,
+  QueryContext,
+  RouteHooks
 } from './options.ts'
 export { DEFAULTS } from './options.ts'
 export { openapiRefResolver } from './openapi.ts'
@@ -29,10 +35,28 @@ export type { LogReadiness, Readiness, ReadinessCheck, ReadinessOptions } from '
 export type { InstrumentOptions, MeterLike, MetricsOptions, ObservableLike, ObservationLike } from './metrics.ts'
 export type { BlueprintQuery, SortDirection } from './criteria/types.ts'
 export type {
-  AssociationInfo, AttributeInfo, AttributeType, BlueprintModels, CollectionInfo, ModelInfo, SingularInfo, Skipped
+  AssociationInfo,
+  AttributeInfo,
+  AttributeType,
+  BlueprintModels,
+  CollectionInfo,
+  ModelInfo,
+  SingularInfo,
+  Skipped
 } from './models/info.ts'
 export type { BlueprintRouteConfig } from './routes/register.ts'
 export { errors } from './errors.ts'
 export { createdAt, createdAtIso, updatedAt, updatedAtIso } from './timestamps.ts'
-export type { Change, ChangeContext, ChangeListener, ChangeMessage, AddedTo, RemovedFrom, Updated, Created, Destroyed, Id } from './actions/changes.ts'
+export type {
+  Change,
+  ChangeContext,
+  ChangeListener,
+  ChangeMessage,
+  AddedTo,
+  RemovedFrom,
+  Updated,
+  Created,
+  Destroyed,
+  Id
+} from './actions/changes.ts'
 export type { Changed, Ended, Entered, Left, LiveMessage } from './messages.ts'

@@ -62,7 +62,8 @@ export declare const PLAIN_FORM: unique symbol
  * association as its key. Of a record type derived from an entity, its plain form; of any other,
  * some of its properties.
  */
-export type UpdatedAttributes<R> = typeof PLAIN_FORM extends keyof R ? Partial<NonNullable<R[typeof PLAIN_FORM]>> : Partial<R>
+export type UpdatedAttributes<R> = typeof PLAIN_FORM extends keyof R ? Partial<NonNullable<R[typeof PLAIN_FORM]>>
+  : Partial<R>
 
 /**
  * Attributes of a record changed (for a link change: the foreign key that points back).

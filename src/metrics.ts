@@ -18,13 +18,13 @@ export interface InstrumentOptions {
 
 /** What an observable instrument's callback is handed (OpenTelemetry's `ObservableResult`). */
 export interface ObservationLike {
-  observe (value: number, attributes?: Readonly<Record<string, string>>): void
+  observe(value: number, attributes?: Readonly<Record<string, string>>): void
 }
 
 /** An observable instrument (OpenTelemetry's `ObservableGauge`, `ObservableCounter`), the part used. */
 export interface ObservableLike {
-  addCallback (callback: (result: ObservationLike) => void | Promise<void>): void
-  removeCallback (callback: (result: ObservationLike) => void | Promise<void>): void
+  addCallback(callback: (result: ObservationLike) => void | Promise<void>): void
+  removeCallback(callback: (result: ObservationLike) => void | Promise<void>): void
 }
 
 /**
@@ -38,9 +38,12 @@ export interface ObservableLike {
  * ```
  */
 export interface MeterLike {
-  createObservableGauge (name: string, options?: InstrumentOptions): ObservableLike
-  createObservableCounter (name: string, options?: InstrumentOptions): ObservableLike
-  createHistogram (name: string, options?: InstrumentOptions): { record (value: number, attributes?: Readonly<Record<string, string>>): void }
+  createObservableGauge(name: string, options?: InstrumentOptions): ObservableLike
+  createObservableCounter(name: string, options?: InstrumentOptions): ObservableLike
+  createHistogram(
+    name: string,
+    options?: InstrumentOptions
+  ): { record(value: number, attributes?: Readonly<Record<string, string>>): void }
 }
 
 /**
@@ -80,18 +83,31 @@ export function registerMetrics (meter: MeterLike, hub: Hub, prefix: string): ()
       if (value !== undefined) result.observe(value, attributes)
     }
     instrument.addCallback(callback)
-    observed.push(() => { instrument.removeCallback(callback) })
+    observed.push(() => {
+      instrument.removeCallback(callback)
+    })
   }
-  for (const gauge of gaugesOf(hub)) observe(meter.createObservableGauge(gauge.name, { unit: gauge.unit, description: gauge.description }), gauge)
-  for (const total of totalsOf(counters)) observe(meter.createObservableCounter(total.name, { unit: total.unit, description: total.description }), total)
+  for (const gauge of gaugesOf(hub)) {
+    observe(meter.createObservableGauge(gauge.name, { unit: gauge.unit, description: gauge.description }), gauge)
+  }
+  for (const total of totalsOf(counters)) {
+    observe(meter.createObservableCounter(total.name, { unit: total.unit, description: total.description }), total)
+  }
   const delivery = meter.createHistogram('blueprints.delivery.duration', {
     unit: 'ms',
-    description: 'From a change set\'s publication (the publisher\'s clock) to its delivery to this instance\'s sockets'
+    description: "From a change set's publication (the publisher's clock) to its delivery to this instance's sockets"
   })
   // Across two clocks, a delivery may seem to come before its publication: none is shorter than 0.
-  counters.delivered = milliseconds => { delivery.record(Math.max(0, milliseconds), attributes) }
-  const run = meter.createHistogram('blueprints.live.run.duration', { unit: 'ms', description: 'How long a run of a followed query took' })
-  counters.ran = milliseconds => { run.record(milliseconds, attributes) }
+  counters.delivered = milliseconds => {
+    delivery.record(Math.max(0, milliseconds), attributes)
+  }
+  const run = meter.createHistogram('blueprints.live.run.duration', {
+    unit: 'ms',
+    description: 'How long a run of a followed query took'
+  })
+  counters.ran = milliseconds => {
+    run.record(milliseconds, attributes)
+  }
   return () => {
     for (const stop of observed) stop()
     counters.delivered = undefined
@@ -102,11 +118,16 @@ export function registerMetrics (meter: MeterLike, hub: Hub, prefix: string): ()
 /** The gauges of `hub`: what its sockets, subscriptions, followed queries and log hold now. */
 function gaugesOf (hub: Hub): Observed[] {
   return [
-    { name: 'blueprints.sockets', unit: '{socket}', description: 'Open sockets of this instance', read: () => hub.subscriptions.stats().sockets },
+    {
+      name: 'blueprints.sockets',
+      unit: '{socket}',
+      description: 'Open sockets of this instance',
+      read: () => hub.subscriptions.stats().sockets
+    },
     {
       name: 'blueprints.subscriptions',
       unit: '{subscription}',
-      description: 'Subscriptions of this instance\'s sockets to records',
+      description: "Subscriptions of this instance's sockets to records",
       read: () => hub.subscriptions.stats().subscriptions
     },
     {
@@ -118,7 +139,7 @@ function gaugesOf (hub: Hub): Observed[] {
     {
       name: 'blueprints.live.follows',
       unit: '{follow}',
-      description: 'Queries followed by sockets, each socket\'s counted',
+      description: "Queries followed by sockets, each socket's counted",
       read: () => hub.live.stats().follows
     },
     {
@@ -136,18 +157,38 @@ function totalsOf (counters: Hub['counters']): Observed[] {
     {
       name: 'blueprints.envelopes',
       unit: '{envelope}',
-      description: 'Change sets and publish() data delivered to this instance\'s sockets',
+      description: "Change sets and publish() data delivered to this instance's sockets",
       read: () => counters.envelopes
     },
-    { name: 'blueprints.notifications', unit: '{message}', description: 'Notification messages sent to sockets', read: () => counters.notifications },
-    { name: 'blueprints.live.runs', unit: '{run}', description: 'Runs of followed queries', read: () => counters.liveRuns },
+    {
+      name: 'blueprints.notifications',
+      unit: '{message}',
+      description: 'Notification messages sent to sockets',
+      read: () => counters.notifications
+    },
+    {
+      name: 'blueprints.live.runs',
+      unit: '{run}',
+      description: 'Runs of followed queries',
+      read: () => counters.liveRuns
+    },
     {
       name: 'blueprints.live.messages',
       unit: '{message}',
       description: 'Messages of followed queries sent to sockets (entered, changed, left, ended)',
       read: () => counters.liveMessages
     },
-    { name: 'blueprints.resumes', unit: '{read}', description: 'Reads of reconnecting sockets resumed without running', read: () => counters.resumes },
-    { name: 'blueprints.missed', unit: '{event}', description: 'Times every socket was told to read again (notifications missed)', read: () => counters.missed }
+    {
+      name: 'blueprints.resumes',
+      unit: '{read}',
+      description: 'Reads of reconnecting sockets resumed without running',
+      read: () => counters.resumes
+    },
+    {
+      name: 'blueprints.missed',
+      unit: '{event}',
+      description: 'Times every socket was told to read again (notifications missed)',
+      read: () => counters.missed
+    }
   ]
 }

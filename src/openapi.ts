@@ -34,9 +34,16 @@ export interface OpenApiOptions {
  * ```
  */
 export const openapiRefResolver = {
-  buildLocalReference (json: { readonly $id?: unknown, readonly title?: unknown }, _baseUri: unknown, _fragment: unknown, i: number): string {
+  buildLocalReference (
+    json: { readonly $id?: unknown, readonly title?: unknown },
+    _baseUri: unknown,
+    _fragment: unknown,
+    i: number
+  ): string {
     const name = typeof json.title === 'string' ? json.title : typeof json.$id === 'string' ? json.$id : undefined
-    return name === undefined ? `def-${i}` : name.replace(/(?:^|[^A-Za-z0-9]+)([A-Za-z0-9]?)/g, (_match, first: string) => first.toUpperCase())
+    return name === undefined
+      ? `def-${i}`
+      : name.replace(/(?:^|[^A-Za-z0-9]+)([A-Za-z0-9]?)/g, (_match, first: string) => first.toUpperCase())
   }
 }
 
@@ -45,7 +52,9 @@ export const openapiRefResolver = {
  *
  * @throws BP_ERR_MISSING_PACKAGE when it is not installed.
  */
-export async function loadSwagger (from: string = import.meta.url): Promise<FastifyPluginAsync<Record<string, unknown>>> {
+export async function loadSwagger (
+  from: string = import.meta.url
+): Promise<FastifyPluginAsync<Record<string, unknown>>> {
   try {
     createRequire(from).resolve('@fastify/swagger')
     return (await import('@fastify/swagger')).default as unknown as FastifyPluginAsync<Record<string, unknown>>
@@ -62,8 +71,10 @@ export async function loadSwagger (from: string = import.meta.url): Promise<Fast
  */
 export async function registerOpenApi (app: FastifyInstance, options: Required<OpenApiOptions>): Promise<void> {
   if (app.hasDecorator('swagger')) {
-    throw new BP_ERR_INVALID_OPTION('`openapi`: @fastify/swagger is registered already; leave `openapi` out and give that registration `refResolver: ' +
-      'openapiRefResolver` (from fastify-blueprints) for the same component names')
+    throw new BP_ERR_INVALID_OPTION(
+      '`openapi`: @fastify/swagger is registered already; leave `openapi` out and give that registration `refResolver: ' +
+        'openapiRefResolver` (from fastify-blueprints) for the same component names'
+    )
   }
   const swagger = await loadSwagger()
   await app.register(swagger, {

@@ -19,7 +19,13 @@ import type { Broker } from './realtime/brokers/broker.ts'
 import type { Authorize } from './realtime/hub/hub.ts'
 import type { Audience } from './realtime/options.ts'
 import type { MeterLike } from './metrics.ts'
-import { ACTIONS, HOOK_NAMES, type BlueprintAction, type ParseBlueprintOptions, type RouteHooks } from './routes/route-options.ts'
+import {
+  ACTIONS,
+  HOOK_NAMES,
+  type BlueprintAction,
+  type ParseBlueprintOptions,
+  type RouteHooks
+} from './routes/route-options.ts'
 
 const isFunction = (value: unknown): boolean => typeof value === 'function'
 
@@ -48,13 +54,23 @@ function fn<T> (): TUnsafe<T> {
 
 /** A whole number from `min` up (and Infinity where `infinite`). */
 function count (min: number, infinite = false): TUnsafe<number> {
-  const check = (value: unknown): boolean => (infinite && value === Infinity) || (Number.isSafeInteger(value) && (value as number) >= min)
+  const check = (value: unknown): boolean =>
+    (infinite && value === Infinity) || (Number.isSafeInteger(value) && (value as number) >= min)
   return refined<number>(check, `must be a whole number from ${min} up${infinite ? ', or Infinity' : ''}`)
 }
 
 const HOOKS = typed<RouteHooks>(Type.Object(
-  Object.fromEntries(HOOK_NAMES.map(name => [name, Type.Optional(Type.Union([fn(), Type.Array(fn())], { description: 'must be a function or an ' +
-    'array of functions' }))])),
+  Object.fromEntries(
+    HOOK_NAMES.map(
+      name => [
+        name,
+        Type.Optional(Type.Union([fn(), Type.Array(fn())], {
+          description: 'must be a function or an ' +
+            'array of functions'
+        }))
+      ]
+    )
+  ),
   { additionalProperties: false, description: 'must be an object of Fastify hooks' }
 ))
 
@@ -76,9 +92,15 @@ const MODEL = readonly(Type.Object({
 const REALTIME = Type.Union([
   Type.Boolean(),
   readonly(Type.Object({
-    path: Type.Optional(Type.Union([Type.String({ pattern: '^/' }), Type.Literal(false)], { description: 'must start with / (or be false)' })),
+    path: Type.Optional(
+      Type.Union([Type.String({ pattern: '^/' }), Type.Literal(false)], {
+        description: 'must start with / (or be false)'
+      })
+    ),
     broker: Type.Optional(refined<Broker>(
-      value => isFunction((value as { publish?: unknown } | null)?.publish) && isFunction((value as { subscribe?: unknown }).subscribe),
+      value =>
+        isFunction((value as { publish?: unknown } | null)?.publish) &&
+        isFunction((value as { subscribe?: unknown }).subscribe),
       'must have publish() and subscribe()'
     )),
     context: Type.Optional(fn<(request: FastifyRequest) => unknown>()),
@@ -86,10 +108,11 @@ const REALTIME = Type.Union([
     // It runs for every recipient of every notification: a promise would never be a yes.
     authorize: Type.Optional(refined<Authorize>(
       value => isFunction(value) && Object.prototype.toString.call(value) !== '[object AsyncFunction]',
-      value => isFunction(value)
-        ? 'must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed ' +
-          'once by the `realtime.context` option)'
-        : 'must be a function'
+      value =>
+        isFunction(value)
+          ? 'must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed ' +
+            'once by the `realtime.context` option)'
+          : 'must be a function'
     )),
     hooks: Type.Optional(HOOKS),
     // Checked as origins by realtime/origins.ts.
@@ -113,8 +136,13 @@ const REALTIME = Type.Union([
     log: Type.Optional(Type.Union([
       Type.Boolean(),
       readonly(Type.Object({
-        table: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,56}$', description: 'must be letters, digits and _, not start with a digit, ' +
-          'and be at most 57 characters' })),
+        table: Type.Optional(
+          Type.String({
+            pattern: '^[A-Za-z_][A-Za-z0-9_]{0,56}$',
+            description: 'must be letters, digits and _, not start with a digit, ' +
+              'and be at most 57 characters'
+          })
+        ),
         create: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
         maxEntries: Type.Optional(count(1)),
         maxAge: Type.Optional(count(1)),
@@ -142,11 +170,14 @@ const LIMITS = readonly(Type.Object({
 /** The plugin's options. */
 export const OPTIONS = readonly(Type.Object({
   orm: refined<MikroORM>(
-    value => isFunction((value as { getMetadata?: unknown } | null)?.getMetadata) &&
+    value =>
+      isFunction((value as { getMetadata?: unknown } | null)?.getMetadata) &&
       isFunction((value as { em?: { fork?: unknown } } | null)?.em?.fork),
     'must be an initialised MikroORM instance'
   ),
-  prefix: Type.Optional(Type.String({ pattern: '^(|/.*[^/])$', description: 'must be empty or start with / and not end with /' })),
+  prefix: Type.Optional(
+    Type.String({ pattern: '^(|/.*[^/])$', description: 'must be empty or start with / and not end with /' })
+  ),
   realtime: Type.Optional(REALTIME),
   openapi: Type.Optional(Type.Union([
     Type.Boolean(),
@@ -165,7 +196,9 @@ export const OPTIONS = readonly(Type.Object({
   shortcuts: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
   textFinds: Type.Optional(Type.Boolean({ description: 'must be a boolean' })),
   hooks: Type.Optional(HOOKS),
-  models: Type.Optional(readonly(Type.Record(Type.String(), MODEL, { description: 'must be an object keyed by entity name' }))),
+  models: Type.Optional(
+    readonly(Type.Record(Type.String(), MODEL, { description: 'must be an object keyed by entity name' }))
+  ),
   parseBlueprintOptions: Type.Optional(fn<ParseBlueprintOptions>()),
   limits: Type.Optional(LIMITS),
   metrics: Type.Optional(readonly(Type.Object({
@@ -201,7 +234,9 @@ export function optionProblem (options: unknown): string | undefined {
   let node = OPTIONS as unknown as Node
   const path: string[] = []
   for (const segment of segments) {
-    const object = node.properties !== undefined || node.patternProperties !== undefined ? node : node.anyOf?.find(branch => branch.properties !== undefined)
+    const object = node.properties !== undefined || node.patternProperties !== undefined
+      ? node
+      : node.anyOf?.find(branch => branch.properties !== undefined)
     if (object === undefined) break
     const next = object.properties?.[segment] ?? Object.values(object.patternProperties ?? {})[0]
     if (next === undefined) {

@@ -12,12 +12,23 @@ import type { OpenApiOptions } from './openapi.ts'
 import { optionProblem } from './option-schema.ts'
 import { DEFAULT_REALTIME, resolveRealtime, type RealtimeOptions, type ResolvedRealtime } from './realtime/options.ts'
 import {
-  type ActionOptions, type BlueprintAction, type ModelOptions, type ParseBlueprintOptions, type RouteHooks, type RouteSettings
+  type ActionOptions,
+  type BlueprintAction,
+  type ModelOptions,
+  type ParseBlueprintOptions,
+  type RouteHooks,
+  type RouteSettings
 } from './routes/route-options.ts'
 
 export { ACTIONS, HOOK_NAMES } from './routes/route-options.ts'
-export type { ActionOptions, BlueprintAction, ModelOptions, ParseBlueprintOptions, QueryContext, RouteHooks } from './routes/route-options.ts'
-
+export type {
+  ActionOptions,
+  BlueprintAction,
+  ModelOptions,
+  ParseBlueprintOptions,
+  QueryContext,
+  RouteHooks
+} from './routes/route-options.ts'
 
 /**
  * Options of `app.register(blueprints, options)`.
@@ -156,7 +167,11 @@ export function resolveOptions (options: BlueprintsOptions): ResolvedOptions {
     shortcuts: options.shortcuts ?? DEFAULTS.shortcuts,
     textFinds: options.textFinds ?? DEFAULTS.textFinds,
     hooks: frozenHooks(options.hooks ?? DEFAULTS.hooks),
-    models: Object.freeze(Object.fromEntries(Object.entries(options.models ?? DEFAULTS.models).map(([entity, model]) => [entity, resolveModel(model)]))),
+    models: Object.freeze(
+      Object.fromEntries(
+        Object.entries(options.models ?? DEFAULTS.models).map(([entity, model]) => [entity, resolveModel(model)])
+      )
+    ),
     parseBlueprintOptions: options.parseBlueprintOptions,
     limits: resolveLimits(options),
     metrics: options.metrics
@@ -174,19 +189,28 @@ function resolveLimits (options: BlueprintsOptions): ResolvedLimits {
   for (const key of moved) {
     const nested = options.limits?.[key]
     if (nested !== undefined && nested !== options[key]) {
-      throw new BP_ERR_INVALID_OPTION(`\`${key}\` (deprecated) is ${String(options[key])} but \`limits.${key}\` is ${String(nested)}: ` +
-        `give \`limits.${key}\` only`)
+      throw new BP_ERR_INVALID_OPTION(
+        `\`${key}\` (deprecated) is ${String(options[key])} but \`limits.${key}\` is ${String(nested)}: ` +
+          `give \`limits.${key}\` only`
+      )
     }
     limits[key] = options[key] as number
   }
   if (moved.length > 0) {
-    process.emitWarning(`the top-level ${moved.map(key => `\`${key}\``).join(', ')} option${moved.length > 1 ? 's are' : ' is'} deprecated: ` +
-      `give ${moved.map(key => `\`limits.${key}\``).join(', ')} instead`, { type: 'DeprecationWarning', code: 'BP_DEP_001' })
+    process.emitWarning(
+      `the top-level ${moved.map(key => `\`${key}\``).join(', ')} option${
+        moved.length > 1 ? 's are' : ' is'
+      } deprecated: ` +
+        `give ${moved.map(key => `\`limits.${key}\``).join(', ')} instead`,
+      { type: 'DeprecationWarning', code: 'BP_DEP_001' }
+    )
   }
   Object.assign(limits, options.limits)
   // Named as given: `defaultLimit` when the deprecated top-level key was used.
   const name = (key: typeof MOVED_LIMITS[number]): string => moved.includes(key) ? `\`${key}\`` : `\`limits.${key}\``
-  if (limits.defaultLimit > limits.maxLimit) throw new BP_ERR_INVALID_OPTION(`${name('defaultLimit')} is above ${name('maxLimit')}`)
+  if (limits.defaultLimit > limits.maxLimit) {
+    throw new BP_ERR_INVALID_OPTION(`${name('defaultLimit')} is above ${name('maxLimit')}`)
+  }
   return Object.freeze(limits as unknown as ResolvedLimits)
 }
 
@@ -201,10 +225,17 @@ function frozenHooks (hooks: RouteHooks | undefined): RouteHooks {
 
 function resolveModel (model: ModelOptions): ModelOptions {
   const actions: Partial<Record<BlueprintAction, false | ActionOptions>> = {}
-  for (const [action, setting] of Object.entries(model.actions ?? {}) as Array<[BlueprintAction, false | ActionOptions]>) {
+  for (
+    const [action, setting] of Object.entries(model.actions ?? {}) as Array<[BlueprintAction, false | ActionOptions]>
+  ) {
     actions[action] = setting === false ? false : Object.freeze({ hooks: frozenHooks(setting.hooks) })
   }
-  return Object.freeze({ identity: model.identity, expose: model.expose ?? true, hooks: frozenHooks(model.hooks), actions: Object.freeze(actions) })
+  return Object.freeze({
+    identity: model.identity,
+    expose: model.expose ?? true,
+    hooks: frozenHooks(model.hooks),
+    actions: Object.freeze(actions)
+  })
 }
 
 /** `value` and every object in it, frozen. */

@@ -64,7 +64,7 @@ export interface Blueprints {
    * })
    * ```
    */
-  onChange (listener: ChangeListener): () => void
+  onChange(listener: ChangeListener): () => void
   /**
    * Sends `data`, as given (no wrapper), to the sockets subscribed to record `id` of model
    * `identity`, on every instance: they receive `{ "event": identity, "data": data }`. With
@@ -75,7 +75,7 @@ export interface Blueprints {
    * await app.blueprints.publish('user', 1, { verb: 'typing', by: 2 })
    * ```
    */
-  publish (identity: string, id: Id, data: unknown, origin?: BlueprintSocket): Promise<void>
+  publish(identity: string, id: Id, data: unknown, origin?: BlueprintSocket): Promise<void>
   /**
    * Subscribes a socket to records, as a read through it would; returns how many of them it is
    * subscribed to (fewer when its `maxSubscriptions` is reached).
@@ -89,18 +89,18 @@ export interface Blueprints {
    * })
    * ```
    */
-  subscribe (socket: BlueprintSocket, identity: string, ids: readonly Id[]): number
+  subscribe(socket: BlueprintSocket, identity: string, ids: readonly Id[]): number
   /** Ends a socket's subscriptions to records (those it does not hold are ignored). */
-  unsubscribe (socket: BlueprintSocket, identity: string, ids: readonly Id[]): void
+  unsubscribe(socket: BlueprintSocket, identity: string, ids: readonly Id[]): void
   /**
    * The socket a request came through, or `undefined` for a plain HTTP request. Call it while
    * handling that request (it reads the request's async context).
    */
-  socketOf (request: FastifyRequest): BlueprintSocket | undefined
+  socketOf(request: FastifyRequest): BlueprintSocket | undefined
   /** Counts of this instance's sockets and subscriptions. */
-  stats (): RealtimeStats
+  stats(): RealtimeStats
   /** Counts of the queries this instance's sockets follow (docs/live.md). */
-  followed (): FollowStats
+  followed(): FollowStats
   /**
    * Resolves once this instance has delivered to its sockets every change committed before the
    * call (with the change log: up to its newest position) and the queries its sockets follow have
@@ -113,7 +113,7 @@ export interface Blueprints {
    * await app.blueprints.settled()
    * ```
    */
-  settled (): Promise<void>
+  settled(): Promise<void>
   /**
    * Whether this instance can serve: the database answers `SELECT 1`, the broker brings back a
    * probe published to it, the instance is at most `maxBehind` positions behind the change log —
@@ -127,7 +127,7 @@ export interface Blueprints {
    * })
    * ```
    */
-  readiness (options?: ReadinessOptions): Promise<Readiness>
+  readiness(options?: ReadinessOptions): Promise<Readiness>
 }
 
 declare module 'fastify' {
@@ -165,7 +165,9 @@ const SHARED = new WeakMap<MikroORM, Shared>()
 /** What the registrations on `orm` share (made by the first). */
 function sharedBy (orm: MikroORM, app: FastifyInstance): Shared {
   let shared = SHARED.get(orm)
-  if (shared === undefined) SHARED.set(orm, shared = { notifier: new Notifier(app.log), broker: new MemoryBroker(), policed: false })
+  if (shared === undefined) {
+    SHARED.set(orm, shared = { notifier: new Notifier(app.log), broker: new MemoryBroker(), policed: false })
+  }
   return shared
 }
 
@@ -179,7 +181,10 @@ function registryOf (app: FastifyInstance, options: ResolvedOptions): ModelRegis
   }
   const registry = buildRegistry(options.orm, { identities, exclude, mentioned: Object.keys(options.models) })
   for (const skipped of registry.skipped) {
-    app.log.debug({ entity: skipped.entity, property: skipped.property }, `fastify-blueprints: not exposed: ${skipped.reason}`)
+    app.log.debug(
+      { entity: skipped.entity, property: skipped.property },
+      `fastify-blueprints: not exposed: ${skipped.reason}`
+    )
   }
   return registry
 }
@@ -193,23 +198,23 @@ async function startRealtimeOf (
   shared: Shared
 ): ReturnType<typeof startRealtime> {
   return await startRealtime(app, realtimeOptions, {
-      registry: ctx.registry,
-      database: ctx.database,
-      dialect: ctx.dialect,
-      bounds: ctx.bounds,
-      feed: ctx.feed,
-      defaultBroker: shared.broker,
-      maxJsonDepth: options.limits.maxJsonDepth,
-      fold: options.caseInsensitive,
-      populateLimit: options.limits.populateLimit,
-      loader: ctx.loader,
-      // Read at each write: a registration made later with a policy counts too.
-      policed: () => shared.policed,
-      // A socket is notified of what a find would show it, whatever the read that subscribed it.
-      policyOf: options.parseBlueprintOptions === undefined
-        ? undefined
-        : async (read, request, models) => await policyOf({ ctx, options, text: false, ...read }, request, 'find', models)
-    })
+    registry: ctx.registry,
+    database: ctx.database,
+    dialect: ctx.dialect,
+    bounds: ctx.bounds,
+    feed: ctx.feed,
+    defaultBroker: shared.broker,
+    maxJsonDepth: options.limits.maxJsonDepth,
+    fold: options.caseInsensitive,
+    populateLimit: options.limits.populateLimit,
+    loader: ctx.loader,
+    // Read at each write: a registration made later with a policy counts too.
+    policed: () => shared.policed,
+    // A socket is notified of what a find would show it, whatever the read that subscribed it.
+    policyOf: options.parseBlueprintOptions === undefined
+      ? undefined
+      : async (read, request, models) => await policyOf({ ctx, options, text: false, ...read }, request, 'find', models)
+  })
 }
 
 async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions): Promise<void> {
@@ -221,10 +226,16 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   if (options.openapi !== false) await registerOpenApi(app, options.openapi)
   const realtimeOptions = options.realtime
   refuseRouteClash(realtimeOptions, options.prefix, registry)
-  const kysely = (options.orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
+  const kysely = (options.orm.em as unknown as { getKysely(): TransactionalKysely }).getKysely()
   const connections = await connectionsFor(dialect, kysely, options.orm as unknown as OrmConnection)
-  const timeout = await timeoutFor(dialect.statementTimeout, options.limits.statementTimeout,
-    statement => connections.prepared(kysely, statement.sql, statement.params, false, false, true) as Promise<Array<Record<string, unknown>>>)
+  const timeout = await timeoutFor(
+    dialect.statementTimeout,
+    options.limits.statementTimeout,
+    statement =>
+      connections.prepared(kysely, statement.sql, statement.params, false, false, true) as Promise<
+        Array<Record<string, unknown>>
+      >
+  )
   const database = new Database(kysely, registry, connections, timeout)
   const ctx: ActionContext = {
     orm: options.orm,
@@ -235,7 +246,10 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     run: database.run,
     ranks: lockRanks(registry),
     bounds: {
-      maxLimit: options.limits.maxLimit, caseInsensitive: options.caseInsensitive, populateLimit: options.limits.populateLimit, limits: options.limits
+      maxLimit: options.limits.maxLimit,
+      caseInsensitive: options.caseInsensitive,
+      populateLimit: options.limits.populateLimit,
+      limits: options.limits
     },
     feed: new CommitFeed()
   }
@@ -243,11 +257,15 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
     warnUnskipped(options.orm.config as unknown as SchemaConfig, realtimeOptions.log.table, app.log)
   }
   // Realtime subscribes to the feed first: it is told of a commit before the listeners are waited for.
-  const realtime = realtimeOptions === false ? undefined : await startRealtimeOf(app, options, realtimeOptions, ctx, shared)
+  const realtime = realtimeOptions === false
+    ? undefined
+    : await startRealtimeOf(app, options, realtimeOptions, ctx, shared)
   if (realtime !== undefined && options.parseBlueprintOptions !== undefined) shared.policed = true
   if (realtime !== undefined && options.metrics !== undefined) {
     const stop = registerMetrics(options.metrics.meter, realtime.hub, options.prefix)
-    app.addHook('onClose', async () => { stop() })
+    app.addHook('onClose', async () => {
+      stop()
+    })
   }
   ctx.feed.subscribe(shared.notifier)
   // Through the plugin's own runner: a failure is classified as every statement's is (errors.ts).
@@ -256,17 +274,29 @@ async function blueprintsPlugin (app: FastifyInstance, opts: BlueprintsOptions):
   if (!app.hasDecorator('blueprints')) app.decorate('blueprints', decoration(registry, shared.notifier, realtime, ping))
   let routeCount = 0
   await app.register(async routes => {
-    routes.addHook('onRoute', route => { if (route.method !== 'HEAD') routeCount++ })
+    routes.addHook('onRoute', route => {
+      if (route.method !== 'HEAD') routeCount++
+    })
     realtime?.tap(routes)
     registerRoutes(routes, ctx, options)
   }, { prefix: options.prefix })
-  app.log.info(registration(registry, routeCount, options.prefix, realtimeOptions, options.metrics !== undefined),
-    `fastify-blueprints: ${registry.all().length} models, ${routeCount} routes under '${options.prefix}/'`)
+  app.log.info(
+    registration(registry, routeCount, options.prefix, realtimeOptions, options.metrics !== undefined),
+    `fastify-blueprints: ${registry.all().length} models, ${routeCount} routes under '${options.prefix}/'`
+  )
 }
 
 /** What the registration's info line says: models, routes, endpoints, broker, change log, metrics. */
-function registration (registry: ModelRegistry, routes: number, prefix: string, realtime: ResolvedOptions['realtime'], metrics: boolean): object {
-  const endpoints = realtime === false ? [] : [realtime.path, realtime.sailsIo === false ? false : realtime.sailsIo.path].filter(path => path !== false)
+function registration (
+  registry: ModelRegistry,
+  routes: number,
+  prefix: string,
+  realtime: ResolvedOptions['realtime'],
+  metrics: boolean
+): object {
+  const endpoints = realtime === false
+    ? []
+    : [realtime.path, realtime.sailsIo === false ? false : realtime.sailsIo.path].filter(path => path !== false)
   return {
     models: registry.all().map(model => model.identity),
     routes,
@@ -293,13 +323,20 @@ function addSchemas (app: FastifyInstance, schemas: readonly TSchema[]): void {
     const existing: unknown = app.getSchema(id)
     if (existing === undefined) app.addSchema(schema)
     else if (!isDeepStrictEqual(existing, schema)) {
-      throw new BP_ERR_INVALID_OPTION(`the schema ${id} of an earlier registration differs from this one's: give the model another identity ` +
-        `(\`models.<Entity>.identity\`)`)
+      throw new BP_ERR_INVALID_OPTION(
+        `the schema ${id} of an earlier registration differs from this one's: give the model another identity ` +
+          `(\`models.<Entity>.identity\`)`
+      )
     }
   }
 }
 
-function decoration (registry: ModelRegistry, notifier: Notifier, realtime: Realtime | undefined, ping: () => Promise<unknown>): Blueprints {
+function decoration (
+  registry: ModelRegistry,
+  notifier: Notifier,
+  realtime: Realtime | undefined,
+  ping: () => Promise<unknown>
+): Blueprints {
   const hub = realtime?.hub
   const enabled = (what: string): Hub => {
     if (hub === undefined) throw new BP_ERR_REALTIME_DISABLED(what)
@@ -308,13 +345,19 @@ function decoration (registry: ModelRegistry, notifier: Notifier, realtime: Real
   return {
     models: registry.public,
     onChange: listener => notifier.listen(listener),
-    publish: async (identity, id, data, origin) => { await enabled('publish()').publish(identity, id, data, origin) },
+    publish: async (identity, id, data, origin) => {
+      await enabled('publish()').publish(identity, id, data, origin)
+    },
     subscribe: (socket, identity, ids) => enabled('subscribe()').subscribe(socket, identity, ids),
-    unsubscribe: (socket, identity, ids) => { enabled('unsubscribe()').unsubscribe(socket, identity, ids) },
+    unsubscribe: (socket, identity, ids) => {
+      enabled('unsubscribe()').unsubscribe(socket, identity, ids)
+    },
     socketOf: () => socketRequests.getStore()?.connection,
     stats: () => hub?.subscriptions.stats() ?? { sockets: 0, subscriptions: 0, records: 0, watches: 0 },
     followed: () => hub?.live.stats() ?? { queries: 0, follows: 0 },
-    settled: async () => { await hub?.settled() },
+    settled: async () => {
+      await hub?.settled()
+    },
     readiness: async options => await readiness({ ping, hub }, options)
   }
 }

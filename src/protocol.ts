@@ -61,8 +61,17 @@ export const PROBE_HEADER = 'x-blueprints-probe'
  */
 export const UPGRADE_ONLY: ReadonlySet<string> = new Set([
   // accept-encoding: a frame carries text; a compressed body would have to be decoded again.
-  'connection', 'upgrade', 'content-length', 'content-type', 'transfer-encoding', 'expect', 'accept-encoding',
-  'sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol'
+  'connection',
+  'upgrade',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'expect',
+  'accept-encoding',
+  'sec-websocket-key',
+  'sec-websocket-version',
+  'sec-websocket-extensions',
+  'sec-websocket-protocol'
 ])
 
 /**
@@ -73,7 +82,8 @@ export const UPGRADE_ONLY: ReadonlySet<string> = new Set([
  * `request.ip`, `host` or `protocol` that a proxy set (Fastify's `trustProxy`).
  */
 export function fromConnection (name: string): boolean {
-  return name === 'host' || name === 'origin' || name === 'forwarded' || name === 'x-real-ip' || name.startsWith('x-forwarded-')
+  return name === 'host' || name === 'origin' || name === 'forwarded' || name === 'x-real-ip' ||
+    name.startsWith('x-forwarded-')
 }
 
 /**
@@ -126,7 +136,14 @@ export const FOLLOW_LIMIT = Object.freeze({ header: 'x-blueprints-follow', value
 export const SUBSCRIPTION_LIMIT = Object.freeze({ header: 'x-blueprints-subscriptions', value: 'limit-reached' })
 
 /** Response headers that are not passed on in response frames. */
-export const NOT_FORWARDED: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'content-length', 'set-cookie'])
+export const NOT_FORWARDED: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'date',
+  'content-length',
+  'set-cookie'
+])
 
 /** The `id` of a frame that may be malformed, or null. */
 export function frameId (frame: unknown): string | number | null {
@@ -148,15 +165,24 @@ export interface LogPosition {
  * with a change log its `position` and `epoch`.
  */
 export function notificationFrame (model: string, data: unknown, at?: LogPosition): string {
-  return JSON.stringify(at === undefined ? { event: model, data } : { event: model, data, position: at.position, epoch: at.epoch })
+  return JSON.stringify(
+    at === undefined ? { event: model, data } : { event: model, data, position: at.position, epoch: at.epoch }
+  )
 }
 
 /**
  * A response frame, server → client, around a body that is JSON text already (as Fastify
  * serialised it): the body is embedded as is, never parsed and written again.
  */
-export function responseFrame (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): string {
-  return `{"id":${JSON.stringify(id)},"statusCode":${statusCode},"headers":${JSON.stringify(headers)},"body":${bodyJson}}`
+export function responseFrame (
+  id: string | number | null,
+  statusCode: number,
+  headers: Readonly<Record<string, unknown>>,
+  bodyJson: string
+): string {
+  return `{"id":${JSON.stringify(id)},"statusCode":${statusCode},"headers":${
+    JSON.stringify(headers)
+  },"body":${bodyJson}}`
 }
 
 /**

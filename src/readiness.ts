@@ -84,11 +84,21 @@ export async function readiness ({ ping, hub }: ReadinessSources, options: Readi
   const timeout = options.timeout ?? DEFAULT_TIMEOUT
   const maxBehind = options.maxBehind ?? DEFAULT_MAX_BEHIND
   if (typeof timeout !== 'number' || !(timeout >= 1)) throw new TypeError('`timeout` must be a number from 1 up')
-  if (!Number.isSafeInteger(maxBehind) || maxBehind < 0) throw new TypeError('`maxBehind` must be a whole number from 0 up')
+  if (!Number.isSafeInteger(maxBehind) || maxBehind < 0) {
+    throw new TypeError('`maxBehind` must be a whole number from 0 up')
+  }
   const [database, broker, behind] = await Promise.all([
     check(ping, timeout, 'the database failed SELECT 1'),
-    hub === undefined ? undefined : check(async signal => { await hub.brokerBrings(signal) }, timeout, 'the broker failed'),
-    hub?.changeLog === undefined ? undefined : check(async () => await hub.behind() as number, timeout, 'the change log could not be read')
+    hub === undefined ? undefined : check(
+      async signal => {
+        await hub.brokerBrings(signal)
+      },
+      timeout,
+      'the broker failed'
+    ),
+    hub?.changeLog === undefined
+      ? undefined
+      : check(async () => await hub.behind() as number, timeout, 'the change log could not be read')
   ])
   const parts: { database: ReadinessCheck, broker?: ReadinessCheck, log?: LogReadiness } = { database: database.check }
   if (broker !== undefined) parts.broker = broker.check
@@ -97,8 +107,13 @@ export async function readiness ({ ping, hub }: ReadinessSources, options: Readi
     parts.log = count === undefined
       ? behind.check
       : count > maxBehind
-        ? { ok: false, ms: behind.check.ms, behind: count, error: `${count} positions behind the change log (maxBehind ${maxBehind})` }
-        : { ...behind.check, behind: count }
+      ? {
+        ok: false,
+        ms: behind.check.ms,
+        behind: count,
+        error: `${count} positions behind the change log (maxBehind ${maxBehind})`
+      }
+      : { ...behind.check, behind: count }
   }
   return { ready: Object.values(parts).every(part => part.ok), ...parts }
 }
@@ -107,7 +122,11 @@ export async function readiness ({ ping, hub }: ReadinessSources, options: Readi
  * Runs one part within `timeout` ms (its `signal` aborts then): its check (`failure` says what
  * failed), and what it resolved with.
  */
-async function check<T> (work: (signal: AbortSignal) => Promise<T>, timeout: number, failure: string): Promise<{ check: ReadinessCheck, value?: T }> {
+async function check<T> (
+  work: (signal: AbortSignal) => Promise<T>,
+  timeout: number,
+  failure: string
+): Promise<{ check: ReadinessCheck, value?: T }> {
   const started = performance.now()
   const ms = (): number => Math.round(performance.now() - started)
   const controller = new AbortController()
@@ -120,10 +139,19 @@ async function check<T> (work: (signal: AbortSignal) => Promise<T>, timeout: num
       controller.abort()
     }, timeout)
   })
-  const outcome = await Promise.race([work(controller.signal).then(value => ({ value }), (error: unknown) => ({ error })), late])
+  const outcome = await Promise.race([
+    work(controller.signal).then(value => ({ value }), (error: unknown) => ({ error })),
+    late
+  ])
   clearTimeout(timer)
   if ('value' in outcome) return { check: { ok: true, ms: ms() }, value: outcome.value }
-  return { check: { ok: false, ms: ms(), error: 'late' in outcome ? `no answer within ${timeout} ms` : `${failure}: ${reasonOf(outcome.error)}` } }
+  return {
+    check: {
+      ok: false,
+      ms: ms(),
+      error: 'late' in outcome ? `no answer within ${timeout} ms` : `${failure}: ${reasonOf(outcome.error)}`
+    }
+  }
 }
 
 /**

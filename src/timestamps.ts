@@ -14,7 +14,9 @@ let instant: number | undefined
 function now (): number {
   if (instant === undefined) {
     instant = Date.now()
-    queueMicrotask(() => { instant = undefined })
+    queueMicrotask(() => {
+      instant = undefined
+    })
   }
   return instant
 }

@@ -6,11 +6,18 @@ import { dirname, join, normalize } from 'node:path'
 import t from 'tap'
 
 const ROOT = join(import.meta.dirname, '..')
-const FILES = ['README.md', 'CHANGELOG.md', ...readdirSync(join(ROOT, 'docs')).filter(name => name.endsWith('.md')).map(name => `docs/${name}`)]
+const FILES = [
+  'README.md',
+  'CHANGELOG.md',
+  ...readdirSync(join(ROOT, 'docs')).filter(name => name.endsWith('.md')).map(name => `docs/${name}`)
+]
 
 /** GitHub's anchor of a heading's text: lower case, punctuation dropped, spaces as hyphens. */
 function slug (heading: string): string {
-  return heading.replace(/\{#[^}]+\}\s*$/, '').trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replaceAll(' ', '-')
+  return heading.replace(/\{#[^}]+\}\s*$/, '').trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replaceAll(
+    ' ',
+    '-'
+  )
 }
 
 /** The anchors of a Markdown file's headings (outside code blocks). */

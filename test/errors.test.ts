@@ -11,7 +11,9 @@ t.test('every code is documented, and every documented code exists', async t => 
   const coded = new Map(Object.entries(errors).map(([key, E]) => [key, new E('a', 'b', 'c', 'd').statusCode as number]))
   t.same([...documented.keys()].sort(), [...coded.keys()].sort())
   for (const [code, status] of coded) t.equal(documented.get(code), status, `${code} is ${status} in the docs`)
-  for (const [key, E] of Object.entries(errors)) t.equal(new E('a', 'b', 'c', 'd').code, key, `${key} carries its own code`)
+  for (const [key, E] of Object.entries(errors)) {
+    t.equal(new E('a', 'b', 'c', 'd').code, key, `${key} carries its own code`)
+  }
 })
 
 t.test('didYouMean', async t => {

@@ -35,7 +35,10 @@ class Collector extends MetricReader {
       for (const metric of scope.metrics) {
         const [point] = metric.dataPoints
         const value = point?.value as number | Histogram | undefined
-        found.set(metric.descriptor.name, typeof value === 'number' ? value : { count: value?.count ?? 0, sum: value?.sum ?? 0 })
+        found.set(
+          metric.descriptor.name,
+          typeof value === 'number' ? value : { count: value?.count ?? 0, sum: value?.sum ?? 0 }
+        )
       }
     }
     return found
@@ -44,15 +47,21 @@ class Collector extends MetricReader {
   /** The attributes of the first data point of each series. */
   async attributes (): Promise<Map<string, unknown>> {
     const { resourceMetrics } = await this.collect() as { resourceMetrics: ResourceMetrics }
-    return new Map(resourceMetrics.scopeMetrics.flatMap(scope => scope.metrics.map(metric => [metric.descriptor.name, metric.dataPoints[0]?.attributes])))
+    return new Map(
+      resourceMetrics.scopeMetrics.flatMap(scope =>
+        scope.metrics.map(metric => [metric.descriptor.name, metric.dataPoints[0]?.attributes])
+      )
+    )
   }
 }
 
 /** A meter of its own provider, and the collector of that provider. */
-function meter (t: { teardown (fn: () => Promise<void>): void }): { meter: MeterLike, collector: Collector } {
+function meter (t: { teardown(fn: () => Promise<void>): void }): { meter: MeterLike, collector: Collector } {
   const collector = new Collector()
   const provider = new MeterProvider({ readers: [collector] })
-  t.teardown(async () => { await provider.shutdown() })
+  t.teardown(async () => {
+    await provider.shutdown()
+  })
   return { meter: provider.getMeter('fastify-blueprints'), collector }
 }
 
@@ -72,13 +81,19 @@ for (const db of DATABASES) {
     const { meter: given, collector } = meter(t)
     // One audience: sockets that follow one query share its runs. The log read only when the broker
     // brings something out of turn: the change set is delivered as the broker brings it (timed).
-    const { app } = await build(t, db, { plugin: { metrics: { meter: given }, realtime: { audience: () => 'everyone', log: { poll: 0 } } } })
+    const { app } = await build(t, db, {
+      plugin: { metrics: { meter: given }, realtime: { audience: () => 'everyone', log: { poll: 0 } } }
+    })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const url = `ws://127.0.0.1:${(app.server.address() as AddressInfo).port}/socket`
     const clients = [0, 1, 2].map(() => connect(url))
-    t.teardown(async () => { for (const client of clients) await client.close() })
+    t.teardown(async () => {
+      for (const client of clients) await client.close()
+    })
     // Three sockets follow one query (one run for all), one of them a second query too.
-    const cats = await Promise.all(clients.map(async client => await client.live('/pet', { where: { species: 'cat' }, populate: false })))
+    const cats = await Promise.all(
+      clients.map(async client => await client.live('/pet', { where: { species: 'cat' }, populate: false }))
+    )
     await clients[0].live('/pet', { where: { species: 'dog' }, populate: false })
     // A plain find: the socket watches pets, and is told of new ones.
     t.equal((await clients[1].get('/pet', { populate: false })).statusCode, 200)
@@ -96,24 +111,41 @@ for (const db of DATABASES) {
     const notifications = before.get('blueprints.notifications') as number
     // A new cat: it enters the followed result of three sockets (and is `created` for sockets
     // watching the model).
-    const entered = Promise.all(cats.map(async open => await new Promise<void>(resolve => {
-      open.onChange(records => { if (records.some(record => record.name === 'Tom')) resolve() })
-    })))
+    const entered = Promise.all(cats.map(async open =>
+      await new Promise<void>(resolve => {
+        open.onChange(records => {
+          if (records.some(record => record.name === 'Tom')) resolve()
+        })
+      })
+    ))
     const created = await app.inject({ method: 'POST', url: '/pet', payload: { name: 'Tom', species: 'cat' } })
     t.equal(created.statusCode, 200)
     // Heard by the three followers, as the broker brought it; then nothing more is under way.
     await deadline(entered, 5000, 'Tom entering the three followed results')
     await app.blueprints.settled()
-    t.same(cats.map(open => open.records.some(record => record.name === 'Tom')), [true, true, true], 'every follower has it')
+    t.same(
+      cats.map(open => open.records.some(record => record.name === 'Tom')),
+      [true, true, true],
+      'every follower has it'
+    )
     const after = await collector.series()
     // (A histogram is collected once it has recorded something: both have now.)
     t.same([...after.keys()].sort(), (await documented()).sort(), 'the series are the ones docs/operations.md lists')
     t.equal(after.get('blueprints.envelopes'), envelopes + 1, 'one change set delivered')
-    t.equal((after.get('blueprints.live.runs') as number) - runs, 1, 'the cats\' query ran once for its three followers (the dogs\' not at all)')
+    t.equal(
+      (after.get('blueprints.live.runs') as number) - runs,
+      1,
+      "the cats' query ran once for its three followers (the dogs' not at all)"
+    )
     t.equal((after.get('blueprints.live.messages') as number) - messages, 3, 'one entered per follower')
-    t.ok((after.get('blueprints.notifications') as number) > notifications, 'created, sent to the sockets watching pets')
-    t.match(after.get('blueprints.delivery.duration'), { count: 1 }, 'the change set\'s delivery time, recorded')
-    t.match(after.get('blueprints.live.run.duration'), { count: ((before.get('blueprints.live.run.duration') as { count: number } | undefined)?.count ?? 0) + 1 })
+    t.ok(
+      (after.get('blueprints.notifications') as number) > notifications,
+      'created, sent to the sockets watching pets'
+    )
+    t.match(after.get('blueprints.delivery.duration'), { count: 1 }, "the change set's delivery time, recorded")
+    t.match(after.get('blueprints.live.run.duration'), {
+      count: ((before.get('blueprints.live.run.duration') as { count: number } | undefined)?.count ?? 0) + 1
+    })
     t.equal(after.get('blueprints.log.behind'), 0)
   })
 
@@ -131,7 +163,9 @@ for (const db of DATABASES) {
 
   t.test(`${db}: readiness: a database that fails`, async t => {
     const orm = await createOrm(db, entities)
-    t.teardown(async () => { await destroyOrm(db, orm) })
+    t.teardown(async () => {
+      await destroyOrm(db, orm)
+    })
     const app = Fastify()
     await app.register(blueprints, { orm, realtime: { log: { poll: 0 } } })
     await app.ready()
@@ -139,7 +173,11 @@ for (const db of DATABASES) {
     const closed = await app.blueprints.readiness({ timeout: 2000 })
     t.match(closed, { ready: false, database: { ok: false }, broker: { ok: true }, log: { ok: false } })
     t.notOk('behind' in (closed.log as object), 'the log unread: how far behind is not known')
-    t.match(closed.database.error, /^the database failed SELECT 1: BP_ERR_DATABASE(_UNAVAILABLE)?$/, 'coded as a request\'s failure would be, without the database\'s own message')
+    t.match(
+      closed.database.error,
+      /^the database failed SELECT 1: BP_ERR_DATABASE(_UNAVAILABLE)?$/,
+      "coded as a request's failure would be, without the database's own message"
+    )
     t.match(closed.log?.error, /^the change log could not be read: BP_ERR_DATABASE(_UNAVAILABLE)?$/)
     await app.close().catch(() => {})
   })
@@ -152,10 +190,21 @@ for (const db of DATABASES) {
       { realtime: { broker: new MemoryBroker() } }
     ])
     t.equal((await a.app.blueprints.readiness({ maxBehind: 0 })).ready, true)
-    for (const name of ['x', 'y']) t.equal((await b.app.inject({ method: 'PATCH', url: '/user/1', payload: { name } })).statusCode, 200)
+    for (const name of ['x', 'y']) {
+      t.equal((await b.app.inject({ method: 'PATCH', url: '/user/1', payload: { name } })).statusCode, 200)
+    }
     const behind = await a.app.blueprints.readiness({ maxBehind: 1 })
-    t.match(behind, { ready: false, database: { ok: true }, broker: { ok: true }, log: { ok: false, behind: 2, error: '2 positions behind the change log (maxBehind 1)' } })
-    t.match(await a.app.blueprints.readiness({ maxBehind: 2 }), { ready: true, log: { ok: true, behind: 2 } }, 'within maxBehind')
+    t.match(behind, {
+      ready: false,
+      database: { ok: true },
+      broker: { ok: true },
+      log: { ok: false, behind: 2, error: '2 positions behind the change log (maxBehind 1)' }
+    })
+    t.match(
+      await a.app.blueprints.readiness({ maxBehind: 2 }),
+      { ready: true, log: { ok: true, behind: 2 } },
+      'within maxBehind'
+    )
     await a.app.blueprints.settled()
     t.match(await a.app.blueprints.readiness({ maxBehind: 0 }), { ready: true, log: { behind: 0 } }, 'caught up')
   })
@@ -168,15 +217,26 @@ t.test('readiness reports a stopped broker', async t => {
   const failing = new Redis({ host: redis.host, port: redis.port, enableOfflineQueue: false, retryStrategy: () => 100 })
   const waiting = new Redis({ host: redis.host, port: redis.port, retryStrategy: () => 100 })
   for (const client of [failing, waiting]) client.on('error', () => {})
-  t.teardown(() => { for (const client of [failing, waiting]) client.disconnect() })
+  t.teardown(() => {
+    for (const client of [failing, waiting]) client.disconnect()
+  })
   const { app } = await build(t, 'sqlite', { plugin: { realtime: { broker: new RedisBroker({ client: failing }) } } })
-  const { app: patient } = await build(t, 'sqlite', { plugin: { realtime: { broker: new RedisBroker({ client: waiting }) } } })
+  const { app: patient } = await build(t, 'sqlite', {
+    plugin: { realtime: { broker: new RedisBroker({ client: waiting }) } }
+  })
   t.match(await app.blueprints.readiness(), { ready: true, broker: { ok: true } })
   t.match(await patient.blueprints.readiness(), { ready: true, broker: { ok: true } })
   await redis.stop()
   const stopped = await app.blueprints.readiness({ timeout: 500 })
-  t.match(stopped, { ready: false, database: { ok: true }, broker: { ok: false, error: /^the broker failed: \S.*$/ } }, String(stopped.broker?.error))
-  t.match(await patient.blueprints.readiness({ timeout: 300 }), { ready: false, broker: { ok: false, error: 'no answer within 300 ms' } })
+  t.match(
+    stopped,
+    { ready: false, database: { ok: true }, broker: { ok: false, error: /^the broker failed: \S.*$/ } },
+    String(stopped.broker?.error)
+  )
+  t.match(await patient.blueprints.readiness({ timeout: 300 }), {
+    ready: false,
+    broker: { ok: false, error: 'no answer within 300 ms' }
+  })
   await redis.start()
   // The client reconnects on its own schedule (every 100 ms): ready again once it has.
   const since = Date.now()
@@ -188,11 +248,19 @@ t.test('readiness reports a stopped broker', async t => {
   t.match(back, { ready: true, broker: { ok: true } }, 'ready again once Redis is back')
 })
 
-t.test('readiness: an app\'s broker that refuses what it is given', async t => {
+t.test("readiness: an app's broker that refuses what it is given", async t => {
   // (A broker of the app's own, as the Broker interface allows: it rejects with what is no Error.)
-  const broker = { publish: async () => { throw 'offline' }, subscribe: async () => async () => {} } // oxlint-disable-line no-throw-literal -- what an app's broker may throw
+  const broker = {
+    publish: async () => {
+      throw 'offline'
+    },
+    subscribe: async () => async () => {}
+  } // oxlint-disable-line no-throw-literal -- what an app's broker may throw
   const { app } = await build(t, 'sqlite', { plugin: { realtime: { broker } } })
-  t.match(await app.blueprints.readiness(), { ready: false, broker: { ok: false, error: 'the broker failed: offline' } })
+  t.match(await app.blueprints.readiness(), {
+    ready: false,
+    broker: { ok: false, error: 'the broker failed: offline' }
+  })
 })
 
 t.test('metrics without a change log: no log series; after the app closes: none', async t => {
@@ -200,19 +268,31 @@ t.test('metrics without a change log: no log series; after the app closes: none'
   // The SDK's meter, its callbacks counted as the plugin adds and removes them.
   const callbacks = new Set<unknown>()
   const tracked = (instrument: ObservableLike): ObservableLike => ({
-    addCallback: callback => { callbacks.add(callback); instrument.addCallback(callback) },
-    removeCallback: callback => { callbacks.delete(callback); instrument.removeCallback(callback) }
+    addCallback: callback => {
+      callbacks.add(callback)
+      instrument.addCallback(callback)
+    },
+    removeCallback: callback => {
+      callbacks.delete(callback)
+      instrument.removeCallback(callback)
+    }
   })
   const given: MeterLike = {
     createObservableGauge: (name, options) => tracked(real.createObservableGauge(name, options)),
     createObservableCounter: (name, options) => tracked(real.createObservableCounter(name, options)),
     createHistogram: (name, options) => real.createHistogram(name, options)
   }
-  const { app } = await build(t, 'sqlite', { plugin: { prefix: '/api', metrics: { meter: given }, realtime: { log: false } } })
+  const { app } = await build(t, 'sqlite', {
+    plugin: { prefix: '/api', metrics: { meter: given }, realtime: { log: false } }
+  })
   const series = await collector.series()
   t.equal(series.get('blueprints.sockets'), 0)
   t.notOk(series.has('blueprints.log.behind'), 'nothing observed for the log')
-  t.same((await collector.attributes()).get('blueprints.sockets'), { 'blueprints.prefix': '/api' }, 'each series names its registration')
+  t.same(
+    (await collector.attributes()).get('blueprints.sockets'),
+    { 'blueprints.prefix': '/api' },
+    'each series names its registration'
+  )
   t.equal(callbacks.size, 11, 'a callback per observable series')
   await app.close()
   t.equal(callbacks.size, 0, 'closed: every callback removed, nothing is read any more')
@@ -220,17 +300,41 @@ t.test('metrics without a change log: no log series; after the app closes: none'
 
 t.test('readiness: its options are checked; no time bound with Infinity', async t => {
   const { app } = await build(t, 'sqlite')
-  for (const timeout of [0, -1, Number.NaN]) await t.rejects(app.blueprints.readiness({ timeout }), { name: 'TypeError', message: '`timeout` must be a number from 1 up' })
-  for (const maxBehind of [-1, 1.5]) await t.rejects(app.blueprints.readiness({ maxBehind }), { name: 'TypeError', message: '`maxBehind` must be a whole number from 0 up' })
+  for (const timeout of [0, -1, Number.NaN]) {
+    await t.rejects(app.blueprints.readiness({ timeout }), {
+      name: 'TypeError',
+      message: '`timeout` must be a number from 1 up'
+    })
+  }
+  for (const maxBehind of [-1, 1.5]) {
+    await t.rejects(app.blueprints.readiness({ maxBehind }), {
+      name: 'TypeError',
+      message: '`maxBehind` must be a whole number from 0 up'
+    })
+  }
   t.match(await app.blueprints.readiness({ timeout: Infinity }), { ready: true, broker: { ok: true } })
-  t.match(await app.blueprints.readiness({ timeout: 2 ** 40 }), { ready: true }, 'beyond a timer\'s longest: no bound either')
+  t.match(
+    await app.blueprints.readiness({ timeout: 2 ** 40 }),
+    { ready: true },
+    "beyond a timer's longest: no bound either"
+  )
 })
 
 t.test('registration logs one line: models, routes, endpoints, broker, log, metrics', async t => {
   const lines: Array<Record<string, unknown>> = []
-  const logger = { level: 'info', stream: { write: (line: string) => { lines.push(JSON.parse(line)) } } }
+  const logger = {
+    level: 'info',
+    stream: {
+      write: (line: string) => {
+        lines.push(JSON.parse(line))
+      }
+    }
+  }
   const { meter: given } = meter(t)
-  await build(t, 'sqlite', { logger, plugin: { prefix: '/api', metrics: { meter: given }, realtime: { sailsIo: false } } })
+  await build(t, 'sqlite', {
+    logger,
+    plugin: { prefix: '/api', metrics: { meter: given }, realtime: { sailsIo: false } }
+  })
   const registered = lines.filter(line => typeof line.msg === 'string' && line.msg.startsWith('fastify-blueprints: '))
   t.equal(registered.length, 1)
   t.match(registered[0], {
@@ -245,16 +349,37 @@ t.test('registration logs one line: models, routes, endpoints, broker, log, metr
   })
   t.ok((registered[0].routes as number) > 20, 'the routes counted')
   const plain: Array<Record<string, unknown>> = []
-  await build(t, 'sqlite', { logger: { level: 'info', stream: { write: (line: string) => { plain.push(JSON.parse(line)) } } }, plugin: { realtime: false } })
-  t.match(plain.find(line => String(line.msg).startsWith('fastify-blueprints: ')), { endpoints: [], broker: false, log: false, metrics: false })
+  await build(t, 'sqlite', {
+    logger: {
+      level: 'info',
+      stream: {
+        write: (line: string) => {
+          plain.push(JSON.parse(line))
+        }
+      }
+    },
+    plugin: { realtime: false }
+  })
+  t.match(plain.find(line => String(line.msg).startsWith('fastify-blueprints: ')), {
+    endpoints: [],
+    broker: false,
+    log: false,
+    metrics: false
+  })
 })
 
 t.test('the metrics option is checked', async t => {
   const orm = await createOrm('sqlite', entities)
-  t.teardown(async () => { await destroyOrm('sqlite', orm) })
+  t.teardown(async () => {
+    await destroyOrm('sqlite', orm)
+  })
   const app = Fastify()
-  t.teardown(async () => { await app.close() })
-  await t.rejects(async () => { await app.register(blueprints, { orm, metrics: { meter: {} as MeterLike } }).ready() }, {
+  t.teardown(async () => {
+    await app.close()
+  })
+  await t.rejects(async () => {
+    await app.register(blueprints, { orm, metrics: { meter: {} as MeterLike } }).ready()
+  }, {
     code: 'BP_ERR_INVALID_OPTION',
     message: /`metrics\.meter` must be an OpenTelemetry Meter/
   })

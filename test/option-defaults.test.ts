@@ -11,7 +11,9 @@ const db = DATABASES[0]
 /** The warnings `process.emitWarning` emitted while `work` ran (they are emitted on a later tick). */
 async function warnings (work: () => Promise<unknown>): Promise<Error[]> {
   const seen: Error[] = []
-  const listener = (warning: Error): void => { seen.push(warning) }
+  const listener = (warning: Error): void => {
+    seen.push(warning)
+  }
   process.on('warning', listener)
   try {
     await work()
@@ -24,13 +26,18 @@ async function warnings (work: () => Promise<unknown>): Promise<Error[]> {
 
 /** Every object reachable from `value` is frozen. */
 function deeplyFrozen (value: object): boolean {
-  return Object.isFrozen(value) && Object.values(value).every(child => typeof child !== 'object' || child === null || deeplyFrozen(child))
+  return Object.isFrozen(value) &&
+    Object.values(value).every(child => typeof child !== 'object' || child === null || deeplyFrozen(child))
 }
 
 t.test('DEFAULTS is frozen all the way down, and the old names point into it', async t => {
   t.ok(deeplyFrozen(DEFAULTS))
-  t.throws(() => { (DEFAULTS.limits as { maxLimit: number }).maxLimit = 5 }, TypeError)
-  t.throws(() => { (DEFAULTS.realtime.sailsIo as { path: string }).path = '/io' }, TypeError)
+  t.throws(() => {
+    ;(DEFAULTS.limits as { maxLimit: number }).maxLimit = 5
+  }, TypeError)
+  t.throws(() => {
+    ;(DEFAULTS.realtime.sailsIo as { path: string }).path = '/io'
+  }, TypeError)
   t.equal(LIMIT_DEFAULTS, DEFAULTS.limits)
   t.equal(REALTIME_DEFAULTS, DEFAULTS.realtime)
 })
@@ -54,15 +61,22 @@ t.test('DEFAULTS is what an app gets when it sets nothing', async t => {
   t.equal(resolved.realtime.sailsIo, false, 'sails.io.js off: DEFAULTS.realtime.sailsIo.enabled is false')
   t.notOk(sailsIo.enabled)
   t.ok(enabled)
-  for (const [key, value] of Object.entries(numbers)) t.equal(resolved.realtime[key as keyof typeof numbers], value, key)
+  for (const [key, value] of Object.entries(numbers)) {
+    t.equal(resolved.realtime[key as keyof typeof numbers], value, key)
+  }
   const { enabled: logged, ...logSettings } = log
   t.ok(logged, 'the change log is on')
   t.same(resolved.realtime.log, logSettings, 'the change log: DEFAULTS.realtime.log')
   t.equal((resolveOptions({ orm, realtime: { log: false } }).realtime as { log: unknown }).log, false)
   t.same((resolveOptions({ orm, realtime: { log: true } }).realtime as { log: unknown }).log, logSettings)
-  t.match((resolveOptions({ orm, realtime: { log: { table: 'changes', maxEntries: 5 } } }).realtime as { log: unknown }).log, { table: 'changes', maxEntries: 5, poll: 1000 })
+  t.match(
+    (resolveOptions({ orm, realtime: { log: { table: 'changes', maxEntries: 5 } } }).realtime as { log: unknown }).log,
+    { table: 'changes', maxEntries: 5, poll: 1000 }
+  )
   t.match(resolveOptions({ orm, prefix: '/api' }).realtime, { path: '/api/socket' }, '{prefix} is the prefix option')
-  t.match(resolveOptions({ orm, realtime: { sailsIo: true } }).realtime, { sailsIo: { path: DEFAULTS.realtime.sailsIo.path } })
+  t.match(resolveOptions({ orm, realtime: { sailsIo: true } }).realtime, {
+    sailsIo: { path: DEFAULTS.realtime.sailsIo.path }
+  })
   t.match(resolveOptions({ orm, realtime: { sailsIo: {} } }).realtime, { sailsIo: { path: '/socket.io' } })
   t.same(resolveOptions({ orm, openapi: true }).openapi, { info: DEFAULTS.openapi.info })
   t.same(resolveOptions({ orm, openapi: {} }).openapi, { info: DEFAULTS.openapi.info })
@@ -84,13 +98,20 @@ t.test('the top-level forms: honoured, one deprecation warning per registration,
   const { orm } = await build(t, db, { seed: false })
   const all = await warnings(async () => {
     const resolved = resolveOptions({ orm, defaultLimit: 3, maxLimit: 5, populateLimit: 1, limits: { maxValues: 7 } })
-    t.match(resolved.limits, { defaultLimit: 3, maxLimit: 5, populateLimit: 1, maxValues: 7, maxDepth: DEFAULTS.limits.maxDepth })
+    t.match(resolved.limits, {
+      defaultLimit: 3,
+      maxLimit: 5,
+      populateLimit: 1,
+      maxValues: 7,
+      maxDepth: DEFAULTS.limits.maxDepth
+    })
   })
   t.equal(all.length, 1, 'one warning for the three')
   t.match(all[0], {
     name: 'DeprecationWarning',
     code: 'BP_DEP_001',
-    message: 'the top-level `defaultLimit`, `maxLimit`, `populateLimit` options are deprecated: give `limits.defaultLimit`, `limits.maxLimit`, `limits.populateLimit` instead'
+    message:
+      'the top-level `defaultLimit`, `maxLimit`, `populateLimit` options are deprecated: give `limits.defaultLimit`, `limits.maxLimit`, `limits.populateLimit` instead'
   })
   const twice = await warnings(async () => {
     resolveOptions({ orm, maxLimit: 50 })
@@ -101,7 +122,10 @@ t.test('the top-level forms: honoured, one deprecation warning per registration,
     ['BP_DEP_001', 'the top-level `maxLimit` option is deprecated: give `limits.maxLimit` instead']
   ], 'one per registration; the same value given both ways is accepted')
   const cases: Array<[Omit<BlueprintsOptions, 'orm'>, RegExp]> = [
-    [{ maxLimit: 5, limits: { maxLimit: 10 } }, /`maxLimit` \(deprecated\) is 5 but `limits.maxLimit` is 10: give `limits.maxLimit` only/],
+    [
+      { maxLimit: 5, limits: { maxLimit: 10 } },
+      /`maxLimit` \(deprecated\) is 5 but `limits.maxLimit` is 10: give `limits.maxLimit` only/
+    ],
     [{ limits: { defaultLimit: 50, maxLimit: 10 } }, /`limits.defaultLimit` is above `limits.maxLimit`/],
     [{ defaultLimit: 50, limits: { maxLimit: 10 } }, /`defaultLimit` is above `limits.maxLimit`/],
     [{ maxLimit: 10 }, /`limits.defaultLimit` is above `maxLimit`/],
@@ -111,7 +135,14 @@ t.test('the top-level forms: honoured, one deprecation warning per registration,
   ]
   for (const [options, message] of cases) {
     const app = Fastify()
-    await t.rejects(async () => { await app.register(blueprints, { orm, ...options }); await app.ready() }, { code: 'BP_ERR_INVALID_OPTION', message }, String(message))
+    await t.rejects(
+      async () => {
+        await app.register(blueprints, { orm, ...options })
+        await app.ready()
+      },
+      { code: 'BP_ERR_INVALID_OPTION', message },
+      String(message)
+    )
     await app.close()
   }
 })

@@ -10,7 +10,9 @@
 import { createServer } from 'node:http'
 import { WebSocketServer } from 'ws'
 
-if (process.send === undefined) throw new Error('bare-server.ts runs as a child of bench/realtime/run.ts (it needs an IPC channel)')
+if (process.send === undefined) {
+  throw new Error('bare-server.ts runs as a child of bench/realtime/run.ts (it needs an IPC channel)')
+}
 
 const server = createServer((request, response) => {
   const chunks: Buffer[] = []

@@ -28,7 +28,10 @@ export interface ServerReply {
 }
 
 /** The first message of a server process: the port of each of its apps. */
-export interface ServerReady { readonly type: 'ready', readonly ports: number[] }
+export interface ServerReady {
+  readonly type: 'ready'
+  readonly ports: number[]
+}
 
 /** What the orchestrator asks a fan-out client process (bench/realtime/fanout-client.ts). */
 /**
@@ -47,8 +50,13 @@ export type ClientRequest =
    * upgrade URL's `user` (see server.ts); none without.
    */
   | {
-    readonly type: 'connect', readonly protocol: Protocol, readonly url: string, readonly count: number, readonly concurrency: number
-    readonly subscribe: string | readonly string[], readonly identities?: 'own' | 'one'
+    readonly type: 'connect'
+    readonly protocol: Protocol
+    readonly url: string
+    readonly count: number
+    readonly concurrency: number
+    readonly subscribe: string | readonly string[]
+    readonly identities?: 'own' | 'one'
   }
   /** How many of the process's sockets the write that sets `age` concerns (default: all). */
   | { readonly type: 'expect', readonly age: number, readonly count: number }
@@ -62,7 +70,13 @@ export type ClientMessage =
   /** Every socket of this process received the notification of the write that set `age`. */
   | { readonly type: 'delivered', readonly age: number }
   /** Receipt times (process.hrtime.bigint(), one per socket) of each write, by age. */
-  | { readonly type: 'times', readonly times: Array<[number, BigInt64Array]>, readonly unexpected: number, readonly cpuMicros: number, readonly notifications: number }
+  | {
+    readonly type: 'times'
+    readonly times: Array<[number, BigInt64Array]>
+    readonly unexpected: number
+    readonly cpuMicros: number
+    readonly notifications: number
+  }
   | { readonly type: 'failed', readonly message: string }
 
 /** The soft limit of open files of this process (Infinity where /proc is missing). */
@@ -110,18 +124,32 @@ export function percentile (sorted: ArrayLike<number>, p: number): number {
 }
 
 /** p50 / p99 / max and the count of a list of latencies in milliseconds. */
-export interface Distribution { readonly count: number, readonly p50: number, readonly p90: number, readonly p99: number, readonly max: number }
+export interface Distribution {
+  readonly count: number
+  readonly p50: number
+  readonly p90: number
+  readonly p99: number
+  readonly max: number
+}
 
 export function distribution (values: Float64Array | number[]): Distribution {
   const sorted = Float64Array.from(values).sort()
-  return { count: sorted.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] }
+  return {
+    count: sorted.length,
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1]
+  }
 }
 
 /** Rejects with `what` after `ms` unless `promise` settles first; the timer never holds the process. */
 export async function within<T> (promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => { reject(new Error(`${what}: no answer within ${ms} ms`)) }, ms)
+    timer = setTimeout(() => {
+      reject(new Error(`${what}: no answer within ${ms} ms`))
+    }, ms)
     timer.unref()
   })
   try {

@@ -101,7 +101,8 @@ import { PG_CONNECTION, seedPostgres } from '../seed.ts'
 import { distribution, elapsedMs, within, type ServerReady } from './common.ts'
 
 const env = process.env
-const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
+const list = (value: string | undefined, fallback: string): string[] =>
+  (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
 const CHECKOUT = resolve(env.CRASH_CHECKOUT ?? fileURLToPath(new URL('../..', import.meta.url)))
 const SERVER = join(CHECKOUT, 'bench/realtime/server.ts')
 const BURSTS = Number(env.CRASH_BURSTS ?? 5)
@@ -113,7 +114,9 @@ const SETTLE_MS = Number(env.CRASH_SETTLE_MS ?? 3000)
 const DISTURBANCES = ['kill', 'redis-restart', 'pg-restart'] as const
 type Disturbance = typeof DISTURBANCES[number]
 const DISTURB = (env.CRASH_DISTURB ?? 'kill') as Disturbance
-if (!DISTURBANCES.includes(DISTURB)) throw new Error(`CRASH_DISTURB: unknown disturbance ${String(DISTURB)} (${DISTURBANCES.join(', ')})`)
+if (!DISTURBANCES.includes(DISTURB)) {
+  throw new Error(`CRASH_DISTURB: unknown disturbance ${String(DISTURB)} (${DISTURBANCES.join(', ')})`)
+}
 /** A service is restarted during the bursts (A is not killed). */
 const RESTART = DISTURB !== 'kill'
 const BROKERS = list(env.CRASH_BROKERS, DISTURB === 'redis-restart' ? 'redis' : 'postgres,redis')
@@ -141,7 +144,11 @@ const PET_IDS = Array.from({ length: 50 }, (_, i) => i + 1)
 /** Every value, database name and channel of this run carries it. */
 const TAG = randomBytes(4).toString('hex')
 
-for (const broker of BROKERS) if (broker !== 'postgres' && broker !== 'redis') throw new Error(`CRASH_BROKERS: unknown broker ${broker} (postgres, redis)`)
+for (const broker of BROKERS) {
+  if (broker !== 'postgres' && broker !== 'redis') {
+    throw new Error(`CRASH_BROKERS: unknown broker ${broker} (postgres, redis)`)
+  }
+}
 if (!existsSync(SERVER)) throw new Error(`CRASH_CHECKOUT=${CHECKOUT}: no bench/realtime/server.ts there`)
 
 const pgConfig = PG_CONNECTION
@@ -152,7 +159,9 @@ const pgConfig = PG_CONNECTION
 
 const children = new Set<ChildProcess>()
 const databases = new Set<string>()
-const killAll = (): void => { for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') }
+const killAll = (): void => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+}
 
 async function dropDatabases (): Promise<void> {
   if (databases.size === 0) return
@@ -170,7 +179,9 @@ async function dropDatabases (): Promise<void> {
 
 let aborting = false
 /** Throws once the run is being stopped, so that the main flow starts nothing new. */
-const halt = (): void => { if (aborting) throw new Error('stopping') }
+const halt = (): void => {
+  if (aborting) throw new Error('stopping')
+}
 
 async function abort (why: string, code: number): Promise<never> {
   console.error(`bench:crash: ${why}`)
@@ -179,7 +190,13 @@ async function abort (why: string, code: number): Promise<never> {
   // A database being created now is in `databases` by then.
   await sleep(1000)
   // PostgreSQL and Redis may be down (a restart under way): other work on this machine needs them.
-  if (RESTART) console.error(`bench:crash: ${await ensureServices().catch((err: unknown) => `could not check the services: ${(err as Error).message}`)}`)
+  if (RESTART) {
+    console.error(
+      `bench:crash: ${await ensureServices().catch((err: unknown) =>
+        `could not check the services: ${(err as Error).message}`
+      )}`
+    )
+  }
   await within(dropDatabases(), 20_000, 'dropping the databases').catch((err: unknown) => {
     console.error(`bench:crash: could not drop ${[...databases].join(', ')}: ${(err as Error).message}`)
   })
@@ -187,8 +204,14 @@ async function abort (why: string, code: number): Promise<never> {
 }
 
 process.on('exit', killAll)
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { void abort(`${signal}, stopping`, 130) })
-setTimeout(() => { void abort(`time limit of ${TIME_LIMIT_MINUTES} minutes reached, stopping`, 1) }, TIME_LIMIT_MINUTES * 60_000).unref()
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void abort(`${signal}, stopping`, 130)
+  })
+}
+setTimeout(() => {
+  void abort(`time limit of ${TIME_LIMIT_MINUTES} minutes reached, stopping`, 1)
+}, TIME_LIMIT_MINUTES * 60_000).unref()
 
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL and Redis, for the restarts (CRASH_DISTURB): stopped and started with the machine's
@@ -197,12 +220,30 @@ setTimeout(() => { void abort(`time limit of ${TIME_LIMIT_MINUTES} minutes reach
 const REDIS_HOST = env.REDIS_HOST ?? '127.0.0.1'
 const REDIS_PORT = env.REDIS_PORT ?? '6379'
 /** The command line the CI starts Redis with (it keeps nothing on disk). */
-const REDIS_START = ['--daemonize', 'yes', '--bind', '127.0.0.1', '-::1', '--port', '6379', '--save', '', '--appendonly', 'no', '--dir', '/var/lib/redis', '--logfile', '/var/log/redis/ci.log']
+const REDIS_START = [
+  '--daemonize',
+  'yes',
+  '--bind',
+  '127.0.0.1',
+  '-::1',
+  '--port',
+  '6379',
+  '--save',
+  '',
+  '--appendonly',
+  'no',
+  '--dir',
+  '/var/lib/redis',
+  '--logfile',
+  '/var/log/redis/ci.log'
+]
 
 /** The PostgreSQL cluster's version, as `$(ls /etc/postgresql)` gives it. */
 function pgVersion (): string {
   const versions = existsSync('/etc/postgresql') ? readdirSync('/etc/postgresql') : []
-  if (versions.length !== 1) throw new Error(`expected one PostgreSQL version in /etc/postgresql, found: ${versions.join(', ') || 'none'}`)
+  if (versions.length !== 1) {
+    throw new Error(`expected one PostgreSQL version in /etc/postgresql, found: ${versions.join(', ') || 'none'}`)
+  }
   return versions[0]
 }
 
@@ -211,20 +252,41 @@ function pgVersion (): string {
  * a session of its own (a daemon it starts is not in this process's group), and the exit is what
  * is waited for, not the end of its output (a daemon may keep it open).
  */
-async function run (command: string, args: readonly string[], ms = 60_000): Promise<{ code: number | null, output: string }> {
-  return await within(new Promise(resolve => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-    let output = ''
-    child.stdout.on('data', (chunk: Buffer) => { output += String(chunk) })
-    child.stderr.on('data', (chunk: Buffer) => { output += String(chunk) })
-    child.once('error', err => { resolve({ code: null, output: err.message }) })
-    child.once('exit', code => { setImmediate(() => { resolve({ code, output: output.trim() }) }) })
-  }), ms, `${command} ${args.join(' ')}`)
+async function run (
+  command: string,
+  args: readonly string[],
+  ms = 60_000
+): Promise<{ code: number | null, output: string }> {
+  return await within(
+    new Promise(resolve => {
+      const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+      let output = ''
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += String(chunk)
+      })
+      child.stderr.on('data', (chunk: Buffer) => {
+        output += String(chunk)
+      })
+      child.once('error', err => {
+        resolve({ code: null, output: err.message })
+      })
+      child.once('exit', code => {
+        setImmediate(() => {
+          resolve({ code, output: output.trim() })
+        })
+      })
+    }),
+    ms,
+    `${command} ${args.join(' ')}`
+  )
 }
 
-const redisUp = async (): Promise<boolean> => (await run('redis-cli', ['-h', REDIS_HOST, '-p', REDIS_PORT, 'ping'], 10_000)).output === 'PONG'
-const pgUp = async (): Promise<boolean> => (await run('pg_isready', ['-h', pgConfig.host, '-p', String(pgConfig.port)], 10_000)).code === 0
-const stopRedis = async (): Promise<{ code: number | null, output: string }> => await run('redis-cli', ['-h', REDIS_HOST, '-p', REDIS_PORT, 'shutdown', 'nosave'])
+const redisUp = async (): Promise<boolean> =>
+  (await run('redis-cli', ['-h', REDIS_HOST, '-p', REDIS_PORT, 'ping'], 10_000)).output === 'PONG'
+const pgUp = async (): Promise<boolean> =>
+  (await run('pg_isready', ['-h', pgConfig.host, '-p', String(pgConfig.port)], 10_000)).code === 0
+const stopRedis = async (): Promise<{ code: number | null, output: string }> =>
+  await run('redis-cli', ['-h', REDIS_HOST, '-p', REDIS_PORT, 'shutdown', 'nosave'])
 const startRedis = async (): Promise<{ code: number | null, output: string }> => await run('redis-server', REDIS_START)
 const pgCluster = async (action: 'start' | 'stop'): Promise<{ code: number | null, output: string }> =>
   await run('pg_ctlcluster', ['--skip-systemctl-redirect', pgVersion(), 'main', action], 120_000)
@@ -245,7 +307,12 @@ async function until (up: () => Promise<boolean>, ms: number, what: string): Pro
 async function ensureServices (): Promise<string> {
   const said: string[] = []
   const services = [
-    { name: 'PostgreSQL', up: pgUp, start: async () => await pgCluster('start'), answer: 'pg_isready: accepting connections' },
+    {
+      name: 'PostgreSQL',
+      up: pgUp,
+      start: async () => await pgCluster('start'),
+      answer: 'pg_isready: accepting connections'
+    },
     { name: 'Redis', up: redisUp, start: startRedis, answer: 'redis-cli ping: PONG' }
   ]
   for (const service of services) {
@@ -254,7 +321,9 @@ async function ensureServices (): Promise<string> {
       if (!await service.up()) {
         await until(service.up, 5000, service.name).catch(async () => {
           const { code, output } = await service.start()
-          started = ` (it was down: started again, exit ${code}${output === '' ? '' : `, ${output.replaceAll('\n', ' ')}`})`
+          started = ` (it was down: started again, exit ${code}${
+            output === '' ? '' : `, ${output.replaceAll('\n', ' ')}`
+          })`
         })
         await until(service.up, 60_000, service.name)
       }
@@ -281,7 +350,11 @@ async function restartService (): Promise<Outage> {
   const redis = DISTURB === 'redis-restart'
   const steps: string[] = []
   const step = (what: string, { code, output }: { code: number | null, output: string }, from: bigint): void => {
-    steps.push(`${what} ${elapsedMs(from, process.hrtime.bigint()).toFixed(0)} ms, exit ${code}${output === '' ? '' : ` (${output.replaceAll('\n', ' ').slice(0, 200)})`}`)
+    steps.push(
+      `${what} ${elapsedMs(from, process.hrtime.bigint()).toFixed(0)} ms, exit ${code}${
+        output === '' ? '' : ` (${output.replaceAll('\n', ' ').slice(0, 200)})`
+      }`
+    )
   }
   const downAt = process.hrtime.bigint()
   let backAt = downAt
@@ -291,7 +364,9 @@ async function restartService (): Promise<Outage> {
   } finally {
     // Back is when it answers, which for PostgreSQL comes before `pg_ctlcluster start` returns.
     const starting = process.hrtime.bigint()
-    const start = (redis ? startRedis() : pgCluster('start')).then(result => { step('start', result, starting) })
+    const start = (redis ? startRedis() : pgCluster('start')).then(result => {
+      step('start', result, starting)
+    })
     try {
       await until(redis ? redisUp : pgUp, 60_000, redis ? 'Redis' : 'PostgreSQL')
       backAt = process.hrtime.bigint()
@@ -313,8 +388,11 @@ async function restartService (): Promise<Outage> {
  */
 function fingerprint (): string {
   const hash = createHash('sha256')
-  const files = readdirSync(join(CHECKOUT, 'src'), { recursive: true, encoding: 'utf8' }).filter(f => f.endsWith('.ts')).sort()
-  for (const file of [...files.map(f => join(CHECKOUT, 'src', f)), SERVER]) hash.update(file).update('\0').update(readFileSync(file)).update('\0')
+  const files = readdirSync(join(CHECKOUT, 'src'), { recursive: true, encoding: 'utf8' }).filter(f => f.endsWith('.ts'))
+    .sort()
+  for (const file of [...files.map(f => join(CHECKOUT, 'src', f)), SERVER]) {
+    hash.update(file).update('\0').update(readFileSync(file)).update('\0')
+  }
   return hash.digest('hex').slice(0, 12)
 }
 const CODE = fingerprint()
@@ -326,9 +404,9 @@ interface Server {
   readonly port: number
   readonly exited: Promise<never>
   /** SIGTERM, then SIGKILL if it has not exited within 15 s. */
-  stop (): Promise<void>
+  stop(): Promise<void>
   /** SIGKILL (kill -9), at once. */
-  kill (): void
+  kill(): void
 }
 
 /**
@@ -345,7 +423,9 @@ registerHooks({
     const loaded = nextLoad(url, context)
     if (url !== ${JSON.stringify(pathToFileURL(SERVER).href)}) return loaded
     const source = String(loaded.source)
-    const logged = source.replace('Fastify()', ${JSON.stringify(`Fastify({ logger: { level: ${JSON.stringify(LOG_LEVEL)} } })`)})
+    const logged = source.replace('Fastify()', ${
+    JSON.stringify(`Fastify({ logger: { level: ${JSON.stringify(LOG_LEVEL)} } })`)
+  })
     if (logged === source) process.stderr.write('bench:crash: no Fastify() in server.ts: its logger stays off\\n')
     return { ...loaded, source: logged }
   }
@@ -366,15 +446,35 @@ class LogSink {
     if (text.trim() === '' || /^\s+at /.test(text)) return
     let key = text.slice(0, 300)
     try {
-      const entry = JSON.parse(text) as { level?: number, msg?: string, err?: { type?: string, message?: string, code?: string }, res?: { statusCode?: number } }
-      const level = ({ 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' } as Record<number, string>)[entry.level ?? 0] ?? String(entry.level)
-      const err = entry.err === undefined ? '' : ` [${entry.err.type ?? 'Error'}${entry.err.code === undefined ? '' : ` ${entry.err.code}`}: ${(entry.err.message ?? '').slice(0, 200)}]`
-      key = `${level} ${entry.msg ?? ''}${err}${entry.res?.statusCode === undefined ? '' : ` (answered ${entry.res.statusCode})`}`
+      const entry = JSON.parse(text) as {
+        level?: number
+        msg?: string
+        err?: { type?: string, message?: string, code?: string }
+        res?: { statusCode?: number }
+      }
+      const level =
+        ({ 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' } as Record<number, string>)[
+          entry.level ?? 0
+        ] ?? String(entry.level)
+      const err = entry.err === undefined
+        ? ''
+        : ` [${entry.err.type ?? 'Error'}${entry.err.code === undefined ? '' : ` ${entry.err.code}`}: ${
+          (entry.err.message ?? '').slice(0, 200)
+        }]`
+      key = `${level} ${entry.msg ?? ''}${err}${
+        entry.res?.statusCode === undefined ? '' : ` (answered ${entry.res.statusCode})`
+      }`
     } catch {}
     key = `[${label}] ${key}`
     const count = (this.#counts.get(key) ?? 0) + 1
     this.#counts.set(key, count)
-    if (count === 1) console.log(`    log ${this.mark === undefined ? '' : `t+${elapsedMs(this.mark, process.hrtime.bigint()).toFixed(0)} ms `}${key}`)
+    if (count === 1) {
+      console.log(
+        `    log ${
+          this.mark === undefined ? '' : `t+${elapsedMs(this.mark, process.hrtime.bigint()).toFixed(0)} ms `
+        }${key}`
+      )
+    }
   }
 
   /** The end of a phase: the repeats. */
@@ -388,14 +488,32 @@ const sink = new LogSink()
 async function startServer (label: string, broker: string, database: string, channel: string): Promise<Server> {
   const code = fingerprint()
   if (code !== CODE) mixed.push(`${label}: ${code}`)
-  const child = spawn(process.execPath, [...(LOGGER_HOOK === undefined ? [] : ['--import', LOGGER_HOOK]), SERVER, '--broker', broker, '--apps', '1'], {
+  const child = spawn(process.execPath, [
+    ...(LOGGER_HOOK === undefined ? [] : ['--import', LOGGER_HOOK]),
+    SERVER,
+    '--broker',
+    broker,
+    '--apps',
+    '1'
+  ], {
     cwd: CHECKOUT,
-    stdio: ['ignore', LOGGER_HOOK === undefined ? 'inherit' : 'pipe', LOGGER_HOOK === undefined ? 'inherit' : 'pipe', 'ipc'],
+    stdio: [
+      'ignore',
+      LOGGER_HOOK === undefined ? 'inherit' : 'pipe',
+      LOGGER_HOOK === undefined ? 'inherit' : 'pipe',
+      'ipc'
+    ],
     serialization: 'advanced',
     env: { ...env, BENCH_RT_PG_DB: database, BENCH_RT_CHANNEL: channel }
   })
   children.add(child)
-  for (const stream of [child.stdout, child.stderr]) if (stream !== null) createInterface({ input: stream }).on('line', line => { sink.line(label, line) })
+  for (const stream of [child.stdout, child.stderr]) {
+    if (stream !== null) {
+      createInterface({ input: stream }).on('line', line => {
+        sink.line(label, line)
+      })
+    }
+  }
   const exited = new Promise<never>((_resolve, reject) => {
     child.once('exit', (code, signal) => {
       children.delete(child)
@@ -404,7 +522,9 @@ async function startServer (label: string, broker: string, database: string, cha
   })
   exited.catch(() => {})
   const ready = new Promise<ServerReady>(resolve => {
-    child.on('message', (message: ServerReady) => { if (message.type === 'ready') resolve(message) })
+    child.on('message', (message: ServerReady) => {
+      if (message.type === 'ready') resolve(message)
+    })
   })
   const { ports } = await within(Promise.race([ready, exited]), 90_000, `server ${label} start`)
   return {
@@ -414,30 +534,48 @@ async function startServer (label: string, broker: string, database: string, cha
     async stop () {
       if (child.exitCode !== null || child.signalCode !== null) return
       child.kill('SIGTERM')
-      await within(exited.catch(() => {}), 15_000, `server ${label} stop`).catch(() => { child.kill('SIGKILL') })
+      await within(exited.catch(() => {}), 15_000, `server ${label} stop`).catch(() => {
+        child.kill('SIGKILL')
+      })
     },
-    kill () { child.kill('SIGKILL') }
+    kill () {
+      child.kill('SIGKILL')
+    }
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // HTTP
 
-interface Answer { status: number, text: string, answeredAt: bigint }
+interface Answer {
+  status: number
+  text: string
+  answeredAt: bigint
+}
 
 async function http (agent: Agent, port: number, method: string, path: string, body: unknown): Promise<Answer> {
   const payload = JSON.stringify(body)
   const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
-  return await within(new Promise<Answer>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, res => {
-      const chunks: Buffer[] = []
-      res.on('data', (chunk: Buffer) => chunks.push(chunk))
-      res.on('end', () => { resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), answeredAt: process.hrtime.bigint() }) })
-      res.on('error', reject)
-    })
-    req.on('error', reject)
-    req.end(payload)
-  }), 15_000, `${method} ${path}`)
+  return await within(
+    new Promise<Answer>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, res => {
+        const chunks: Buffer[] = []
+        res.on('data', (chunk: Buffer) => chunks.push(chunk))
+        res.on('end', () => {
+          resolve({
+            status: res.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString(),
+            answeredAt: process.hrtime.bigint()
+          })
+        })
+        res.on('error', reject)
+      })
+      req.on('error', reject)
+      req.end(payload)
+    }),
+    15_000,
+    `${method} ${path}`
+  )
 }
 
 /** One PATCH of a burst: its unique value, and what the client was told. */
@@ -454,7 +592,13 @@ interface Write {
  * `count` PATCHes through `port`, `inFlight` at a time. With `kill`, `kill.fn` runs synchronously
  * in the callback of the `kill.after`-th answer, and nothing more is sent.
  */
-async function burst (port: number, phase: string, count: number, kill?: { after: number, fn: () => void }, inFlight = IN_FLIGHT): Promise<Write[]> {
+async function burst (
+  port: number,
+  phase: string,
+  count: number,
+  kill?: { after: number, fn: () => void },
+  inFlight = IN_FLIGHT
+): Promise<Write[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: inFlight })
   const writes: Write[] = []
   let next = 0
@@ -465,7 +609,12 @@ async function burst (port: number, phase: string, count: number, kill?: { after
     const launch = (): void => {
       while (!killed && running < inFlight && next < count) {
         const i = next++
-        const write: Write = { value: `${phase}:${i}:${TAG}`, pet: PET_IDS[i % PET_IDS.length], status: 0, answeredAt: 0n }
+        const write: Write = {
+          value: `${phase}:${i}:${TAG}`,
+          pet: PET_IDS[i % PET_IDS.length],
+          status: 0,
+          answeredAt: 0n
+        }
         writes.push(write)
         running++
         http(agent, port, 'PATCH', `/pet/${write.pet}`, { name: write.value }).then(answer => {
@@ -492,9 +641,19 @@ async function burst (port: number, phase: string, count: number, kill?: { after
   const failed = writes.filter(w => w.status !== 200 && w.status !== 0)
   if (kill === undefined && writes.some(w => w.status !== 200)) {
     const first = writes.find(w => w.status !== 200) as Write
-    throw new Error(`${phase}: ${writes.filter(w => w.status !== 200).length} PATCHes not answered 200 (first: ${first.status} ${first.error ?? ''})`)
+    throw new Error(
+      `${phase}: ${writes.filter(w => w.status !== 200).length} PATCHes not answered 200 (first: ${first.status} ${
+        first.error ?? ''
+      })`
+    )
   }
-  if (failed.length > 0) console.log(`  note: ${phase}: ${failed.length} PATCHes answered ${[...new Set(failed.map(w => w.status))].join('/')} (first: ${failed[0].error ?? ''})`)
+  if (failed.length > 0) {
+    console.log(
+      `  note: ${phase}: ${failed.length} PATCHes answered ${
+        [...new Set(failed.map(w => w.status))].join('/')
+      } (first: ${failed[0].error ?? ''})`
+    )
+  }
   return writes
 }
 
@@ -510,7 +669,11 @@ interface SentWrite extends Write {
  * TAIL more were sent since; at most MAX_WRITES. Resolves once the last answer arrived and the
  * service is back (or its restart failed: `failed`).
  */
-async function restartBurst (port: number, phase: string, after: number): Promise<{ writes: SentWrite[], outage?: Outage, failed?: string }> {
+async function restartBurst (
+  port: number,
+  phase: string,
+  after: number
+): Promise<{ writes: SentWrite[], outage?: Outage, failed?: string }> {
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT })
   const writes: SentWrite[] = []
   let next = 0
@@ -527,7 +690,10 @@ async function restartBurst (port: number, phase: string, after: number): Promis
       for (;;) {
         const wait = pausedUntil - Date.now()
         if (wait > 0 && more()) {
-          paused ??= setTimeout(() => { paused = undefined; launch() }, wait)
+          paused ??= setTimeout(() => {
+            paused = undefined
+            launch()
+          }, wait)
           return
         }
         if (running >= IN_FLIGHT || !more()) break
@@ -535,7 +701,13 @@ async function restartBurst (port: number, phase: string, after: number): Promis
         // Past WRITES while the service is away: paced (see AWAY_PACE_MS).
         if (next > WRITES && !over) pausedUntil = Math.max(pausedUntil, Date.now() + AWAY_PACE_MS)
         if (over) sentAfter++
-        const write: SentWrite = { value: `${phase}:${i}:${TAG}`, pet: PET_IDS[i % PET_IDS.length], status: 0, answeredAt: 0n, sentAt: process.hrtime.bigint() }
+        const write: SentWrite = {
+          value: `${phase}:${i}:${TAG}`,
+          pet: PET_IDS[i % PET_IDS.length],
+          status: 0,
+          answeredAt: 0n,
+          sentAt: process.hrtime.bigint()
+        }
         writes.push(write)
         running++
         http(agent, port, 'PATCH', `/pet/${write.pet}`, { name: write.value }).then(answer => {
@@ -551,7 +723,10 @@ async function restartBurst (port: number, phase: string, after: number): Promis
           if (restart === undefined && done >= after) {
             sink.mark = process.hrtime.bigint()
             restart = restartService()
-            restart.then(() => {}, () => {}).finally(() => { over = true; launch() })
+            restart.then(() => {}, () => {}).finally(() => {
+              over = true
+              launch()
+            })
           }
           launch()
         })
@@ -577,7 +752,11 @@ async function restartBurst (port: number, phase: string, after: number): Promis
       const kind = w.status === 0 ? `error ${said}` : `${w.status} ${said}`
       kinds.set(kind, (kinds.get(kind) ?? 0) + 1)
     }
-    console.log(`  note: ${phase}: ${notOk.length} PATCHes not answered 200: ${[...kinds].map(([kind, n]) => `${n}× ${kind}`).join('; ')}`)
+    console.log(
+      `  note: ${phase}: ${notOk.length} PATCHes not answered 200: ${
+        [...kinds].map(([kind, n]) => `${n}× ${kind}`).join('; ')
+      }`
+    )
   }
   return { writes, outage, failed }
 }
@@ -608,12 +787,21 @@ class Listener {
 
   constructor (ws: WebSocket) {
     this.ws = ws
-    ws.on('close', (code, reason) => { if (!this.#ending) this.closes.push({ code, reason: String(reason), at: process.hrtime.bigint() }) })
-    ws.on('error', err => { this.errors.push(err.message) })
+    ws.on('close', (code, reason) => {
+      if (!this.#ending) this.closes.push({ code, reason: String(reason), at: process.hrtime.bigint() })
+    })
+    ws.on('error', err => {
+      this.errors.push(err.message)
+    })
     ws.on('message', data => {
       const at = process.hrtime.bigint()
       const message = JSON.parse(String(data)) as {
-        id?: number, statusCode?: number, body?: unknown, event?: string, position?: unknown, epoch?: unknown,
+        id?: number
+        statusCode?: number
+        body?: unknown
+        event?: string
+        position?: unknown
+        epoch?: unknown
         data?: { verb?: string, id?: number, data?: { name?: unknown } }
       }
       if (message.id !== undefined && message.statusCode !== undefined) {
@@ -621,7 +809,9 @@ class Listener {
         return
       }
       this.frames++
-      if (typeof message.position === 'number') this.positions.push({ position: message.position, epoch: String(message.epoch) })
+      if (typeof message.position === 'number') {
+        this.positions.push({ position: message.position, epoch: String(message.epoch) })
+      }
       const name = message.data?.data?.name
       if (message.event !== 'pet' || message.data?.verb !== 'updated' || typeof name !== 'string') {
         this.unexpected++
@@ -641,10 +831,16 @@ class Listener {
 
   static async open (port: number): Promise<Listener> {
     const ws = new WebSocket(`ws://127.0.0.1:${port}/socket`, { perMessageDeflate: false })
-    await within(new Promise<void>((resolve, reject) => {
-      ws.once('open', () => { resolve() })
-      ws.once('error', reject)
-    }), 10_000, 'websocket open')
+    await within(
+      new Promise<void>((resolve, reject) => {
+        ws.once('open', () => {
+          resolve()
+        })
+        ws.once('error', reject)
+      }),
+      10_000,
+      'websocket open'
+    )
     return new Listener(ws)
   }
 
@@ -740,7 +936,14 @@ interface BrokerOutcome {
   /** The same, one write in flight. */
   readonly serialLatency?: ReturnType<typeof distribution>
   /** Frames with a position, in arrival order, over the whole run. */
-  readonly positions: { frames: number, carried: number, epochs: number, regressions: number, duplicates: number, firstProblem?: string }
+  readonly positions: {
+    frames: number
+    carried: number
+    epochs: number
+    regressions: number
+    duplicates: number
+    firstProblem?: string
+  }
   /** Per phase, frames without a position (only worth printing when others carry one). */
   readonly unpositioned: Map<string, number>
   /** The arrival order checked against the change log table's positions, or why it could not be. */
@@ -759,7 +962,9 @@ interface BrokerOutcome {
 
 /** The committed values of a phase: rows the trigger wrote in the writes' own transactions. */
 async function committedValues (db: pg.Client, phase: string): Promise<Set<string>> {
-  const { rows } = await db.query<{ value: string }>('select value from crash_committed where value like $1', [`${phase}:%`])
+  const { rows } = await db.query<{ value: string }>('select value from crash_committed where value like $1', [
+    `${phase}:%`
+  ])
   return new Set(rows.map(row => row.value))
 }
 
@@ -815,7 +1020,11 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
     servers.push(b)
     let a = await startServer(`${broker}-A`, broker, database, channel)
     servers.push(a)
-    console.log(`\n## ${broker}: database ${database} (seeded in ${(seeded / 1000).toFixed(1)} s), B on :${b.port}, A on :${a.port}`)
+    console.log(
+      `\n## ${broker}: database ${database} (seeded in ${
+        (seeded / 1000).toFixed(1)
+      } s), B on :${b.port}, A on :${a.port}`
+    )
     listener = await Listener.open(b.port)
     listeners.set('B', listener)
     // A is not killed in the restarts: a socket there must not miss anything either.
@@ -823,7 +1032,9 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
     for (const [name, socket] of listeners) {
       for (const id of PET_IDS) {
         const read = await socket.ask('GET', `/pet/${id}?populate=false`)
-        if (read.statusCode !== 200) throw new Error(`subscribing read of pet ${id} on ${name} answered ${read.statusCode}`)
+        if (read.statusCode !== 200) {
+          throw new Error(`subscribing read of pet ${id} on ${name} answered ${read.statusCode}`)
+        }
       }
     }
     const heard = listener
@@ -837,7 +1048,7 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
     const sentinel = async (port: number, via: string): Promise<string> => {
       const value = `sentinel-${via}:${sentinels++}:${TAG}`
       const started = process.hrtime.bigint()
-      for (let attempt = 1; ; attempt++) {
+      for (let attempt = 1;; attempt++) {
         const agent = port === b.port ? bAgent : new Agent({ keepAlive: false })
         let answer: Answer | undefined
         let problem = ''
@@ -851,7 +1062,9 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
           if (agent !== bAgent) agent.destroy()
         }
         if (answer?.status === 200) break
-        if (!RESTART || elapsedMs(started, process.hrtime.bigint()) > SENTINEL_MS) throw new Error(`sentinel through ${via} answered ${problem} (attempt ${attempt})`)
+        if (!RESTART || elapsedMs(started, process.hrtime.bigint()) > SENTINEL_MS) {
+          throw new Error(`sentinel through ${via} answered ${problem} (attempt ${attempt})`)
+        }
         await sleep(200)
       }
       const said: string[] = []
@@ -868,12 +1081,19 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
     }
 
     /** Sentinels through B and A, the settle bound, then the phase's figures. */
-    const settle = async (phase: string, writes: Write[], killAfter: number | undefined, killedAt?: bigint): Promise<BurstOutcome> => {
+    const settle = async (
+      phase: string,
+      writes: Write[],
+      killAfter: number | undefined,
+      killedAt?: bigint
+    ): Promise<BurstOutcome> => {
       const said = [await sentinel(b.port, 'B'), await sentinel(a.port, 'A')]
       await sleep(SETTLE_MS)
       const committed = await committedValues(db, phase)
       const byValue = new Map(writes.map(w => [w.value, w]))
-      const lostOn = new Map([...listeners].map(([name, socket]) => [name, [...committed].filter(v => !socket.heard.has(v))]))
+      const lostOn = new Map(
+        [...listeners].map(([name, socket]) => [name, [...committed].filter(v => !socket.heard.has(v))])
+      )
       const lost = lostOn.get('B') as string[]
       for (const [name, values] of lostOn) lostAtBound.get(name)?.push(...values)
       const heardOfPhase = writes.filter(w => [...listeners.values()].some(socket => socket.heard.has(w.value)))
@@ -892,8 +1112,10 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
         unansweredCommitted: [...committed].filter(v => byValue.get(v)?.status !== 200).length,
         phantom: heardOfPhase.filter(w => !committed.has(w.value)).length,
         sentinels: said.join(', '),
-        heardAfterKill: killedAt === undefined ? [] : [...committed].map(v => heard.heard.get(v)).filter(h => h !== undefined && h.at > killedAt)
-          .map(h => h?.positioned === true)
+        heardAfterKill: killedAt === undefined
+          ? []
+          : [...committed].map(v => heard.heard.get(v)).filter(h => h !== undefined && h.at > killedAt)
+            .map(h => h?.positioned === true)
       }
     }
 
@@ -907,13 +1129,25 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
       .map(w => elapsedMs(w.answeredAt, (heard.heard.get(w.value) as { at: bigint }).at))
     latency = distribution(latencies)
     const onA = (o: BurstOutcome): string => listeners.has('A') ? ` (${o.lostOn.get('A')?.length} by A's socket)` : ''
-    console.log(`  no kill, ${IN_FLIGHT} in flight: ${noKill.committed} committed, ${noKill.lost.length} not heard by B${onA(noKill)}; answer → B's notification p50 ${latency.p50.toFixed(2)} ms, p90 ${latency.p90.toFixed(2)} ms (sentinels ${noKill.sentinels})`)
+    console.log(
+      `  no kill, ${IN_FLIGHT} in flight: ${noKill.committed} committed, ${noKill.lost.length} not heard by B${
+        onA(noKill)
+      }; answer → B's notification p50 ${latency.p50.toFixed(2)} ms, p90 ${
+        latency.p90.toFixed(2)
+      } ms (sentinels ${noKill.sentinels})`
+    )
     // The same without concurrency, for reference: one PATCH in flight.
     const serial = await burst(a.port, `serial-${broker}`, SERIAL, undefined, 1)
     const serialOutcome = await settle(`serial-${broker}`, serial, undefined)
-    serialLatency = distribution(serial.filter(w => w.status === 200 && heard.heard.has(w.value))
-      .map(w => elapsedMs(w.answeredAt, (heard.heard.get(w.value) as { at: bigint }).at)))
-    console.log(`  no kill, 1 in flight: ${serialOutcome.committed} committed, ${serialOutcome.lost.length} not heard by B${onA(serialOutcome)}; answer → B's notification p50 ${serialLatency.p50.toFixed(2)} ms, p90 ${serialLatency.p90.toFixed(2)} ms`)
+    serialLatency = distribution(
+      serial.filter(w => w.status === 200 && heard.heard.has(w.value))
+        .map(w => elapsedMs(w.answeredAt, (heard.heard.get(w.value) as { at: bigint }).at))
+    )
+    console.log(
+      `  no kill, 1 in flight: ${serialOutcome.committed} committed, ${serialOutcome.lost.length} not heard by B${
+        onA(serialOutcome)
+      }; answer → B's notification p50 ${serialLatency.p50.toFixed(2)} ms, p90 ${serialLatency.p90.toFixed(2)} ms`
+    )
 
     for (let i = 0; i < BURSTS; i++) {
       const at = Math.ceil(WRITES * 0.05) + Math.floor(Math.random() * Math.floor(WRITES * 0.9))
@@ -928,10 +1162,19 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
         const catchUp = new Map<string, { pending: number, never: number, lastMs: number | undefined }>()
         if (outage !== undefined) {
           for (const [name, socket] of listeners) {
-            const pending = writes.filter(w => outcome.committedValues.has(w.value) && w.sentAt < outage.backAt && !((socket.heard.get(w.value)?.at ?? outage.backAt) < outage.backAt))
+            const pending = writes.filter(w =>
+              outcome.committedValues.has(w.value) && w.sentAt < outage.backAt &&
+              !((socket.heard.get(w.value)?.at ?? outage.backAt) < outage.backAt)
+            )
             const arrivals = pending.map(w => socket.heard.get(w.value)?.at).filter(t => t !== undefined)
             const never = pending.length - arrivals.length
-            catchUp.set(name, { pending: pending.length, never, lastMs: pending.length === 0 || never > 0 ? undefined : Math.max(...arrivals.map(t => elapsedMs(outage.backAt, t))) })
+            catchUp.set(name, {
+              pending: pending.length,
+              never,
+              lastMs: pending.length === 0 || never > 0
+                ? undefined
+                : Math.max(...arrivals.map(t => elapsedMs(outage.backAt, t)))
+            })
           }
         }
         restarts.push({ burst: outcome, outage, catchUp })
@@ -940,19 +1183,40 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
         const caught = (name: string): string => {
           const c = catchUp.get(name)
           if (c === undefined) return `${name} —`
-          return `${name} ${c.pending}${c.pending === 0 ? '' : c.never > 0 ? ` (${c.never} NEVER arrived)` : ` (the last ${(c.lastMs as number).toFixed(0)} ms after)`}`
+          return `${name} ${c.pending}${
+            c.pending === 0
+              ? ''
+              : c.never > 0
+              ? ` (${c.never} NEVER arrived)`
+              : ` (the last ${(c.lastMs as number).toFixed(0)} ms after)`
+          }`
         }
-        console.log(`  restart ${i + 1}: at answer ${at}; ${DISTURB === 'pg-restart' ? 'PostgreSQL' : 'Redis'} away ${outage === undefined ? '?' : elapsedMs(outage.downAt, outage.backAt).toFixed(0)} ms ` +
-          `(${outage?.steps.join('; ') ?? ''}); ${outcome.sent} sent, ${outcome.answered200} answered 200, ${outcome.committed} committed (${outcome.unansweredCommitted} of them not answered 200); ` +
-          `never heard: ${perSocket(name => `${name} ${outcome.lostOn.get(name)?.length}`)}; committed, sent before the service was back and not heard by then: ${perSocket(caught)}; ` +
-          `sentinels ${outcome.sentinels}`)
+        console.log(
+          `  restart ${i + 1}: at answer ${at}; ${DISTURB === 'pg-restart' ? 'PostgreSQL' : 'Redis'} away ${
+            outage === undefined ? '?' : elapsedMs(outage.downAt, outage.backAt).toFixed(0)
+          } ms ` +
+            `(${
+              outage?.steps.join('; ') ?? ''
+            }); ${outcome.sent} sent, ${outcome.answered200} answered 200, ${outcome.committed} committed (${outcome.unansweredCommitted} of them not answered 200); ` +
+            `never heard: ${
+              perSocket(name => `${name} ${outcome.lostOn.get(name)?.length}`)
+            }; committed, sent before the service was back and not heard by then: ${perSocket(caught)}; ` +
+            `sentinels ${outcome.sentinels}`
+        )
         continue
       }
       const phase = `kill${i + 1}-${broker}`
       const killAfter = at
       const victim = a
       let killedAt = 0n
-      const writes = await burst(a.port, phase, WRITES, { after: killAfter, fn: () => { killedAt = process.hrtime.bigint(); sink.mark = killedAt; victim.kill() } })
+      const writes = await burst(a.port, phase, WRITES, {
+        after: killAfter,
+        fn: () => {
+          killedAt = process.hrtime.bigint()
+          sink.mark = killedAt
+          victim.kill()
+        }
+      })
       await within(victim.exited.catch(() => {}), 10_000, `A exiting after SIGKILL (${phase})`)
       servers.splice(servers.indexOf(victim), 1)
       a = await startServer(`${broker}-A${i + 2}`, broker, database, channel)
@@ -960,9 +1224,15 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
       const outcome = await settle(phase, writes, killAfter, killedAt)
       sink.mark = undefined
       bursts.push(outcome)
-      console.log(`  burst ${i + 1}: killed at answer ${killAfter}, ${outcome.sent} sent, ${outcome.answered200} answered 200, ${outcome.committed} committed ` +
-        `(${outcome.unansweredCommitted} of them unanswered), ${outcome.lost.length} never reached B (${outcome.lostAnswered200} answered 200); ` +
-        `${outcome.heardAfterKill.length} heard by B only after the kill (${outcome.heardAfterKill.filter(p => !p).length} without a position); sentinels ${outcome.sentinels}`)
+      console.log(
+        `  burst ${
+          i + 1
+        }: killed at answer ${killAfter}, ${outcome.sent} sent, ${outcome.answered200} answered 200, ${outcome.committed} committed ` +
+          `(${outcome.unansweredCommitted} of them unanswered), ${outcome.lost.length} never reached B (${outcome.lostAnswered200} answered 200); ` +
+          `${outcome.heardAfterKill.length} heard by B only after the kill (${
+            outcome.heardAfterKill.filter(p => !p).length
+          } without a position); sentinels ${outcome.sentinels}`
+      )
     }
     bAgent.destroy()
   } catch (err) {
@@ -1025,7 +1295,14 @@ async function runBroker (broker: string): Promise<BrokerOutcome> {
 }
 
 /** The arrival order of every pet frame, by its write's position in the change log table (the new code's). */
-interface LogOrder { frames: number, unknown: number, mismatched: number, regressions: number, duplicates: number, firstProblem?: string }
+interface LogOrder {
+  frames: number
+  unknown: number
+  mismatched: number
+  regressions: number
+  duplicates: number
+  firstProblem?: string
+}
 
 /**
  * A diagnostic for code with a change log only: frames read from the log may carry no position,
@@ -1033,10 +1310,17 @@ interface LogOrder { frames: number, unknown: number, mismatched: number, regres
  * and named in the envelope's message). Reads the plugin's table, so it decides nothing about
  * "committed" (the trigger does); a string when there is no such table.
  */
-async function logOrderCheck (db: pg.Client, arrivals: ReadonlyArray<{ value: string, position: number | undefined }>): Promise<LogOrder | string> {
-  const { rows: [exists] } = await db.query<{ found: boolean }>('select to_regclass($1) is not null as found', [LOG_TABLE])
+async function logOrderCheck (
+  db: pg.Client,
+  arrivals: ReadonlyArray<{ value: string, position: number | undefined }>
+): Promise<LogOrder | string> {
+  const { rows: [exists] } = await db.query<{ found: boolean }>('select to_regclass($1) is not null as found', [
+    LOG_TABLE
+  ])
   if (!exists.found) return `no table ${LOG_TABLE}`
-  const { rows } = await db.query<{ position: string, envelope: string | null }>(`select position, envelope from "${LOG_TABLE}"`)
+  const { rows } = await db.query<{ position: string, envelope: string | null }>(
+    `select position, envelope from "${LOG_TABLE}"`
+  )
   const positionOf = new Map<string, number>()
   for (const row of rows) {
     if (row.envelope === null) continue
@@ -1071,7 +1355,10 @@ async function logOrderCheck (db: pg.Client, arrivals: ReadonlyArray<{ value: st
 }
 
 /** Whether positions rose strictly per epoch, in arrival order; how many arrived twice. */
-function positionCheck (positions: ReadonlyArray<{ position: number, epoch: string }>, frames: number): BrokerOutcome['positions'] {
+function positionCheck (
+  positions: ReadonlyArray<{ position: number, epoch: string }>,
+  frames: number
+): BrokerOutcome['positions'] {
   const last = new Map<string, number>()
   const seen = new Set<string>()
   let regressions = 0
@@ -1099,15 +1386,27 @@ function positionCheck (positions: ReadonlyArray<{ position: number, epoch: stri
 const started = Date.now()
 const load = (): string => loadavg().map(n => n.toFixed(2)).join(' ')
 const SERVICE = DISTURB === 'pg-restart' ? 'PostgreSQL' : 'Redis'
-console.log(RESTART ? `# fastify-blueprints crash benchmark (${SERVICE} restarted during the bursts)` : '# fastify-blueprints crash benchmark (kill -9 of the writing instance)')
+console.log(
+  RESTART
+    ? `# fastify-blueprints crash benchmark (${SERVICE} restarted during the bursts)`
+    : '# fastify-blueprints crash benchmark (kill -9 of the writing instance)'
+)
 console.log(`checkout under test: ${CHECKOUT} (src/ and server.ts hash ${CODE})`)
 console.log(`Node ${process.version}, ${cpus().length} CPUs; load average at start: ${load()}`)
 if (RESTART) {
-  console.log(`${BURSTS} bursts of ${WRITES} PATCHes through A (${IN_FLIGHT} in flight, more while ${SERVICE} is away, then ${TAIL} after it is back) on pets ` +
-    `${PET_IDS[0]}–${PET_IDS[PET_IDS.length - 1]}, sockets on B and A; ${SERVICE} away ${OUTAGE_MS} ms (plus its stop and start); settle ${SETTLE_MS} ms after the sentinels; ` +
-    `servers' log level ${LOG_LEVEL ?? 'off'}; run tag ${TAG}`)
+  console.log(
+    `${BURSTS} bursts of ${WRITES} PATCHes through A (${IN_FLIGHT} in flight, more while ${SERVICE} is away, then ${TAIL} after it is back) on pets ` +
+      `${PET_IDS[0]}–${
+        PET_IDS[PET_IDS.length - 1]
+      }, sockets on B and A; ${SERVICE} away ${OUTAGE_MS} ms (plus its stop and start); settle ${SETTLE_MS} ms after the sentinels; ` +
+      `servers' log level ${LOG_LEVEL ?? 'off'}; run tag ${TAG}`
+  )
   console.log(`services at the start: ${await ensureServices()}`)
-} else console.log(`${BURSTS} bursts of ${WRITES} PATCHes through A (${IN_FLIGHT} in flight) on pets ${PET_IDS[0]}–${PET_IDS[PET_IDS.length - 1]}, socket on B; settle ${SETTLE_MS} ms after the sentinels; run tag ${TAG}`)
+} else {console.log(
+    `${BURSTS} bursts of ${WRITES} PATCHes through A (${IN_FLIGHT} in flight) on pets ${PET_IDS[0]}–${
+      PET_IDS[PET_IDS.length - 1]
+    }, socket on B; settle ${SETTLE_MS} ms after the sentinels; run tag ${TAG}`
+  )}
 
 const outcomes: BrokerOutcome[] = []
 let services: string | undefined
@@ -1123,21 +1422,40 @@ try {
 }
 
 /** What a socket's frames say about positions (arrival order over the whole run). */
-function describe (who: string, o: Pick<SocketOutcome, 'positions' | 'unpositioned' | 'logOrder' | 'duplicateValues' | 'late' | 'unexpected'>, broker: string, failed?: string): void {
+function describe (
+  who: string,
+  o: Pick<SocketOutcome, 'positions' | 'unpositioned' | 'logOrder' | 'duplicateValues' | 'late' | 'unexpected'>,
+  broker: string,
+  failed?: string
+): void {
   const p = o.positions
   const line = p.carried === 0
     ? `no frame carries a position (${p.frames} notification frames)`
-    : `${p.carried} of ${p.frames} frames carry one, ${p.epochs} epoch(s); strictly increasing: ${p.regressions === 0 ? 'yes' : `NO (${p.regressions} frames not above their predecessor)`}; ` +
-      `a position twice: ${p.duplicates === 0 ? 'no' : `YES (${p.duplicates})`}${p.firstProblem === undefined ? '' : `; first: ${p.firstProblem}`}`
+    : `${p.carried} of ${p.frames} frames carry one, ${p.epochs} epoch(s); strictly increasing: ${
+      p.regressions === 0 ? 'yes' : `NO (${p.regressions} frames not above their predecessor)`
+    }; ` +
+      `a position twice: ${p.duplicates === 0 ? 'no' : `YES (${p.duplicates})`}${
+        p.firstProblem === undefined ? '' : `; first: ${p.firstProblem}`
+      }`
   console.log(`- ${who}: ${line}`)
   if (p.carried > 0 && o.unpositioned.size > 0) {
-    console.log(`  frames without a position, by phase: ${[...o.unpositioned].map(([phase, n]) => `${phase.replace(`-${broker}`, '')} ${n}`).join(', ')}`)
+    console.log(
+      `  frames without a position, by phase: ${
+        [...o.unpositioned].map(([phase, n]) => `${phase.replace(`-${broker}`, '')} ${n}`).join(', ')
+      }`
+    )
   }
   const l = o.logOrder
   if (typeof l !== 'string') {
-    console.log(`  all ${l.frames} pet frames, ordered by the position their write holds in ${LOG_TABLE} (frames without a position included): ` +
-      `strictly increasing: ${l.regressions === 0 ? 'yes' : `NO (${l.regressions} frames not above their predecessor)`}; a position twice: ${l.duplicates === 0 ? 'no' : `YES (${l.duplicates})`}; ` +
-      `not found in the log: ${l.unknown}; carried position ≠ the log's: ${l.mismatched}${l.firstProblem === undefined ? '' : `; first: ${l.firstProblem}`}`)
+    console.log(
+      `  all ${l.frames} pet frames, ordered by the position their write holds in ${LOG_TABLE} (frames without a position included): ` +
+        `strictly increasing: ${
+          l.regressions === 0 ? 'yes' : `NO (${l.regressions} frames not above their predecessor)`
+        }; a position twice: ${l.duplicates === 0 ? 'no' : `YES (${l.duplicates})`}; ` +
+        `not found in the log: ${l.unknown}; carried position ≠ the log's: ${l.mismatched}${
+          l.firstProblem === undefined ? '' : `; first: ${l.firstProblem}`
+        }`
+    )
   } else if (p.carried > 0) console.log(`  (the arrival order could not be checked against ${LOG_TABLE}: ${l})`)
   const extra: string[] = []
   if (o.duplicateValues > 0) extra.push(`${o.duplicateValues} writes heard more than once`)
@@ -1146,17 +1464,31 @@ function describe (who: string, o: Pick<SocketOutcome, 'positions' | 'unposition
   if (failed !== undefined) extra.push(`failed: ${failed}`)
   if (extra.length > 0) console.log(`  ${extra.join('; ')}`)
 }
-const closed = (s: SocketOutcome): string => s.closes.length === 0 ? '0' : `${s.closes.length} (${s.closes.map(c => `${c.code}${c.reason === '' ? '' : ` "${c.reason}"`}`).join(', ')})`
+const closed = (s: SocketOutcome): string =>
+  s.closes.length === 0
+    ? '0'
+    : `${s.closes.length} (${s.closes.map(c => `${c.code}${c.reason === '' ? '' : ` "${c.reason}"`}`).join(', ')})`
 
-const sum = (bursts: BurstOutcome[], f: (b: BurstOutcome) => number): number => bursts.reduce((total, b) => total + f(b), 0)
+const sum = (bursts: BurstOutcome[], f: (b: BurstOutcome) => number): number =>
+  bursts.reduce((total, b) => total + f(b), 0)
 console.log(`\n## Summary (checkout ${CHECKOUT})`)
 if (!RESTART) {
-  console.log(`\n| broker | kill bursts: committed | never reached B | of which answered 200 | answered 200, not committed | heard, not committed | no kill: committed / not heard | answer → B p50 / p90, ${IN_FLIGHT} in flight | 1 in flight |`)
+  console.log(
+    `\n| broker | kill bursts: committed | never reached B | of which answered 200 | answered 200, not committed | heard, not committed | no kill: committed / not heard | answer → B p50 / p90, ${IN_FLIGHT} in flight | 1 in flight |`
+  )
   console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const o of outcomes) {
     const lat = (v: number | undefined): string => v === undefined || Number.isNaN(v) ? '—' : `${v.toFixed(2)} ms`
-    console.log(`| ${o.broker}${o.failed === undefined ? '' : ' (FAILED)'} | ${sum(o.bursts, b => b.committed)} | ${sum(o.bursts, b => b.lost.length)} | ${sum(o.bursts, b => b.lostAnswered200)} | ` +
-      `${sum(o.bursts, b => b.answeredNotCommitted)} | ${sum(o.bursts, b => b.phantom)} | ${o.noKill === undefined ? '—' : `${o.noKill.committed} / ${o.noKill.lost.length}`} | ${lat(o.latency?.p50)} / ${lat(o.latency?.p90)} | ${lat(o.serialLatency?.p50)} / ${lat(o.serialLatency?.p90)} |`)
+    console.log(
+      `| ${o.broker}${o.failed === undefined ? '' : ' (FAILED)'} | ${sum(o.bursts, b => b.committed)} | ${
+        sum(o.bursts, b => b.lost.length)
+      } | ${sum(o.bursts, b => b.lostAnswered200)} | ` +
+        `${sum(o.bursts, b => b.answeredNotCommitted)} | ${sum(o.bursts, b => b.phantom)} | ${
+          o.noKill === undefined ? '—' : `${o.noKill.committed} / ${o.noKill.lost.length}`
+        } | ${lat(o.latency?.p50)} / ${lat(o.latency?.p90)} | ${lat(o.serialLatency?.p50)} / ${
+          lat(o.serialLatency?.p90)
+        } |`
+    )
   }
   console.log('\nPositions on B\'s socket (frames carrying "position", arrival order over the whole run, per epoch):')
   for (const o of outcomes) describe(o.broker, o, o.broker, o.failed)
@@ -1164,10 +1496,15 @@ if (!RESTART) {
   console.log(`\nB's socket closed: ${closes.length === 0 ? 'never' : closes.join('; ')}`)
 } else {
   const socketNames = ['B', 'A']
-  const restartSum = (o: BrokerOutcome, f: (r: RestartOutcome) => number): number => o.restarts.reduce((total, r) => total + f(r), 0)
-  console.log(`\n${SERVICE} restarted during each burst. "Never heard": committed writes (the trigger) a socket had not heard at the burst's bound. "Caught up": over the restarts, ` +
-    `the committed writes sent before ${SERVICE} was back that a socket had not heard by then, and the latest arrival of the last of them after ${SERVICE} was back.`)
-  console.log(`\n| broker | restarts | sent | answered 200 | committed | committed, not answered 200 | never heard: B / A | sockets closed: B / A | caught up: B / A | answered 200, not committed | heard, not committed |`)
+  const restartSum = (o: BrokerOutcome, f: (r: RestartOutcome) => number): number =>
+    o.restarts.reduce((total, r) => total + f(r), 0)
+  console.log(
+    `\n${SERVICE} restarted during each burst. "Never heard": committed writes (the trigger) a socket had not heard at the burst's bound. "Caught up": over the restarts, ` +
+      `the committed writes sent before ${SERVICE} was back that a socket had not heard by then, and the latest arrival of the last of them after ${SERVICE} was back.`
+  )
+  console.log(
+    `\n| broker | restarts | sent | answered 200 | committed | committed, not answered 200 | never heard: B / A | sockets closed: B / A | caught up: B / A | answered 200, not committed | heard, not committed |`
+  )
   console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const o of outcomes) {
     const bySocket = (f: (name: string) => string): string => socketNames.map(f).join(' / ')
@@ -1180,13 +1517,28 @@ if (!RESTART) {
       return pending === 0 ? '0' : `${pending}, last +${last.toFixed(0)} ms`
     }
     const socket = (name: string): SocketOutcome | undefined => o.sockets.find(s => s.name === name)
-    console.log(`| ${o.broker}${o.failed === undefined ? '' : ' (FAILED)'} | ${o.restarts.length} | ${restartSum(o, r => r.burst.sent)} | ${restartSum(o, r => r.burst.answered200)} | ` +
-      `${restartSum(o, r => r.burst.committed)} | ${restartSum(o, r => r.burst.unansweredCommitted)} | ${bySocket(name => String(restartSum(o, r => r.burst.lostOn.get(name)?.length ?? 0)))} | ` +
-      `${bySocket(name => { const s = socket(name); return s === undefined ? '—' : closed(s) })} | ${bySocket(caught)} | ${restartSum(o, r => r.burst.answeredNotCommitted)} | ${restartSum(o, r => r.burst.phantom)} |`)
+    console.log(
+      `| ${o.broker}${o.failed === undefined ? '' : ' (FAILED)'} | ${o.restarts.length} | ${
+        restartSum(o, r => r.burst.sent)
+      } | ${restartSum(o, r => r.burst.answered200)} | ` +
+        `${restartSum(o, r => r.burst.committed)} | ${restartSum(o, r => r.burst.unansweredCommitted)} | ${
+          bySocket(name => String(restartSum(o, r => r.burst.lostOn.get(name)?.length ?? 0)))
+        } | ` +
+        `${
+          bySocket(name => {
+            const s = socket(name)
+            return s === undefined ? '—' : closed(s)
+          })
+        } | ${bySocket(caught)} | ${restartSum(o, r => r.burst.answeredNotCommitted)} | ${
+          restartSum(o, r => r.burst.phantom)
+        } |`
+    )
   }
   console.log('\nPositions on each socket (frames carrying "position", arrival order over the whole run, per epoch):')
   for (const o of outcomes) {
-    for (const s of o.sockets) describe(`${o.broker}, socket on ${s.name}`, s, o.broker, s.name === 'B' ? o.failed : undefined)
+    for (const s of o.sockets) {
+      describe(`${o.broker}, socket on ${s.name}`, s, o.broker, s.name === 'B' ? o.failed : undefined)
+    }
     if (o.sockets.length === 0 && o.failed !== undefined) console.log(`- ${o.broker}: failed: ${o.failed}`)
     for (const s of o.sockets) {
       if (s.closes.length > 0) console.log(`  ${o.broker}: the socket on ${s.name} was CLOSED: ${closed(s)}`)
@@ -1195,6 +1547,12 @@ if (!RESTART) {
   }
   console.log(`\nServices at the end: ${services ?? '?'}`)
 }
-if (mixed.length > 0) console.log(`\nWARNING: the checkout's code changed during the run (hash ${CODE} at the start); these servers started with other code: ${mixed.join(', ')}`)
+if (mixed.length > 0) {
+  console.log(
+    `\nWARNING: the checkout's code changed during the run (hash ${CODE} at the start); these servers started with other code: ${
+      mixed.join(', ')
+    }`
+  )
+}
 console.log(`\nTotal time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)
 process.exit(outcomes.some(o => o.failed !== undefined) ? 1 : 0)

@@ -19,8 +19,12 @@
 import WebSocket from 'ws'
 import type { ClientMessage, ClientRequest, Protocol } from './common.ts'
 
-if (process.send === undefined) throw new Error('fanout-client.ts runs as a child of bench/realtime/run.ts (it needs an IPC channel)')
-const tell = (message: ClientMessage): void => { process.send?.(message) }
+if (process.send === undefined) {
+  throw new Error('fanout-client.ts runs as a child of bench/realtime/run.ts (it needs an IPC channel)')
+}
+const tell = (message: ClientMessage): void => {
+  process.send?.(message)
+}
 
 const sockets: WebSocket[] = []
 /** Receipt times by write (its age), one slot per socket; 0n until received. */
@@ -31,7 +35,10 @@ let notifications = 0
 let cpuAtConnected: NodeJS.CpuUsage | undefined
 
 /** A notification as the plugin's endpoint frames it. */
-interface Frame { event?: string, data?: { verb?: string, id?: number, data?: { age?: number, name?: string, tags?: Array<{ label?: unknown }> } } }
+interface Frame {
+  event?: string
+  data?: { verb?: string, id?: number, data?: { age?: number, name?: string, tags?: Array<{ label?: unknown }> } }
+}
 
 /** A write's mark: `w<n>`. */
 const MARK = /^w(\d+)$/
@@ -102,23 +109,33 @@ async function open (protocol: Protocol, url: string, index: number, subscribe: 
   sockets[index] = ws
   await new Promise<void>((resolve, reject) => {
     ws.once('error', reject)
-    ws.once('close', code => { reject(new Error(`socket ${index} closed (${code}) before it was subscribed`)) })
+    ws.once('close', code => {
+      reject(new Error(`socket ${index} closed (${code}) before it was subscribed`))
+    })
     const subscribed = (answer: string, ok: boolean): void => {
       if (!ok) {
         reject(new Error(`socket ${index}: the subscribing read answered ${answer.slice(0, 200)}`))
         return
       }
       ws.removeAllListeners()
-      ws.on('message', data => { notification(index, data, protocol) })
-      ws.on('error', () => { unexpected++ })
+      ws.on('message', data => {
+        notification(index, data, protocol)
+      })
+      ws.on('error', () => {
+        unexpected++
+      })
       resolve()
     }
     if (protocol === 'bare') {
-      ws.once('open', () => { subscribed('', true) })
+      ws.once('open', () => {
+        subscribed('', true)
+      })
       return
     }
     if (protocol === 'ws') {
-      ws.once('open', () => { ws.send(JSON.stringify({ id: 1, method: 'GET', url: subscribe })) })
+      ws.once('open', () => {
+        ws.send(JSON.stringify({ id: 1, method: 'GET', url: subscribe }))
+      })
       ws.once('message', data => {
         const frame = JSON.parse(String(data)) as { id?: number, statusCode?: number }
         subscribed(String(data), frame.id === 1 && frame.statusCode === 200)
@@ -129,8 +146,11 @@ async function open (protocol: Protocol, url: string, index: number, subscribe: 
     // event packet `420[…]` (ack id 0), its answer ack packet `430[{ body, headers, statusCode }]`.
     ws.on('message', data => {
       const text = String(data)
-      if (text === '40') ws.send(`420${JSON.stringify(['get', { method: 'get', headers: {}, data: {}, url: subscribe }])}`)
-      else if (text.startsWith('430')) subscribed(text, (JSON.parse(text.slice(3)) as [{ statusCode?: number }])[0].statusCode === 200)
+      if (text === '40') {
+        ws.send(`420${JSON.stringify(['get', { method: 'get', headers: {}, data: {}, url: subscribe }])}`)
+      } else if (text.startsWith('430')) {
+        subscribed(text, (JSON.parse(text.slice(3)) as [{ statusCode?: number }])[0].statusCode === 200)
+      }
     })
   })
 }
@@ -140,9 +160,18 @@ async function open (protocol: Protocol, url: string, index: number, subscribe: 
 let pinging: ReturnType<typeof setInterval> | undefined
 
 async function connect (
-  protocol: Protocol, url: string, count: number, concurrency: number, subscribe: string | readonly string[], identities: 'own' | 'one' | undefined
+  protocol: Protocol,
+  url: string,
+  count: number,
+  concurrency: number,
+  subscribe: string | readonly string[],
+  identities: 'own' | 'one' | undefined
 ): Promise<void> {
-  if (protocol === 'sails-io') pinging ??= setInterval(() => { for (const ws of sockets) if (ws?.readyState === WebSocket.OPEN) ws.send('2') }, 20_000)
+  if (protocol === 'sails-io') {
+    pinging ??= setInterval(() => {
+      for (const ws of sockets) if (ws?.readyState === WebSocket.OPEN) ws.send('2')
+    }, 20_000)
+  }
   const started = performance.now()
   sockets.length = count
   let next = 0
@@ -150,8 +179,15 @@ async function connect (
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
     while (next < count) {
       const index = next++
-      const user = identities === undefined ? '' : `${url.includes('?') ? '&' : '?'}user=${identities === 'one' ? 1 : index + 1}`
-      await open(protocol, url + user, index, typeof subscribe === 'string' ? subscribe : subscribe[index % subscribe.length])
+      const user = identities === undefined
+        ? ''
+        : `${url.includes('?') ? '&' : '?'}user=${identities === 'one' ? 1 : index + 1}`
+      await open(
+        protocol,
+        url + user,
+        index,
+        typeof subscribe === 'string' ? subscribe : subscribe[index % subscribe.length]
+      )
     }
   }))
   cpuAtConnected = process.cpuUsage()
@@ -160,9 +196,10 @@ async function connect (
 
 process.on('message', (request: ClientRequest) => {
   if (request.type === 'connect') {
-    connect(request.protocol, request.url, request.count, request.concurrency, request.subscribe, request.identities).catch((err: unknown) => {
-      tell({ type: 'failed', message: (err as Error).message })
-    })
+    connect(request.protocol, request.url, request.count, request.concurrency, request.subscribe, request.identities)
+      .catch((err: unknown) => {
+        tell({ type: 'failed', message: (err as Error).message })
+      })
   } else if (request.type === 'expect') {
     expected.set(request.age, request.count)
     check(request.age)
@@ -175,4 +212,6 @@ process.on('message', (request: ClientRequest) => {
   }
 })
 // The orchestrator is gone: nothing left to do.
-process.once('disconnect', () => { process.exit(0) })
+process.once('disconnect', () => {
+  process.exit(0)
+})

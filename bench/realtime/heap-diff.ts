@@ -26,7 +26,9 @@ function groups (file: string): Map<string, { size: number, count: number }> {
     const type = types[snapshot.nodes[i + TYPE]]
     const name = snapshot.strings[snapshot.nodes[i + NAME]]
     // Strings and numbers are grouped by type: their names are their values.
-    const key = type === 'object' || type === 'closure' || type === 'native' ? `${type} ${name.slice(0, 60)}` : `(${type})`
+    const key = type === 'object' || type === 'closure' || type === 'native'
+      ? `${type} ${name.slice(0, 60)}`
+      : `(${type})`
     const group = out.get(key) ?? { size: 0, count: 0 }
     group.size += snapshot.nodes[i + SIZE]
     group.count++
@@ -36,14 +38,26 @@ function groups (file: string): Map<string, { size: number, count: number }> {
 }
 
 const [beforeFile, afterFile, perArg] = process.argv.slice(2)
-if (afterFile === undefined) throw new Error('usage: node bench/realtime/heap-diff.ts <before.heapsnapshot> <after.heapsnapshot> [sockets]')
+if (afterFile === undefined) {
+  throw new Error('usage: node bench/realtime/heap-diff.ts <before.heapsnapshot> <after.heapsnapshot> [sockets]')
+}
 const per = Number(perArg ?? 1)
 const before = groups(beforeFile)
 const after = groups(afterFile)
-const rows = [...after].map(([key, { size, count }]) => ({ key, size: size - (before.get(key)?.size ?? 0), count: count - (before.get(key)?.count ?? 0) }))
+const rows = [...after].map(([key, { size, count }]) => ({
+  key,
+  size: size - (before.get(key)?.size ?? 0),
+  count: count - (before.get(key)?.count ?? 0)
+}))
 rows.sort((a, b) => b.size - a.size)
 const total = rows.reduce((sum, row) => sum + row.size, 0)
-console.log(`heap growth: ${(total / 1048576).toFixed(1)} MiB in all, ${Math.round(total / per)} bytes per socket (${per} sockets)`)
+console.log(
+  `heap growth: ${(total / 1048576).toFixed(1)} MiB in all, ${
+    Math.round(total / per)
+  } bytes per socket (${per} sockets)`
+)
 console.log('| group | bytes per socket | objects per socket |')
 console.log('| --- | ---: | ---: |')
-for (const row of rows.slice(0, 40)) console.log(`| ${row.key} | ${Math.round(row.size / per)} | ${(row.count / per).toFixed(2)} |`)
+for (const row of rows.slice(0, 40)) {
+  console.log(`| ${row.key} | ${Math.round(row.size / per)} | ${(row.count / per).toFixed(2)} |`)
+}

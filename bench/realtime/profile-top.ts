@@ -20,7 +20,10 @@ interface Profile {
   timeDeltas: number[]
 }
 
-interface Times { groups: Map<string, number>, functions: Map<string, number> }
+interface Times {
+  groups: Map<string, number>
+  functions: Map<string, number>
+}
 
 function group (url: string, name: string): string {
   if (url === '') return name.startsWith('(') ? name : `native ${name}`
@@ -53,7 +56,9 @@ function times (file: string): Times {
 }
 
 const args = process.argv.slice(2)
-if (args.length === 0) throw new Error('usage: node bench/realtime/profile-top.ts <a.cpuprofile> [units] [<b.cpuprofile> [units]] [rows]')
+if (args.length === 0) {
+  throw new Error('usage: node bench/realtime/profile-top.ts <a.cpuprofile> [units] [<b.cpuprofile> [units]] [rows]')
+}
 const inputs: Array<{ file: string, units: number }> = []
 let rows = 25
 for (let i = 0; i < args.length; i++) {

@@ -74,12 +74,26 @@ import autocannon from 'autocannon'
 import WebSocket from 'ws'
 import { recordDigest } from '../../src/client/index.ts'
 import {
-  cpuSeconds, cpuTimes, distribution, elapsedMs, median, openFilesLimit, rssBytes, within,
-  type ClientMessage, type ClientRequest, type Distribution, type Protocol, type ServerAsk, type ServerReady, type ServerReply
+  cpuSeconds,
+  cpuTimes,
+  distribution,
+  elapsedMs,
+  median,
+  openFilesLimit,
+  rssBytes,
+  within,
+  type ClientMessage,
+  type ClientRequest,
+  type Distribution,
+  type Protocol,
+  type ServerAsk,
+  type ServerReady,
+  type ServerReply
 } from './common.ts'
 
 const env = process.env
-const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
+const list = (value: string | undefined, fallback: string): string[] =>
+  (value ?? fallback).split(',').map(s => s.trim()).filter(s => s !== '')
 const ONLY = list(env.BENCH_RT_ONLY, 'throughput,fanout,cross,sails-io,herd,follow-herd,live,identities')
 const ROUNDS = Number(env.BENCH_RT_ROUNDS ?? 5)
 const SECONDS = Number(env.BENCH_RT_SECONDS ?? 3)
@@ -104,7 +118,8 @@ const PROFILES = env.BENCH_RT_CPU_PROF
 const PROFILED_WRITES = 50
 const CONNECT_CONCURRENCY = 100
 const WARM_SOCKETS = 500
-const TIME_LIMIT_MINUTES = 8 + (ONLY.includes('live') ? 10 : 0) + (ONLY.includes('follow-herd') ? 3 : 0) + (ONLY.includes('identities') ? 20 : 0)
+const TIME_LIMIT_MINUTES = 8 + (ONLY.includes('live') ? 10 : 0) + (ONLY.includes('follow-herd') ? 3 : 0) +
+  (ONLY.includes('identities') ? 20 : 0)
 const SUBSCRIBE = '/user/1?populate=false'
 const TARGETS = { ratio: 1.0, fanoutP99: 50, rssPerSocket: 10 * 1024, crossP99: 20, sailsIo: 1.5 }
 const SAILS_IO_N = Number(env.BENCH_RT_SAILS_IO_N ?? 1000)
@@ -116,9 +131,16 @@ const HERD_ROUNDS = Number(env.BENCH_RT_HERD_ROUNDS ?? 2)
 // Child processes: every one is killed when this process ends, whatever the reason.
 
 const children = new Set<ChildProcess>()
-const killAll = (): void => { for (const child of children) if (child.exitCode === null) child.kill('SIGKILL') }
+const killAll = (): void => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
+}
 process.on('exit', killAll)
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { killAll(); process.exit(130) })
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    killAll()
+    process.exit(130)
+  })
+}
 setTimeout(() => {
   console.error(`bench:realtime: time limit of ${TIME_LIMIT_MINUTES} minutes reached, stopping`)
   killAll()
@@ -143,21 +165,38 @@ function track (child: ChildProcess, what: string): Promise<never> {
 interface Server {
   readonly pid: number
   readonly ports: number[]
-  ask (request: ServerAsk): Promise<ServerReply>
-  stop (): Promise<void>
+  ask(request: ServerAsk): Promise<ServerReply>
+  stop(): Promise<void>
 }
 
 async function startServer (
-  label: string, broker: string, options: { apps?: number, seed?: boolean, audience?: 'public' | 'identity', own?: boolean } = {}
+  label: string,
+  broker: string,
+  options: { apps?: number, seed?: boolean, audience?: 'public' | 'identity', own?: boolean } = {}
 ): Promise<Server> {
-  const args = ['--expose-gc', here('./server.ts'), '--broker', broker, '--apps', String(options.apps ?? 1), '--audience', options.audience ?? 'public']
+  const args = [
+    '--expose-gc',
+    here('./server.ts'),
+    '--broker',
+    broker,
+    '--apps',
+    String(options.apps ?? 1),
+    '--audience',
+    options.audience ?? 'public'
+  ]
   if (options.seed === true) args.push('--seed')
   if (options.own === true) args.push('--own')
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced', env: { ...env, BENCH_RT_CHANNEL: CHANNEL } })
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    serialization: 'advanced',
+    env: { ...env, BENCH_RT_CHANNEL: CHANNEL }
+  })
   const exited = track(child, `server ${label}`)
   exited.catch(() => {})
   const ready = new Promise<ServerReady>(resolve => {
-    child.on('message', (message: ServerReady | ServerReply) => { if ('type' in message && message.type === 'ready') resolve(message) })
+    child.on('message', (message: ServerReady | ServerReply) => {
+      if ('type' in message && message.type === 'ready') resolve(message)
+    })
   })
   const { ports } = await within(Promise.race([ready, exited]), 90_000, `server ${label} start`)
   let next = 0
@@ -182,7 +221,9 @@ async function startServer (
       if (child.exitCode !== null) return
       child.kill('SIGTERM')
       // SIGTERM lets it close its sockets, broker and pools; it is killed if it does not exit in time.
-      await within(exited.catch(() => {}), 15_000, `server ${label} stop`).catch(() => { child.kill('SIGKILL') })
+      await within(exited.catch(() => {}), 15_000, `server ${label} stop`).catch(() => {
+        child.kill('SIGKILL')
+      })
     }
   }
 }
@@ -208,55 +249,90 @@ async function profiled (servers: Server[], name: string, work: () => Promise<st
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 })
 
-interface Answer { status: number, text: string, sentAt: bigint, answeredAt: bigint }
+interface Answer {
+  status: number
+  text: string
+  sentAt: bigint
+  answeredAt: bigint
+}
 
 /** One HTTP request; `sentAt` is read just before the request is handed to the socket. */
 async function http (port: number, method: string, path: string, body?: unknown): Promise<Answer> {
   const payload = body === undefined ? undefined : JSON.stringify(body)
-  const headers: Record<string, string | number> = payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
-  return await within(new Promise<Answer>((resolve, reject) => {
-    let sentAt = 0n
-    const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, res => {
-      const chunks: Buffer[] = []
-      res.on('data', (chunk: Buffer) => chunks.push(chunk))
-      res.on('end', () => { resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), sentAt, answeredAt: process.hrtime.bigint() }) })
-      res.on('error', reject)
-    })
-    req.on('error', reject)
-    sentAt = process.hrtime.bigint()
-    req.end(payload)
-  }), 15_000, `${method} ${path}`)
+  const headers: Record<string, string | number> = payload === undefined
+    ? {}
+    : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+  return await within(
+    new Promise<Answer>((resolve, reject) => {
+      let sentAt = 0n
+      const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, res => {
+        const chunks: Buffer[] = []
+        res.on('data', (chunk: Buffer) => chunks.push(chunk))
+        res.on('end', () => {
+          resolve({
+            status: res.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString(),
+            sentAt,
+            answeredAt: process.hrtime.bigint()
+          })
+        })
+        res.on('error', reject)
+      })
+      req.on('error', reject)
+      sentAt = process.hrtime.bigint()
+      req.end(payload)
+    }),
+    15_000,
+    `${method} ${path}`
+  )
 }
 
 async function ok (port: number, method: string, path: string, body?: unknown): Promise<Answer> {
   const answer = await http(port, method, path, body)
-  if (answer.status !== 200) throw new Error(`${method} ${path} answered ${answer.status}: ${answer.text.slice(0, 300)}`)
+  if (answer.status !== 200) {
+    throw new Error(`${method} ${path} answered ${answer.status}: ${answer.text.slice(0, 300)}`)
+  }
   return answer
 }
 
 async function openSocket (port: number): Promise<WebSocket> {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/socket`, { perMessageDeflate: false })
-  await within(new Promise<void>((resolve, reject) => {
-    ws.once('open', () => { resolve() })
-    ws.once('error', reject)
-  }), 10_000, 'websocket open')
+  await within(
+    new Promise<void>((resolve, reject) => {
+      ws.once('open', () => {
+        resolve()
+      })
+      ws.once('error', reject)
+    }),
+    10_000,
+    'websocket open'
+  )
   return ws
 }
 
 /** Sends one request frame on a socket that has nothing else in flight; resolves with the parsed response frame. */
-async function frame (ws: WebSocket, id: number, method: string, url: string): Promise<{ id: number, statusCode: number, headers: object, body: unknown, text: string }> {
-  return await within(new Promise((resolve, reject) => {
-    const onMessage = (data: WebSocket.RawData): void => {
-      const text = String(data)
-      const parsed = JSON.parse(text) as { id?: number, statusCode: number, headers: object, body: unknown }
-      if (parsed.id !== id) return
-      ws.off('message', onMessage)
-      resolve({ ...parsed, id, text })
-    }
-    ws.on('message', onMessage)
-    ws.once('error', reject)
-    ws.send(JSON.stringify({ id, method, url }))
-  }), 10_000, `socket ${method} ${url}`)
+async function frame (
+  ws: WebSocket,
+  id: number,
+  method: string,
+  url: string
+): Promise<{ id: number, statusCode: number, headers: object, body: unknown, text: string }> {
+  return await within(
+    new Promise((resolve, reject) => {
+      const onMessage = (data: WebSocket.RawData): void => {
+        const text = String(data)
+        const parsed = JSON.parse(text) as { id?: number, statusCode: number, headers: object, body: unknown }
+        if (parsed.id !== id) return
+        ws.off('message', onMessage)
+        resolve({ ...parsed, id, text })
+      }
+      ws.on('message', onMessage)
+      ws.once('error', reject)
+      ws.send(JSON.stringify({ id, method, url }))
+    }),
+    10_000,
+    `socket ${method} ${url}`
+  )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,8 +364,15 @@ async function measured (server: Server, load: () => Promise<{ count: number, se
 }
 
 async function httpLoad (port: number, url: string, seconds: number): Promise<{ count: number, seconds: number }> {
-  const result = await autocannon({ url: `http://127.0.0.1:${port}${url}`, connections: CONNECTIONS, pipelining: 1, duration: seconds })
-  if (result.errors > 0 || result.non2xx > 0) throw new Error(`HTTP ${url}: ${result.errors} errors, ${result.non2xx} non-2xx answers`)
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}${url}`,
+    connections: CONNECTIONS,
+    pipelining: 1,
+    duration: seconds
+  })
+  if (result.errors > 0 || result.non2xx > 0) {
+    throw new Error(`HTTP ${url}: ${result.errors} errors, ${result.non2xx} non-2xx answers`)
+  }
   return { count: result['2xx'], seconds: result.duration }
 }
 
@@ -305,37 +388,49 @@ async function socketLoad (port: number, url: string, seconds: number): Promise<
   const started = performance.now()
   const deadline = started + seconds * 1000
   const quoted = JSON.stringify(url)
-  await within(Promise.all(sockets.map(async ws => await new Promise<void>(resolve => {
-    let id = 0
-    let expected = ''
-    const send = (): void => {
-      id++
-      expected = `{"id":${id},"statusCode":200,`
-      ws.send(`{"id":${id},"method":"GET","url":${quoted}}`)
-    }
-    ws.on('message', (data: Buffer) => {
-      if (data.toString('latin1', 0, expected.length) !== expected) {
-        failure ??= data.toString('utf8', 0, 300)
-        resolve()
-        return
-      }
-      if (performance.now() > deadline) {
-        resolve()
-        return
-      }
-      count++
-      send()
-    })
-    ws.once('close', () => { resolve() })
-    send()
-  }))), (seconds + 10) * 1000, 'socket load')
+  await within(
+    Promise.all(sockets.map(async ws =>
+      await new Promise<void>(resolve => {
+        let id = 0
+        let expected = ''
+        const send = (): void => {
+          id++
+          expected = `{"id":${id},"statusCode":200,`
+          ws.send(`{"id":${id},"method":"GET","url":${quoted}}`)
+        }
+        ws.on('message', (data: Buffer) => {
+          if (data.toString('latin1', 0, expected.length) !== expected) {
+            failure ??= data.toString('utf8', 0, 300)
+            resolve()
+            return
+          }
+          if (performance.now() > deadline) {
+            resolve()
+            return
+          }
+          count++
+          send()
+        })
+        ws.once('close', () => {
+          resolve()
+        })
+        send()
+      })
+    )),
+    (seconds + 10) * 1000,
+    'socket load'
+  )
   const elapsed = (performance.now() - started) / 1000
   for (const ws of sockets) ws.terminate()
   if (failure !== undefined) throw new Error(`socket ${url}: unexpected response ${failure}`)
   return { count, seconds: Math.min(elapsed, seconds) }
 }
 
-interface Throughput { url: string, http: Run[], socket: Run[] }
+interface Throughput {
+  url: string
+  http: Run[]
+  socket: Run[]
+}
 
 async function throughput (): Promise<Throughput[]> {
   console.log('\n## 1. Socket vs HTTP throughput (one server process, MemoryBroker)')
@@ -351,7 +446,11 @@ async function throughput (): Promise<Throughput[]> {
       if (overSocket.statusCode !== 200) throw new Error(`socket GET ${url} answered ${overSocket.statusCode}`)
       deepStrictEqual(overSocket.body, JSON.parse(overHttp.text), `GET ${url}: the socket and HTTP bodies differ`)
       console.log(`\nGET ${url}`)
-      console.log(`  same JSON: yes (${(overSocket.body as unknown[]).length} records; HTTP body ${Buffer.byteLength(overHttp.text)} bytes, response frame ${Buffer.byteLength(overSocket.text)} bytes)`)
+      console.log(
+        `  same JSON: yes (${(overSocket.body as unknown[]).length} records; HTTP body ${
+          Buffer.byteLength(overHttp.text)
+        } bytes, response frame ${Buffer.byteLength(overSocket.text)} bytes)`
+      )
       await measured(server, async () => await httpLoad(port, url, WARMUP_SECONDS))
       await measured(server, async () => await socketLoad(port, url, WARMUP_SECONDS))
       const outcome: Throughput = { url, http: [], socket: [] }
@@ -359,7 +458,12 @@ async function throughput (): Promise<Throughput[]> {
         // The order alternates too, so that neither always runs on the hotter (or cooler) machine.
         const order = round % 2 === 0 ? (['http', 'socket'] as const) : (['socket', 'http'] as const)
         for (const who of order) {
-          outcome[who].push(await measured(server, async () => who === 'http' ? await httpLoad(port, url, SECONDS) : await socketLoad(port, url, SECONDS)))
+          outcome[who].push(
+            await measured(
+              server,
+              async () => who === 'http' ? await httpLoad(port, url, SECONDS) : await socketLoad(port, url, SECONDS)
+            )
+          )
         }
       }
       if (PROFILES !== undefined) {
@@ -371,15 +475,25 @@ async function throughput (): Promise<Throughput[]> {
         }
       }
       const fmt = (n: number): string => Math.round(n).toString().padStart(7)
-      console.log(`  req/s     ${outcome.http.map((_, i) => `r${i + 1}`.padStart(7)).join(' ')}   median  server CPU µs/req (in kernel)  load generator CPU`)
+      console.log(
+        `  req/s     ${
+          outcome.http.map((_, i) => `r${i + 1}`.padStart(7)).join(' ')
+        }   median  server CPU µs/req (in kernel)  load generator CPU`
+      )
       for (const who of ['http', 'socket'] as const) {
         const runs = outcome[who]
         const cpu = `${Math.round(median(runs.map(r => r.cpu)))} (${Math.round(median(runs.map(r => r.sys)))})`
-        console.log(`  ${who.padEnd(8)}  ${runs.map(r => fmt(r.rps)).join(' ')}  ${fmt(median(runs.map(r => r.rps)))}  ${cpu.padStart(29)}  ${Math.round(median(runs.map(r => r.loadCpu)) * 100)}% of a core`)
+        console.log(
+          `  ${who.padEnd(8)}  ${runs.map(r => fmt(r.rps)).join(' ')}  ${fmt(median(runs.map(r => r.rps)))}  ${
+            cpu.padStart(29)
+          }  ${Math.round(median(runs.map(r => r.loadCpu)) * 100)}% of a core`
+        )
       }
       const ratio = median(outcome.socket.map(r => r.rps)) / median(outcome.http.map(r => r.rps))
       const paired = median(outcome.socket.map((r, i) => r.rps / outcome.http[i].rps))
-      console.log(`  ratio socket/HTTP: ${ratio.toFixed(2)} (medians), ${paired.toFixed(2)} (median of per-round ratios)`)
+      console.log(
+        `  ratio socket/HTTP: ${ratio.toFixed(2)} (medians), ${paired.toFixed(2)} (median of per-round ratios)`
+      )
       outcomes.push(outcome)
     }
   } finally {
@@ -397,15 +511,25 @@ let nextAge = 1000
 interface Client {
   readonly child: ChildProcess
   readonly exited: Promise<never>
-  next (type: ClientMessage['type'], accept?: (message: ClientMessage) => boolean): Promise<ClientMessage>
-  send (request: ClientRequest): void
+  next(type: ClientMessage['type'], accept?: (message: ClientMessage) => boolean): Promise<ClientMessage>
+  send(request: ClientRequest): void
 }
 
 function startClient (index: number): Client {
-  const child = spawn(process.execPath, [here('./fanout-client.ts')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
+  const child = spawn(process.execPath, [here('./fanout-client.ts')], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    serialization: 'advanced'
+  })
   const exited = track(child, `fan-out client ${index}`)
   exited.catch(() => {})
-  const waiters = new Set<{ type: string, accept: (message: ClientMessage) => boolean, resolve: (message: ClientMessage) => void, reject: (err: Error) => void }>()
+  const waiters = new Set<
+    {
+      type: string
+      accept: (message: ClientMessage) => boolean
+      resolve: (message: ClientMessage) => void
+      reject: (err: Error) => void
+    }
+  >()
   child.on('message', (message: ClientMessage) => {
     for (const waiter of waiters) {
       if (message.type === 'failed') waiter.reject(new Error(`fan-out client ${index}: ${message.message}`))
@@ -421,7 +545,9 @@ function startClient (index: number): Client {
       const message = new Promise<ClientMessage>((resolve, reject) => waiters.add({ type, accept, resolve, reject }))
       return await Promise.race([message, exited])
     },
-    send (request) { child.send(request) }
+    send (request) {
+      child.send(request)
+    }
   }
 }
 
@@ -450,11 +576,20 @@ interface Fanout {
 const marginalRss = (small: Fanout, large: Fanout): number =>
   ((large.rssAfter - large.rssBefore) - (small.rssAfter - small.rssBefore)) / (large.n - small.n)
 
-interface Written { age: number, sentAt: bigint, answeredAt: bigint }
+interface Written {
+  age: number
+  sentAt: bigint
+  answeredAt: bigint
+}
 
 /** Starts `processes` client processes holding `n` sockets in all, and waits until all are subscribed. */
 async function connectClients (
-  port: number, n: number, processes: number, into: Client[], protocol: Protocol = 'ws', subscribe: string | readonly string[] = SUBSCRIBE,
+  port: number,
+  n: number,
+  processes: number,
+  into: Client[],
+  protocol: Protocol = 'ws',
+  subscribe: string | readonly string[] = SUBSCRIBE,
   identities?: 'own' | 'one'
 ): Promise<number> {
   const started = performance.now()
@@ -465,9 +600,19 @@ async function connectClients (
   const url = protocol === 'ws'
     ? `ws://127.0.0.1:${port}/socket`
     : protocol === 'bare'
-      ? `ws://127.0.0.1:${port}/`
-      : `ws://127.0.0.1:${port}/socket.io/?EIO=3&transport=websocket&__sails_io_sdk_version=1.2.1&__sails_io_sdk_platform=node&__sails_io_sdk_language=javascript`
-  clients.forEach((client, i) => client.send({ type: 'connect', protocol, url, count: share(i), concurrency: CONNECT_CONCURRENCY, subscribe, identities }))
+    ? `ws://127.0.0.1:${port}/`
+    : `ws://127.0.0.1:${port}/socket.io/?EIO=3&transport=websocket&__sails_io_sdk_version=1.2.1&__sails_io_sdk_platform=node&__sails_io_sdk_language=javascript`
+  clients.forEach((client, i) =>
+    client.send({
+      type: 'connect',
+      protocol,
+      url,
+      count: share(i),
+      concurrency: CONNECT_CONCURRENCY,
+      subscribe,
+      identities
+    })
+  )
   await within(Promise.all(connected), 180_000, `connecting ${n} sockets`)
   return performance.now() - started
 }
@@ -475,14 +620,18 @@ async function connectClients (
 async function closeClients (clients: Client[]): Promise<void> {
   for (const client of clients.splice(0)) {
     if (client.child.exitCode === null) client.send({ type: 'close' })
-    await within(client.exited.catch(() => {}), 10_000, 'fan-out client exit').catch(() => { client.child.kill('SIGKILL') })
+    await within(client.exited.catch(() => {}), 10_000, 'fan-out client exit').catch(() => {
+      client.child.kill('SIGKILL')
+    })
   }
 }
 
 /** One write over HTTP, and the wait until every socket of every client got its notification. */
 async function fanoutWrite (port: number, clients: Client[]): Promise<Written> {
   const age = nextAge++
-  const delivered = clients.map(async client => await client.next('delivered', message => message.type === 'delivered' && message.age === age))
+  const delivered = clients.map(async client =>
+    await client.next('delivered', message => message.type === 'delivered' && message.age === age)
+  )
   const answer = await ok(port, 'PATCH', '/user/1', { age })
   await within(Promise.all(delivered), 30_000, `fan-out: notification of the write age=${age}`)
   return { age, sentAt: answer.sentAt, answeredAt: answer.answeredAt }
@@ -493,7 +642,11 @@ async function fanout (n: number, protocol: Protocol = 'ws'): Promise<Fanout> {
   // Each process holds its share of sockets as file descriptors: stay well under the limit.
   const limit = openFilesLimit()
   if (Math.ceil(n / clientCount) + 200 > limit || n + 200 > limit) {
-    throw new Error(`fan-out N=${n}: the open-files limit (${limit}) is too low for ${Math.ceil(n / clientCount)} sockets per client process and ${n} in the server; raise ulimit -n`)
+    throw new Error(
+      `fan-out N=${n}: the open-files limit (${limit}) is too low for ${
+        Math.ceil(n / clientCount)
+      } sockets per client process and ${n} in the server; raise ulimit -n`
+    )
   }
   const server = await startServer(`fanout-${n}`, 'memory')
   const clients: Client[] = []
@@ -507,16 +660,26 @@ async function fanout (n: number, protocol: Protocol = 'ws'): Promise<Fanout> {
     await closeClients(clients)
     await sleep(200)
     const snapshots = env.BENCH_RT_HEAP_SNAPSHOT
-    if (snapshots !== undefined) await server.ask({ type: 'snapshot', file: join(snapshots, `fanout-${n}-before.heapsnapshot`) })
+    if (snapshots !== undefined) {
+      await server.ask({ type: 'snapshot', file: join(snapshots, `fanout-${n}-before.heapsnapshot`) })
+    }
     const before = (await server.ask({ type: 'gc' })).memory as NodeJS.MemoryUsage
     const rssBefore = rssBytes(server.pid)
 
     const connectMs = await connectClients(port, n, clientCount, clients, protocol)
-    const [stats] = (await server.ask({ type: 'stats' })).stats as Array<{ sockets: number, subscriptions: number, records: number }>
-    if (stats.sockets !== n || stats.subscriptions !== n || stats.records !== 1) throw new Error(`fan-out N=${n}: the server counts ${JSON.stringify(stats)}, expected ${n} sockets each subscribed to user 1`)
+    const [stats] = (await server.ask({ type: 'stats' })).stats as Array<
+      { sockets: number, subscriptions: number, records: number }
+    >
+    if (stats.sockets !== n || stats.subscriptions !== n || stats.records !== 1) {
+      throw new Error(
+        `fan-out N=${n}: the server counts ${JSON.stringify(stats)}, expected ${n} sockets each subscribed to user 1`
+      )
+    }
     const after = (await server.ask({ type: 'gc' })).memory as NodeJS.MemoryUsage
     const rssAfter = rssBytes(server.pid)
-    if (snapshots !== undefined) await server.ask({ type: 'snapshot', file: join(snapshots, `fanout-${n}-after.heapsnapshot`) })
+    if (snapshots !== undefined) {
+      await server.ask({ type: 'snapshot', file: join(snapshots, `fanout-${n}-after.heapsnapshot`) })
+    }
 
     for (let i = 0; i < FANOUT_WARMUP_WRITES; i++) await fanoutWrite(port, clients)
     const cpuBefore = cpuTimes(server.pid)
@@ -595,7 +758,11 @@ async function fanout (n: number, protocol: Protocol = 'ws'): Promise<Fanout> {
 }
 
 async function fanouts (): Promise<Fanout[]> {
-  console.log(`\n## 2. Fan-out of one write to N sockets (one server process, MemoryBroker; sockets in ${FANOUT_CLIENTS} client process${FANOUT_CLIENTS === 1 ? '' : 'es'})`)
+  console.log(
+    `\n## 2. Fan-out of one write to N sockets (one server process, MemoryBroker; sockets in ${FANOUT_CLIENTS} client process${
+      FANOUT_CLIENTS === 1 ? '' : 'es'
+    })`
+  )
   // Every N runs first, so that the tables come out whole.
   const outcomes: Fanout[] = []
   for (const n of FANOUT) outcomes.push(await fanout(n))
@@ -603,58 +770,113 @@ async function fanouts (): Promise<Fanout[]> {
   const kb = (bytes: number, n: number): string => `${(bytes / n / 1024).toFixed(2)} KB`
   const mib = (bytes: number): string => (bytes / 1048576).toFixed(1)
 
-  console.log(`\nLatency over all (socket, write) pairs: receipt at the client − send of the PATCH (${WRITES} writes per N after ${FANOUT_WARMUP_WRITES} warm-up writes)`)
-  console.log('\n| N | pairs | p50 | p90 | p99 | max | per write (medians): PATCH answered / first socket / last socket |')
+  console.log(
+    `\nLatency over all (socket, write) pairs: receipt at the client − send of the PATCH (${WRITES} writes per N after ${FANOUT_WARMUP_WRITES} warm-up writes)`
+  )
+  console.log(
+    '\n| N | pairs | p50 | p90 | p99 | max | per write (medians): PATCH answered / first socket / last socket |'
+  )
   console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const f of outcomes) {
-    console.log(`| ${f.n} | ${f.latency.count} | ${ms(f.latency.p50)} | ${ms(f.latency.p90)} | ${ms(f.latency.p99)} | ${ms(f.latency.max)} | ${ms(f.patch.p50)} / ${ms(f.first.p50)} / ${ms(f.complete.p50)} |`)
+    console.log(
+      `| ${f.n} | ${f.latency.count} | ${ms(f.latency.p50)} | ${ms(f.latency.p90)} | ${ms(f.latency.p99)} | ${
+        ms(f.latency.max)
+      } | ${ms(f.patch.p50)} / ${ms(f.first.p50)} / ${ms(f.complete.p50)} |`
+    )
   }
-  console.log('\nCPU per write: the server\'s (PATCH + fan-out; share in the kernel) and the clients\' per notification received')
-  console.log('\n| N | server CPU per write | per socket | in the kernel | client CPU per notification | connect + subscribe N sockets |')
+  console.log(
+    "\nCPU per write: the server's (PATCH + fan-out; share in the kernel) and the clients' per notification received"
+  )
+  console.log(
+    '\n| N | server CPU per write | per socket | in the kernel | client CPU per notification | connect + subscribe N sockets |'
+  )
   console.log('| ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const f of outcomes) {
-    console.log(`| ${f.n} | ${ms(f.serverCpuPerWrite * 1000)} | ${(f.serverCpuPerWrite * 1e6 / f.n).toFixed(1)} µs | ${Math.round(f.serverSystemShare * 100)}% | ${f.clientCpuPerNotification.toFixed(1)} µs | ${(f.connectMs / 1000).toFixed(1)} s |`)
+    console.log(
+      `| ${f.n} | ${ms(f.serverCpuPerWrite * 1000)} | ${(f.serverCpuPerWrite * 1e6 / f.n).toFixed(1)} µs | ${
+        Math.round(f.serverSystemShare * 100)
+      }% | ${f.clientCpuPerNotification.toFixed(1)} µs | ${(f.connectMs / 1000).toFixed(1)} s |`
+    )
   }
-  console.log('\nServer memory (after a forced GC) before the sockets connect → after they are subscribed, and the growth per socket')
-  console.log('\n| N | RSS (MiB) | RSS per socket | V8 heap used | V8 heap committed | off-heap (RSS − committed heap) | external (Buffers) |')
+  console.log(
+    '\nServer memory (after a forced GC) before the sockets connect → after they are subscribed, and the growth per socket'
+  )
+  console.log(
+    '\n| N | RSS (MiB) | RSS per socket | V8 heap used | V8 heap committed | off-heap (RSS − committed heap) | external (Buffers) |'
+  )
   console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const f of outcomes) {
     const rss = f.rssAfter - f.rssBefore
     const committed = f.after.heapTotal - f.before.heapTotal
-    console.log(`| ${f.n} | ${mib(f.rssBefore)} → ${mib(f.rssAfter)} | ${kb(rss, f.n)} | ${kb(f.after.heapUsed - f.before.heapUsed, f.n)} | ${kb(committed, f.n)} | ${kb(rss - committed, f.n)} | ${kb(f.after.external - f.before.external, f.n)} |`)
+    console.log(
+      `| ${f.n} | ${mib(f.rssBefore)} → ${mib(f.rssAfter)} | ${kb(rss, f.n)} | ${
+        kb(f.after.heapUsed - f.before.heapUsed, f.n)
+      } | ${kb(committed, f.n)} | ${kb(rss - committed, f.n)} | ${kb(f.after.external - f.before.external, f.n)} |`
+    )
   }
   if (outcomes.length >= 2) {
     // RSS has a part that does not grow with N (allocator arenas, buffers of the connect path):
     // the slope between the smallest and the largest N is what one more socket costs.
     const [small, large] = [outcomes[0], outcomes[outcomes.length - 1]]
     const slope = marginalRss(small, large)
-    console.log(`\n  RSS per additional socket (slope between N=${small.n} and N=${large.n}): ${(slope / 1024).toFixed(2)} KB; intercept (growth that does not scale with N, within a few MiB of noise): ${mib(small.rssAfter - small.rssBefore - slope * small.n)} MiB`)
+    console.log(
+      `\n  RSS per additional socket (slope between N=${small.n} and N=${large.n}): ${
+        (slope / 1024).toFixed(2)
+      } KB; intercept (growth that does not scale with N, within a few MiB of noise): ${
+        mib(small.rssAfter - small.rssBefore - slope * small.n)
+      } MiB`
+    )
   }
-  if (env.BENCH_RT_HEAP_SNAPSHOT !== undefined) console.log('  note: heap snapshots were taken (BENCH_RT_HEAP_SNAPSHOT); writing one grows the RSS, so the RSS figures above are skewed')
-  for (const f of outcomes) if (f.unexpected > 0) console.log(`  warning: N=${f.n}: ${f.unexpected} unexpected frames at the clients`)
+  if (env.BENCH_RT_HEAP_SNAPSHOT !== undefined) {
+    console.log(
+      '  note: heap snapshots were taken (BENCH_RT_HEAP_SNAPSHOT); writing one grows the RSS, so the RSS figures above are skewed'
+    )
+  }
+  for (const f of outcomes) {
+    if (f.unexpected > 0) console.log(`  warning: N=${f.n}: ${f.unexpected} unexpected frames at the clients`)
+  }
   return outcomes
 }
 
 // ---------------------------------------------------------------------------------------------
 // 4. The socket.io endpoint: the same fan-out to sails.io.js-protocol sockets, beside /socket
 
-interface SailsIoFanout { n: number, rounds: Array<{ ws: Fanout, sailsIo: Fanout }> }
+interface SailsIoFanout {
+  n: number
+  rounds: Array<{ ws: Fanout, sailsIo: Fanout }>
+}
 
 async function sailsIoFanouts (): Promise<SailsIoFanout> {
   const n = SAILS_IO_N
-  console.log(`\n## 4. Fan-out of one write to ${n} sockets: the socket.io endpoint (sails.io.js protocol, Engine.IO 3) beside /socket`)
-  console.log(`(a fresh server per run; ${SAILS_IO_ROUNDS} interleaved rounds, each a /socket run then a /socket.io run, as part 2)`)
+  console.log(
+    `\n## 4. Fan-out of one write to ${n} sockets: the socket.io endpoint (sails.io.js protocol, Engine.IO 3) beside /socket`
+  )
+  console.log(
+    `(a fresh server per run; ${SAILS_IO_ROUNDS} interleaved rounds, each a /socket run then a /socket.io run, as part 2)`
+  )
   const rounds: SailsIoFanout['rounds'] = []
-  for (let round = 0; round < SAILS_IO_ROUNDS; round++) rounds.push({ ws: await fanout(n, 'ws'), sailsIo: await fanout(n, 'sails-io') })
+  for (let round = 0; round < SAILS_IO_ROUNDS; round++) {
+    rounds.push({ ws: await fanout(n, 'ws'), sailsIo: await fanout(n, 'sails-io') })
+  }
   const ms = (value: number): string => `${value.toFixed(1)} ms`
-  console.log('\n| round | endpoint | latency p50 | p99 | last socket per write (median) | server CPU per write | RSS per socket |')
+  console.log(
+    '\n| round | endpoint | latency p50 | p99 | last socket per write (median) | server CPU per write | RSS per socket |'
+  )
   console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: |')
   rounds.forEach(({ ws, sailsIo }, i) => {
     for (const [name, f] of [['/socket', ws], ['/socket.io', sailsIo]] as const) {
-      console.log(`| ${i + 1} | ${name} | ${ms(f.latency.p50)} | ${ms(f.latency.p99)} | ${ms(f.complete.p50)} | ${ms(f.serverCpuPerWrite * 1000)} | ${((f.rssAfter - f.rssBefore) / n / 1024).toFixed(2)} KB |`)
+      console.log(
+        `| ${i + 1} | ${name} | ${ms(f.latency.p50)} | ${ms(f.latency.p99)} | ${ms(f.complete.p50)} | ${
+          ms(f.serverCpuPerWrite * 1000)
+        } | ${((f.rssAfter - f.rssBefore) / n / 1024).toFixed(2)} KB |`
+      )
     }
   })
-  for (const { ws, sailsIo } of rounds) for (const f of [ws, sailsIo]) if (f.unexpected > 0) console.log(`  warning: ${f.unexpected} unexpected frames at the clients`)
+  for (const { ws, sailsIo } of rounds) {
+    for (const f of [ws, sailsIo]) {
+      if (f.unexpected > 0) console.log(`  warning: ${f.unexpected} unexpected frames at the clients`)
+    }
+  }
   return { n, rounds }
 }
 
@@ -680,7 +902,9 @@ interface Cross {
 }
 
 async function cross (broker: string): Promise<Cross> {
-  const label = broker === 'memory' ? 'MemoryBroker, A and B in one process' : `${broker === 'redis' ? 'RedisBroker' : 'PostgresBroker'}, A and B in two processes`
+  const label = broker === 'memory'
+    ? 'MemoryBroker, A and B in one process'
+    : `${broker === 'redis' ? 'RedisBroker' : 'PostgresBroker'}, A and B in two processes`
   const servers: Server[] = []
   try {
     let a: number
@@ -706,7 +930,10 @@ async function cross (broker: string): Promise<Cross> {
     let wake: (() => void) | undefined
     ws.on('message', data => {
       const at = process.hrtime.bigint()
-      const message = JSON.parse(String(data)) as { event?: string, data?: { verb?: string, id?: number, data?: { age?: number } } }
+      const message = JSON.parse(String(data)) as {
+        event?: string
+        data?: { verb?: string, id?: number, data?: { age?: number } }
+      }
       const age = message.data?.data?.age
       if (message.event !== 'user' || message.data?.verb !== 'updated' || typeof age !== 'number') {
         unexpected++
@@ -721,9 +948,17 @@ async function cross (broker: string): Promise<Cross> {
     for (let i = 0; i < CROSS_WARMUP_WRITES + CROSS_WRITES; i++) {
       if (i === CROSS_WARMUP_WRITES) cpuFrom = pids.map(cpuSeconds)
       const age = nextAge++
-      const arrived = new Promise<void>(resolve => { wake = () => { if (received.has(age)) resolve() } })
+      const arrived = new Promise<void>(resolve => {
+        wake = () => {
+          if (received.has(age)) resolve()
+        }
+      })
       const answer = await ok(b, 'PATCH', '/user/1', { age })
-      await within(received.has(age) ? Promise.resolve() : arrived, 10_000, `${label}: notification of write age=${age}`)
+      await within(
+        received.has(age) ? Promise.resolve() : arrived,
+        10_000,
+        `${label}: notification of write age=${age}`
+      )
       if (i >= CROSS_WARMUP_WRITES) {
         latencies.push(elapsedMs(answer.sentAt, received.get(age) as bigint))
         writes.push(elapsedMs(answer.sentAt, answer.answeredAt))
@@ -735,27 +970,52 @@ async function cross (broker: string): Promise<Cross> {
       await profiled(servers, `cross-${broker}`, async () => {
         for (let i = 0; i < PROFILED_WRITES; i++) {
           const age = nextAge++
-          const arrived = new Promise<void>(resolve => { wake = () => { if (received.has(age)) resolve() } })
+          const arrived = new Promise<void>(resolve => {
+            wake = () => {
+              if (received.has(age)) resolve()
+            }
+          })
           await ok(b, 'PATCH', '/user/1', { age })
-          await within(received.has(age) ? Promise.resolve() : arrived, 10_000, `${label}: notification of write age=${age}`)
+          await within(
+            received.has(age) ? Promise.resolve() : arrived,
+            10_000,
+            `${label}: notification of write age=${age}`
+          )
         }
         return `${PROFILED_WRITES} writes`
       })
     }
     ws.terminate()
     if (unexpected > 0) console.log(`  warning: ${label}: ${unexpected} unexpected frames`)
-    return { broker, label, latency: distribution(latencies), writeLatency: distribution(writes), cpu: { a: cpu[0], b: cpu[1] } }
+    return {
+      broker,
+      label,
+      latency: distribution(latencies),
+      writeLatency: distribution(writes),
+      cpu: { a: cpu[0], b: cpu[1] }
+    }
   } catch (err) {
     // A broker whose server is not running is reported as skipped; the other figures still count.
-    return { broker, label, latency: distribution([]), writeLatency: distribution([]), cpu: { a: NaN, b: NaN }, skipped: (err as Error).message }
+    return {
+      broker,
+      label,
+      latency: distribution([]),
+      writeLatency: distribution([]),
+      cpu: { a: NaN, b: NaN },
+      skipped: (err as Error).message
+    }
   } finally {
     for (const server of servers) await server.stop()
   }
 }
 
 async function crosses (): Promise<Cross[]> {
-  console.log(`\n## 3. Cross-instance delivery: socket on instance A, ${CROSS_WRITES} sequential PATCH /user/1 over HTTP to instance B (after ${CROSS_WARMUP_WRITES} warm-up writes)`)
-  console.log('\n| broker | notification latency p50 | p90 | p99 | max | PATCH answered (p50 / p99) | server CPU per write: A / B |')
+  console.log(
+    `\n## 3. Cross-instance delivery: socket on instance A, ${CROSS_WRITES} sequential PATCH /user/1 over HTTP to instance B (after ${CROSS_WARMUP_WRITES} warm-up writes)`
+  )
+  console.log(
+    '\n| broker | notification latency p50 | p90 | p99 | max | PATCH answered (p50 / p99) | server CPU per write: A / B |'
+  )
   console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
   const outcomes: Cross[] = []
   for (const broker of BROKERS) {
@@ -764,7 +1024,11 @@ async function crosses (): Promise<Cross[]> {
     const ms = (value: number): string => `${value.toFixed(2)} ms`
     const cpu = c.broker === 'memory' ? `${ms(c.cpu.a)} (one process)` : `${ms(c.cpu.a)} / ${ms(c.cpu.b)}`
     if (c.skipped !== undefined) console.log(`| ${c.label} | skipped: ${c.skipped} | | | | | |`)
-    else console.log(`| ${c.label} | ${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${ms(c.latency.p99)} | ${ms(c.latency.max)} | ${ms(c.writeLatency.p50)} / ${ms(c.writeLatency.p99)} | ${cpu} |`)
+    else {console.log(
+        `| ${c.label} | ${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${ms(c.latency.p99)} | ${ms(c.latency.max)} | ${
+          ms(c.writeLatency.p50)
+        } / ${ms(c.writeLatency.p99)} | ${cpu} |`
+      )}
   }
   return outcomes
 }
@@ -785,19 +1049,24 @@ interface Herd {
 }
 
 /** One socket of the herd: the read it made, and what its answer carried. */
-interface Sheep { readonly url: string, readonly token: string }
+interface Sheep {
+  readonly url: string
+  readonly token: string
+}
 
 /** `count` sockets each read one of 100 users on `port`, at most CONNECT_CONCURRENCY at once. */
 async function gather (port: number, count: number): Promise<Sheep[]> {
   const herd: Sheep[] = []
   for (let i = 0; i < count; i += CONNECT_CONCURRENCY) {
-    herd.push(...await Promise.all(Array.from({ length: Math.min(CONNECT_CONCURRENCY, count - i) }, async (_, j) => {
-      const url = `/user/${((i + j) % 100) + 1}?populate=false`
-      const ws = await openSocket(port)
-      const answer = await frame(ws, 1, 'GET', url)
-      ws.terminate()
-      return { url, token: (answer.headers as Record<string, string>)['x-blueprints-resume'] }
-    })))
+    herd.push(
+      ...await Promise.all(Array.from({ length: Math.min(CONNECT_CONCURRENCY, count - i) }, async (_, j) => {
+        const url = `/user/${((i + j) % 100) + 1}?populate=false`
+        const ws = await openSocket(port)
+        const answer = await frame(ws, 1, 'GET', url)
+        ws.terminate()
+        return { url, token: (answer.headers as Record<string, string>)['x-blueprints-resume'] }
+      }))
+    )
   }
   return herd
 }
@@ -815,21 +1084,35 @@ async function stampede (server: Server, herd: readonly Sheep[], how: Herd['how'
   const sockets: WebSocket[] = []
   const start = performance.now()
   for (let i = 0; i < herd.length; i += CONNECT_CONCURRENCY) {
-    await Promise.all(herd.slice(i, i + CONNECT_CONCURRENCY).map(async sheep => {
-      const ws = await openSocket(port)
-      sockets.push(ws)
-      let told = 0
-      const caughtUp = new Promise<void>(resolve => {
-        ws.on('message', data => { if (String(data).startsWith('{"event"')) { notifications++; if (++told === missed || how === 'read again') resolve() } })
+    await Promise.all(
+      herd.slice(i, i + CONNECT_CONCURRENCY).map(async sheep => {
+        const ws = await openSocket(port)
+        sockets.push(ws)
+        let told = 0
+        const caughtUp = new Promise<void>(resolve => {
+          ws.on('message', data => {
+            if (String(data).startsWith('{"event"')) {
+              notifications++
+              if (++told === missed || how === 'read again') resolve()
+            }
+          })
+        })
+        const headers = how === 'resume' ? { 'x-blueprints-resume': sheep.token } : undefined
+        const answer = await within(
+          new Promise<{ statusCode: number }>(resolve => {
+            ws.on('message', data => {
+              const f = JSON.parse(String(data)) as { id?: number, statusCode: number }
+              if (f.id === 1) resolve(f)
+            })
+            ws.send(JSON.stringify({ id: 1, method: 'GET', url: sheep.url, headers }))
+          }),
+          30_000,
+          'a herd answer'
+        )
+        statuses[answer.statusCode] = (statuses[answer.statusCode] ?? 0) + 1
+        if (how === 'resume' && answer.statusCode === 204) await within(caughtUp, 30_000, 'the missed notifications')
       })
-      const headers = how === 'resume' ? { 'x-blueprints-resume': sheep.token } : undefined
-      const answer = await within(new Promise<{ statusCode: number }>(resolve => {
-        ws.on('message', data => { const f = JSON.parse(String(data)) as { id?: number, statusCode: number }; if (f.id === 1) resolve(f) })
-        ws.send(JSON.stringify({ id: 1, method: 'GET', url: sheep.url, headers }))
-      }), 30_000, 'a herd answer')
-      statuses[answer.statusCode] = (statuses[answer.statusCode] ?? 0) + 1
-      if (how === 'resume' && answer.statusCode === 204) await within(caughtUp, 30_000, 'the missed notifications')
-    }))
+    )
   }
   const ms = performance.now() - start
   const queries = ((await server.ask({ type: 'queries' })).queries as number) - before
@@ -842,7 +1125,10 @@ async function stampede (server: Server, herd: readonly Sheep[], how: Herd['how'
  * any) is a column after the answers.
  */
 function herdTable<H extends FollowHerd> (
-  outcomes: readonly H[], n: number, first: { name: string, of: (i: number) => number }, last?: { name: string, of: (h: H) => string }
+  outcomes: readonly H[],
+  n: number,
+  first: { name: string, of: (i: number) => number },
+  last?: { name: string, of: (h: H) => string }
 ): void {
   const tail = last === undefined ? '' : ` ${last.name} |`
   console.log(`\n| ${first.name} | how | all caught up | queries to PostgreSQL | per socket | answers |${tail}`)
@@ -850,21 +1136,33 @@ function herdTable<H extends FollowHerd> (
   outcomes.forEach((h, i) => {
     const answers = Object.entries(h.statuses).map(([status, count]) => `${count} × ${status}`).join(', ')
     const more = last === undefined ? '' : ` ${last.of(h)} |`
-    console.log(`| ${first.of(i)} | ${h.how} | ${(h.ms / 1000).toFixed(2)} s | ${h.queries} | ${(h.queries / n).toFixed(3)} | ${answers} |${more}`)
+    console.log(
+      `| ${first.of(i)} | ${h.how} | ${(h.ms / 1000).toFixed(2)} s | ${h.queries} | ${
+        (h.queries / n).toFixed(3)
+      } | ${answers} |${more}`
+    )
   })
 }
 
 async function herds (): Promise<Herd[]> {
   const n = HERD
   const writes = 200
-  console.log(`\n## 5. A herd of ${n} sockets comes back to a restarted instance (Redis broker; ${writes} writes while they were away, ${writes / 100} per socket's record)`)
-  console.log('(each round: the sockets read on instance A and go; A takes the writes; a fresh instance B starts; the herd returns to B at once, with its resume tokens or reading again — the two alternate)')
+  console.log(
+    `\n## 5. A herd of ${n} sockets comes back to a restarted instance (Redis broker; ${writes} writes while they were away, ${
+      writes / 100
+    } per socket's record)`
+  )
+  console.log(
+    '(each round: the sockets read on instance A and go; A takes the writes; a fresh instance B starts; the herd returns to B at once, with its resume tokens or reading again — the two alternate)'
+  )
   const a = await startServer('herd A', 'redis')
   const outcomes: Herd[] = []
   try {
     for (let round = 0; round < HERD_ROUNDS; round++) {
       const herd = await gather(a.ports[0], n)
-      for (let w = 0; w < writes; w++) await ok(a.ports[0], 'PATCH', `/user/${(w % 100) + 1}`, { age: 1000 + round * writes + w })
+      for (let w = 0; w < writes; w++) {
+        await ok(a.ports[0], 'PATCH', `/user/${(w % 100) + 1}`, { age: 1000 + round * writes + w })
+      }
       for (const how of (round % 2 === 0 ? ['resume', 'read again'] : ['read again', 'resume']) as Array<Herd['how']>) {
         const b = await startServer(`herd B (${how})`, 'redis')
         try {
@@ -877,7 +1175,10 @@ async function herds (): Promise<Herd[]> {
   } finally {
     await a.stop()
   }
-  herdTable(outcomes, n, { name: 'round', of: i => Math.floor(i / 2) + 1 }, { name: 'notifications', of: h => String(h.notifications) })
+  herdTable(outcomes, n, { name: 'round', of: i => Math.floor(i / 2) + 1 }, {
+    name: 'notifications',
+    of: h => String(h.notifications)
+  })
   return outcomes
 }
 
@@ -896,7 +1197,12 @@ interface FollowHerd {
 }
 
 /** One follower of the herd: the find it made, its resume handle, and the records it held. */
-interface Follower { readonly url: string, readonly handle: string, readonly held: string, readonly first: number }
+interface Follower {
+  readonly url: string
+  readonly handle: string
+  readonly held: string
+  readonly first: number
+}
 
 /** The number of distinct queries the herd follows, and how many of them the writes concern. */
 const FOLLOW_DISTINCT = 100
@@ -910,19 +1216,21 @@ async function gatherFollowers (port: number, count: number, owners: readonly nu
   const herd: Follower[] = []
   for (let i = 0; i < count; i += CONNECT_CONCURRENCY) {
     const sockets: WebSocket[] = []
-    herd.push(...await Promise.all(Array.from({ length: Math.min(CONNECT_CONCURRENCY, count - i) }, async (_, j) => {
-      const url = followUrl({ owner: owners[(i + j) % FOLLOW_DISTINCT] })
-      const ws = await openSocket(port)
-      sockets.push(ws)
-      const answer = await frame(ws, 1, 'GET', url)
-      const records = answer.body as Array<{ id: number }>
-      return {
-        url,
-        handle: (answer.headers as Record<string, string>)['x-blueprints-resume'],
-        held: JSON.stringify(records.map(record => [record.id, recordDigest(JSON.stringify(record))])),
-        first: records[0].id
-      }
-    })))
+    herd.push(
+      ...await Promise.all(Array.from({ length: Math.min(CONNECT_CONCURRENCY, count - i) }, async (_, j) => {
+        const url = followUrl({ owner: owners[(i + j) % FOLLOW_DISTINCT] })
+        const ws = await openSocket(port)
+        sockets.push(ws)
+        const answer = await frame(ws, 1, 'GET', url)
+        const records = answer.body as Array<{ id: number }>
+        return {
+          url,
+          handle: (answer.headers as Record<string, string>)['x-blueprints-resume'],
+          held: JSON.stringify(records.map(record => [record.id, recordDigest(JSON.stringify(record))])),
+          first: records[0].id
+        }
+      }))
+    )
     for (const ws of sockets) ws.terminate()
   }
   return herd
@@ -933,7 +1241,11 @@ async function gatherFollowers (port: number, count: number, owners: readonly nu
  * again, with its resume handle and held records (`resume`) or without (`read again`, as before),
  * and is caught up once answered and, for the queries the writes concerned, told the change.
  */
-async function stampedeFollowers (server: Server, herd: readonly Follower[], how: FollowHerd['how']): Promise<FollowHerd> {
+async function stampedeFollowers (
+  server: Server,
+  herd: readonly Follower[],
+  how: FollowHerd['how']
+): Promise<FollowHerd> {
   const port = server.ports[0]
   const before = (await server.ask({ type: 'queries' })).queries as number
   const statuses: Record<number, number> = {}
@@ -941,20 +1253,35 @@ async function stampedeFollowers (server: Server, herd: readonly Follower[], how
   const concerned = new Set(herd.slice(0, FOLLOW_CONCERNED).map(follower => follower.url))
   const start = performance.now()
   for (let i = 0; i < herd.length; i += CONNECT_CONCURRENCY) {
-    await Promise.all(herd.slice(i, i + CONNECT_CONCURRENCY).map(async follower => {
-      const ws = await openSocket(port)
-      sockets.push(ws)
-      const told = new Promise<void>(resolve => {
-        ws.on('message', data => { if (String(data).startsWith('{"event"')) resolve() })
+    await Promise.all(
+      herd.slice(i, i + CONNECT_CONCURRENCY).map(async follower => {
+        const ws = await openSocket(port)
+        sockets.push(ws)
+        const told = new Promise<void>(resolve => {
+          ws.on('message', data => {
+            if (String(data).startsWith('{"event"')) resolve()
+          })
+        })
+        const headers = how === 'resume'
+          ? { 'x-blueprints-resume': follower.handle, 'x-blueprints-held': follower.held }
+          : undefined
+        const answer = await within(
+          new Promise<{ statusCode: number }>(resolve => {
+            ws.on('message', data => {
+              const f = JSON.parse(String(data)) as { id?: number, statusCode: number }
+              if (f.id === 1) resolve(f)
+            })
+            ws.send(JSON.stringify({ id: 1, method: 'GET', url: follower.url, headers }))
+          }),
+          30_000,
+          "a follower's answer"
+        )
+        statuses[answer.statusCode] = (statuses[answer.statusCode] ?? 0) + 1
+        if (answer.statusCode === 204 && concerned.has(follower.url)) {
+          await within(told, 30_000, 'the change of a concerned query')
+        }
       })
-      const headers = how === 'resume' ? { 'x-blueprints-resume': follower.handle, 'x-blueprints-held': follower.held } : undefined
-      const answer = await within(new Promise<{ statusCode: number }>(resolve => {
-        ws.on('message', data => { const f = JSON.parse(String(data)) as { id?: number, statusCode: number }; if (f.id === 1) resolve(f) })
-        ws.send(JSON.stringify({ id: 1, method: 'GET', url: follower.url, headers }))
-      }), 30_000, 'a follower\'s answer')
-      statuses[answer.statusCode] = (statuses[answer.statusCode] ?? 0) + 1
-      if (answer.statusCode === 204 && concerned.has(follower.url)) await within(told, 30_000, 'the change of a concerned query')
-    }))
+    )
   }
   const ms = performance.now() - start
   const queries = ((await server.ask({ type: 'queries' })).queries as number) - before
@@ -969,20 +1296,30 @@ async function followersGone (server: Server): Promise<void> {
 
 async function followHerds (): Promise<FollowHerd[]> {
   const n = HERD
-  console.log(`\n## 5b. A herd of ${n} followers of ${FOLLOW_DISTINCT} queries comes back to the same instance (MemoryBroker; while they were away, one write to each of ${FOLLOW_CONCERNED} of the queries)`)
-  console.log('(each trial: the sockets follow and go; the writes; the herd returns at once, with its resume handles and held records or reading again — the two alternate)')
+  console.log(
+    `\n## 5b. A herd of ${n} followers of ${FOLLOW_DISTINCT} queries comes back to the same instance (MemoryBroker; while they were away, one write to each of ${FOLLOW_CONCERNED} of the queries)`
+  )
+  console.log(
+    '(each trial: the sockets follow and go; the writes; the herd returns at once, with its resume handles and held records or reading again — the two alternate)'
+  )
   const server = await startServer('follow herd', 'memory')
   const outcomes: FollowHerd[] = []
   try {
     // Owners with pets: each query answers records.
-    const pets = JSON.parse((await ok(server.ports[0], 'GET', '/pet?limit=1000&populate=false&select=owner&sort=id')).text) as Array<{ owner: number | null }>
+    const pets = JSON.parse(
+      (await ok(server.ports[0], 'GET', '/pet?limit=1000&populate=false&select=owner&sort=id')).text
+    ) as Array<{ owner: number | null }>
     const owners = [...new Set(pets.flatMap(pet => pet.owner === null ? [] : [pet.owner]))].slice(0, FOLLOW_DISTINCT)
     for (let round = 0; round < HERD_ROUNDS; round++) {
-      for (const how of (round % 2 === 0 ? ['resume', 'read again'] : ['read again', 'resume']) as Array<FollowHerd['how']>) {
+      for (
+        const how of (round % 2 === 0 ? ['resume', 'read again'] : ['read again', 'resume']) as Array<FollowHerd['how']>
+      ) {
         const herd = await gatherFollowers(server.ports[0], n, owners)
         // Every follower gone (its query kept) before the writes.
         await followersGone(server)
-        for (const follower of herd.slice(0, FOLLOW_CONCERNED)) await ok(server.ports[0], 'PATCH', `/pet/${follower.first}`, { name: `away-${round}-${how}` })
+        for (const follower of herd.slice(0, FOLLOW_CONCERNED)) {
+          await ok(server.ports[0], 'PATCH', `/pet/${follower.first}`, { name: `away-${round}-${how}` })
+        }
         outcomes.push(await stampedeFollowers(server, herd, how))
         await followersGone(server)
       }
@@ -1024,7 +1361,8 @@ interface LiveCase {
   readonly statementsPerChange: number
 }
 
-const followUrl = (where: object): string => `/pet?where=${encodeURIComponent(JSON.stringify(where))}&populate=false&follow=true`
+const followUrl = (where: object): string =>
+  `/pet?where=${encodeURIComponent(JSON.stringify(where))}&populate=false&follow=true`
 
 /**
  * One case: `n` sockets connected to a fresh server (the plugin's, or the bare `ws` one), each
@@ -1032,11 +1370,19 @@ const followUrl = (where: object): string => `/pet?where=${encodeURIComponent(JS
  * sockets it concerns (`concerned(age)`) have it.
  */
 async function liveCase (
-  label: string, server: Server, protocol: Protocol, subscribe: readonly string[], write: (age: number) => Promise<Answer>, concerned: (age: number) => number,
-  queries: number, identities?: 'own' | 'one', count = LIVE_WRITES
+  label: string,
+  server: Server,
+  protocol: Protocol,
+  subscribe: readonly string[],
+  write: (age: number) => Promise<Answer>,
+  concerned: (age: number) => number,
+  queries: number,
+  identities?: 'own' | 'one',
+  count = LIVE_WRITES
 ): Promise<LiveCase> {
   const clients: Client[] = []
-  const statements = async (): Promise<number> => protocol === 'bare' ? NaN : (await server.ask({ type: 'queries' })).queries as number
+  const statements = async (): Promise<number> =>
+    protocol === 'bare' ? NaN : (await server.ask({ type: 'queries' })).queries as number
   try {
     const port = server.ports[0]
     // The write's own statements: the same write with no socket connected.
@@ -1047,9 +1393,13 @@ async function liveCase (
     const one = async (): Promise<Written> => {
       const age = nextAge++
       for (const client of clients) client.send({ type: 'expect', age, count: concerned(age) })
-      const delivered = clients.map(async client => await client.next('delivered', message => message.type === 'delivered' && message.age === age))
+      const delivered = clients.map(async client =>
+        await client.next('delivered', message => message.type === 'delivered' && message.age === age)
+      )
       const answer = await write(age)
-      if (answer.status !== 200) throw new Error(`${label}: the write answered ${answer.status}: ${answer.text.slice(0, 300)}`)
+      if (answer.status !== 200) {
+        throw new Error(`${label}: the write answered ${answer.status}: ${answer.text.slice(0, 300)}`)
+      }
       await within(Promise.all(delivered), 30_000, `${label}: the write ${age}`)
       return { age, sentAt: answer.sentAt, answeredAt: answer.answeredAt }
     }
@@ -1108,30 +1458,49 @@ async function liveCase (
 }
 
 async function startBare (): Promise<Server> {
-  const child = spawn(process.execPath, [here('./bare-server.ts')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
+  const child = spawn(process.execPath, [here('./bare-server.ts')], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    serialization: 'advanced'
+  })
   const exited = track(child, 'bare ws server')
   exited.catch(() => {})
-  const ready = new Promise<ServerReady>(resolve => { child.on('message', (message: ServerReady) => { resolve(message) }) })
+  const ready = new Promise<ServerReady>(resolve => {
+    child.on('message', (message: ServerReady) => {
+      resolve(message)
+    })
+  })
   const { ports } = await within(Promise.race([ready, exited]), 30_000, 'bare ws server start')
   return {
     pid: child.pid as number,
     ports,
-    async ask () { throw new Error('the bare ws server answers no requests') },
+    async ask () {
+      throw new Error('the bare ws server answers no requests')
+    },
     async stop () {
       if (child.exitCode !== null) return
       child.kill('SIGTERM')
-      await within(exited.catch(() => {}), 15_000, 'bare ws server stop').catch(() => { child.kill('SIGKILL') })
+      await within(exited.catch(() => {}), 15_000, 'bare ws server stop').catch(() => {
+        child.kill('SIGKILL')
+      })
     }
   }
 }
 
 async function lives (): Promise<LiveCase[][]> {
-  console.log(`\n## 6. Live queries: ${LIVE_N} sockets following queries, against id subscriptions and a bare ws broadcast (one server process, MemoryBroker)`)
+  console.log(
+    `\n## 6. Live queries: ${LIVE_N} sockets following queries, against id subscriptions and a bare ws broadcast (one server process, MemoryBroker)`
+  )
   // The pet the writes change: a cat of an owner among the first 200 (whose queries exist in every case).
   const probe = await startServer('live-probe', 'memory')
   let pet: { id: number, owner: number, name: string }
   try {
-    const found = await ok(probe.ports[0], 'GET', `/pet?where=${encodeURIComponent(JSON.stringify({ owner: { '<=': 200 }, species: 'cat', id: { '<': 49_000 } }))}&populate=false&limit=1&sort=id`)
+    const found = await ok(
+      probe.ports[0],
+      'GET',
+      `/pet?where=${
+        encodeURIComponent(JSON.stringify({ owner: { '<=': 200 }, species: 'cat', id: { '<': 49_000 } }))
+      }&populate=false&limit=1&sort=id`
+    )
     pet = (JSON.parse(found.text) as Array<typeof pet>)[0]
     await ok(probe.ports[0], 'PATCH', `/pet/${pet.id}`, { species: 'cat' })
   } finally {
@@ -1158,30 +1527,70 @@ async function lives (): Promise<LiveCase[][]> {
       const server = await startServer(`live-${distinct}`, 'memory')
       // The pet starts each case a cat.
       await ok(server.ports[0], 'PATCH', `/pet/${pet.id}`, { species })
-      return await liveCase(`${distinct} distinct queries (+${RANGES.length} ranges)`, server, 'ws', urls, async age => {
-        species = species === 'cat' ? 'dog' : 'cat'
-        return await http(server.ports[0], 'PATCH', `/pet/${pet.id}`, { species, name: `w${age}` })
-      }, () => LIVE_CONCERNED, distinct + RANGES.length)
+      return await liveCase(
+        `${distinct} distinct queries (+${RANGES.length} ranges)`,
+        server,
+        'ws',
+        urls,
+        async age => {
+          species = species === 'cat' ? 'dog' : 'cat'
+          return await http(server.ports[0], 'PATCH', `/pet/${pet.id}`, { species, name: `w${age}` })
+        },
+        () => LIVE_CONCERNED,
+        distinct + RANGES.length
+      )
     })
   }
-  const rename = (port: number) => async (age: number): Promise<Answer> => await http(port, 'PATCH', `/pet/${pet.id}`, { name: `w${age}` })
+  const rename = (port: number) => async (age: number): Promise<Answer> =>
+    await http(port, 'PATCH', `/pet/${pet.id}`, { name: `w${age}` })
   cases.push(async () => {
     const server = await startServer('live-one', 'memory')
-    return await liveCase(`${LIVE_N} followers of one query`, server, 'ws', [followUrl({ owner: pet.owner })], rename(server.ports[0]), () => LIVE_N, 1)
+    return await liveCase(
+      `${LIVE_N} followers of one query`,
+      server,
+      'ws',
+      [followUrl({ owner: pet.owner })],
+      rename(server.ports[0]),
+      () => LIVE_N,
+      1
+    )
   })
   cases.push(async () => {
     const server = await startServer('live-ids', 'memory')
-    return await liveCase(`${LIVE_N} id subscriptions`, server, 'ws', [`/pet/${pet.id}?populate=false`], rename(server.ports[0]), () => LIVE_N, 0)
+    return await liveCase(
+      `${LIVE_N} id subscriptions`,
+      server,
+      'ws',
+      [`/pet/${pet.id}?populate=false`],
+      rename(server.ports[0]),
+      () => LIVE_N,
+      0
+    )
   })
   // The frame an id-subscribed socket gets for the same write, with a change log's position and epoch.
-  const frame = (age: number): object => ({ event: 'pet', data: { verb: 'updated', id: pet.id, data: { name: `w${age}` }, previous: { name: `w${age - 1}` } }, position: 100_000 + age, epoch: 'Xk3v9qLw0aQb' })
+  const frame = (age: number): object => ({
+    event: 'pet',
+    data: { verb: 'updated', id: pet.id, data: { name: `w${age}` }, previous: { name: `w${age - 1}` } },
+    position: 100_000 + age,
+    epoch: 'Xk3v9qLw0aQb'
+  })
   cases.push(async () => {
     const bare = await startBare()
-    return await liveCase(`bare ws broadcast to ${LIVE_N}`, bare, 'bare', [''], async age => await http(bare.ports[0], 'POST', '/broadcast', frame(age)), () => LIVE_N, 0)
+    return await liveCase(
+      `bare ws broadcast to ${LIVE_N}`,
+      bare,
+      'bare',
+      [''],
+      async age => await http(bare.ports[0], 'POST', '/broadcast', frame(age)),
+      () => LIVE_N,
+      0
+    )
   })
   const rounds = await interleaved(cases, LIVE_ROUNDS)
   const outcomes = rounds.flat()
-  console.log(`\n${LIVE_ROUNDS} interleaved rounds; ${LIVE_WRITES} writes per case after ${FANOUT_WARMUP_WRITES} warm-up writes; latency = receipt at a concerned socket − send of the write`)
+  console.log(
+    `\n${LIVE_ROUNDS} interleaved rounds; ${LIVE_WRITES} writes per case after ${FANOUT_WARMUP_WRITES} warm-up writes; latency = receipt at a concerned socket − send of the write`
+  )
   liveTable(outcomes, cases.length)
   return rounds
 }
@@ -1205,13 +1614,23 @@ async function interleaved<T> (cases: ReadonlyArray<() => Promise<T>>, rounds: n
 /** The table of live cases, `perRound` cases a round. */
 function liveTable (outcomes: readonly LiveCase[], perRound: number): void {
   const ms = (value: number): string => `${value.toFixed(1)} ms`
-  console.log('\n| round | case | queries | sockets per write | p50 | p90 | p99 | last socket (median) | server CPU per write | in the kernel | statements per change |')
+  console.log(
+    '\n| round | case | queries | sockets per write | p50 | p90 | p99 | last socket (median) | server CPU per write | in the kernel | statements per change |'
+  )
   console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const [r, c] of outcomes.map((c, i) => [Math.floor(i / perRound) + 1, c] as const)) {
     const statements = Number.isNaN(c.statementsPerChange) ? '–' : c.statementsPerChange.toFixed(1)
-    console.log(`| ${r} | ${c.label} | ${c.queries} | ${c.concerned} | ${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${ms(c.latency.p99)} | ${ms(c.complete.p50)} | ${ms(c.serverCpuPerWrite * 1000)} | ${Math.round(c.serverSystemShare * 100)}% | ${statements} |`)
+    console.log(
+      `| ${r} | ${c.label} | ${c.queries} | ${c.concerned} | ${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${
+        ms(c.latency.p99)
+      } | ${ms(c.complete.p50)} | ${ms(c.serverCpuPerWrite * 1000)} | ${
+        Math.round(c.serverSystemShare * 100)
+      }% | ${statements} |`
+    )
   }
-  for (const c of outcomes) if (c.unexpected > 0) console.log(`  warning: ${c.label}: ${c.unexpected} unexpected frames at the clients`)
+  for (const c of outcomes) {
+    if (c.unexpected > 0) console.log(`  warning: ${c.label}: ${c.unexpected} unexpected frames at the clients`)
+  }
 }
 
 const ID_ROUNDS = Number(env.BENCH_RT_ID_ROUNDS ?? 3)
@@ -1231,19 +1650,33 @@ const ID_TAG = 4999
  * concerns those users' groups.
  */
 async function identities (): Promise<LiveCase[][]> {
-  console.log(`\n## 7. Identities: ${LIVE_N} sockets of as many users following queries (one server process, MemoryBroker)`)
+  console.log(
+    `\n## 7. Identities: ${LIVE_N} sockets of as many users following queries (one server process, MemoryBroker)`
+  )
   const probe = await startServer('identities-probe', 'memory')
   let pet: { id: number, owner: number }
   let concerned = 0
   try {
-    const found = await ok(probe.ports[0], 'GET', `/pet?where=${encodeURIComponent(JSON.stringify({ owner: { '<=': 200 }, id: { '<': 49_000 } }))}&populate=false&limit=1&sort=id`)
+    const found = await ok(
+      probe.ports[0],
+      'GET',
+      `/pet?where=${
+        encodeURIComponent(JSON.stringify({ owner: { '<=': 200 }, id: { '<': 49_000 } }))
+      }&populate=false&limit=1&sort=id`
+    )
     pet = (JSON.parse(found.text) as Array<typeof pet>)[0]
     // The first pet of each concerned user carries the tag.
     for (let from = 1; from <= ID_CONCERNED; from += 100) {
       const where = { owner: { '>=': from, '<=': Math.min(from + 99, ID_CONCERNED) } }
-      const page = await ok(probe.ports[0], 'GET', `/pet?where=${encodeURIComponent(JSON.stringify(where))}&select=id,owner&populate=false&sort=id&limit=1000`)
+      const page = await ok(
+        probe.ports[0],
+        'GET',
+        `/pet?where=${encodeURIComponent(JSON.stringify(where))}&select=id,owner&populate=false&sort=id&limit=1000`
+      )
       const first = new Map<number, number>()
-      for (const { id, owner } of JSON.parse(page.text) as Array<{ id: number, owner: number }>) if (!first.has(owner)) first.set(owner, id)
+      for (const { id, owner } of JSON.parse(page.text) as Array<{ id: number, owner: number }>) {
+        if (!first.has(owner)) first.set(owner, id)
+      }
       for (const id of first.values()) await ok(probe.ports[0], 'PUT', `/pet/${id}/tags/${ID_TAG}`)
       concerned += first.size
     }
@@ -1251,28 +1684,72 @@ async function identities (): Promise<LiveCase[][]> {
     await probe.stop()
   }
   const shared = [followUrl({ owner: pet.owner })]
-  const rename = (port: number) => async (age: number): Promise<Answer> => await http(port, 'PATCH', `/pet/${pet.id}`, { name: `w${age}` })
+  const rename = (port: number) => async (age: number): Promise<Answer> =>
+    await http(port, 'PATCH', `/pet/${pet.id}`, { name: `w${age}` })
   const cases: Array<() => Promise<LiveCase>> = [
     async () => {
       const server = await startServer('identities-shared', 'memory')
-      return await liveCase(`${LIVE_N} users, one query, one audience declared`, server, 'ws', shared, rename(server.ports[0]), () => LIVE_N, 1, 'own', ID_WRITES)
+      return await liveCase(
+        `${LIVE_N} users, one query, one audience declared`,
+        server,
+        'ws',
+        shared,
+        rename(server.ports[0]),
+        () => LIVE_N,
+        1,
+        'own',
+        ID_WRITES
+      )
     },
     async () => {
       const server = await startServer('identities-one', 'memory')
-      return await liveCase(`${LIVE_N} sockets of one user, one query`, server, 'ws', shared, rename(server.ports[0]), () => LIVE_N, 1, 'one', ID_WRITES)
+      return await liveCase(
+        `${LIVE_N} sockets of one user, one query`,
+        server,
+        'ws',
+        shared,
+        rename(server.ports[0]),
+        () => LIVE_N,
+        1,
+        'one',
+        ID_WRITES
+      )
     },
     async () => {
       const server = await startServer('identities-undeclared', 'memory', { audience: 'identity' })
-      return await liveCase(`${LIVE_N} users, one query, no audience declared`, server, 'ws', shared, rename(server.ports[0]), () => LIVE_N, LIVE_N, 'own', ID_WRITES)
+      return await liveCase(
+        `${LIVE_N} users, one query, no audience declared`,
+        server,
+        'ws',
+        shared,
+        rename(server.ports[0]),
+        () => LIVE_N,
+        LIVE_N,
+        'own',
+        ID_WRITES
+      )
     },
     async () => {
       const server = await startServer('identities-own', 'memory', { audience: 'identity', own: true })
-      const tag = async (age: number): Promise<Answer> => await http(server.ports[0], 'PATCH', `/tag/${ID_TAG}`, { label: `w${age}` })
-      return await liveCase(`${LIVE_N} users, each their own pets (owner = me), a tag of ${concerned} renamed`, server, 'ws', ['/pet?populate=tags&sort=id&limit=10&follow=true'], tag, () => concerned, LIVE_N, 'own', ID_WRITES)
+      const tag = async (age: number): Promise<Answer> =>
+        await http(server.ports[0], 'PATCH', `/tag/${ID_TAG}`, { label: `w${age}` })
+      return await liveCase(
+        `${LIVE_N} users, each their own pets (owner = me), a tag of ${concerned} renamed`,
+        server,
+        'ws',
+        ['/pet?populate=tags&sort=id&limit=10&follow=true'],
+        tag,
+        () => concerned,
+        LIVE_N,
+        'own',
+        ID_WRITES
+      )
     }
   ]
   const rounds = await interleaved(cases, ID_ROUNDS)
-  console.log(`\n${ID_ROUNDS} interleaved rounds; ${ID_WRITES} writes per case after ${FANOUT_WARMUP_WRITES} warm-up writes; statements per change: to PostgreSQL, beyond the write's own`)
+  console.log(
+    `\n${ID_ROUNDS} interleaved rounds; ${ID_WRITES} writes per case after ${FANOUT_WARMUP_WRITES} warm-up writes; statements per change: to PostgreSQL, beyond the write's own`
+  )
   liveTable(rounds.flat(), cases.length)
   return rounds
 }
@@ -1280,12 +1757,23 @@ async function identities (): Promise<LiveCase[][]> {
 const started = Date.now()
 const load = (): string => loadavg().map(n => n.toFixed(2)).join(' ')
 console.log('# fastify-blueprints realtime benchmark')
-console.log(`Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), open-files limit ${openFilesLimit()}`)
+console.log(
+  `Node ${process.version}, ${cpus().length} CPUs (${
+    cpus()[0]?.model ?? 'unknown'
+  }), open-files limit ${openFilesLimit()}`
+)
 console.log(`load average at start: ${load()}`)
 if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')
 
 const results: {
-  throughput?: Throughput[], fanout?: Fanout[], cross?: Cross[], sailsIo?: SailsIoFanout, herd?: Herd[], followHerd?: FollowHerd[], live?: LiveCase[][], identities?: LiveCase[][]
+  throughput?: Throughput[]
+  fanout?: Fanout[]
+  cross?: Cross[]
+  sailsIo?: SailsIoFanout
+  herd?: Herd[]
+  followHerd?: FollowHerd[]
+  live?: LiveCase[][]
+  identities?: LiveCase[][]
 } = {}
 if (ONLY.includes('throughput')) results.throughput = await throughput()
 else if (ONLY.some(part => part !== 'throughput')) {
@@ -1305,50 +1793,114 @@ console.log('\n## Summary against the targets')
 const verdict = (met: boolean): string => met ? 'met' : 'MISSED'
 for (const t of results.throughput ?? []) {
   const ratio = median(t.socket.map(r => r.rps)) / median(t.http.map(r => r.rps))
-  console.log(`- socket/HTTP GET ${t.url}: ${ratio.toFixed(2)} (target ≥ ${TARGETS.ratio.toFixed(1)}): ${verdict(ratio >= TARGETS.ratio)}`)
+  console.log(
+    `- socket/HTTP GET ${t.url}: ${ratio.toFixed(2)} (target ≥ ${TARGETS.ratio.toFixed(1)}): ${
+      verdict(ratio >= TARGETS.ratio)
+    }`
+  )
 }
 for (const f of results.fanout ?? []) {
   const perSocket = (f.rssAfter - f.rssBefore) / f.n
-  const p99 = f.n >= 10_000 ? ` (target ≤ ${TARGETS.fanoutP99} ms at 10 000): ${verdict(f.latency.p99 <= TARGETS.fanoutP99)}` : ''
-  console.log(`- fan-out N=${f.n}: p99 ${f.latency.p99.toFixed(1)} ms${p99}; RSS ${(perSocket / 1024).toFixed(2)} KB per socket (target ≤ 10 KB): ${verdict(perSocket <= TARGETS.rssPerSocket)}`)
+  const p99 = f.n >= 10_000
+    ? ` (target ≤ ${TARGETS.fanoutP99} ms at 10 000): ${verdict(f.latency.p99 <= TARGETS.fanoutP99)}`
+    : ''
+  console.log(
+    `- fan-out N=${f.n}: p99 ${f.latency.p99.toFixed(1)} ms${p99}; RSS ${
+      (perSocket / 1024).toFixed(2)
+    } KB per socket (target ≤ 10 KB): ${verdict(perSocket <= TARGETS.rssPerSocket)}`
+  )
 }
 const fanned = results.fanout ?? []
 if (fanned.length >= 2) {
   const slope = marginalRss(fanned[0], fanned[fanned.length - 1])
-  console.log(`- fan-out: RSS per additional socket ${(slope / 1024).toFixed(2)} KB (target ≤ 10 KB): ${verdict(slope <= TARGETS.rssPerSocket)}`)
+  console.log(
+    `- fan-out: RSS per additional socket ${(slope / 1024).toFixed(2)} KB (target ≤ 10 KB): ${
+      verdict(slope <= TARGETS.rssPerSocket)
+    }`
+  )
 }
 for (const c of results.cross ?? []) {
   if (c.skipped !== undefined) console.log(`- cross-instance, ${c.label}: skipped (${c.skipped})`)
-  else console.log(`- cross-instance, ${c.label}: p99 ${c.latency.p99.toFixed(2)} ms (target ≤ ${TARGETS.crossP99} ms): ${verdict(c.latency.p99 <= TARGETS.crossP99)}`)
+  else {console.log(
+      `- cross-instance, ${c.label}: p99 ${c.latency.p99.toFixed(2)} ms (target ≤ ${TARGETS.crossP99} ms): ${
+        verdict(c.latency.p99 <= TARGETS.crossP99)
+      }`
+    )}
 }
 if (results.sailsIo !== undefined) {
   const { complete, cpu } = sailsIoRatios(results.sailsIo)
-  console.log(`- fan-out to ${results.sailsIo.n} sockets, /socket.io ÷ /socket (median of per-round ratios): last socket's receipt ${complete.toFixed(2)} (target ≤ ${TARGETS.sailsIo}): ${verdict(complete <= TARGETS.sailsIo)}; server CPU per write ${cpu.toFixed(2)}`)
+  console.log(
+    `- fan-out to ${results.sailsIo.n} sockets, /socket.io ÷ /socket (median of per-round ratios): last socket's receipt ${
+      complete.toFixed(2)
+    } (target ≤ ${TARGETS.sailsIo}): ${verdict(complete <= TARGETS.sailsIo)}; server CPU per write ${cpu.toFixed(2)}`
+  )
 }
 const herded = results.herd ?? []
 for (const how of ['resume', 'read again'] as const) {
   const runs = herded.filter(h => h.how === how)
-  if (runs.length > 0) console.log(`- herd of ${HERD}, ${how}: all caught up in ${(median(runs.map(h => h.ms)) / 1000).toFixed(2)} s (median), ${median(runs.map(h => h.queries))} queries to PostgreSQL`)
+  if (runs.length > 0) {
+    console.log(
+      `- herd of ${HERD}, ${how}: all caught up in ${(median(runs.map(h => h.ms)) / 1000).toFixed(2)} s (median), ${
+        median(runs.map(h => h.queries))
+      } queries to PostgreSQL`
+    )
+  }
 }
 for (const how of ['resume', 'read again'] as const) {
   const runs = (results.followHerd ?? []).filter(h => h.how === how)
-  if (runs.length > 0) console.log(`- herd of ${HERD} followers, ${how}: all caught up in ${(median(runs.map(h => h.ms)) / 1000).toFixed(2)} s (median), ${median(runs.map(h => h.queries))} queries to PostgreSQL`)
+  if (runs.length > 0) {
+    console.log(
+      `- herd of ${HERD} followers, ${how}: all caught up in ${
+        (median(runs.map(h => h.ms)) / 1000).toFixed(2)
+      } s (median), ${median(runs.map(h => h.queries))} queries to PostgreSQL`
+    )
+  }
 }
 const liveRounds = results.live ?? []
 /** The median over the rounds of a ratio of two cases of each round (undefined when a case is missing). */
-const roundRatio = (a: (c: LiveCase) => boolean, b: (c: LiveCase) => boolean, value: (c: LiveCase) => number): number | undefined => {
+const roundRatio = (
+  a: (c: LiveCase) => boolean,
+  b: (c: LiveCase) => boolean,
+  value: (c: LiveCase) => number
+): number | undefined => {
   const ratios = liveRounds.flatMap(round => {
     const [x, y] = [round.find(a), round.find(b)]
     return x === undefined || y === undefined ? [] : [value(x) / value(y)]
   })
   return ratios.length === 0 ? undefined : median(ratios)
 }
-const cpuRatio = roundRatio(c => c.queries === LIVE_DISTINCT[0] + RANGES.length, c => c.queries === LIVE_DISTINCT[1] + RANGES.length, c => c.serverCpuPerWrite)
-if (cpuRatio !== undefined) console.log(`- live: server CPU per change, ${LIVE_DISTINCT[0]} ÷ ${LIVE_DISTINCT[1]} distinct queries (median of per-round ratios): ${cpuRatio.toFixed(2)} (target ≤ 1.5): ${verdict(cpuRatio <= 1.5)}`)
+const cpuRatio = roundRatio(
+  c => c.queries === LIVE_DISTINCT[0] + RANGES.length,
+  c => c.queries === LIVE_DISTINCT[1] + RANGES.length,
+  c => c.serverCpuPerWrite
+)
+if (cpuRatio !== undefined) {
+  console.log(
+    `- live: server CPU per change, ${LIVE_DISTINCT[0]} ÷ ${
+      LIVE_DISTINCT[1]
+    } distinct queries (median of per-round ratios): ${cpuRatio.toFixed(2)} (target ≤ 1.5): ${verdict(cpuRatio <= 1.5)}`
+  )
+}
 const followRatio = roundRatio(c => c.queries === 1, c => c.label.endsWith('id subscriptions'), c => c.latency.p99)
-if (followRatio !== undefined) console.log(`- live: p99 to ${LIVE_N} followers ÷ to ${LIVE_N} id subscriptions (median of per-round ratios): ${followRatio.toFixed(2)} (target ≤ 1.2): ${verdict(followRatio <= 1.2)}`)
-const bareRatio = roundRatio(c => c.label.endsWith('id subscriptions'), c => c.label.startsWith('bare'), c => c.latency.p99)
-if (bareRatio !== undefined) console.log(`- live: p99 of the id-subscription fan-out ÷ the bare ws broadcast (median of per-round ratios): ${bareRatio.toFixed(2)} (target ≤ 1.2): ${verdict(bareRatio <= 1.2)}`)
+if (followRatio !== undefined) {
+  console.log(
+    `- live: p99 to ${LIVE_N} followers ÷ to ${LIVE_N} id subscriptions (median of per-round ratios): ${
+      followRatio.toFixed(2)
+    } (target ≤ 1.2): ${verdict(followRatio <= 1.2)}`
+  )
+}
+const bareRatio = roundRatio(
+  c => c.label.endsWith('id subscriptions'),
+  c => c.label.startsWith('bare'),
+  c => c.latency.p99
+)
+if (bareRatio !== undefined) {
+  console.log(
+    `- live: p99 of the id-subscription fan-out ÷ the bare ws broadcast (median of per-round ratios): ${
+      bareRatio.toFixed(2)
+    } (target ≤ 1.2): ${verdict(bareRatio <= 1.2)}`
+  )
+}
 const idRounds = results.identities ?? []
 /** Each round's case `i`'s value, and their median. */
 const idMedian = (i: number, value: (c: LiveCase) => number): string => {
@@ -1358,12 +1910,30 @@ const idMedian = (i: number, value: (c: LiveCase) => number): string => {
 if (idRounds.length > 0) {
   const ratios = idRounds.map(round => round[0].latency.p99 / round[1].latency.p99)
   const ratio = median(ratios)
-  console.log(`- identities: p99 to ${LIVE_N} users sharing one query by a declared audience ÷ ${LIVE_N} sockets of one user (median of per-round ratios): ${ratio.toFixed(2)} (${ratios.map(r => r.toFixed(2)).join(', ')}; target ≤ 1.2): ${verdict(ratio <= 1.2)}`)
+  console.log(
+    `- identities: p99 to ${LIVE_N} users sharing one query by a declared audience ÷ ${LIVE_N} sockets of one user (median of per-round ratios): ${
+      ratio.toFixed(2)
+    } (${ratios.map(r => r.toFixed(2)).join(', ')}; target ≤ 1.2): ${verdict(ratio <= 1.2)}`
+  )
   const shared = median(idRounds.map(round => round[0].statementsPerChange))
-  console.log(`- identities: statements per change, one audience declared: ${idMedian(0, c => c.statementsPerChange)} (target ≤ 3): ${verdict(shared <= 3)}`)
-  console.log(`- identities: statements per change, no audience declared (${LIVE_N} groups): ${idMedian(2, c => c.statementsPerChange)}; server CPU per change ${idMedian(2, c => c.serverCpuPerWrite * 1000)} ms`)
+  console.log(
+    `- identities: statements per change, one audience declared: ${
+      idMedian(0, c => c.statementsPerChange)
+    } (target ≤ 3): ${verdict(shared <= 3)}`
+  )
+  console.log(
+    `- identities: statements per change, no audience declared (${LIVE_N} groups): ${
+      idMedian(2, c => c.statementsPerChange)
+    }; server CPU per change ${idMedian(2, c => c.serverCpuPerWrite * 1000)} ms`
+  )
   const own = median(idRounds.map(round => round[3].statementsPerChange))
-  console.log(`- identities: statements per change, a change concerning ${idRounds[0][3].concerned} of ${LIVE_N} groups of one shape: ${idMedian(3, c => c.statementsPerChange)} (target ≤ 10): ${verdict(own <= 10)}; server CPU per change ${idMedian(3, c => c.serverCpuPerWrite * 1000)} ms`)
+  console.log(
+    `- identities: statements per change, a change concerning ${
+      idRounds[0][3].concerned
+    } of ${LIVE_N} groups of one shape: ${idMedian(3, c => c.statementsPerChange)} (target ≤ 10): ${
+      verdict(own <= 10)
+    }; server CPU per change ${idMedian(3, c => c.serverCpuPerWrite * 1000)} ms`
+  )
 }
 console.log(`\nTotal time: ${Math.round((Date.now() - started) / 1000)} s; load average at the end: ${load()}`)
 agent.destroy()

@@ -44,9 +44,13 @@ const { values: args } = parseArgs({
   }
 })
 const kind = args.broker
-if (kind !== 'memory' && kind !== 'redis' && kind !== 'postgres') throw new Error('usage: server.ts --broker memory|redis|postgres [--apps N] [--seed]')
+if (kind !== 'memory' && kind !== 'redis' && kind !== 'postgres') {
+  throw new Error('usage: server.ts --broker memory|redis|postgres [--apps N] [--seed]')
+}
 const appCount = Number(args.apps)
-if (process.send === undefined) throw new Error('server.ts runs as a child of bench/realtime/run.ts (it needs an IPC channel)')
+if (process.send === undefined) {
+  throw new Error('server.ts runs as a child of bench/realtime/run.ts (it needs an IPC channel)')
+}
 
 const pgConnection = PG_CONNECTION
 const dbName = process.env.BENCH_RT_PG_DB ?? 'bp_bench_rt'
@@ -70,8 +74,14 @@ const memory = new MemoryBroker()
 function broker (): Broker {
   if (kind === 'memory') return memory
   if (kind === 'redis') {
-    const client = new Redis({ host: process.env.REDIS_HOST ?? '127.0.0.1', port: Number(process.env.REDIS_PORT ?? 6379), lazyConnect: false })
-    closers.push(async () => { await client.quit() })
+    const client = new Redis({
+      host: process.env.REDIS_HOST ?? '127.0.0.1',
+      port: Number(process.env.REDIS_PORT ?? 6379),
+      lazyConnect: false
+    })
+    closers.push(async () => {
+      await client.quit()
+    })
     return new RedisBroker({ client, channel })
   }
   return new PostgresBroker({ connection: { ...pgConnection, database: dbName }, channel })
@@ -80,7 +90,12 @@ function broker (): Broker {
 const apps: FastifyInstance[] = []
 for (let i = 0; i < appCount; i++) {
   // The pool's own statement_timeout, as docs/reliability.md#statement-timeouts asks for in production.
-  const orm = await PostgresORM.init({ entities, dbName, ...pgConnection, driverOptions: { statement_timeout: 10_000 } }) as unknown as MikroORM
+  const orm = await PostgresORM.init({
+    entities,
+    dbName,
+    ...pgConnection,
+    driverOptions: { statement_timeout: 10_000 }
+  }) as unknown as MikroORM
   orms.push(orm)
   if (i === 0) {
     await orm.schema.ensureDatabase()
@@ -100,9 +115,11 @@ for (let i = 0; i < appCount; i++) {
     },
     parseBlueprintOptions: args.own
       ? (request, query, { model, view }) => {
-          const me = request.server.blueprints.socketOf(request)?.context
-          return view === true || model.identity !== 'pet' || me === undefined ? query : { ...query, where: { and: [query.where, { owner: Number(me) }] } }
-        }
+        const me = request.server.blueprints.socketOf(request)?.context
+        return view === true || model.identity !== 'pet' || me === undefined
+          ? query
+          : { ...query, where: { and: [query.where, { owner: Number(me) }] } }
+      }
       : undefined
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
@@ -114,7 +131,9 @@ for (let i = 0; i < appCount; i++) {
 let session: Session | undefined
 
 process.on('message', (request: ServerRequest) => {
-  const reply = (body: Omit<ServerReply, 'id'>): void => { process.send?.({ id: request.id, ...body }) }
+  const reply = (body: Omit<ServerReply, 'id'>): void => {
+    process.send?.({ id: request.id, ...body })
+  }
   if (request.type === 'profile-start') {
     void (async () => {
       session ??= new Session()
@@ -153,13 +172,21 @@ async function shutdown (): Promise<void> {
   closing = true
   // Sockets are terminated by app.close(); a broken connection must not keep the process alive.
   setTimeout(() => process.exit(1), 10_000).unref()
-  await Promise.all(apps.map(async app => { await app.close() }))
+  await Promise.all(apps.map(async app => {
+    await app.close()
+  }))
   for (const close of closers) await close()
   for (const orm of orms) await orm.close(true)
   process.exit(0)
 }
-process.once('SIGTERM', () => { void shutdown() })
-process.once('SIGINT', () => { void shutdown() })
-process.once('disconnect', () => { void shutdown() })
+process.once('SIGTERM', () => {
+  void shutdown()
+})
+process.once('SIGINT', () => {
+  void shutdown()
+})
+process.once('disconnect', () => {
+  void shutdown()
+})
 
 process.send({ type: 'ready', ports: apps.map(app => (app.server.address() as { port: number }).port) })

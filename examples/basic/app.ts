@@ -23,12 +23,18 @@ export interface BuildAppOptions {
 /** Builds the app (not listening yet). Closing the app also closes the ORM. */
 export async function buildApp (options: BuildAppOptions = {}): Promise<{ app: FastifyInstance, orm: MikroORM }> {
   // The schema diff leaves the plugin's change log alone (docs/reliability.md#the-tables).
-  const orm = await MikroORM.init({ entities, dbName: options.dbName ?? ':memory:', schemaGenerator: { skipTables: ['blueprints_log', 'blueprints_log_epoch'] } })
+  const orm = await MikroORM.init({
+    entities,
+    dbName: options.dbName ?? ':memory:',
+    schemaGenerator: { skipTables: ['blueprints_log', 'blueprints_log_epoch'] }
+  })
   try {
     await orm.schema.refresh() // drops whatever a previous run left in a database file
     if (options.seed !== false) await seed(orm)
     const app = Fastify({ logger: options.logger ?? true })
-    app.addHook('onClose', async () => { await orm.close() })
+    app.addHook('onClose', async () => {
+      await orm.close()
+    })
     await app.register(blueprints, { ...options.blueprints, orm })
     await app.ready()
     return { app, orm }

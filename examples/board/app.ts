@@ -7,7 +7,12 @@
 import { readFile } from 'node:fs/promises'
 import { STATUS_CODES } from 'node:http'
 import { stripTypeScriptTypes } from 'node:module'
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions
+} from 'fastify'
 import swaggerUi from '@fastify/swagger-ui'
 import type { EntityManager, MikroORM } from '@mikro-orm/core'
 import { Redis } from 'ioredis'
@@ -39,7 +44,9 @@ const READS = new Set(['find', 'findOne', 'populate'])
  * user 1.
  */
 export function userIdOf (request: FastifyRequest): number | undefined {
-  const values = (request.headers.cookie ?? '').split(';').map(pair => pair.trim()).filter(pair => pair.startsWith(`${USER_COOKIE}=`))
+  const values = (request.headers.cookie ?? '').split(';').map(pair => pair.trim()).filter(pair =>
+    pair.startsWith(`${USER_COOKIE}=`)
+  )
   const value = values.length === 1 ? values[0].slice(USER_COOKIE.length + 1) : ''
   return /^[1-9]\d{0,8}$/.test(value) ? Number(value) : undefined
 }
@@ -58,7 +65,11 @@ async function refuse (reply: FastifyReply, statusCode: number, code: string, me
  * number names no record: the route refuses it with its own 400, so there is nothing to check.
  */
 function keys (values: unknown): number[] {
-  return Array.isArray(values) ? [...new Set(values.filter(value => value !== undefined && value !== null).map(Number).filter(Number.isSafeInteger))] : []
+  return Array.isArray(values)
+    ? [
+      ...new Set(values.filter(value => value !== undefined && value !== null).map(Number).filter(Number.isSafeInteger))
+    ]
+    : []
 }
 
 /**
@@ -67,23 +78,36 @@ function keys (values: unknown): number[] {
  * where it is) needs a member of that project, and moving a task needs both. Users change only
  * themselves; labels are shared, and any member of a project edits them.
  */
-async function refusal (em: EntityManager, user: IUser, blueprint: BlueprintRouteConfig, request: FastifyRequest): Promise<[string, string] | undefined> {
+async function refusal (
+  em: EntityManager,
+  user: IUser,
+  blueprint: BlueprintRouteConfig,
+  request: FastifyRequest
+): Promise<[string, string] | undefined> {
   const { model, action, association } = blueprint
   const { id, fk } = request.params as { id?: string, fk?: string }
   const body = (request.body ?? {}) as Record<string, unknown>
   // The children a collection route links or unlinks: add's and remove's :fk, replace's new list.
-  const listed = fk !== undefined ? [fk] : action === 'replace' ? (Array.isArray(body) ? body : body.fks) as unknown[] : []
+  const listed = fk !== undefined
+    ? [fk]
+    : action === 'replace'
+    ? (Array.isArray(body) ? body : body.fks) as unknown[]
+    : []
   let projects: unknown[] = [] // whose members or tasks change
   let tasks: unknown[] = [] // that change, so their projects too
   switch (model) {
     case 'label':
-      return await em.count(Project, { members: user.id }) > 0 ? undefined : ['BOARD_NOT_A_MEMBER', 'labels are edited by the members of a project']
+      return await em.count(Project, { members: user.id }) > 0
+        ? undefined
+        : ['BOARD_NOT_A_MEMBER', 'labels are edited by the members of a project']
     case 'task':
       projects = [body.project] // where it is created or moved to
       tasks = [id]
       break
     case 'project':
-      if (action === 'create' && !keys(body.members).includes(user.id)) return ['BOARD_NOT_A_MEMBER', 'a new project lists you among its members']
+      if (action === 'create' && !keys(body.members).includes(user.id)) {
+        return ['BOARD_NOT_A_MEMBER', 'a new project lists you among its members']
+      }
       projects = [id]
       // Tasks moved in (by add, replace, or create's list) leave a project of their own.
       tasks = association === 'tasks' ? listed : action === 'create' ? keys(body.tasks) : []
@@ -98,15 +122,18 @@ async function refusal (em: EntityManager, user: IUser, blueprint: BlueprintRout
         tasks = [...tasks, ...(await em.find(Task, { assignee: user.id })).map(task => task.id)]
       }
       break
-    /* c8 ignore next 2 -- the board's four models each have a rule above; this is for a model added later */
+    /* c8 ignore start -- the board's four models each have a rule above; this is for a model added later */
     default: // a model added later is written by nobody until it has a rule here
       return ['BOARD_NO_RULE', `no rule lets anyone write ${model}`]
+      /* c8 ignore stop */
   }
   const moved = await em.find(Task, { id: { $in: keys(tasks) } })
   const touched = keys([...projects, ...moved.map(task => task.project.id)])
   const mine = new Set((await em.find(Project, { id: { $in: touched }, members: user.id })).map(project => project.id))
   const outside = touched.find(project => !mine.has(project))
-  return outside === undefined ? undefined : ['BOARD_NOT_A_MEMBER', `${user.name} is not a member of project ${outside}`]
+  return outside === undefined
+    ? undefined
+    : ['BOARD_NOT_A_MEMBER', `${user.name} is not a member of project ${outside}`]
 }
 
 /** MikroORM's schema diff leaves the plugin's change log alone (docs/reliability.md#the-tables). */
@@ -116,7 +143,12 @@ async function openOrm (databaseUrl: string | undefined): Promise<MikroORM> {
   if (databaseUrl !== undefined) {
     const { MikroORM: PostgresORM } = await import('@mikro-orm/postgresql')
     // Statements bounded by the pool itself (docs/reliability.md#statement-timeouts): free.
-    return await PostgresORM.init({ entities, clientUrl: databaseUrl, driverOptions: { statement_timeout: 10_000 }, schemaGenerator }) as unknown as MikroORM
+    return await PostgresORM.init({
+      entities,
+      clientUrl: databaseUrl,
+      driverOptions: { statement_timeout: 10_000 },
+      schemaGenerator
+    }) as unknown as MikroORM
   }
   const { MikroORM: SqliteORM } = await import('@mikro-orm/sqlite')
   return await SqliteORM.init({ entities, dbName: ':memory:', schemaGenerator }) as unknown as MikroORM
@@ -146,7 +178,9 @@ export async function buildBoard (options: BoardOptions): Promise<FastifyInstanc
     const em = orm.em.fork()
     const id = userIdOf(request)
     const user = id === undefined ? null : await em.findOne(User, { id })
-    if (user === null) return await refuse(reply, 401, 'BOARD_SIGN_IN', 'choose who you are first (the board_user cookie)')
+    if (user === null) {
+      return await refuse(reply, 401, 'BOARD_SIGN_IN', 'choose who you are first (the board_user cookie)')
+    }
     if (user.role !== 'member') return await refuse(reply, 403, 'BOARD_READ_ONLY', `${user.name} may only read`)
     const refused = await refusal(em, user, blueprint, request)
     if (refused !== undefined) return await refuse(reply, 403, ...refused)
@@ -159,14 +193,26 @@ export async function buildBoard (options: BoardOptions): Promise<FastifyInstanc
   }
 
   let routes = 0
-  app.addHook('onRoute', route => { if (route.config?.blueprint !== undefined && route.method !== 'HEAD') routes++ })
+  app.addHook('onRoute', route => {
+    if (route.config?.blueprint !== undefined && route.method !== 'HEAD') routes++
+  })
   await app.register(blueprints, {
     orm,
     prefix: '/api',
     limits: { maxLimit: 100 },
     hooks: { preHandler: policy },
-    models: { Label: { actions: { create: { hooks: { preHandler: checkColor } }, update: { hooks: { preHandler: checkColor } } } } },
-    openapi: { info: { title: 'Team board', version: '1.0.0', description: 'The blueprint routes of the fastify-blueprints demo' } },
+    models: {
+      Label: {
+        actions: { create: { hooks: { preHandler: checkColor } }, update: { hooks: { preHandler: checkColor } } }
+      }
+    },
+    openapi: {
+      info: {
+        title: 'Team board',
+        version: '1.0.0',
+        description: 'The blueprint routes of the fastify-blueprints demo'
+      }
+    },
     realtime: {
       onlyAllowOrigins: options.origins ?? ['http://127.0.0.1:3000', 'http://localhost:3000'],
       ...(redis === undefined ? {} : { broker: new RedisBroker({ client: redis, channel: 'board' }) }),
@@ -185,8 +231,16 @@ export async function buildBoard (options: BoardOptions): Promise<FastifyInstanc
     })
   })
   const page = new URL('./public/', import.meta.url)
-  app.get('/', async (_request, reply) => await reply.type('text/html; charset=utf-8').send(await readFile(new URL('index.html', page))))
-  app.get('/board.js', async (_request, reply) => await reply.type('application/javascript').send(await readFile(new URL('board.js', page))))
+  app.get(
+    '/',
+    async (_request, reply) =>
+      await reply.type('text/html; charset=utf-8').send(await readFile(new URL('index.html', page)))
+  )
+  app.get(
+    '/board.js',
+    async (_request, reply) =>
+      await reply.type('application/javascript').send(await readFile(new URL('board.js', page)))
+  )
   app.get('/lib/*', async (request, reply) => {
     const match = CLIENT_FILE.exec(request.url)
     if (match === null) return await reply.callNotFound()
@@ -195,7 +249,13 @@ export async function buildBoard (options: BoardOptions): Promise<FastifyInstanc
   })
   await app.ready()
   const models = app.blueprints.models.all().map(model => model.identity)
-  const stores = `${options.databaseUrl === undefined ? 'SQLite in memory' : 'PostgreSQL'}, ${redis === undefined ? 'in-process' : 'Redis'} broker`
-  app.log.info(`board: ${models.length} models (${models.join(', ')}), ${routes} routes under /api, sockets on /api/socket; OpenAPI at /docs; ${stores}`)
+  const stores = `${options.databaseUrl === undefined ? 'SQLite in memory' : 'PostgreSQL'}, ${
+    redis === undefined ? 'in-process' : 'Redis'
+  } broker`
+  app.log.info(
+    `board: ${models.length} models (${
+      models.join(', ')
+    }), ${routes} routes under /api, sockets on /api/socket; OpenAPI at /docs; ${stores}`
+  )
   return app
 }

@@ -8,7 +8,12 @@ const port = Number(process.env.PORT ?? 3000)
 const host = process.env.HOST ?? '127.0.0.1'
 const origins = [`http://${host}:${port}`, `http://localhost:${port}`, `http://127.0.0.1:${port}`]
 
-const app = await buildBoard({ logger: true, databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL, origins })
+const app = await buildBoard({
+  logger: true,
+  databaseUrl: process.env.DATABASE_URL,
+  redisUrl: process.env.REDIS_URL,
+  origins
+})
 
 closeOnSignals(app)
 

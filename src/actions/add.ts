@@ -24,7 +24,12 @@ import { keyOf } from '../models/identity.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
 export async function add (
-  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, by: Requester
+  ctx: ActionContext,
+  model: Model,
+  association: CollectionAssociation,
+  rawId: string,
+  rawFk: string,
+  by: Requester
 ): Promise<JsonRecord> {
   const { policy } = by
   if (policy !== undefined) checkAssociation(policy, model, association.name)
@@ -32,14 +37,21 @@ export async function add (
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, true)
   return inTransaction(ctx, 'add', model, by, async scope => {
-    const { id, parentKey, fk, childKey, current, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
+    const { id, parentKey, fk, childKey, current, record } = await open(
+      scope,
+      async id => await parentRecord(ctx, scope, collection, id, rawId)
+    )
     if (association.relation === '1:m') {
       if (current === null || String(current) !== String(id)) {
         await scope.links.set(child, [fk], association.parentColumn, id, model)
         const via = association.via as string
         scope.changes.addedTo(model.identity, parentKey, association.name, [childKey])
-        scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: current === null ? null : keyOf(model, current) })
-        if (current !== null) scope.changes.removedFrom(model.identity, keyOf(model, current), association.name, [childKey])
+        scope.changes.updated(child.identity, childKey, { [via]: parentKey }, {
+          [via]: current === null ? null : keyOf(model, current)
+        })
+        if (current !== null) {
+          scope.changes.removedFrom(model.identity, keyOf(model, current), association.name, [childKey])
+        }
       }
     }
     // Many-to-many: the changes are recorded with the links (actions/collection.ts).

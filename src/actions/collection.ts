@@ -56,12 +56,20 @@ export type AnswerReader = (id: unknown) => Promise<JsonRecord>
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND (parent or child).
  */
 export function oneChild (
-  ctx: ActionContext, collection: Collection, rawId: string, rawFk: string, linking: boolean
+  ctx: ActionContext,
+  collection: Collection,
+  rawId: string,
+  rawFk: string,
+  linking: boolean
 ): (scope: WriteScope, answer: AnswerReader) => Promise<OneChild> {
   const { parent, child, association } = collection
   const id = parseId(parent, rawId, 'id')
   const fk = parseId(child, rawFk, 'fk')
-  const opened = (found: { id: unknown, value: unknown } | undefined, current: unknown, record?: JsonRecord): OneChild => {
+  const opened = (
+    found: { id: unknown, value: unknown } | undefined,
+    current: unknown,
+    record?: JsonRecord
+  ): OneChild => {
     if (found === undefined) throw new BP_ERR_RECORD_NOT_FOUND(child.identity, rawFk)
     return { id, parentKey: keyOf(parent, id), fk, childKey: keyOf(child, found.id), current, record }
   }
@@ -83,7 +91,16 @@ export function oneChild (
     }
   }
   return async (scope, answer) => {
-    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids: [fk], link: linking, unlink: linking ? undefined : 'ids' }, answer, true)
+    const outcome = await changeLinks(
+      ctx,
+      scope,
+      collection,
+      id,
+      rawId,
+      { ids: [fk], link: linking, unlink: linking ? undefined : 'ids' },
+      answer,
+      true
+    )
     // The changes are recorded with the links (see changeLinks).
     const result = opened(outcome.found.get(String(fk)), undefined, outcome.record)
     return scope.policy === undefined ? result : await seen(scope, result)
@@ -101,8 +118,13 @@ export function oneChild (
  * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
  */
 export async function lockEnds (
-  ctx: ActionContext, scope: WriteScope, { parent, child, association }: Collection, id: unknown, rawId: string,
-  children: RowsToLock & { readonly ids: readonly unknown[] }, linking: boolean
+  ctx: ActionContext,
+  scope: WriteScope,
+  { parent, child, association }: Collection,
+  id: unknown,
+  rawId: string,
+  children: RowsToLock & { readonly ids: readonly unknown[] },
+  linking: boolean
 ): Promise<Map<string, { id: unknown, value: unknown }>> {
   if (association.via === undefined) {
     await lockRecord(scope, parent, id, rawId)
@@ -118,7 +140,9 @@ export async function lockEnds (
   const [first] = inLockOrder(ctx.ranks, [{ model: parent }, { model: child }])
   if (first.model === parent) {
     await lockRecord(scope, parent, id, rawId)
-    return linking ? scope.links.lock(child, { ids: children.ids, share: true }) : scope.links.read(child, children.ids, child.primaryKey.column)
+    return linking
+      ? scope.links.lock(child, { ids: children.ids, share: true })
+      : scope.links.read(child, children.ids, child.primaryKey.column)
   }
   const found = await scope.links.lock(child, { ...children, share: true })
   await lockRecord(scope, parent, id, rawId)
@@ -126,7 +150,9 @@ export async function lockEnds (
     // The members were read before the parent was locked; only now are they stable (a write that
     // links a member holds the parent). Members linked meanwhile are locked too, out of the usual
     // order: without waiting (if one is held, the transaction runs again).
-    for (const [key, row] of await scope.links.lock(child, { membersOf: children.membersOf, share: true, noWait: true })) found.set(key, row)
+    for (
+      const [key, row] of await scope.links.lock(child, { membersOf: children.membersOf, share: true, noWait: true })
+    ) found.set(key, row)
   }
   return found
 }
@@ -146,7 +172,13 @@ export async function lockEnds (
  * @throws BP_ERR_RECORD_NOT_FOUND when there is no parent.
  */
 export async function changeLinks (
-  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, answer: AnswerReader,
+  ctx: ActionContext,
+  scope: WriteScope,
+  collection: Collection,
+  id: unknown,
+  rawId: string,
+  change: LinkChange,
+  answer: AnswerReader,
   records: boolean
 ): Promise<LinkOutcome & { record: JsonRecord }> {
   const { parent, child, association } = collection
@@ -158,16 +190,26 @@ export async function changeLinks (
   const parentKey = keyOf(parent, id)
   let outcome: LinkOutcome
   let record: JsonRecord
-  if (inFew !== undefined && (via === undefined || parent !== child) && (within === undefined || within.kind === 'all')) {
+  if (
+    inFew !== undefined && (via === undefined || parent !== child) && (within === undefined || within.kind === 'all')
+  ) {
     // The children are the far end: locked, shared, when the write links them or when they lock
     // first (as lockEnds does); without a via, only read.
-    const childFirst = via !== undefined && (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(parent.identity) as number)
-    const locks = { childFirst, share: via !== undefined && (childFirst || change.link), members: childFirst && change.unlink === 'others' }
+    const childFirst = via !== undefined &&
+      (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(parent.identity) as number)
+    const locks = {
+      childFirst,
+      share: via !== undefined && (childFirst || change.link),
+      members: childFirst && change.unlink === 'others'
+    }
     const statementLog = records ? scope.statementLog : undefined
     const log = statementLog === undefined
       ? undefined
       : { log: statementLog.log, row: statementLog.linkRow(linkHead(collection, parentKey)), at: Date.now() }
-    ;[outcome, record] = await inOrder([inFew(scope.run, association, parent, child, id, change, locks, log), answer(id)])
+    ;[outcome, record] = await inOrder([
+      inFew(scope.run, association, parent, child, id, change, locks, log),
+      answer(id)
+    ])
     if (!outcome.parentFound) throw new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
   } else {
     outcome = await changeLinksStepByStep(ctx, scope, collection, id, rawId, change, within)
@@ -181,8 +223,17 @@ export async function changeLinks (
 }
 
 /** What a link change of the parent `parentKey` is, but its children (see `LinkRecord`). */
-function linkHead ({ parent, child, association }: Collection, parentKey: Id): Omit<LinkRecord, 'addedIds' | 'removedIds'> {
-  return { model: parent.identity, id: parentKey, attribute: association.name, child: child.identity, via: association.via }
+function linkHead (
+  { parent, child, association }: Collection,
+  parentKey: Id
+): Omit<LinkRecord, 'addedIds' | 'removedIds'> {
+  return {
+    model: parent.identity,
+    id: parentKey,
+    attribute: association.name,
+    child: child.identity,
+    via: association.via
+  }
 }
 
 /**
@@ -190,10 +241,19 @@ function linkHead ({ parent, child, association }: Collection, parentKey: Id): O
  * parent too (not for the members of a parent the write created, whose `created` lists them).
  */
 export function recordLinkChanges (
-  scope: WriteScope, collection: Collection, parentKey: Id, linked: readonly unknown[], unlinked: readonly unknown[], onParent: boolean
+  scope: WriteScope,
+  collection: Collection,
+  parentKey: Id,
+  linked: readonly unknown[],
+  unlinked: readonly unknown[],
+  onParent: boolean
 ): void {
   const { child } = collection
-  const link = { ...linkHead(collection, parentKey), addedIds: linked.map(key => keyOf(child, key)), removedIds: unlinked.map(key => keyOf(child, key)) }
+  const link = {
+    ...linkHead(collection, parentKey),
+    addedIds: linked.map(key => keyOf(child, key)),
+    removedIds: unlinked.map(key => keyOf(child, key))
+  }
   scope.changes.changes.push(...linkChanges(link, onParent))
 }
 
@@ -203,17 +263,33 @@ export function recordLinkChanges (
  * (`within`: the children it may unlink).
  */
 async function changeLinksStepByStep (
-  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, change: LinkChange, within: WhereNode | undefined
+  ctx: ActionContext,
+  scope: WriteScope,
+  collection: Collection,
+  id: unknown,
+  rawId: string,
+  change: LinkChange,
+  within: WhereNode | undefined
 ): Promise<LinkOutcome> {
   const { parent, child, association } = collection
   const membersOf = change.unlink === 'others' ? { association, parent, id } : undefined
   const found = await lockEnds(ctx, scope, collection, id, rawId, { ids: change.ids, membersOf }, change.link)
   const existing = change.ids.filter(fk => found.has(String(fk)))
-  if (existing.length < change.ids.length && change.unlink !== undefined) return { parentFound: true, found, linked: [], unlinked: [] }
+  if (existing.length < change.ids.length && change.unlink !== undefined) {
+    return { parentFound: true, found, linked: [], unlinked: [] }
+  }
   const unlinked = change.unlink === 'others'
-    ? await scope.links.unlinkOthers(association, parent, child, id, change.ids,
-      within === undefined ? undefined : { where: within, fold: ctx.bounds.caseInsensitive })
-    : change.unlink === 'ids' ? await scope.links.unlink(association, parent, child, id, existing) : []
+    ? await scope.links.unlinkOthers(
+      association,
+      parent,
+      child,
+      id,
+      change.ids,
+      within === undefined ? undefined : { where: within, fold: ctx.bounds.caseInsensitive }
+    )
+    : change.unlink === 'ids'
+    ? await scope.links.unlink(association, parent, child, id, existing)
+    : []
   const linked = change.link ? await scope.links.link(association, parent, child, id, existing) : []
   return { parentFound: true, found, linked, unlinked }
 }
@@ -224,7 +300,9 @@ async function changeLinksStepByStep (
  * @throws BP_ERR_RECORD_NOT_FOUND when there is none.
  */
 export async function lockRecord (scope: WriteScope, model: Model, id: unknown, rawId: string): Promise<void> {
-  if (!(await scope.links.lock(model, { ids: [id] })).has(String(id))) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+  if (!(await scope.links.lock(model, { ids: [id] })).has(String(id))) {
+    throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+  }
 }
 
 /**
@@ -234,7 +312,12 @@ export async function lockRecord (scope: WriteScope, model: Model, id: unknown, 
  * held. Out of the usual order, so without waiting: when one is held, the transaction runs again
  * from the start (never a deadlock).
  */
-export async function lockMovedParents (scope: WriteScope, parent: Model, locked: { has (key: string): boolean }, keys: readonly unknown[]): Promise<void> {
+export async function lockMovedParents (
+  scope: WriteScope,
+  parent: Model,
+  locked: { has(key: string): boolean },
+  keys: readonly unknown[]
+): Promise<void> {
   const moved = keys.filter(key => key !== null && key !== undefined && !locked.has(String(key)))
   if (moved.length > 0) await scope.links.lock(parent, { ids: moved, noWait: true })
 }
@@ -248,7 +331,21 @@ export async function lockMovedParents (scope: WriteScope, parent: Model, locked
  *
  * @throws BP_ERR_RECORD_NOT_FOUND when the policy hides the parent.
  */
-export function parentRecord (ctx: ActionContext, scope: WriteScope, { parent, association }: Collection, id: unknown, rawId: string): Promise<JsonRecord> {
+export function parentRecord (
+  ctx: ActionContext,
+  scope: WriteScope,
+  { parent, association }: Collection,
+  id: unknown,
+  rawId: string
+): Promise<JsonRecord> {
   if (scope.policy === undefined) return defaultRecord(ctx, scope.run, parent, id, association)
-  return viewedRecord(ctx, scope, scope.policy, parent, id, association, () => new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId))
+  return viewedRecord(
+    ctx,
+    scope,
+    scope.policy,
+    parent,
+    id,
+    association,
+    () => new BP_ERR_RECORD_NOT_FOUND(parent.identity, rawId)
+  )
 }

@@ -20,7 +20,7 @@ import type { Executor } from '../sql/connection/rows.ts'
  */
 export interface StatementLog {
   readonly log: LogInStatement
-  linkRow (link: Omit<LinkRecord, 'addedIds' | 'removedIds'>): LinkRow
+  linkRow(link: Omit<LinkRecord, 'addedIds' | 'removedIds'>): LinkRow
 }
 
 /**
@@ -48,14 +48,16 @@ export interface CommitSubscriber<N = unknown> {
    * `context`: what `committed` will be told of the write; `recorded`: the position at which the
    * write's own statement recorded the changes (see {@link inStatement}).
    */
-  beforeCommit?: ((changes: readonly Change[], run: Executor, context: ChangeContext, recorded: number | undefined) => Promise<N>) | undefined
+  beforeCommit?:
+    | ((changes: readonly Change[], run: Executor, context: ChangeContext, recorded: number | undefined) => Promise<N>)
+    | undefined
   /**
    * Where a write may record its change set itself, in the statement that makes it (asked once per
    * write that can; `undefined`: not for this one). Its `beforeCommit` is then told the position.
    */
   inStatement?: ((context: ChangeContext) => StatementLog | undefined) | undefined
   /** The changes of a committed write (never of a rolled-back one, never an empty set). */
-  committed (changes: readonly Change[], context: ChangeContext, read: N | undefined): void | Promise<void>
+  committed(changes: readonly Change[], context: ChangeContext, read: N | undefined): void | Promise<void>
 }
 
 /** What a write read for the feed's subscribers before it committed (one entry per subscriber). */
@@ -80,9 +82,18 @@ export class CommitFeed {
    * Runs the subscribers' `beforeCommit` steps in the transaction of `run`; `undefined` when none
    * has one (no promise, nothing to wait for), as on most writes.
    */
-  beforeCommit (changes: readonly Change[], run: Executor, context: ChangeContext, recorded?: number): Promise<BeforeCommit> | undefined {
-    if (changes.length === 0 || !this.#subscribers.some(subscriber => subscriber.beforeCommit !== undefined)) return undefined
-    return Promise.all(this.#subscribers.map(async subscriber => await subscriber.beforeCommit?.(changes, run, context, recorded)))
+  beforeCommit (
+    changes: readonly Change[],
+    run: Executor,
+    context: ChangeContext,
+    recorded?: number
+  ): Promise<BeforeCommit> | undefined {
+    if (changes.length === 0 || !this.#subscribers.some(subscriber => subscriber.beforeCommit !== undefined)) {
+      return undefined
+    }
+    return Promise.all(
+      this.#subscribers.map(async subscriber => await subscriber.beforeCommit?.(changes, run, context, recorded))
+    )
   }
 
   /** Where a write may record its change set in its own statement (see {@link CommitSubscriber.inStatement}). */
@@ -100,7 +111,12 @@ export class CommitFeed {
    * are told (the feed's {@link awaited} when the write took its turn: a listener added while the
    * write waited for it hears later writes only).
    */
-  committed (changes: readonly Change[], context: ChangeContext, read: BeforeCommit, awaited: boolean): Promise<void> | undefined {
+  committed (
+    changes: readonly Change[],
+    context: ChangeContext,
+    read: BeforeCommit,
+    awaited: boolean
+  ): Promise<void> | undefined {
     if (changes.length === 0) return undefined
     let waits: Array<void | Promise<void>> | undefined
     this.#subscribers.forEach((subscriber, i) => {
@@ -132,7 +148,9 @@ export class Notifier implements CommitSubscriber {
   /** Adds a listener; returns the function that removes it. */
   listen (listener: ChangeListener): () => void {
     this.#listeners.add(listener)
-    return () => { this.#listeners.delete(listener) }
+    return () => {
+      this.#listeners.delete(listener)
+    }
   }
 
   /**
@@ -149,7 +167,10 @@ export class Notifier implements CommitSubscriber {
       try {
         await listener(changes, context)
       } catch (err) {
-        this.#log.error({ err, action: context.action, model: context.model }, 'fastify-blueprints: a change listener failed')
+        this.#log.error(
+          { err, action: context.action, model: context.model },
+          'fastify-blueprints: a change listener failed'
+        )
       }
     }))
   }

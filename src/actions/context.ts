@@ -93,7 +93,11 @@ export interface WriteScope {
  * nothing to flush, and skipping it saves a fork, a flush and its events on every write.
  */
 export async function inTransaction<T> (
-  ctx: ActionContext, action: WriteAction, model: Model, by: Requester, work: (scope: WriteScope) => Promise<T>
+  ctx: ActionContext,
+  action: WriteAction,
+  model: Model,
+  by: Requester,
+  work: (scope: WriteScope) => Promise<T>
 ): Promise<T> {
   const context: ChangeContext = { action, model: model.identity, origin: by.origin }
   const { policy } = by
@@ -115,11 +119,17 @@ export async function inTransaction<T> (
         return em
       },
       run,
-      get links () { return (links ??= new LinkWriter(ctx.dialect, run)) },
-      get records () { return (records ??= new RecordWriter(ctx.dialect, run)) },
+      get links () {
+        return (links ??= new LinkWriter(ctx.dialect, run))
+      },
+      get records () {
+        return (records ??= new RecordWriter(ctx.dialect, run))
+      },
       changes,
       policy,
-      get statementLog () { return ctx.feed.inStatement(context) }
+      get statementLog () {
+        return ctx.feed.inStatement(context)
+      }
     })
     const reading = ctx.feed.beforeCommit(changes.changes, run, context, changes.recorded)
     read = reading === undefined ? undefined : await reading

@@ -33,7 +33,12 @@ import { keyOf } from '../models/identity.ts'
  * BP_ERR_CHILDREN_NOT_FOUND (member keys that match no child), BP_ERR_UNIQUE, BP_ERR_CONSTRAINT
  * and BP_ERR_OUTSIDE_POLICY.
  */
-export async function create (ctx: ActionContext, model: Model, body: Record<string, unknown>, by: Requester): Promise<JsonRecord> {
+export async function create (
+  ctx: ActionContext,
+  model: Model,
+  body: Record<string, unknown>,
+  by: Requester
+): Promise<JsonRecord> {
   const assignments = readBody(model, ctx.registry, body, 'create', ctx.bounds.limits.maxJsonDepth)
   const links = readLinks(model, body, ctx.bounds.limits.maxValues).map(({ association, fks }) => {
     const collection = collectionOf(ctx, model, association)
@@ -50,7 +55,9 @@ export async function create (ctx: ActionContext, model: Model, body: Record<str
     const id = await scope.records.insert(model, assignments)
     const key = keyOf(model, id)
     const first = scope.changes.changes.length
-    for (const { collection, wanted } of links) await setMembers(ctx, scope, collection, id, String(key), wanted, { created: true })
+    for (const { collection, wanted } of links) {
+      await setMembers(ctx, scope, collection, id, String(key), wanted, { created: true })
+    }
     const record = await defaultRecord(ctx, scope.run, model, id)
     scope.changes.created(model.identity, key, record, first)
     for (const { field, value } of assignments) {

@@ -46,21 +46,36 @@ export async function destroy (ctx: ActionContext, model: Model, rawId: string, 
     // Under a policy, the answer read through the view first: a record it hides is missing.
     const viewed = scope.policy === undefined
       ? undefined
-      : await viewedRecord(ctx, scope, scope.policy, model, id, undefined, () => new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId))
+      : await viewedRecord(
+        ctx,
+        scope,
+        scope.policy,
+        model,
+        id,
+        undefined,
+        () => new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
+      )
     const previous = await defaultRecord(ctx, scope.run, model, id)
     const answered = viewed ?? previous
     const key = keyOf(model, id)
-    const pointedAt = (association: SingularAssociation): JsonRecord | null => previous[association.name] as JsonRecord | null
+    const pointedAt = (association: SingularAssociation): JsonRecord | null =>
+      previous[association.name] as JsonRecord | null
     for (const association of model.singulars.values()) {
       const target = pointedAt(association)
       if (association.via === undefined || target === null) continue
       const targetModel = association.target
-      await lockMovedParents(scope, targetModel, held.get(targetModel) as ReadonlySet<string>, [target[targetModel.primaryKey.name]])
+      await lockMovedParents(scope, targetModel, held.get(targetModel) as ReadonlySet<string>, [
+        target[targetModel.primaryKey.name]
+      ])
     }
     const members: Member[] = []
     for (const { association, child, rows, early } of collections) {
       // Again for members of a model that ranks first: those linked meanwhile, without waiting.
-      members.push({ association, child, ids: [...(await scope.links.lock(child, { ...rows, noWait: early })).values()].map(row => row.id) })
+      members.push({
+        association,
+        child,
+        ids: [...(await scope.links.lock(child, { ...rows, noWait: early })).values()].map(row => row.id)
+      })
     }
     await scope.records.delete(model, id)
     await tellDestroyed(scope, model, key, previous, members)
@@ -94,7 +109,12 @@ function viaCollections (ctx: ActionContext, model: Model, id: unknown): ViaColl
     const rows: RowsToLock = association.relation === '1:m'
       ? { pointingAt: { column: association.parentColumn, parent: model, id } }
       : { membersOf: { association, parent: model, id }, share: true }
-    return { association, child, rows, early: (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(model.identity) as number) }
+    return {
+      association,
+      child,
+      rows,
+      early: (ctx.ranks.get(child.identity) as number) < (ctx.ranks.get(model.identity) as number)
+    }
   })
 }
 
@@ -103,7 +123,13 @@ function viaCollections (ctx: ActionContext, model: Model, id: unknown): ViaColl
  * lose it, and each member of its collections lost it (a child whose row is left has a null key; one
  * the database deleted by a cascade is destroyed).
  */
-async function tellDestroyed (scope: WriteScope, model: Model, key: Id, previous: JsonRecord, members: readonly Member[]): Promise<void> {
+async function tellDestroyed (
+  scope: WriteScope,
+  model: Model,
+  key: Id,
+  previous: JsonRecord,
+  members: readonly Member[]
+): Promise<void> {
   scope.changes.destroyed(model.identity, key, previous)
   for (const association of model.singulars.values()) {
     const target = previous[association.name] as JsonRecord | null

@@ -23,7 +23,12 @@ import { parseId } from '../models/identity.ts'
  * @throws BP_ERR_INVALID_ID, BP_ERR_RECORD_NOT_FOUND and the coded 400s of the criteria pipeline.
  */
 export async function findOne (
-  ctx: ActionContext, model: Model, rawId: string, query: BlueprintQuery, policy: Policy | undefined, snapshot?: ReadScope
+  ctx: ActionContext,
+  model: Model,
+  rawId: string,
+  query: BlueprintQuery,
+  policy: Policy | undefined,
+  snapshot?: ReadScope
 ): Promise<JsonRecord> {
   return await findOneOf(ctx, model, oneCriteria(ctx, model, rawId, query), policy, snapshot)
 }
@@ -45,18 +50,29 @@ export function oneCriteria (ctx: ActionContext, model: Model, rawId: string, qu
   const id = parseId(model, rawId, 'id')
   const pk = model.primaryKey.name
   const narrowed = Object.keys(query.where).length > 0
-  const criteria = validateFind({ ...query, where: narrowed ? { and: [{ [pk]: id }, query.where] } : {}, limit: 1, skip: 0, sort: [] }, model, ctx.bounds)
+  const criteria = validateFind(
+    { ...query, where: narrowed ? { and: [{ [pk]: id }, query.where] } : {}, limit: 1, skip: 0, sort: [] },
+    model,
+    ctx.bounds
+  )
   return { rawId, id, criteria: narrowed ? criteria : { ...criteria, where: byPrimaryKey(model, id) } }
 }
 
 /** {@link findOne} of what {@link oneCriteria} checked. */
 export async function findOneOf (
-  ctx: ActionContext, model: Model, { rawId, id, criteria }: One, policy: Policy | undefined, snapshot?: ReadScope
+  ctx: ActionContext,
+  model: Model,
+  { rawId, id, criteria }: One,
+  policy: Policy | undefined,
+  snapshot?: ReadScope
 ): Promise<JsonRecord> {
   // The collections' statements leave with the record's, on the key (see `ReadOptions.together`): a
   // hand-written server would send them in parallel too.
   const [record] = await ctx.database.read(
-    snapshot, run => ctx.loader.find(run, model, criteria, { policy, together: { key: id } }), ctx.loader.atOnce(criteria, true))
+    snapshot,
+    run => ctx.loader.find(run, model, criteria, { policy, together: { key: id } }),
+    ctx.loader.atOnce(criteria, true)
+  )
   if (record === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
   return record
 }

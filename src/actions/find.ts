@@ -17,8 +17,18 @@ import type { ActionContext } from './context.ts'
  * records. Under a `policy`, only what it lets the requester see (see `ReadOptions.policy`). With a
  * `snapshot`, its statements see one snapshot (see `Database.read`).
  */
-export function findBy (ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, snapshot?: ReadScope): Promise<JsonRecord[]> {
-  return ctx.database.read(snapshot, run => ctx.loader.find(run, model, criteria, readOptions(policy)), ctx.loader.atOnce(criteria, false))
+export function findBy (
+  ctx: ActionContext,
+  model: Model,
+  criteria: Criteria,
+  policy: Policy | undefined,
+  snapshot?: ReadScope
+): Promise<JsonRecord[]> {
+  return ctx.database.read(
+    snapshot,
+    run => ctx.loader.find(run, model, criteria, readOptions(policy)),
+    ctx.loader.atOnce(criteria, false)
+  )
 }
 
 /**
@@ -28,12 +38,18 @@ export function findBy (ctx: ActionContext, model: Model, criteria: Criteria, po
  * which both run.
  */
 function findAndCount (
-  ctx: ActionContext, model: Model, criteria: Criteria, counted: Criteria, policy: Policy | undefined, snapshot?: ReadScope
+  ctx: ActionContext,
+  model: Model,
+  criteria: Criteria,
+  counted: Criteria,
+  policy: Policy | undefined,
+  snapshot?: ReadScope
 ): Promise<[JsonRecord[], number]> {
-  return ctx.database.read(snapshot, run => Promise.all([
-    ctx.loader.find(run, model, criteria, readOptions(policy)),
-    ctx.loader.count(run, model, counted, policy)
-  ]), ctx.loader.atOnce(criteria, false))
+  return ctx.database.read(snapshot, run =>
+    Promise.all([
+      ctx.loader.find(run, model, criteria, readOptions(policy)),
+      ctx.loader.count(run, model, counted, policy)
+    ]), ctx.loader.atOnce(criteria, false))
 }
 
 function readOptions (policy: Policy | undefined): { policy: Policy } | undefined {
@@ -52,7 +68,12 @@ export interface FoundPage extends Page<JsonRecord> {
  * `where` matches, whatever the cursor (as {@link findAndCount}).
  */
 export function findPage (
-  ctx: ActionContext, model: Model, criteria: Criteria, policy: Policy | undefined, counted: boolean, snapshot?: ReadScope
+  ctx: ActionContext,
+  model: Model,
+  criteria: Criteria,
+  policy: Policy | undefined,
+  counted: boolean,
+  snapshot?: ReadScope
 ): Promise<FoundPage> {
   const paging = criteria.paging as Paging
   if (!counted) return findBy(ctx, model, criteria, policy, snapshot).then(rows => pageOf(paging, rows))
@@ -105,12 +126,20 @@ export interface Found {
  * `snapshot`, in one snapshot (see `Database.read`).
  */
 export function executeFind (
-  ctx: ActionContext, model: Model, plan: { readonly criteria: Criteria, readonly counted: boolean, readonly text: RowText | undefined },
-  policy: Policy | undefined, snapshot?: ReadScope
+  ctx: ActionContext,
+  model: Model,
+  plan: { readonly criteria: Criteria, readonly counted: boolean, readonly text: RowText | undefined },
+  policy: Policy | undefined,
+  snapshot?: ReadScope
 ): Promise<Found> {
   const { criteria, counted, text } = plan
   if (text !== undefined) return findText(ctx, model, criteria, text)
   if (criteria.paging !== undefined) return findPage(ctx, model, criteria, policy, counted, snapshot)
-  if (counted) return findAndCount(ctx, model, criteria, criteria, policy, snapshot).then(([records, total]) => ({ records, total }))
+  if (counted) {
+    return findAndCount(ctx, model, criteria, criteria, policy, snapshot).then(([records, total]) => ({
+      records,
+      total
+    }))
+  }
   return findBy(ctx, model, criteria, policy, snapshot).then(records => ({ records }))
 }

@@ -19,7 +19,12 @@ import type { ActionContext, WriteScope } from './context.ts'
 import { readRecord } from './record.ts'
 
 /** The keys among `ids` (raw) of records of `model` that the requester may not see, in their order. */
-export async function hiddenAmong (ctx: ActionContext, scope: WriteScope, model: Model, ids: readonly unknown[]): Promise<unknown[]> {
+export async function hiddenAmong (
+  ctx: ActionContext,
+  scope: WriteScope,
+  model: Model,
+  ids: readonly unknown[]
+): Promise<unknown[]> {
   const where = scope.policy?.view(model).where
   if (where === undefined || where.kind === 'all' || ids.length === 0) return []
   if (where.kind === 'none') return [...ids]
@@ -34,9 +39,17 @@ export async function hiddenAmong (ctx: ActionContext, scope: WriteScope, model:
  *
  * @throws BP_ERR_RECORD_NOT_FOUND.
  */
-export function mustSee (ctx: ActionContext, scope: WriteScope, model: Model, id: unknown, raw: string): Promise<void> | undefined {
+export function mustSee (
+  ctx: ActionContext,
+  scope: WriteScope,
+  model: Model,
+  id: unknown,
+  raw: string
+): Promise<void> | undefined {
   if (scope.policy === undefined) return undefined
-  return hiddenAmong(ctx, scope, model, [id]).then(hidden => { if (hidden.length > 0) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, raw) })
+  return hiddenAmong(ctx, scope, model, [id]).then(hidden => {
+    if (hidden.length > 0) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, raw)
+  })
 }
 
 /**
@@ -45,9 +58,23 @@ export function mustSee (ctx: ActionContext, scope: WriteScope, model: Model, id
  *
  * @throws BP_ERR_OUTSIDE_POLICY when the policy hides the record; the transaction then rolls back.
  */
-export function answer (ctx: ActionContext, scope: WriteScope, model: Model, id: unknown, record: JsonRecord): Promise<JsonRecord> | JsonRecord {
+export function answer (
+  ctx: ActionContext,
+  scope: WriteScope,
+  model: Model,
+  id: unknown,
+  record: JsonRecord
+): Promise<JsonRecord> | JsonRecord {
   if (scope.policy === undefined) return record
-  return viewedRecord(ctx, scope, scope.policy, model, id, undefined, () => new BP_ERR_OUTSIDE_POLICY(model.identity, String(keyOf(model, id))))
+  return viewedRecord(
+    ctx,
+    scope,
+    scope.policy,
+    model,
+    id,
+    undefined,
+    () => new BP_ERR_OUTSIDE_POLICY(model.identity, String(keyOf(model, id)))
+  )
 }
 
 /**
@@ -56,7 +83,13 @@ export function answer (ctx: ActionContext, scope: WriteScope, model: Model, id:
  * @throws `hidden()` when the policy hides the record.
  */
 export async function viewedRecord (
-  ctx: ActionContext, scope: WriteScope, policy: Policy, model: Model, id: unknown, complete: CollectionAssociation | undefined, hidden: () => Error
+  ctx: ActionContext,
+  scope: WriteScope,
+  policy: Policy,
+  model: Model,
+  id: unknown,
+  complete: CollectionAssociation | undefined,
+  hidden: () => Error
 ): Promise<JsonRecord> {
   const record = await readRecord(ctx, scope.run, model, id, policy, complete)
   if (record === undefined) throw hidden()

@@ -53,7 +53,9 @@ export function lockRanks (registry: ModelRegistry): LockRanks {
   while (ranks.size < models.length) {
     const remaining = models.filter(model => !ranks.has(model.identity))
     // The first model whose predecessors are all ranked; in a cycle, the first one left.
-    const next = remaining.find(model => [...(after.get(model.identity) as Set<string>)].every(parent => ranks.has(parent))) ?? remaining[0]
+    const next = remaining.find(model =>
+      [...(after.get(model.identity) as Set<string>)].every(parent => ranks.has(parent))
+    ) ?? remaining[0]
     ranks.set(next.identity, ranks.size)
   }
   return ranks
@@ -73,10 +75,14 @@ export function inLockOrder<T extends { readonly model: Model }> (ranks: LockRan
 export function linksLockedByAnswers (ranks: LockRanks, model: Model): ReadonlySet<string> {
   let names = LOCKED_LINKS.get(ranks)?.get(model)
   if (names !== undefined) return names
-  names = new Set([...model.collections.values()]
-    .filter(c => c.relation === 'm:n' && c.via !== undefined && c.target !== model &&
-      (ranks.get(c.target.identity) as number) < (ranks.get(model.identity) as number))
-    .map(c => c.name))
+  names = new Set(
+    [...model.collections.values()]
+      .filter(c =>
+        c.relation === 'm:n' && c.via !== undefined && c.target !== model &&
+        (ranks.get(c.target.identity) as number) < (ranks.get(model.identity) as number)
+      )
+      .map(c => c.name)
+  )
   const perModel = LOCKED_LINKS.get(ranks) ?? new Map<Model, ReadonlySet<string>>()
   perModel.set(model, names)
   LOCKED_LINKS.set(ranks, perModel)

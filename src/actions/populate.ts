@@ -25,7 +25,13 @@ import { parseId } from '../models/identity.ts'
  * `snapshot`, its statements see one snapshot (see `Database.read`).
  */
 export async function populate (
-  ctx: ActionContext, model: Model, association: Association, rawId: string, query: BlueprintQuery, policy: Policy | undefined, snapshot?: ReadScope
+  ctx: ActionContext,
+  model: Model,
+  association: Association,
+  rawId: string,
+  query: BlueprintQuery,
+  policy: Policy | undefined,
+  snapshot?: ReadScope
 ): Promise<JsonRecord[] | JsonRecord> {
   // An association the requester's view hides is an attribute it may not read.
   if (policy !== undefined) checkAssociation(policy, model, association.name)
@@ -45,7 +51,14 @@ export async function populate (
     const parent = await ctx.loader.column(run, model, id, association.column, policy, fold)
     if (parent === undefined) throw new BP_ERR_RECORD_NOT_FOUND(model.identity, rawId)
     if (parent.value === null) return undefined
-    const one = { ...query, where: narrowed(child, parent.value, query.where), limit: 1, populate: false as const, after: undefined, before: undefined }
+    const one = {
+      ...query,
+      where: narrowed(child, parent.value, query.where),
+      limit: 1,
+      populate: false as const,
+      after: undefined,
+      before: undefined
+    }
     const criteria = validateFind(one, child, ctx.bounds)
     return (await ctx.loader.find(run, child, criteria, { policy }))[0]
   })

@@ -18,16 +18,30 @@ import { linksLockedByAnswers } from './locks.ts'
  * are read (see locks.ts). The collections' statements are issued with the record's (see
  * `ReadOptions.together`).
  */
-export function defaultRecord (ctx: ActionContext, run: Executor, model: Model, id: unknown, complete?: CollectionAssociation): Promise<JsonRecord> {
+export function defaultRecord (
+  ctx: ActionContext,
+  run: Executor,
+  model: Model,
+  id: unknown,
+  complete?: CollectionAssociation
+): Promise<JsonRecord> {
   // The promise itself, not awaited again: a write's answer is on every write's path.
   return readRecord(ctx, run, model, id, undefined, complete) as Promise<JsonRecord>
 }
 
 /** {@link defaultRecord} as `policy` lets the requester see it: `undefined` when it hides the record. */
 export async function readRecord (
-  ctx: ActionContext, run: Executor, model: Model, id: unknown, policy: Policy | undefined, complete?: CollectionAssociation
+  ctx: ActionContext,
+  run: Executor,
+  model: Model,
+  id: unknown,
+  policy: Policy | undefined,
+  complete?: CollectionAssociation
 ): Promise<JsonRecord | undefined> {
-  const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, model, { maxLimit: Infinity, limits: ctx.bounds.limits })
+  const projection = validateProjection({ populate: true, populateLimit: ctx.bounds.populateLimit }, model, {
+    maxLimit: Infinity,
+    limits: ctx.bounds.limits
+  })
   const [record] = await ctx.loader.find(run, model, {
     where: { kind: 'compare', target: model.primaryKey, op: '=', value: id },
     limit: 1,
@@ -48,7 +62,12 @@ function answerProjection (projection: Projection, complete: CollectionAssociati
   if (byCollection === undefined) ANSWERS.set(projection, byCollection = new Map())
   let answer = byCollection.get(complete)
   if (answer === undefined) {
-    answer = { ...projection, collections: projection.collections.map(c => c.association === complete ? { association: complete, limit: Infinity } : c) }
+    answer = {
+      ...projection,
+      collections: projection.collections.map(c =>
+        c.association === complete ? { association: complete, limit: Infinity } : c
+      )
+    }
     byCollection.set(complete, answer)
   }
   return answer

@@ -24,7 +24,12 @@ import { inTransaction, type ActionContext, type Requester } from './context.ts'
  * (a one-to-many child whose foreign key cannot be null).
  */
 export async function remove (
-  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, rawFk: string, by: Requester
+  ctx: ActionContext,
+  model: Model,
+  association: CollectionAssociation,
+  rawId: string,
+  rawFk: string,
+  by: Requester
 ): Promise<JsonRecord> {
   const { policy } = by
   if (policy !== undefined) checkAssociation(policy, model, association.name)
@@ -32,11 +37,16 @@ export async function remove (
   const { child } = collection
   const open = oneChild(ctx, collection, rawId, rawFk, false)
   return inTransaction(ctx, 'remove', model, by, async scope => {
-    const { id, parentKey, fk, childKey, current, record } = await open(scope, async id => await parentRecord(ctx, scope, collection, id, rawId))
+    const { id, parentKey, fk, childKey, current, record } = await open(
+      scope,
+      async id => await parentRecord(ctx, scope, collection, id, rawId)
+    )
     if (association.relation === '1:m') {
       if (current !== null && String(current) === String(id)) {
         const via = association.via as string
-        if (!association.parentNullable) throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${rawFk}`, association.name, via)
+        if (!association.parentNullable) {
+          throw new BP_ERR_LINK_REQUIRED(`${child.identity} ${rawFk}`, association.name, via)
+        }
         await scope.links.set(child, [fk], association.parentColumn, null, model)
         scope.changes.removedFrom(model.identity, parentKey, association.name, [childKey])
         scope.changes.updated(child.identity, childKey, { [via]: null }, { [via]: parentKey })

@@ -3,12 +3,24 @@
  *
  * @module
  */
-import { BP_ERR_CHILDREN_NOT_FOUND, BP_ERR_LIMIT_EXCEEDED, BP_ERR_LINK_REQUIRED, BP_ERR_RECORD_NOT_FOUND } from '../errors.ts'
+import {
+  BP_ERR_CHILDREN_NOT_FOUND,
+  BP_ERR_LIMIT_EXCEEDED,
+  BP_ERR_LINK_REQUIRED,
+  BP_ERR_RECORD_NOT_FOUND
+} from '../errors.ts'
 import type { CollectionAssociation, Model } from '../models/model.ts'
 import { checkAssociation } from '../criteria/policy.ts'
 import type { JsonRecord } from '../sql/connection/rows.ts'
 import type { Id } from './changes.ts'
-import { changeLinks, collectionOf, lockMovedParents, parentRecord, recordLinkChanges, type Collection } from './collection.ts'
+import {
+  changeLinks,
+  collectionOf,
+  lockMovedParents,
+  parentRecord,
+  recordLinkChanges,
+  type Collection
+} from './collection.ts'
 import { inTransaction, type ActionContext, type Requester, type WriteScope } from './context.ts'
 import { hiddenAmong, mustSee } from './in-view.ts'
 import { keyOf, parseId } from '../models/identity.ts'
@@ -31,11 +43,18 @@ import { keyOf, parseId } from '../models/identity.ts'
  * BP_ERR_CHILDREN_NOT_FOUND (ids that match no child; nothing changes), BP_ERR_LINK_REQUIRED.
  */
 export async function replace (
-  ctx: ActionContext, model: Model, association: CollectionAssociation, rawId: string, fks: ReadonlyArray<string | number>, by: Requester
+  ctx: ActionContext,
+  model: Model,
+  association: CollectionAssociation,
+  rawId: string,
+  fks: ReadonlyArray<string | number>,
+  by: Requester
 ): Promise<JsonRecord> {
   const { policy } = by
   const maxValues = ctx.bounds.limits.maxValues
-  if (fks.length > maxValues) throw new BP_ERR_LIMIT_EXCEEDED('fks', `it lists ${fks.length} keys, more than ${maxValues}`)
+  if (fks.length > maxValues) {
+    throw new BP_ERR_LIMIT_EXCEEDED('fks', `it lists ${fks.length} keys, more than ${maxValues}`)
+  }
   if (policy !== undefined) checkAssociation(policy, model, association.name)
   const collection = collectionOf(ctx, model, association)
   const id = parseId(model, rawId, 'id')
@@ -67,12 +86,18 @@ export function wantedMembers (child: Model, fks: readonly unknown[], param: str
  * Under the requester's policy, a wanted child it hides is missing, and the members it hides stay.
  */
 export async function setMembers (
-  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, wanted: ReadonlyMap<string, unknown>,
+  ctx: ActionContext,
+  scope: WriteScope,
+  collection: Collection,
+  id: unknown,
+  rawId: string,
+  wanted: ReadonlyMap<string, unknown>,
   how: { readonly created: boolean }
 ): Promise<JsonRecord> {
   const { parent: model, child, association } = collection
   const parentOwn = !how.created
-  const answer = async (key: unknown): Promise<JsonRecord> => parentOwn ? await parentRecord(ctx, scope, collection, key, rawId) : {}
+  const answer = async (key: unknown): Promise<JsonRecord> =>
+    parentOwn ? await parentRecord(ctx, scope, collection, key, rawId) : {}
   const oneToMany = association.relation === '1:m'
   const ids = [...wanted.values()]
   let found: Map<string, { id: unknown, value: unknown }>
@@ -83,11 +108,20 @@ export async function setMembers (
   let hidden: Set<string> | undefined
   let record: JsonRecord | undefined
   if (oneToMany) {
-    ({ found, current, hidden } = await lockMembers(ctx, scope, collection, id, rawId, wanted, parentOwn))
+    ;({ found, current, hidden } = await lockMembers(ctx, scope, collection, id, rawId, wanted, parentOwn))
   } else {
     // The parent's own collection: its changes are recorded with the links; a created parent's
     // members only tell the children (below).
-    const outcome = await changeLinks(ctx, scope, collection, id, rawId, { ids, link: true, unlink: 'others' }, answer, parentOwn)
+    const outcome = await changeLinks(
+      ctx,
+      scope,
+      collection,
+      id,
+      rawId,
+      { ids, link: true, unlink: 'others' },
+      answer,
+      parentOwn
+    )
     record = outcome.record
     found = outcome.found
     added.push(...outcome.linked)
@@ -95,14 +129,20 @@ export async function setMembers (
   }
   // Children the requester may not see are missing, as children that do not exist.
   if (scope.policy !== undefined && hidden === undefined) {
-    hidden = new Set((await hiddenAmong(ctx, scope, child, [...found].filter(([key]) => wanted.has(key)).map(([, row]) => row.id))).map(String))
+    hidden = new Set(
+      (await hiddenAmong(ctx, scope, child, [...found].filter(([key]) => wanted.has(key)).map(([, row]) => row.id)))
+        .map(String)
+    )
   }
   for (const key of hidden ?? []) found.delete(key)
   const missing = [...wanted.keys()].filter(key => !found.has(key))
   // The message names ten of them at most: a request with thousands would otherwise echo them all.
   // (Many-to-many links written meanwhile are rolled back with the transaction.)
   if (missing.length > 0) {
-    throw new BP_ERR_CHILDREN_NOT_FOUND(child.identity, missing.slice(0, 10).join(', ') + (missing.length > 10 ? ` and ${missing.length - 10} more` : ''))
+    throw new BP_ERR_CHILDREN_NOT_FOUND(
+      child.identity,
+      missing.slice(0, 10).join(', ') + (missing.length > 10 ? ` and ${missing.length - 10} more` : '')
+    )
   }
   if (oneToMany) await setOneToMany(scope, collection, id, wanted, found, current, parentOwn)
   else if (!parentOwn) {
@@ -120,8 +160,20 @@ export async function setMembers (
  * parent), the current members, and under a policy those of both the requester may not see.
  */
 async function lockMembers (
-  ctx: ActionContext, scope: WriteScope, collection: Collection, id: unknown, rawId: string, wanted: ReadonlyMap<string, unknown>, parentOwn: boolean
-): Promise<{ found: Map<string, { id: unknown, value: unknown }>, current: Map<string, unknown>, hidden: Set<string> | undefined }> {
+  ctx: ActionContext,
+  scope: WriteScope,
+  collection: Collection,
+  id: unknown,
+  rawId: string,
+  wanted: ReadonlyMap<string, unknown>,
+  parentOwn: boolean
+): Promise<
+  {
+    found: Map<string, { id: unknown, value: unknown }>
+    current: Map<string, unknown>
+    hidden: Set<string> | undefined
+  }
+> {
   const { parent: model, child, association } = collection
   const column = association.parentColumn
   const ids = [...wanted.values()]
@@ -130,12 +182,18 @@ async function lockMembers (
   if (parentOwn) await mustSee(ctx, scope, model, id, rawId)
   const rows = await scope.links.lock(child, { ids, pointingAt: { column, parent: model, id }, read: column })
   const found = new Map([...rows].filter(([key]) => wanted.has(key)))
-  const current = new Map([...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(row => [String(row.id), row.id]))
+  const current = new Map(
+    [...rows.values()].filter(row => row.value !== null && String(row.value) === String(id)).map(
+      row => [String(row.id), row.id]
+    )
+  )
   // Members the requester may not see are not its to unlink (they stay, as if not members), and
   // wanted children it may not see are missing: one statement for both.
   let hidden: Set<string> | undefined
   if (scope.policy !== undefined) {
-    const named = [...found.values()].map(row => row.id).concat([...current.values()].filter(raw => !wanted.has(String(raw))))
+    const named = [...found.values()].map(row => row.id).concat(
+      [...current.values()].filter(raw => !wanted.has(String(raw)))
+    )
     hidden = new Set((await hiddenAmong(ctx, scope, child, named)).map(String))
     for (const key of hidden) current.delete(key)
   }
@@ -149,8 +207,13 @@ async function lockMembers (
  * (unless it was just created), on each child, and on each child's former parent.
  */
 async function setOneToMany (
-  scope: WriteScope, collection: Collection, id: unknown, wanted: ReadonlyMap<string, unknown>,
-  found: ReadonlyMap<string, { id: unknown, value: unknown }>, current: ReadonlyMap<string, unknown>, parentOwn: boolean
+  scope: WriteScope,
+  collection: Collection,
+  id: unknown,
+  wanted: ReadonlyMap<string, unknown>,
+  found: ReadonlyMap<string, { id: unknown, value: unknown }>,
+  current: ReadonlyMap<string, unknown>,
+  parentOwn: boolean
 ): Promise<void> {
   const { parent: model, child, association } = collection
   const parentKey = keyOf(model, id)
@@ -170,12 +233,18 @@ async function setOneToMany (
   for (const key of toAdd) {
     const former = (found.get(String(key)) as { value: unknown }).value
     const childKey = keyOf(child, key)
-    scope.changes.updated(child.identity, childKey, { [via]: parentKey }, { [via]: former === null ? null : keyOf(model, former) })
+    scope.changes.updated(child.identity, childKey, { [via]: parentKey }, {
+      [via]: former === null ? null : keyOf(model, former)
+    })
     if (former === null) continue
     const entry = formerParents.get(String(former)) ?? { parent: former, children: [] }
     entry.children.push(childKey)
     formerParents.set(String(former), entry)
   }
-  for (const key of toRemove) scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
-  for (const { parent, children } of formerParents.values()) scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
+  for (const key of toRemove) {
+    scope.changes.updated(child.identity, keyOf(child, key), { [via]: null }, { [via]: parentKey })
+  }
+  for (const { parent, children } of formerParents.values()) {
+    scope.changes.removedFrom(model.identity, keyOf(model, parent), association.name, children)
+  }
 }

@@ -23,7 +23,13 @@ export type Held = ReadonlyMap<Model, ReadonlySet<string>>
  *
  * @throws BP_ERR_RECORD_NOT_FOUND naming the missing record.
  */
-export async function lockTargets (ctx: ActionContext, scope: WriteScope, model: Model, assignments: readonly Assignment[], id?: unknown): Promise<Held> {
+export async function lockTargets (
+  ctx: ActionContext,
+  scope: WriteScope,
+  model: Model,
+  assignments: readonly Assignment[],
+  id?: unknown
+): Promise<Held> {
   const targets = new Map<Model, { model: Model, ids: unknown[], columns: string[], lock: boolean }>()
   for (const { field, value } of assignments) {
     if (!('target' in field)) continue
@@ -39,12 +45,19 @@ export async function lockTargets (ctx: ActionContext, scope: WriteScope, model:
   const held = new Map<Model, Set<string>>()
   for (const { model: target, ids, columns, lock } of inLockOrder(ctx.ranks, [...targets.values()])) {
     const rows = lock
-      ? await scope.links.lock(target, { ids, parentsOf: id === undefined ? undefined : { child: model, ids: [id], columns } })
+      ? await scope.links.lock(target, {
+        ids,
+        parentsOf: id === undefined ? undefined : { child: model, ids: [id], columns }
+      })
       : await scope.links.read(target, ids, target.primaryKey.column)
     // The first one missing or hidden, in the body's order: the same answer either way.
-    const hidden = scope.policy === undefined ? undefined : new Set((await hiddenAmong(ctx, scope, target, ids)).map(String))
+    const hidden = scope.policy === undefined
+      ? undefined
+      : new Set((await hiddenAmong(ctx, scope, target, ids)).map(String))
     for (const value of ids) {
-      if (!rows.has(String(value)) || hidden?.has(String(value)) === true) throw new BP_ERR_RECORD_NOT_FOUND(target.identity, String(value))
+      if (!rows.has(String(value)) || hidden?.has(String(value)) === true) {
+        throw new BP_ERR_RECORD_NOT_FOUND(target.identity, String(value))
+      }
     }
     held.set(target, new Set(rows.keys()))
   }

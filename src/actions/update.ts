@@ -33,7 +33,13 @@ import { keyOf, parseId } from '../models/identity.ts'
  * nowhere), the coded 400s of {@link readBody}, BP_ERR_UNIQUE, BP_ERR_CONSTRAINT and
  * BP_ERR_OUTSIDE_POLICY.
  */
-export async function update (ctx: ActionContext, model: Model, rawId: string, body: Record<string, unknown>, by: Requester): Promise<JsonRecord> {
+export async function update (
+  ctx: ActionContext,
+  model: Model,
+  rawId: string,
+  body: Record<string, unknown>,
+  by: Requester
+): Promise<JsonRecord> {
   const { policy } = by
   const id = parseId(model, rawId, 'id')
   const assignments = readBody(model, ctx.registry, body, { id }, ctx.bounds.limits.maxJsonDepth)
@@ -50,7 +56,8 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
       const target = field.target
       await lockMovedParents(scope, target, held.get(target) as ReadonlySet<string>, [stored(ctx, field, before)])
     }
-    const differs = (a: Assignment): boolean => JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before))
+    const differs = (a: Assignment): boolean =>
+      JSON.stringify(jsonOf(ctx, a)) !== JSON.stringify(stored(ctx, a.field, before))
     const changed = assignments.filter(a => fields?.has(a.field.name) === false || differs(a))
     if (changed.length === 0) return await answer(ctx, scope, model, id, before)
     const entity: Record<string, unknown> = Object.fromEntries(changed.map(a => [a.field.name, a.value]))
@@ -72,7 +79,9 @@ export async function update (ctx: ActionContext, model: Model, rawId: string, b
     for (const { field } of changed) {
       if (!('target' in field) || field.via === undefined) continue
       const target = field.target
-      if (previous[field.name] !== null) scope.changes.removedFrom(target.identity, previous[field.name] as Id, field.via, [key])
+      if (previous[field.name] !== null) {
+        scope.changes.removedFrom(target.identity, previous[field.name] as Id, field.via, [key])
+      }
       if (data[field.name] !== null) scope.changes.addedTo(target.identity, data[field.name] as Id, field.via, [key])
     }
     return await answer(ctx, scope, model, id, after)

@@ -4,7 +4,11 @@
  * @module
  */
 import {
-  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_LIMIT_EXCEEDED, BP_ERR_MISSING_VALUE, BP_ERR_UNKNOWN_ATTRIBUTE
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED,
+  BP_ERR_INVALID_VALUE,
+  BP_ERR_LIMIT_EXCEEDED,
+  BP_ERR_MISSING_VALUE,
+  BP_ERR_UNKNOWN_ATTRIBUTE
 } from '../errors.ts'
 import { didYouMean } from '../did-you-mean.ts'
 import type { Attribute, CollectionAssociation, Model } from '../models/model.ts'
@@ -26,7 +30,11 @@ export type { Assignment } from '../sql/write/writes.ts'
  * BP_ERR_MISSING_VALUE, BP_ERR_LIMIT_EXCEEDED.
  */
 export function readBody (
-  model: Model, registry: ModelRegistry, body: Record<string, unknown>, mode: 'create' | { readonly id: unknown }, maxJsonDepth: number
+  model: Model,
+  registry: ModelRegistry,
+  body: Record<string, unknown>,
+  mode: 'create' | { readonly id: unknown },
+  maxJsonDepth: number
 ): Assignment[] {
   const assignments: Assignment[] = []
   for (const [name, raw] of Object.entries(body)) {
@@ -35,23 +43,36 @@ export function readBody (
       if (model.collections.has(name)) {
         // On create, read by readLinks.
         if (mode === 'create') continue
-        throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, `a collection is not changed by update; use PUT /${model.identity}/:id/${name} with { "fks": ` +
-          `[...] }`)
+        throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(
+          'body',
+          name,
+          `a collection is not changed by update; use PUT /${model.identity}/:id/${name} with { "fks": ` +
+            `[...] }`
+        )
       }
-      throw new BP_ERR_UNKNOWN_ATTRIBUTE('body', name, model.identity, didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
+      throw new BP_ERR_UNKNOWN_ATTRIBUTE(
+        'body',
+        name,
+        model.identity,
+        didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()])
+      )
     }
     const pk = field === model.primaryKey
     const target = 'target' in field ? field.target.primaryKey : field
     const value = read(field.name, target, field.nullable, raw, maxJsonDepth)
     if (pk && mode !== 'create') {
-      if (String(value) !== String(mode.id)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, 'the primary key cannot be changed')
+      if (String(value) !== String(mode.id)) {
+        throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, 'the primary key cannot be changed')
+      }
       continue
     }
     assignments.push({ field, value })
   }
   if (mode === 'create') {
     const given = new Set(Object.keys(body))
-    const missing = [...model.attributes.values(), ...model.singulars.values()].filter(f => f.required && !given.has(f.name)).map(f => `\`${f.name}\``)
+    const missing = [...model.attributes.values(), ...model.singulars.values()].filter(f =>
+      f.required && !given.has(f.name)
+    ).map(f => `\`${f.name}\``)
     if (missing.length > 0) throw new BP_ERR_MISSING_VALUE(missing.join(', '), missing.length === 1 ? 'is' : 'are')
   }
   return assignments
@@ -69,7 +90,9 @@ function read (name: string, column: Attribute, nullable: boolean, raw: unknown,
     throw new BP_ERR_INVALID_VALUE('body', name, `the value ${problem}`)
   }
   const coerced = coerce(column.type, raw)
-  if (coerced === INVALID) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} ${invalidReason(column.type, raw)}`)
+  if (coerced === INVALID) {
+    throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} ${invalidReason(column.type, raw)}`)
+  }
   // A date is written to the millisecond, as the app's `Date` holds it (docs/criteria.md#dates).
   const value = coerced instanceof PreciseDate ? new Date(coerced.getTime()) : coerced
   const problem = fits(column, value)
@@ -96,12 +119,24 @@ export function readLinks (model: Model, body: Record<string, unknown>, maxValue
   for (const [name, association] of model.collections) {
     if (!Object.hasOwn(body, name)) continue
     const raw = body[name]
-    if (!Array.isArray(raw)) throw new BP_ERR_INVALID_VALUE('body', name, `${describe(raw)} is not an array of keys of ${association.target.identity}`)
-    if (raw.some(fk => typeof fk === 'object' && fk !== null)) {
-      throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('body', name, `records cannot be created inside a collection; create them first, then give their keys (or ` +
-        `link them later with PUT /${model.identity}/:id/${name})`)
+    if (!Array.isArray(raw)) {
+      throw new BP_ERR_INVALID_VALUE(
+        'body',
+        name,
+        `${describe(raw)} is not an array of keys of ${association.target.identity}`
+      )
     }
-    if (raw.length > maxValues) throw new BP_ERR_LIMIT_EXCEEDED('body', `\`${name}\` lists ${raw.length} keys, more than ${maxValues}`)
+    if (raw.some(fk => typeof fk === 'object' && fk !== null)) {
+      throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(
+        'body',
+        name,
+        `records cannot be created inside a collection; create them first, then give their keys (or ` +
+          `link them later with PUT /${model.identity}/:id/${name})`
+      )
+    }
+    if (raw.length > maxValues) {
+      throw new BP_ERR_LIMIT_EXCEEDED('body', `\`${name}\` lists ${raw.length} keys, more than ${maxValues}`)
+    }
     links.push({ association, fks: raw })
   }
   return links

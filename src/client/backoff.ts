@@ -13,7 +13,13 @@ export class Backoff {
   /** Throws a TypeError naming the option for a value out of range. */
   constructor (given: ReconnectOptions) {
     this.#initialDelay = number('reconnect.initialDelay', given.initialDelay, 250, 1, Number.MAX_SAFE_INTEGER)
-    this.#maxDelay = number('reconnect.maxDelay', given.maxDelay, Math.max(10_000, this.#initialDelay), this.#initialDelay, Number.MAX_SAFE_INTEGER)
+    this.#maxDelay = number(
+      'reconnect.maxDelay',
+      given.maxDelay,
+      Math.max(10_000, this.#initialDelay),
+      this.#initialDelay,
+      Number.MAX_SAFE_INTEGER
+    )
     this.#factor = number('reconnect.factor', given.factor, 2, 1, Number.MAX_SAFE_INTEGER)
     this.#jitter = number('reconnect.jitter', given.jitter, 0.2, 0, 1)
   }

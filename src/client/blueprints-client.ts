@@ -5,12 +5,27 @@ import { Backoff } from './backoff.ts'
 import { ClientConnection, type Handlers } from './connection.ts'
 import { Jobs } from './jobs.ts'
 import {
-  BlueprintsClientError, count, number, type ClientOptions, type ClosedDetail, type Status, type WebSocketConstructor
+  BlueprintsClientError,
+  count,
+  number,
+  type ClientOptions,
+  type ClosedDetail,
+  type Status,
+  type WebSocketConstructor
 } from './options.ts'
 import { RememberedReads } from './reads.ts'
 import { withQuery } from '../protocol.ts'
 import { prober } from './probe.ts'
-import type { EventName, LiveRecordOf, Query, ReadAnswer, RecordOf, RequestOptions, Unbound, WriteAnswer } from './typed.ts'
+import type {
+  EventName,
+  LiveRecordOf,
+  Query,
+  ReadAnswer,
+  RecordOf,
+  RequestOptions,
+  Unbound,
+  WriteAnswer
+} from './typed.ts'
 import { LiveResult } from './live.ts'
 import type { LiveMessage } from '../messages.ts'
 
@@ -44,12 +59,16 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    */
   constructor (url: string, options: ClientOptions = {}) {
     const WebSocket = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket
-    if (typeof WebSocket !== 'function') throw new TypeError('there is no global WebSocket: pass the `WebSocket` option')
+    if (typeof WebSocket !== 'function') {
+      throw new TypeError('there is no global WebSocket: pass the `WebSocket` option')
+    }
     const jobs = new Jobs(count('maxInFlight', options.maxInFlight, 16, 1))
     this.#timeout = timeoutOf('timeout', options.timeout, 10_000)
     this.#reads = new RememberedReads(count('resubscribe', options.resubscribe, 256, 0))
     const backoff = options.reconnect === false ? undefined : new Backoff(options.reconnect ?? {})
-    const onError = options.onError ?? ((error: unknown) => { throw error })
+    const onError = options.onError ?? ((error: unknown) => {
+      throw error
+    })
     this.#connection = new ClientConnection({
       url,
       WebSocket,
@@ -62,7 +81,8 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
       probe: prober(options.probe, this.#timeout),
       // A refusal the probe learns is the upgrade's only where both carry the same: the page's
       // cookies (the global WebSocket, offering no subprotocol), or what the app's own probe sends.
-      conclusive: typeof options.probe === 'function' || (options.WebSocket === undefined && options.protocols === undefined)
+      conclusive: typeof options.probe === 'function' ||
+        (options.WebSocket === undefined && options.protocols === undefined)
     })
   }
 
@@ -106,7 +126,12 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * const { statusCode, body } = await client.request<{ id: number }>('POST', '/user', { name: 'Ada' })
    * ```
    */
-  async request<T = unknown> (method: Method, url: string, data?: unknown, options: RequestOptions = {}): Promise<BlueprintsResponse<T>> {
+  async request<T = unknown> (
+    method: Method,
+    url: string,
+    data?: unknown,
+    options: RequestOptions = {}
+  ): Promise<BlueprintsResponse<T>> {
     return await new Promise<BlueprintsResponse<T>>((resolve, reject) => {
       this.#send(method, url, data, options, resolve as (response: BlueprintsResponse) => void, reject)
     })
@@ -116,7 +141,14 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * Sends a request (see {@link request}); `done` is called with its answer as it arrives, before
    * the frames after it are handled.
    */
-  #send (method: Method, url: string, data: unknown, options: RequestOptions, done: (response: BlueprintsResponse) => void, fail: (err: Error) => void): void {
+  #send (
+    method: Method,
+    url: string,
+    data: unknown,
+    options: RequestOptions,
+    done: (response: BlueprintsResponse) => void,
+    fail: (err: Error) => void
+  ): void {
     if (this.#connection.status === 'closed') {
       fail(new BlueprintsClientError('BP_CLIENT_CLOSED', 'the client is closed'))
       return
@@ -129,15 +161,30 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
     const timeout = timeoutOf('timeout', options.timeout, this.#timeout)
     let timer: ReturnType<typeof setTimeout> | undefined
     const job = {
-      method, url: full, headers, frame, resync: false as const,
-      done: (response: BlueprintsResponse) => { clearTimeout(timer); done(response) },
-      fail: (error: BlueprintsClientError) => { clearTimeout(timer); fail(error) }
+      method,
+      url: full,
+      headers,
+      frame,
+      resync: false as const,
+      done: (response: BlueprintsResponse) => {
+        clearTimeout(timer)
+        done(response)
+      },
+      fail: (error: BlueprintsClientError) => {
+        clearTimeout(timer)
+        fail(error)
+      }
     }
     // (Its answer, or its failure, clears it: it fires only for a request still waiting.)
     if (timeout !== Infinity) {
       timer = setTimeout(() => {
         this.#connection.drop(job)
-        fail(new BlueprintsClientError('BP_CLIENT_TIMEOUT', `no answer to ${method} ${full} within ${timeout} ms: ${this.#connection.describe()}`))
+        fail(
+          new BlueprintsClientError(
+            'BP_CLIENT_TIMEOUT',
+            `no answer to ${method} ${full} within ${timeout} ms: ${this.#connection.describe()}`
+          )
+        )
       }, timeout)
     }
     this.#connection.send(job)
@@ -158,23 +205,33 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * ```
    */
   async live<U extends string> (
-    url: U, query: Query<LiveRecordOf<Models, Prefix, U>> = {}, options: RequestOptions = {}
+    url: U,
+    query: Query<LiveRecordOf<Models, Prefix, U>> = {},
+    options: RequestOptions = {}
   ): Promise<LiveResult<LiveRecordOf<Models, Prefix, U>>> {
     const full = withQuery(url, { ...query, follow: 'true' })
     const path = full.slice(0, full.indexOf('?'))
     const result = new LiveResult<LiveRecordOf<Models, Prefix, U>>()
     // Listening before the answer: the query's first messages may follow it in the same read of the socket.
     const off = this.on<LiveMessage>(path.slice(path.lastIndexOf('/') + 1), message => {
-      if (typeof (message as { query?: unknown }).query === 'string') result.receive(message as LiveMessage<LiveRecordOf<Models, Prefix, U>>)
+      if (typeof (message as { query?: unknown }).query === 'string') {
+        result.receive(message as LiveMessage<LiveRecordOf<Models, Prefix, U>>)
+      }
     })
-    const offResync = this.onResync((resynced, response) => { if (resynced === full) result.answered(response) })
+    const offResync = this.onResync((resynced, response) => {
+      if (resynced === full) result.answered(response)
+    })
     // A change cut short by a drop is reported as far as it came (the rest comes with the resume).
-    const offStatus = this.onStatus(status => { if (status !== 'open') result.flush() })
+    const offStatus = this.onStatus(status => {
+      if (status !== 'open') result.flush()
+    })
     this.#reads.holding(full, () => result.held())
     result.attach({
       // Read again after `ended`: it waits for its answer however long it takes (nothing else
       // would read it again until a reconnect).
-      read: answered => { this.#send('GET', full, undefined, { ...options, timeout: Infinity }, answered, () => {}) },
+      read: answered => {
+        this.#send('GET', full, undefined, { ...options, timeout: Infinity }, answered, () => {})
+      },
       stop: () => {
         off()
         offResync()
@@ -183,7 +240,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
       }
     })
     const followed = await new Promise<BlueprintsResponse | undefined>((resolve, reject) => {
-      this.#send('GET', full, undefined, options, response => { resolve(result.answered(response) ? undefined : response) }, reject)
+      this.#send('GET', full, undefined, options, response => {
+        resolve(result.answered(response) ? undefined : response)
+      }, reject)
     }).catch((error: unknown) => {
       // Not read (a timeout, the client closed): nothing of it is kept.
       result.close()
@@ -191,7 +250,11 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
     })
     if (followed === undefined) return result
     result.close()
-    throw new BlueprintsClientError('BP_CLIENT_NOT_FOLLOWED', `the find of ${url} was answered ${followed.statusCode}, not followed`, followed)
+    throw new BlueprintsClientError(
+      'BP_CLIENT_NOT_FOLLOWED',
+      `the find of ${url} was answered ${followed.statusCode}, not followed`,
+      followed
+    )
   }
 
   /**
@@ -208,17 +271,30 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * ```
    */
   async page<U extends string> (
-    url: U, query: Query<LiveRecordOf<Models, Prefix, U>> = {}, options: RequestOptions = {}
+    url: U,
+    query: Query<LiveRecordOf<Models, Prefix, U>> = {},
+    options: RequestOptions = {}
   ): Promise<CursorPage<LiveRecordOf<Models, Prefix, U>>> {
     const paged = query.after === undefined && query.before === undefined ? { ...query, after: '' } : query
     const response = await this.request('GET', url, paged, options)
-    if (response.statusCode !== 200) throw new BlueprintsClientError('BP_CLIENT_NOT_A_PAGE', `the find of ${url} was answered ${response.statusCode}`, response)
+    if (response.statusCode !== 200) {
+      throw new BlueprintsClientError(
+        'BP_CLIENT_NOT_A_PAGE',
+        `the find of ${url} was answered ${response.statusCode}`,
+        response
+      )
+    }
     const link = String(response.headers.link ?? '')
     const cursor = (rel: string): { [name: string]: string } => {
       const found = new RegExp(`[?&](?:after|before)=([\\w-]+)>; rel="${rel}"`).exec(link)
       return found === null ? {} : { [rel]: found[1] }
     }
-    return { records: response.body as Array<LiveRecordOf<Models, Prefix, U>>, ...cursor('next'), ...cursor('prev'), response }
+    return {
+      records: response.body as Array<LiveRecordOf<Models, Prefix, U>>,
+      ...cursor('next'),
+      ...cursor('prev'),
+      response
+    }
   }
 
   /**
@@ -230,7 +306,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * ```
    */
   async get<T = never, U extends string = string> (
-    url: U, query?: Query<LiveRecordOf<Models, Prefix, U>>, options?: RequestOptions
+    url: U,
+    query?: Query<LiveRecordOf<Models, Prefix, U>>,
+    options?: RequestOptions
   ): Promise<BlueprintsResponse<[T] extends [never] ? ReadAnswer<Models, Prefix, U> : T>> {
     return await this.request('GET', url, query, options)
   }
@@ -244,7 +322,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * ```
    */
   async post<T = never, U extends string = string> (
-    url: U, body?: unknown, options?: RequestOptions
+    url: U,
+    body?: unknown,
+    options?: RequestOptions
   ): Promise<BlueprintsResponse<[T] extends [never] ? WriteAnswer<Models, Prefix, U> : T>> {
     return await this.request('POST', url, body, options)
   }
@@ -258,7 +338,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * ```
    */
   async put<T = never, U extends string = string> (
-    url: U, body?: unknown, options?: RequestOptions
+    url: U,
+    body?: unknown,
+    options?: RequestOptions
   ): Promise<BlueprintsResponse<[T] extends [never] ? WriteAnswer<Models, Prefix, U> : T>> {
     return await this.request('PUT', url, body, options)
   }
@@ -272,7 +354,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * ```
    */
   async patch<T = never, U extends string = string> (
-    url: U, body?: unknown, options?: RequestOptions
+    url: U,
+    body?: unknown,
+    options?: RequestOptions
   ): Promise<BlueprintsResponse<[T] extends [never] ? WriteAnswer<Models, Prefix, U> : T>> {
     return await this.request('PATCH', url, body, options)
   }
@@ -286,7 +370,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * ```
    */
   async delete<T = never, U extends string = string> (
-    url: U, query?: Query, options?: RequestOptions
+    url: U,
+    query?: Query,
+    options?: RequestOptions
   ): Promise<BlueprintsResponse<[T] extends [never] ? WriteAnswer<Models, Prefix, U> : T>> {
     return await this.request('DELETE', url, query, options)
   }
@@ -308,12 +394,15 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    * ```
    */
   on<M = never, K extends string = string> (
-    identity: K & EventName<Models, M>, handler: (message: [M] extends [never] ? ChangeMessage<RecordOf<Models, K>> : M) => void
+    identity: K & EventName<Models, M>,
+    handler: (message: [M] extends [never] ? ChangeMessage<RecordOf<Models, K>> : M) => void
   ): () => void {
     let handlers = this.#handlers.notifications.get(identity)
     if (handlers === undefined) this.#handlers.notifications.set(identity, handlers = new Set())
     handlers.add(handler)
-    return () => { handlers.delete(handler) }
+    return () => {
+      handlers.delete(handler)
+    }
   }
 
   /**
@@ -334,7 +423,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
   onResync<T = unknown> (handler: (url: string, response: BlueprintsResponse<T>) => void): () => void {
     const own = handler as (url: string, response: BlueprintsResponse) => void
     this.#handlers.resync.add(own)
-    return () => { this.#handlers.resync.delete(own) }
+    return () => {
+      this.#handlers.resync.delete(own)
+    }
   }
 
   /**
@@ -350,7 +441,9 @@ export class BlueprintsClient<Models extends object = Unbound, Prefix extends st
    */
   onStatus (handler: (status: Status, closed?: ClosedDetail) => void): () => void {
     this.#handlers.status.add(handler)
-    return () => { this.#handlers.status.delete(handler) }
+    return () => {
+      this.#handlers.status.delete(handler)
+    }
   }
 
   /**

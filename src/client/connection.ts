@@ -6,7 +6,14 @@ import { alsoProbed, probeUrl, refusedUpgrade } from './probe.ts'
 import type { Backoff } from './backoff.ts'
 import type { Job, Jobs } from './jobs.ts'
 import type { BlueprintsResponse } from './messages.ts'
-import { BlueprintsClientError, type ClosedDetail, type ProbeAnswer, type Status, type WebSocketConstructor, type WebSocketLike } from './options.ts'
+import {
+  BlueprintsClientError,
+  type ClosedDetail,
+  type ProbeAnswer,
+  type Status,
+  type WebSocketConstructor,
+  type WebSocketLike
+} from './options.ts'
 import type { Headers, RememberedReads } from './reads.ts'
 
 /** The app's handlers, by kind (the client adds and removes them). */
@@ -87,7 +94,9 @@ export class ClientConnection {
     const closed = this.#closed
     // Open: the server is slow, however the connection came to be.
     if (closed === undefined || this.#status === 'open') return `the connection is ${this.#status}`
-    return `the connection is ${this.#status}, its last attempt closed with ${String(closed.code)}${closed.reason === '' ? '' : ` (${closed.reason})`}` +
+    return `the connection is ${this.#status}, its last attempt closed with ${String(closed.code)}${
+      closed.reason === '' ? '' : ` (${closed.reason})`
+    }` +
       alsoProbed(closed.http)
   }
 
@@ -114,7 +123,9 @@ export class ClientConnection {
     this.#setStatus('closed')
     if (ws === undefined) return
     await new Promise<void>(resolve => {
-      ws.addEventListener('close', () => { resolve() })
+      ws.addEventListener('close', () => {
+        resolve()
+      })
       ws.close(CLOSE.NORMAL)
     })
   }
@@ -130,8 +141,12 @@ export class ClientConnection {
         this.#opened()
       }
     })
-    ws.addEventListener('message', event => { if (this.#ws === ws) this.#receive(event.data) })
-    ws.addEventListener('close', event => { if (this.#ws === ws) this.#dropped(event.code, event.reason ?? '', opened) })
+    ws.addEventListener('message', event => {
+      if (this.#ws === ws) this.#receive(event.data)
+    })
+    ws.addEventListener('close', event => {
+      if (this.#ws === ws) this.#dropped(event.code, event.reason ?? '', opened)
+    })
   }
 
   #opened (): void {
@@ -156,20 +171,28 @@ export class ClientConnection {
           this.#jobs.first([job(url, headers, headers, false)])
           return
         }
-        if (--this.#resyncing === 0 && this.#latest !== undefined) this.#position = further(this.#position, this.#latest)
-        if (response.statusCode !== 204) for (const handler of this.#handlers.resync) this.#call(handler, url, response)
+        if (--this.#resyncing === 0 && this.#latest !== undefined) {
+          this.#position = further(this.#position, this.#latest)
+        }
+        if (response.statusCode !== 204) {
+          for (const handler of this.#handlers.resync) this.#call(handler, url, response)
+        }
       }
     })
     for (const [url, { headers, token }] of this.#reads.entries()) {
       const at = this.#position
-      const position: Record<string, string> = at === undefined ? {} : { [POSITION_HEADER]: `${at.epoch}:${at.position}` }
+      const position: Record<string, string> = at === undefined
+        ? {}
+        : { [POSITION_HEADER]: `${at.epoch}:${at.position}` }
       if (token === undefined) resync.push(job(url, headers, headers, false))
       else if (token.startsWith(FOLLOW_HANDLE)) {
         // A followed find resumes with the records it holds; without them, it is read again.
         const held = this.#reads.held(url)
-        resync.push(held === undefined
-          ? job(url, headers, headers, false)
-          : job(url, headers, { ...headers, [RESUME_HEADER]: token, [HELD_HEADER]: held }, true))
+        resync.push(
+          held === undefined
+            ? job(url, headers, headers, false)
+            : job(url, headers, { ...headers, [RESUME_HEADER]: token, [HELD_HEADER]: held }, true)
+        )
       } else resync.push(job(url, headers, { ...headers, [RESUME_HEADER]: token, ...position }, false))
     }
     this.#resyncing = resync.length
@@ -182,7 +205,11 @@ export class ClientConnection {
   /** Sends queued requests while the connection is open (up to `maxInFlight`). */
   #pump (): void {
     // A socket the server is closing discards the frame; its close event then deals with the job.
-    if (this.#status === 'open') this.#jobs.pump(frame => { (this.#ws as WebSocketLike).send(frame) })
+    if (this.#status === 'open') {
+      this.#jobs.pump(frame => {
+        ;(this.#ws as WebSocketLike).send(frame)
+      })
+    }
   }
 
   /** One incoming frame: a notification, a response, or something else, which is ignored. */
@@ -216,7 +243,13 @@ export class ClientConnection {
     }
     if (job.method === 'GET') {
       const token = response.headers[RESUME_HEADER]
-      this.#reads.answered(job.url, job.headers, response.statusCode, job.resync, typeof token === 'string' ? token : undefined)
+      this.#reads.answered(
+        job.url,
+        job.headers,
+        response.statusCode,
+        job.resync,
+        typeof token === 'string' ? token : undefined
+      )
     }
     job.done(response)
     this.#pump()
@@ -243,22 +276,36 @@ export class ClientConnection {
   #ended (closed: ClosedDetail): void {
     this.#closed = closed
     const { code, http } = closed
-    const refusal = code === CLOSE.REFUSED ? 'the server refused the connection (4003)' : this.#conclusive ? refusedUpgrade(http) : undefined
+    const refusal = code === CLOSE.REFUSED
+      ? 'the server refused the connection (4003)'
+      : this.#conclusive
+      ? refusedUpgrade(http)
+      : undefined
     if (refusal !== undefined || this.#backoff === undefined) {
-      const answer = http !== undefined && 'status' in http ? { statusCode: http.status, headers: {}, body: http.body } : undefined
-      this.#jobs.settle(() => refusal !== undefined
-        ? new BlueprintsClientError('BP_CLIENT_REFUSED', refusal, answer)
-        : new BlueprintsClientError('BP_CLIENT_DISCONNECTED', `the connection closed (${String(code)}) and reconnect is off` +
-          alsoProbed(http)), false)
+      const answer = http !== undefined && 'status' in http
+        ? { statusCode: http.status, headers: {}, body: http.body }
+        : undefined
+      this.#jobs.settle(() =>
+        refusal !== undefined
+          ? new BlueprintsClientError('BP_CLIENT_REFUSED', refusal, answer)
+          : new BlueprintsClientError(
+            'BP_CLIENT_DISCONNECTED',
+            `the connection closed (${String(code)}) and reconnect is off` +
+              alsoProbed(http)
+          ), false)
       this.#setStatus('closed')
       return
     }
     // The server closes with 1009 when a frame was too large: one of those in flight. Sending them
     // again would be refused again, so none is, GETs included.
     const tooBig = code === CLOSE.TOO_BIG
-    this.#jobs.settle(() => new BlueprintsClientError('BP_CLIENT_DISCONNECTED', tooBig
-      ? 'the server closed the connection: a request was larger than its maxPayload'
-      : `the connection dropped (${String(code)}) while the request was in flight`), !tooBig)
+    this.#jobs.settle(() =>
+      new BlueprintsClientError(
+        'BP_CLIENT_DISCONNECTED',
+        tooBig
+          ? 'the server closed the connection: a request was larger than its maxPayload'
+          : `the connection dropped (${String(code)}) while the request was in flight`
+      ), !tooBig)
     // The timer first: a status handler that calls close() must find it to clear it.
     this.#schedule()
     this.#setStatus('reconnecting')
@@ -296,7 +343,9 @@ export class ClientConnection {
   }
 
   #report (error: unknown): void {
-    queueMicrotask(() => { this.#onError(error) })
+    queueMicrotask(() => {
+      this.#onError(error)
+    })
   }
 }
 

@@ -22,16 +22,47 @@ import type { ClientOptions } from './options.ts'
 import type { Unbound } from './typed.ts'
 
 export { BlueprintsClient } from './blueprints-client.ts'
-export type { AddedTo, BlueprintsResponse, ChangeMessage, Created, CursorPage, Destroyed, Id, Method, RemovedFrom, Updated } from './messages.ts'
+export type {
+  AddedTo,
+  BlueprintsResponse,
+  ChangeMessage,
+  Created,
+  CursorPage,
+  Destroyed,
+  Id,
+  Method,
+  RemovedFrom,
+  Updated
+} from './messages.ts'
 export type { Changed, Ended, Entered, Left, LiveMessage } from './messages.ts'
 export { LiveResult, applyMessages } from './live.ts'
 export { recordDigest } from '../protocol.ts'
 export { BlueprintsClientError } from './options.ts'
 export type {
-  ClientErrorCode, ClientOptions, ClosedDetail, FetchLike, ProbeAnswer, ReconnectOptions, Status, WebSocketConstructor, WebSocketEvent, WebSocketLike
+  ClientErrorCode,
+  ClientOptions,
+  ClosedDetail,
+  FetchLike,
+  ProbeAnswer,
+  ReconnectOptions,
+  Status,
+  WebSocketConstructor,
+  WebSocketEvent,
+  WebSocketLike
 } from './options.ts'
 export type { BlueprintRecord, JsonValue, KeyOf, ModelsOf, PlainRecord } from './records.ts'
-export type { EventName, LiveRecordOf, ModelMap, Query, ReadAnswer, RecordOf, RequestOptions, Unbound, Where, WriteAnswer } from './typed.ts'
+export type {
+  EventName,
+  LiveRecordOf,
+  ModelMap,
+  Query,
+  ReadAnswer,
+  RecordOf,
+  RequestOptions,
+  Unbound,
+  Where,
+  WriteAnswer
+} from './typed.ts'
 
 /**
  * Connects to the websocket endpoint of fastify-blueprints (`${prefix}/socket` by default). The
@@ -50,6 +81,9 @@ export type { EventName, LiveRecordOf, ModelMap, Query, ReadAnswer, RecordOf, Re
  * const { statusCode, body } = await client.get('/user?limit=2')
  * ```
  */
-export function connect<Models extends object = Unbound, Prefix extends string = ''> (url: string, options?: ClientOptions): BlueprintsClient<Models, Prefix> {
+export function connect<Models extends object = Unbound, Prefix extends string = ''> (
+  url: string,
+  options?: ClientOptions
+): BlueprintsClient<Models, Prefix> {
   return new BlueprintsClient<Models, Prefix>(url, options)
 }

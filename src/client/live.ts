@@ -18,7 +18,11 @@ import type { BlueprintsResponse } from './messages.ts'
  * const tasks = applyMessages(answer.body, [{ verb: 'left', query: 'q1', id: 7 }], 'id')
  * ```
  */
-export function applyMessages<R extends object> (records: R[], messages: Iterable<LiveMessage<R>>, primaryKey: string): R[] {
+export function applyMessages<R extends object> (
+  records: R[],
+  messages: Iterable<LiveMessage<R>>,
+  primaryKey: string
+): R[] {
   for (const message of messages) {
     if (message.verb === 'ended') continue
     const at = records.findIndex(record => (record as Record<string, unknown>)[primaryKey] === message.id)
@@ -91,7 +95,9 @@ export class LiveResult<R extends object = Record<string, unknown>> {
    */
   onChange (handler: (records: readonly R[], messages: ReadonlyArray<LiveMessage<R>>) => void): () => void {
     this.#handlers.add(handler)
-    return () => { this.#handlers.delete(handler) }
+    return () => {
+      this.#handlers.delete(handler)
+    }
   }
 
   /**
@@ -123,7 +129,9 @@ export class LiveResult<R extends object = Record<string, unknown>> {
       // refused one leaves them, unfollowed).
       this.#query = undefined
       this.#emit([message])
-      this.#source?.read(response => { this.answered(response) })
+      this.#source?.read(response => {
+        this.answered(response)
+      })
       return
     }
     applyMessages(this.#records, [message], this.#primaryKey)
@@ -152,7 +160,9 @@ export class LiveResult<R extends object = Record<string, unknown>> {
    */
   answered (response: BlueprintsResponse): boolean {
     const { 'x-blueprints-query': query, 'x-blueprints-key': key } = response.headers
-    if (this.#closed || response.statusCode !== 200 || typeof query !== 'string' || typeof key !== 'string') return false
+    if (this.#closed || response.statusCode !== 200 || typeof query !== 'string' || typeof key !== 'string') {
+      return false
+    }
     this.#query = query
     this.#primaryKey = key
     this.#records = [...response.body as R[]]
@@ -171,7 +181,9 @@ export class LiveResult<R extends object = Record<string, unknown>> {
     if (this.#query === undefined) return undefined
     const key = this.#primaryKey
     // In ASCII: a header holds nothing beyond U+00FF (a key may be any string).
-    const text = JSON.stringify(this.#records.map(record => [(record as Record<string, unknown>)[key], recordDigest(JSON.stringify(record))]))
+    const text = JSON.stringify(
+      this.#records.map(record => [(record as Record<string, unknown>)[key], recordDigest(JSON.stringify(record))])
+    )
       .replace(/[\u007f-\uffff]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
     return text.length > MAX_HELD ? undefined : text
   }

@@ -5,7 +5,20 @@
  *
  * @module
  */
-export type { AddedTo, ChangeMessage, Changed, Created, Destroyed, Ended, Entered, Id, Left, LiveMessage, RemovedFrom, Updated } from '../messages.ts'
+export type {
+  AddedTo,
+  ChangeMessage,
+  Changed,
+  Created,
+  Destroyed,
+  Ended,
+  Entered,
+  Id,
+  Left,
+  LiveMessage,
+  RemovedFrom,
+  Updated
+} from '../messages.ts'
 
 /**
  * HTTP methods a request may use.

@@ -15,9 +15,9 @@ import type { BlueprintsResponse } from './messages.ts'
  * ```
  */
 export interface WebSocketLike {
-  send (data: string): void
-  close (code?: number, reason?: string): void
-  addEventListener (type: 'open' | 'message' | 'close', listener: (event: WebSocketEvent) => void): void
+  send(data: string): void
+  close(code?: number, reason?: string): void
+  addEventListener(type: 'open' | 'message' | 'close', listener: (event: WebSocketEvent) => void): void
 }
 
 /**
@@ -45,7 +45,7 @@ export interface WebSocketEvent {
  * const client = connect('ws://localhost:3000/socket', { WebSocket: WebSocket as unknown as WebSocketConstructor })
  * ```
  */
-export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike
+export type WebSocketConstructor = new(url: string, protocols?: string | string[]) => WebSocketLike
 
 /**
  * The exponential back-off between connection attempts, in milliseconds: the n-th attempt in a
@@ -161,7 +161,9 @@ export interface ClosedDetail {
  * answered), not another route's, a proxy's or the app's 404 for a path without one — or why
  * there was none.
  */
-export type ProbeAnswer = { readonly status: number, readonly body: unknown, readonly endpoint: boolean } | { readonly error: string }
+export type ProbeAnswer = { readonly status: number, readonly body: unknown, readonly endpoint: boolean } | {
+  readonly error: string
+}
 
 /**
  * The part of `fetch` the client's probe uses (the global `fetch` of browsers and Node has it).
@@ -173,8 +175,8 @@ export type ProbeAnswer = { readonly status: number, readonly body: unknown, rea
  */
 export type FetchLike = (url: string, init: { credentials: 'include', signal?: AbortSignal }) => Promise<{
   readonly status: number
-  readonly headers: { get (name: string): string | null }
-  text (): Promise<string>
+  readonly headers: { get(name: string): string | null }
+  text(): Promise<string>
 }>
 
 /**
@@ -210,7 +212,12 @@ export type Status = 'connecting' | 'open' | 'reconnecting' | 'closed'
  * ```
  */
 export type ClientErrorCode =
-  'BP_CLIENT_DISCONNECTED' | 'BP_CLIENT_CLOSED' | 'BP_CLIENT_REFUSED' | 'BP_CLIENT_TIMEOUT' | 'BP_CLIENT_NOT_FOLLOWED' | 'BP_CLIENT_NOT_A_PAGE'
+  | 'BP_CLIENT_DISCONNECTED'
+  | 'BP_CLIENT_CLOSED'
+  | 'BP_CLIENT_REFUSED'
+  | 'BP_CLIENT_TIMEOUT'
+  | 'BP_CLIENT_NOT_FOLLOWED'
+  | 'BP_CLIENT_NOT_A_PAGE'
 
 /**
  * The error a request rejects with when it gets no answer (see {@link ClientErrorCode}).
@@ -240,13 +247,17 @@ export class BlueprintsClientError extends Error {
 /** Whole number ≥ min, or a TypeError naming the option. */
 export function count (name: string, value: number | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback
-  if (!Number.isSafeInteger(value) || value < min) throw new TypeError(`\`${name}\` must be a whole number from ${min} up`)
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new TypeError(`\`${name}\` must be a whole number from ${min} up`)
+  }
   return value
 }
 
 /** Finite number in [min, max], or a TypeError naming the option. */
 export function number (name: string, value: number | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback
-  if (typeof value !== 'number' || !(value >= min && value <= max)) throw new TypeError(`\`${name}\` must be a number from ${min} to ${max}`)
+  if (typeof value !== 'number' || !(value >= min && value <= max)) {
+    throw new TypeError(`\`${name}\` must be a number from ${min} to ${max}`)
+  }
   return value
 }

@@ -7,12 +7,18 @@ import type { FetchLike, ProbeAnswer } from './options.ts'
  * The probe of `ClientOptions.probe`: `fetch` (default: the global one), bounded by `timeout`; it
  * never rejects (a failure is its `error`).
  */
-export function prober (option: false | FetchLike | undefined, timeout: number): ((url: string) => Promise<ProbeAnswer>) | undefined {
+export function prober (
+  option: false | FetchLike | undefined,
+  timeout: number
+): ((url: string) => Promise<ProbeAnswer>) | undefined {
   const fetch = option ?? (globalThis as { fetch?: FetchLike }).fetch
   if (typeof fetch !== 'function') return undefined
   return async url => {
     try {
-      const answer = await fetch(url, { credentials: 'include', ...(timeout === Infinity ? {} : { signal: AbortSignal.timeout(timeout) }) })
+      const answer = await fetch(url, {
+        credentials: 'include',
+        ...(timeout === Infinity ? {} : { signal: AbortSignal.timeout(timeout) })
+      })
       const text = await answer.text()
       let body: unknown = text
       try {
@@ -22,7 +28,10 @@ export function prober (option: false | FetchLike | undefined, timeout: number):
     } catch (error) {
       // Node's fetch says `fetch failed`, and why in its cause (ECONNREFUSED …).
       const { cause } = Object(error) as { cause?: unknown }
-      return { error: (error instanceof Error ? error.message : String(error)) + (cause instanceof Error ? `: ${cause.message}` : '') }
+      return {
+        error: (error instanceof Error ? error.message : String(error)) +
+          (cause instanceof Error ? `: ${cause.message}` : '')
+      }
     }
   }
 }
@@ -44,7 +53,9 @@ export function probed (http: ProbeAnswer): string {
   }
   const { message } = Object(http.body) as { message?: unknown }
   const said = `${http.status}${typeof message === 'string' ? ` (${message})` : ''}`
-  if (!http.endpoint) return `a plain GET of its url was answered ${said} by no websocket endpoint (a wrong path, or a proxy)`
+  if (!http.endpoint) {
+    return `a plain GET of its url was answered ${said} by no websocket endpoint (a wrong path, or a proxy)`
+  }
   return http.status === 204
     ? 'the endpoint accepts the request over HTTP, the upgrade itself failed (a proxy that does not pass websocket upgrades?)'
     : `the endpoint answered ${said}`
@@ -56,7 +67,10 @@ export function probed (http: ProbeAnswer): string {
  * or 403); `undefined` to retry.
  */
 export function refusedUpgrade (http: ProbeAnswer | undefined): string | undefined {
-  if (http === undefined || 'error' in http || !http.endpoint || http.status < 400 || http.status >= 500 || http.status === 408 || http.status === 429) {
+  if (
+    http === undefined || 'error' in http || !http.endpoint || http.status < 400 || http.status >= 500 ||
+    http.status === 408 || http.status === 429
+  ) {
     return undefined
   }
   return `the server refused the connection: ${probed(http)}`

@@ -1,20 +1,29 @@
 // Record types derived from the app's MikroORM entity definitions (types only): each entity as the
 // blueprint routes write it to JSON, and the model map a client is bound to. docs/realtime.md#types.
 import type {
-  Collection, EntityKey, Hidden, HiddenProps, InferEntity, EntityName, Primary, PrimaryKeyProp, Reference, ScalarReference
+  Collection,
+  EntityKey,
+  Hidden,
+  HiddenProps,
+  InferEntity,
+  EntityName,
+  Primary,
+  PrimaryKeyProp,
+  Reference,
+  ScalarReference
 } from '@mikro-orm/core'
 import type { PLAIN_FORM } from '../messages.ts'
 
 /** The properties of entity `E` that are never written to JSON: `hidden` ones. */
-type HiddenOf<E> = (E extends { [HiddenProps]?: infer K } ? K : never) |
-  { [K in keyof E]: keyof Hidden.Brand extends keyof NonNullable<E[K]> ? K : never }[keyof E]
+type HiddenOf<E> =
+  | (E extends { [HiddenProps]?: infer K } ? K : never)
+  | { [K in keyof E]: keyof Hidden.Brand extends keyof NonNullable<E[K]> ? K : never }[keyof E]
 
 /** A primitive without MikroORM's markers (`Opt`, `Hidden`): `boolean`, `string`, `number`, or its literals. */
-type Unmarked<T> =
-  T extends boolean ? (T extends true ? true : false)
-    : T extends string ? (string extends T ? string : T)
-      : T extends number ? (number extends T ? number : T)
-        : T
+type Unmarked<T> = T extends boolean ? (T extends true ? true : false)
+  : T extends string ? (string extends T ? string : T)
+  : T extends number ? (number extends T ? number : T)
+  : T
 
 /** The properties of entity `E` the routes write: its own (not functions, not MikroORM's markers), not hidden. */
 type Shown<E> = Exclude<EntityKey<E>, HiddenOf<E>>
@@ -23,7 +32,10 @@ type Shown<E> = Exclude<EntityKey<E>, HiddenOf<E>>
  * Whether `T` is an entity (a singular association's value): a `Reference`, or an object MikroORM
  * marks as an entity (`defineEntity`'s name, or a declared `[PrimaryKeyProp]`).
  */
-type IsEntity<T> = T extends Reference<object> ? true : typeof PrimaryKeyProp extends keyof T ? true : typeof EntityName extends keyof T ? true : false
+type IsEntity<T> = T extends Reference<object> ? true
+  : typeof PrimaryKeyProp extends keyof T ? true
+  : typeof EntityName extends keyof T ? true
+  : false
 
 /** The entity a singular association's value leads to. */
 type Target<T> = T extends Reference<infer U> ? U : T
@@ -32,29 +44,26 @@ type Target<T> = T extends Reference<infer U> ? U : T
  * A scalar as the routes write it to JSON: a date as its ISO 8601 string, a `bigint` as its
  * decimal string, a scalar reference as its value; a `json` property as its type says.
  */
-export type JsonValue<T> =
-  T extends Date ? string
-    : T extends bigint ? string
-      : T extends ScalarReference<infer U> ? JsonValue<U>
-        : T extends string | number | boolean | null | undefined ? Unmarked<T>
-          : T extends ReadonlyArray<infer U> ? Array<JsonValue<U>>
-            : T extends object ? { [K in keyof T]: JsonValue<T[K]> }
-              : T
+export type JsonValue<T> = T extends Date ? string
+  : T extends bigint ? string
+  : T extends ScalarReference<infer U> ? JsonValue<U>
+  : T extends string | number | boolean | null | undefined ? Unmarked<T>
+  : T extends ReadonlyArray<infer U> ? Array<JsonValue<U>>
+  : T extends object ? { [K in keyof T]: JsonValue<T[K]> }
+  : T
 
 /** The JSON form of entity `E`'s primary key (what a singular association holds unpopulated). */
 export type KeyOf<E> = JsonValue<Primary<E>>
 
 /** A property's value as a child record (or a `populate=false` record) carries it. */
-type PlainValue<T> =
-  [NonNullable<T>] extends [Collection<object>] ? never
-    : IsEntity<NonNullable<T>> extends true ? KeyOf<Target<NonNullable<T>>> | Extract<T, null | undefined>
-      : JsonValue<T>
+type PlainValue<T> = [NonNullable<T>] extends [Collection<object>] ? never
+  : IsEntity<NonNullable<T>> extends true ? KeyOf<Target<NonNullable<T>>> | Extract<T, null | undefined>
+  : JsonValue<T>
 
 /** A property's value in a record answered with its associations populated (the default). */
-type PopulatedValue<T> =
-  [NonNullable<T>] extends [Collection<infer U extends object>] ? Array<PlainRecord<U>>
-    : IsEntity<NonNullable<T>> extends true ? PlainRecord<Target<NonNullable<T>>> | Extract<T, null | undefined>
-      : JsonValue<T>
+type PopulatedValue<T> = [NonNullable<T>] extends [Collection<infer U extends object>] ? Array<PlainRecord<U>>
+  : IsEntity<NonNullable<T>> extends true ? PlainRecord<Target<NonNullable<T>>> | Extract<T, null | undefined>
+  : JsonValue<T>
 
 /** The collections of entity `E` (left out of a plain record). */
 type CollectionKeys<E> = { [K in Shown<E>]: [NonNullable<E[K]>] extends [Collection<object>] ? K : never }[Shown<E>]
@@ -92,7 +101,8 @@ export type BlueprintRecord<E> = { [K in Shown<E>]: PopulatedValue<E[K]> } & {
 }
 
 /** The identity of a `defineEntity` schema: its name, lower-cased (as the plugin names models). */
-type IdentityOf<S> = S extends { readonly name: infer N extends string } ? (string extends N ? never : Lowercase<N>) : never
+type IdentityOf<S> = S extends { readonly name: infer N extends string } ? (string extends N ? never : Lowercase<N>)
+  : never
 
 /**
  * The model map a client is bound to (`connect<ModelsOf<…>>(url)`), derived from the app's entity
@@ -109,7 +119,6 @@ type IdentityOf<S> = S extends { readonly name: infer N extends string } ? (stri
  * const { body } = await client.get('/api/pet/3') // body: { id: number, name: string, owner: { … } | null }
  * ```
  */
-export type ModelsOf<S> =
-  S extends readonly unknown[]
-    ? { [T in S[number] as IdentityOf<T>]: BlueprintRecord<InferEntity<T>> }
-    : { [K in keyof S]: BlueprintRecord<InferEntity<S[K]>> }
+export type ModelsOf<S> = S extends readonly unknown[]
+  ? { [T in S[number] as IdentityOf<T>]: BlueprintRecord<InferEntity<T>> }
+  : { [K in keyof S]: BlueprintRecord<InferEntity<S[K]>> }

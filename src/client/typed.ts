@@ -31,11 +31,11 @@ type PathOf<U extends string> = U extends `${infer P}?${string}` ? P : U
  * type Users = ReadAnswer<{ user: User }, '', '/user?limit=2'> // User[]
  * ```
  */
-export type ReadAnswer<Models, Prefix extends string, U extends string> =
-  PathOf<U> extends `${Prefix}/${string}/${string}/${string}` ? unknown
-    : PathOf<U> extends `${Prefix}/${infer K}/${string}` ? (K extends keyof Models ? Models[K] : unknown)
-      : PathOf<U> extends `${Prefix}/${infer K}` ? (K extends keyof Models ? Array<Models[K]> : unknown)
-        : unknown
+export type ReadAnswer<Models, Prefix extends string, U extends string> = PathOf<U> extends
+  `${Prefix}/${string}/${string}/${string}` ? unknown
+  : PathOf<U> extends `${Prefix}/${infer K}/${string}` ? (K extends keyof Models ? Models[K] : unknown)
+  : PathOf<U> extends `${Prefix}/${infer K}` ? (K extends keyof Models ? Array<Models[K]> : unknown)
+  : unknown
 
 /**
  * The record type of a live result of `url` (see `BlueprintsClient.live`): the records of the find's
@@ -46,8 +46,8 @@ export type ReadAnswer<Models, Prefix extends string, U extends string> =
  * type Open = LiveRecordOf<{ task: Task }, '/api', '/api/task'> // Task
  * ```
  */
-export type LiveRecordOf<Models, Prefix extends string, U extends string> =
-  ReadAnswer<Models, Prefix, U> extends Array<infer R> ? R & object : Record<string, unknown>
+export type LiveRecordOf<Models, Prefix extends string, U extends string> = ReadAnswer<Models, Prefix, U> extends
+  Array<infer R> ? R & object : Record<string, unknown>
 
 /**
  * What a write to `url` answers when the client is bound to `Models` (routes under `Prefix`): the
@@ -60,10 +60,10 @@ export type LiveRecordOf<Models, Prefix extends string, U extends string> =
  * type Answer = WriteAnswer<{ pet: Pet }, '/api', '/api/pet/3/tags/vip'> // Pet
  * ```
  */
-export type WriteAnswer<Models, Prefix extends string, U extends string> =
-  PathOf<U> extends `${Prefix}/${infer K}/${string}` ? (K extends keyof Models ? Models[K] : unknown)
-    : PathOf<U> extends `${Prefix}/${infer K}` ? (K extends keyof Models ? Models[K] : unknown)
-      : unknown
+export type WriteAnswer<Models, Prefix extends string, U extends string> = PathOf<U> extends
+  `${Prefix}/${infer K}/${string}` ? (K extends keyof Models ? Models[K] : unknown)
+  : PathOf<U> extends `${Prefix}/${infer K}` ? (K extends keyof Models ? Models[K] : unknown)
+  : unknown
 
 /**
  * A `where` dictionary of records `R`: keys are `R`'s properties (attributes, and associations
@@ -90,14 +90,18 @@ export type Where<R> = { readonly [K in keyof R & string]?: unknown } & {
  * await client.get('/user', { where: { name: { startsWith: 'a' } }, sort: 'name DESC', count: true })
  * ```
  */
-export type Query<R = Record<string, unknown>> = Readonly<Record<string, unknown>> & { readonly where?: Where<R> | string }
+export type Query<R = Record<string, unknown>> = Readonly<Record<string, unknown>> & {
+  readonly where?: Where<R> | string
+}
 
 /**
  * The event names a client bound to `Models` listens to with `on()`: its models' identities;
  * any name when it is not bound, or when the handler's message type `M` is given (data an app
  * sends with `app.blueprints.publish()`).
  */
-export type EventName<Models, M> = [M] extends [never] ? ([keyof Models] extends [never] ? string : keyof Models & string) : string
+export type EventName<Models, M> = [M] extends [never]
+  ? ([keyof Models] extends [never] ? string : keyof Models & string)
+  : string
 
 /**
  * Options of one request.

@@ -38,7 +38,9 @@ export function cursorOf (paging: Paging, record: Readonly<Record<string, unknow
   const values = paging.sort.map(({ target }) => {
     const value = record[target.name]
     // A populated singular association: its key.
-    return target.key !== undefined && typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[target.key] : value
+    return target.key !== undefined && typeof value === 'object' && value !== null
+      ? (value as Record<string, unknown>)[target.key]
+      : value
   })
   return Buffer.from(JSON.stringify([CURSOR_VERSION, paging.binding, ...values])).toString('base64url')
 }
@@ -51,7 +53,12 @@ export function cursorOf (paging: Paging, record: Readonly<Record<string, unknow
  * @throws BP_ERR_INVALID_CURSOR for a text that is not a cursor of this version, of this query,
  * with values of the sort keys' types.
  */
-export function cursorWhere (text: unknown, side: PageSide, sort: Criteria['sort'], binding: string): WhereNode | undefined {
+export function cursorWhere (
+  text: unknown,
+  side: PageSide,
+  sort: Criteria['sort'],
+  binding: string
+): WhereNode | undefined {
   if (text === '') return undefined
   if (typeof text !== 'string') throw new BP_ERR_INVALID_CURSOR(side, 'it is not a cursor')
   let decoded: unknown
@@ -62,9 +69,14 @@ export function cursorWhere (text: unknown, side: PageSide, sort: Criteria['sort
   }
   if (!Array.isArray(decoded) || decoded.length === 0) throw new BP_ERR_INVALID_CURSOR(side, 'it is not a cursor')
   // `[version, binding, ...values]`
-  if (decoded[0] !== CURSOR_VERSION) throw new BP_ERR_INVALID_CURSOR(side, 'it was made by another version of the server; read the first page again')
+  if (decoded[0] !== CURSOR_VERSION) {
+    throw new BP_ERR_INVALID_CURSOR(side, 'it was made by another version of the server; read the first page again')
+  }
   if (decoded[1] !== binding || decoded.length !== sort.length + 2) {
-    throw new BP_ERR_INVALID_CURSOR(side, 'it was made for another query (another where or sort); a cursor pages the query it came from')
+    throw new BP_ERR_INVALID_CURSOR(
+      side,
+      'it was made for another query (another where or sort); a cursor pages the query it came from'
+    )
   }
   const values = sort.map(({ target }, i) => read(side, target, decoded[i + 2]))
   // Lexicographic: equal on the keys before one, beyond on that one (the primary key last decides).
@@ -79,7 +91,12 @@ export function cursorWhere (text: unknown, side: PageSide, sort: Criteria['sort
   const condition = combine('or', branches)
   // A bound on the first key alone, which an index on it can range over (the branches cannot).
   if (values[0] === null || first.target.nullable) return condition
-  return combine('and', [{ kind: 'compare', target: first.target, op: flip(first.direction, side) === 'ASC' ? '>=' : '<=', value: values[0] }, condition])
+  return combine('and', [{
+    kind: 'compare',
+    target: first.target,
+    op: flip(first.direction, side) === 'ASC' ? '>=' : '<=',
+    value: values[0]
+  }, condition])
 }
 
 /** The direction in which the records on `side` lie: `before` runs the order backwards. */
@@ -100,7 +117,9 @@ function read (side: PageSide, target: Target, value: unknown): unknown {
   // A date before Christ or past 9999, as answered.
   const expanded = target.type === 'date' && typeof value === 'string' ? expandedDate(value) : undefined
   if (expanded !== undefined) return expanded
-  if (target.type === 'number' && !target.integer && (value === 'NaN' || value === 'Infinity' || value === '-Infinity')) return value
+  if (
+    target.type === 'number' && !target.integer && (value === 'NaN' || value === 'Infinity' || value === '-Infinity')
+  ) return value
   const coerced = coerce(target.type, value)
   // (A 64-bit integer's text is read whole or refused.)
   if (coerced === INVALID || (typeof coerced === 'number' && target.integer && !Number.isSafeInteger(coerced))) {
@@ -120,7 +139,11 @@ function equalTo (target: Target, value: unknown): WhereNode {
  * a null: nothing).
  */
 function beyond (target: Target, direction: SortDirection, value: unknown): WhereNode {
-  if (direction === 'ASC') return value === null ? { kind: 'null', target, negate: true } : { kind: 'compare', target, op: '>', value }
+  if (direction === 'ASC') {
+    return value === null
+      ? { kind: 'null', target, negate: true }
+      : { kind: 'compare', target, op: '>', value }
+  }
   if (value === null) return { kind: 'none' }
   const smaller: WhereNode = { kind: 'compare', target, op: '<', value }
   return target.nullable ? { kind: 'or', items: [smaller, { kind: 'null', target, negate: false }] } : smaller
@@ -151,7 +174,11 @@ export function pageOf<R extends Record<string, unknown>> (paging: Paging, rows:
  * The page of `rows` as {@link pageOf} makes it, for rows of any form: `keys` gives a row's
  * values of the sort keys, as its record has them.
  */
-export function pageAround<R> (paging: Paging, rows: R[], keys: (row: R) => Readonly<Record<string, unknown>>): Page<R> {
+export function pageAround<R> (
+  paging: Paging,
+  rows: R[],
+  keys: (row: R) => Readonly<Record<string, unknown>>
+): Page<R> {
   const more = rows.length > paging.limit
   if (more) rows.length = paging.limit
   if (paging.side === 'before') rows.reverse()

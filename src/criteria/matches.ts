@@ -21,25 +21,42 @@ import { microsOf, timeOf } from '../models/values.ts'
  * `true` where a record that may match is read again (a followed query's candidates). The tree has
  * no negation outside relation filters, so the answer errs only on that side.
  */
-export function matches (node: WhereNode, record: Readonly<Record<string, unknown>>, fold: boolean, related = false): boolean {
+export function matches (
+  node: WhereNode,
+  record: Readonly<Record<string, unknown>>,
+  fold: boolean,
+  related = false
+): boolean {
   switch (node.kind) {
-    case 'all': return true
-    case 'none': return false
-    case 'and': return node.items.every(item => matches(item, record, fold, related))
-    case 'or': return node.items.some(item => matches(item, record, fold, related))
-    case 'related': return related
-    case 'null': return (valueOf(node.target, record) === null) !== node.negate
+    case 'all':
+      return true
+    case 'none':
+      return false
+    case 'and':
+      return node.items.every(item => matches(item, record, fold, related))
+    case 'or':
+      return node.items.some(item => matches(item, record, fold, related))
+    case 'related':
+      return related
+    case 'null':
+      return (valueOf(node.target, record) === null) !== node.negate
     case 'compare': {
       const value = valueOf(node.target, record)
       if (value === null) return node.op === '<>' && node.target.nullable
       const order = compare(node.target, value, node.value)
       switch (node.op) {
-        case '=': return order === 0
-        case '<>': return order !== 0
-        case '<': return order < 0
-        case '<=': return order <= 0
-        case '>': return order > 0
-        default: return order >= 0
+        case '=':
+          return order === 0
+        case '<>':
+          return order !== 0
+        case '<':
+          return order < 0
+        case '<=':
+          return order <= 0
+        case '>':
+          return order > 0
+        default:
+          return order >= 0
       }
     }
     case 'in': {
@@ -77,7 +94,8 @@ function compare (target: Target, value: unknown, other: unknown): number {
       const b = other as bigint
       return a < b ? -1 : a > b ? 1 : 0
     }
-    case 'string': return byCodePoint(String(value), other as string)
+    case 'string':
+      return byCodePoint(String(value), other as string)
     case 'number': {
       // NaN (answered `"NaN"`, carried so by a cursor) equals itself and orders above every number,
       // as in PostgreSQL; so do Infinity and -Infinity above and below.
@@ -85,7 +103,8 @@ function compare (target: Target, value: unknown, other: unknown): number {
       if (Number.isNaN(a) || Number.isNaN(b)) return Number.isNaN(a) ? (Number.isNaN(b) ? 0 : 1) : -1
       return a === b ? 0 : a - b
     }
-    default: return Number(value) - Number(other)
+    default:
+      return Number(value) - Number(other)
   }
 }
 
@@ -115,8 +134,12 @@ const EXACT = new WeakMap<readonly PatternToken[], RegExp>()
 
 /** A whole-string regular expression for match tokens. */
 function pattern (tokens: readonly PatternToken[], fold: boolean): RegExp {
-  const source = tokens.map(token => typeof token === 'string'
-    ? (fold ? foldAscii(token) : token).replace(/[\\^$.*+?()[\]{}|/-]/g, c => `\\${c}`)
-    : token.wildcard === 'any' ? '[\\s\\S]*' : '[\\s\\S]').join('')
+  const source = tokens.map(token =>
+    typeof token === 'string'
+      ? (fold ? foldAscii(token) : token).replace(/[\\^$.*+?()[\]{}|/-]/g, c => `\\${c}`)
+      : token.wildcard === 'any'
+      ? '[\\s\\S]*'
+      : '[\\s\\S]'
+  ).join('')
   return new RegExp(`^${source}$`, 'u')
 }

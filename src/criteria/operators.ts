@@ -45,7 +45,17 @@ export const PREDICATES = Object.freeze(['and', 'or'] as const)
 
 /** Query-string parameters of find that are not attribute filters. */
 export const FIND_PARAMETERS: ReadonlySet<string> = new Set([
-  'where', 'limit', 'skip', 'sort', 'select', 'omit', 'populate', 'count', 'follow', 'after', 'before'
+  'where',
+  'limit',
+  'skip',
+  'sort',
+  'select',
+  'omit',
+  'populate',
+  'count',
+  'follow',
+  'after',
+  'before'
 ])
 
 /** Owns a key, without being fooled by `__proto__` or inherited names. */

@@ -6,8 +6,16 @@
  * @module
  */
 import {
-  BP_ERR_INVALID_COUNT, BP_ERR_INVALID_FOLLOW, BP_ERR_INVALID_JSON, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP,
-  BP_ERR_INVALID_SORT, BP_ERR_INVALID_WHERE, BP_ERR_PARAMETER_NOT_ALLOWED, BP_ERR_SELECT_AND_OMIT
+  BP_ERR_INVALID_COUNT,
+  BP_ERR_INVALID_FOLLOW,
+  BP_ERR_INVALID_JSON,
+  BP_ERR_INVALID_LIMIT,
+  BP_ERR_INVALID_POPULATE,
+  BP_ERR_INVALID_SKIP,
+  BP_ERR_INVALID_SORT,
+  BP_ERR_INVALID_WHERE,
+  BP_ERR_PARAMETER_NOT_ALLOWED,
+  BP_ERR_SELECT_AND_OMIT
 } from '../errors.ts'
 import type { Model } from '../models/model.ts'
 import { describe } from '../models/values.ts'
@@ -65,19 +73,33 @@ export function parseRelations (query: QueryString): Pick<BlueprintQuery, 'relat
     const path = key.slice(0, dot)
     const criterion = key.slice(dot + 1)
     if (path === '' || !RELATION_CRITERIA.has(criterion)) {
-      throw new BP_ERR_PARAMETER_NOT_ALLOWED(key, 'a populated association takes `where`, `sort`, `limit`, `skip`, `select` or `omit` (`pets.limit=5`)')
+      throw new BP_ERR_PARAMETER_NOT_ALLOWED(
+        key,
+        'a populated association takes `where`, `sort`, `limit`, `skip`, `select` or `omit` (`pets.limit=5`)'
+      )
     }
     const raw = query[key] as string | string[]
-    if (Array.isArray(raw) && criterion !== 'sort') throw new BP_ERR_PARAMETER_NOT_ALLOWED(key, 'it is given more than once')
+    if (Array.isArray(raw) && criterion !== 'sort') {
+      throw new BP_ERR_PARAMETER_NOT_ALLOWED(key, 'it is given more than once')
+    }
     // Keyed by path without a prototype: a path is the client's text until it is validated.
     relations ??= Object.create(null) as Record<string, RelationQuery>
     const relation = relations[path] ??= {}
     switch (criterion) {
-      case 'where': relation.where = relationWhere(key, raw as string); break
-      case 'sort': relation.sort = parseSort(raw, key); break
-      case 'limit': relation.limit = parseLimit(raw as string, key); break
-      case 'skip': relation.skip = parseSkip(raw as string, key); break
-      default: relation[criterion as 'select' | 'omit'] = list(query, key)
+      case 'where':
+        relation.where = relationWhere(key, raw as string)
+        break
+      case 'sort':
+        relation.sort = parseSort(raw, key)
+        break
+      case 'limit':
+        relation.limit = parseLimit(raw as string, key)
+        break
+      case 'skip':
+        relation.skip = parseSkip(raw as string, key)
+        break
+      default:
+        relation[criterion as 'select' | 'omit'] = list(query, key)
     }
   }
   return relations === undefined ? {} : { relations }
@@ -131,7 +153,7 @@ export function parseFollow (query: QueryString): boolean {
 }
 
 /** A parameter that is `true` or `false` (absent: false); anything else is `invalid`'s error. */
-function flag (query: QueryString, name: string, invalid: new (value: string) => Error): boolean {
+function flag (query: QueryString, name: string, invalid: new(value: string) => Error): boolean {
   const value = query[name]
   if (value === undefined || value === 'false') return false
   if (value === 'true') return true
@@ -193,7 +215,9 @@ function parseLimit (text: string, param = 'limit'): number {
 
 function parseSkip (text: string, param = 'skip'): number {
   const skip = NATURAL.test(text) ? Number(text) : NaN
-  if (!Number.isSafeInteger(skip)) throw new BP_ERR_INVALID_SKIP(param === 'skip' ? describe(text) : `${describe(text)} (in \`${param}\`)`)
+  if (!Number.isSafeInteger(skip)) {
+    throw new BP_ERR_INVALID_SKIP(param === 'skip' ? describe(text) : `${describe(text)} (in \`${param}\`)`)
+  }
   return skip
 }
 
@@ -237,7 +261,7 @@ export function hookSort (value: unknown, param = 'sort'): BlueprintQuery['sort'
   const at = param === 'sort' ? '' : `in \`${param}\`, `
   for (const item of Array.isArray(value) ? value : [value]) {
     if (isParsedKey(item)) keys.push({ attribute: item.attribute, direction: direction(item.direction, at) })
-    else if (typeof item === 'string') for (const piece of item.split(',')) sortItem(piece, keys, at)
+    else if (typeof item === 'string') { for (const piece of item.split(',')) sortItem(piece, keys, at) }
     else sortItem(item, keys, at)
   }
   return keys
@@ -247,18 +271,23 @@ export function hookSort (value: unknown, param = 'sort'): BlueprintQuery['sort'
 function isParsedKey (item: unknown): item is { attribute: string, direction: unknown } {
   if (typeof item !== 'object' || item === null) return false
   const names = Object.keys(item)
-  return names.length === 2 && typeof (item as { attribute?: unknown }).attribute === 'string' && names.includes('direction')
+  return names.length === 2 && typeof (item as { attribute?: unknown }).attribute === 'string' &&
+    names.includes('direction')
 }
 
 function sortItem (item: unknown, keys: BlueprintQuery['sort'], at: string): void {
   if (typeof item === 'string') {
     const words = item.trim().split(/\s+/)
-    if (words[0] === '' || words.length > 2) throw new BP_ERR_INVALID_SORT(`${at}expected "attribute" or "attribute ASC|DESC", got ${describe(item)}`)
+    if (words[0] === '' || words.length > 2) {
+      throw new BP_ERR_INVALID_SORT(`${at}expected "attribute" or "attribute ASC|DESC", got ${describe(item)}`)
+    }
     keys.push({ attribute: words[0], direction: direction(words[1] ?? 'ASC', at) })
     return
   }
   if (typeof item !== 'object' || item === null || Array.isArray(item) || Object.keys(item).length === 0) {
-    throw new BP_ERR_INVALID_SORT(`${at}expected a string or a dictionary of attribute → direction, got ${describe(item)}`)
+    throw new BP_ERR_INVALID_SORT(
+      `${at}expected a string or a dictionary of attribute → direction, got ${describe(item)}`
+    )
   }
   for (const [attribute, value] of Object.entries(item)) keys.push({ attribute, direction: direction(value, at) })
 }
@@ -274,7 +303,9 @@ function direction (value: unknown, at: string): SortDirection {
 function list (query: QueryString, name: string): string[] {
   const items = single(query, name).split(',').map(item => item.trim())
   if (items.some(item => item === '')) {
-    if (name === 'populate') throw new BP_ERR_INVALID_POPULATE('expected a comma-separated list of associations, or false')
+    if (name === 'populate') {
+      throw new BP_ERR_INVALID_POPULATE('expected a comma-separated list of associations, or false')
+    }
     throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, 'expected a comma-separated list of attribute names')
   }
   return items

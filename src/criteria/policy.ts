@@ -28,7 +28,9 @@ export function hidesLink (association: CollectionAssociation, childView: ModelV
  */
 function hiddenNames (policy: Policy, model: Model): ((name: string) => boolean) | undefined {
   const fields = policy.view(model).fields
-  const links = [...model.collections.values()].filter(association => hidesLink(association, policy.view(association.target)))
+  const links = [...model.collections.values()].filter(association =>
+    hidesLink(association, policy.view(association.target))
+  )
   if (fields === undefined && links.length === 0) return undefined
   const field = (name: string): boolean => model.attributes.has(name) || model.singulars.has(name)
   return name => (fields !== undefined && !fields.has(name) && field(name)) || links.some(link => link.name === name)
@@ -44,24 +46,35 @@ function hiddenNames (policy: Policy, model: Model): ((name: string) => boolean)
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED naming the parameter and the attribute.
  */
 export function checkVisible (
-  query: Pick<BlueprintQuery, 'where' | 'whereFrom' | 'sort' | 'select' | 'populate' | 'relations'>, model: Model, policy: Policy, maxDepth: number
+  query: Pick<BlueprintQuery, 'where' | 'whereFrom' | 'sort' | 'select' | 'populate' | 'relations'>,
+  model: Model,
+  policy: Policy,
+  maxDepth: number
 ): void {
   walk(query.where, model, policy, query.whereFrom === 'parameters' ? undefined : 'where', 0, maxDepth)
   const hidden = hiddenNames(policy, model)
   if (hidden !== undefined) {
-    for (const { attribute } of query.sort) if (hidden(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', attribute, HIDDEN)
-    for (const name of query.select ?? []) if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('select', name, HIDDEN)
+    for (const { attribute } of query.sort) {
+      if (hidden(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('sort', attribute, HIDDEN)
+    }
+    for (const name of query.select ?? []) {
+      if (hidden(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('select', name, HIDDEN)
+    }
   }
   // Populated paths, each association on the way under the view of the model it belongs to.
-  if (Array.isArray(query.populate)) for (const path of query.populate) along(path, model, policy)
+  if (Array.isArray(query.populate)) { for (const path of query.populate) along(path, model, policy) }
   for (const [path, criteria] of Object.entries(query.relations ?? {})) {
     const target = along(path, model, policy)
     if (target === undefined) continue
     walk(criteria.where, target, policy, `${path}.where`, 0, maxDepth)
     const below = hiddenNames(policy, target)
     if (below === undefined) continue
-    for (const { attribute } of criteria.sort ?? []) if (below(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(`${path}.sort`, attribute, HIDDEN)
-    for (const name of criteria.select ?? []) if (below(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(`${path}.select`, name, HIDDEN)
+    for (const { attribute } of criteria.sort ?? []) {
+      if (below(attribute)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(`${path}.sort`, attribute, HIDDEN)
+    }
+    for (const name of criteria.select ?? []) {
+      if (below(name)) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(`${path}.select`, name, HIDDEN)
+    }
   }
 }
 
@@ -73,12 +86,18 @@ export function checkVisible (
  *
  * @throws BP_ERR_PARAMETER_NOT_ALLOWED naming the cursor's parameter and the attribute.
  */
-export function checkCursorSort (query: Pick<BlueprintQuery, 'sort' | 'after' | 'before'>, model: Model, policy: Policy): void {
+export function checkCursorSort (
+  query: Pick<BlueprintQuery, 'sort' | 'after' | 'before'>,
+  model: Model,
+  policy: Policy
+): void {
   const hidden = hiddenNames(policy, model)
   const key = hidden === undefined ? undefined : query.sort.find(({ attribute }) => hidden(attribute))
   if (key === undefined) return
-  throw new BP_ERR_PARAMETER_NOT_ALLOWED(query.after !== undefined ? 'after' : 'before',
-    `the records are sorted by \`${key.attribute}\`, which the policy does not let this request see: a cursor would carry its values; page with skip`)
+  throw new BP_ERR_PARAMETER_NOT_ALLOWED(
+    query.after !== undefined ? 'after' : 'before',
+    `the records are sorted by \`${key.attribute}\`, which the policy does not let this request see: a cursor would carry its values; page with skip`
+  )
 }
 
 /**
@@ -100,12 +119,18 @@ function along (path: string, model: Model, policy: Policy): Model | undefined {
 /** The model a populate path (`pets.tags`) leads to from `model`; `undefined` for a path that names no association. */
 export function modelAt (model: Model, path: string): Model | undefined {
   let current: Model | undefined = model
-  for (const name of path.split('.')) current = current?.collections.get(name)?.target ?? current?.singulars.get(name)?.target
+  for (const name of path.split('.')) {
+    current = current?.collections.get(name)?.target ?? current?.singulars.get(name)?.target
+  }
   return current
 }
 
 /** The models a query's populate paths and their criteria lead to (their views are needed to check and read them). */
-export function populatedModels (query: Pick<BlueprintQuery, 'populate' | 'relations'>, model: Model, into = new Set<Model>()): Set<Model> {
+export function populatedModels (
+  query: Pick<BlueprintQuery, 'populate' | 'relations'>,
+  model: Model,
+  into = new Set<Model>()
+): Set<Model> {
   const paths = [...(Array.isArray(query.populate) ? query.populate : []), ...Object.keys(query.relations ?? {})]
   for (const path of paths) {
     let current: Model | undefined = model
@@ -123,14 +148,21 @@ export function populatedModels (query: Pick<BlueprintQuery, 'populate' | 'relat
  * The names of a where dictionary of `model`, `and` / `or` followed, and relation filters into the
  * models they lead to; `param` undefined: each key is its own parameter.
  */
-function walk (where: unknown, model: Model, policy: Policy, param: string | undefined, depth: number, maxDepth: number): void {
+function walk (
+  where: unknown,
+  model: Model,
+  policy: Policy,
+  param: string | undefined,
+  depth: number,
+  maxDepth: number
+): void {
   // A malformed where is refused by its validation, with its own message.
   if (typeof where !== 'object' || where === null || depth > maxDepth) return
   const hidden = hiddenNames(policy, model)
   for (const key of Object.keys(where)) {
     const value = (where as Record<string, unknown>)[key]
     if ((key === 'and' || key === 'or') && param !== undefined) {
-      if (Array.isArray(value)) for (const item of value) walk(item, model, policy, param, depth + 1, maxDepth)
+      if (Array.isArray(value)) { for (const item of value) walk(item, model, policy, param, depth + 1, maxDepth) }
       continue
     }
     if (hidden?.(key) === true) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param ?? key, key, HIDDEN)
@@ -139,7 +171,9 @@ function walk (where: unknown, model: Model, policy: Policy, param: string | und
     if (association === undefined || typeof value !== 'object' || value === null) continue
     // A relation filter: its dictionaries are wheres of the target, under the target's view.
     for (const quantifier of Object.keys(value)) {
-      if (RELATION_KEYS.has(quantifier)) walk((value as Record<string, unknown>)[quantifier], association.target, policy, param, depth + 1, maxDepth)
+      if (RELATION_KEYS.has(quantifier)) {
+        walk((value as Record<string, unknown>)[quantifier], association.target, policy, param, depth + 1, maxDepth)
+      }
     }
   }
 }
@@ -151,12 +185,18 @@ const RELATION_KEYS = new Set(['some', 'none', 'every', 'is', 'isNot'])
  * out unless a filter leads back to it), `and` / `or` followed up to `maxDepth`: the models whose
  * views the request needs besides its route's.
  */
-export function reachedModels (where: unknown, model: Model, maxDepth: number, into = new Set<Model>(), depth = 0): Set<Model> {
+export function reachedModels (
+  where: unknown,
+  model: Model,
+  maxDepth: number,
+  into = new Set<Model>(),
+  depth = 0
+): Set<Model> {
   if (typeof where !== 'object' || where === null || depth > maxDepth) return into
   for (const key of Object.keys(where)) {
     const value = (where as Record<string, unknown>)[key]
     if (key === 'and' || key === 'or') {
-      if (Array.isArray(value)) for (const item of value) reachedModels(item, model, maxDepth, into, depth + 1)
+      if (Array.isArray(value)) { for (const item of value) reachedModels(item, model, maxDepth, into, depth + 1) }
       continue
     }
     const association = model.collections.get(key) ?? model.singulars.get(key)
@@ -198,5 +238,7 @@ export function viewedWhere (where: WhereNode, policy: Policy): WhereNode {
  * @throws BP_ERR_ATTRIBUTE_NOT_ALLOWED naming the association.
  */
 export function checkAssociation (policy: Policy, model: Model, association: string): void {
-  if (hiddenNames(policy, model)?.(association) === true) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('association', association, HIDDEN)
+  if (hiddenNames(policy, model)?.(association) === true) {
+    throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED('association', association, HIDDEN)
+  }
 }

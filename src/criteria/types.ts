@@ -6,7 +6,14 @@
  * @module
  */
 import type { PatternToken } from './like.ts'
-import type { Association, Attribute, AttributeType, CollectionAssociation, Model, SingularAssociation } from '../models/model.ts'
+import type {
+  Association,
+  Attribute,
+  AttributeType,
+  CollectionAssociation,
+  Model,
+  SingularAssociation
+} from '../models/model.ts'
 
 /** A sort direction. */
 export type SortDirection = 'ASC' | 'DESC'
@@ -71,7 +78,12 @@ export type WhereNode =
   | { readonly kind: 'all' }
   | { readonly kind: 'none' }
   | { readonly kind: 'and' | 'or', readonly items: readonly WhereNode[] }
-  | { readonly kind: 'compare', readonly target: Target, readonly op: '=' | '<>' | '<' | '<=' | '>' | '>=', readonly value: unknown }
+  | {
+    readonly kind: 'compare'
+    readonly target: Target
+    readonly op: '=' | '<>' | '<' | '<=' | '>' | '>='
+    readonly value: unknown
+  }
   | { readonly kind: 'null', readonly target: Target, readonly negate: boolean }
   | { readonly kind: 'in', readonly target: Target, readonly negate: boolean, readonly values: readonly unknown[] }
   | { readonly kind: 'match', readonly target: Target, readonly tokens: readonly PatternToken[] }
@@ -120,12 +132,16 @@ export interface Projection {
    * Singular associations to return, with whether each is populated (joined in the record's
    * statement), or `nested`: populated with a projection of its own (read by key, after).
    */
-  readonly singulars: ReadonlyArray<{ readonly association: SingularAssociation, readonly populate: boolean, readonly nested?: Projection }>
+  readonly singulars: ReadonlyArray<
+    { readonly association: SingularAssociation, readonly populate: boolean, readonly nested?: Projection }
+  >
   /**
    * Collections to populate, each with its cap on children (per parent), and `criteria` of its
    * own when the request gave some or populates deeper.
    */
-  readonly collections: ReadonlyArray<{ readonly association: CollectionAssociation, readonly limit: number, readonly criteria?: NestedCriteria }>
+  readonly collections: ReadonlyArray<
+    { readonly association: CollectionAssociation, readonly limit: number, readonly criteria?: NestedCriteria }
+  >
 }
 
 /** How a collection's children are chosen and returned, beyond the default (a populate path's criteria). */
@@ -156,7 +172,7 @@ export interface ModelView {
  */
 export interface Policy {
   /** The view of `model`. */
-  view (model: Model): ModelView
+  view(model: Model): ModelView
 }
 
 /** A validated find: the SQL builder's input. */

@@ -4,8 +4,16 @@
  * @module
  */
 import {
-  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_LIMIT, BP_ERR_INVALID_POPULATE, BP_ERR_INVALID_SKIP, BP_ERR_INVALID_SORT, BP_ERR_LIMIT_EXCEEDED,
-  BP_ERR_LIMIT_TOO_LARGE, BP_ERR_PARAMETER_NOT_ALLOWED, BP_ERR_SELECT_AND_OMIT, BP_ERR_UNKNOWN_ATTRIBUTE
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED,
+  BP_ERR_INVALID_LIMIT,
+  BP_ERR_INVALID_POPULATE,
+  BP_ERR_INVALID_SKIP,
+  BP_ERR_INVALID_SORT,
+  BP_ERR_LIMIT_EXCEEDED,
+  BP_ERR_LIMIT_TOO_LARGE,
+  BP_ERR_PARAMETER_NOT_ALLOWED,
+  BP_ERR_SELECT_AND_OMIT,
+  BP_ERR_UNKNOWN_ATTRIBUTE
 } from '../errors.ts'
 import { didYouMean } from '../did-you-mean.ts'
 import type { Attribute, Model } from '../models/model.ts'
@@ -36,12 +44,22 @@ export function validateFind (query: BlueprintQuery, model: Model, bounds: Bound
     return pageCriteria(pageTemplate(query, model, bounds), query)
   }
   const { where, sort, projection, budget } = checkedFind(query, model, bounds)
-  return { where, limit: query.limit, skip: query.skip, sort, projection, caseInsensitive: bounds.caseInsensitive, budget }
+  return {
+    where,
+    limit: query.limit,
+    skip: query.skip,
+    sort,
+    projection,
+    caseInsensitive: bounds.caseInsensitive,
+    budget
+  }
 }
 
 /** A find query's limits, sort, `where` and projection, checked against its model. */
 function checkedFind (
-  query: BlueprintQuery, model: Model, bounds: Bounds
+  query: BlueprintQuery,
+  model: Model,
+  bounds: Bounds
 ): { where: WhereNode, sort: Criteria['sort'], projection: Projection, budget: number | undefined } {
   checkWhole('limit', query.limit, true)
   checkWhole('skip', query.skip, false)
@@ -68,8 +86,11 @@ function checkRecords (limit: number, projection: Projection, maxRecords: number
   const records = limit * each
   if (records === Infinity) return maxRecords === Infinity ? undefined : maxRecords
   if (records <= maxRecords) return undefined
-  throw new BP_ERR_LIMIT_EXCEEDED(each === 1 ? 'limit' : 'populate', `the find may read ${records} records (${limit} × ${each} populated with each), ` +
-    `more than ${maxRecords} (limits.maxRecords): lower \`limit\` or the populated collections' limits`)
+  throw new BP_ERR_LIMIT_EXCEEDED(
+    each === 1 ? 'limit' : 'populate',
+    `the find may read ${records} records (${limit} × ${each} populated with each), ` +
+      `more than ${maxRecords} (limits.maxRecords): lower \`limit\` or the populated collections' limits`
+  )
 }
 
 /**
@@ -80,7 +101,13 @@ function checkRecords (limit: number, projection: Projection, maxRecords: number
 export function recordsPer (projection: Projection): number {
   // (A walk of a few objects: cheaper than keeping its answer per projection, measured.)
   let each = 1
-  for (const { populate, nested } of projection.singulars) each += nested !== undefined ? recordsPer(nested) : populate ? 1 : 0
+  for (const { populate, nested } of projection.singulars) {
+    each += nested !== undefined
+      ? recordsPer(nested)
+      : populate
+      ? 1
+      : 0
+  }
   for (const { limit, criteria } of projection.collections) {
     if (limit > 0) each += limit * (criteria === undefined ? 1 : recordsPer(criteria.projection))
   }
@@ -115,18 +142,38 @@ export interface PageTemplate {
 export function pageTemplate (query: BlueprintQuery, model: Model, bounds: Bounds): PageTemplate {
   const { where, sort, projection, budget } = checkedFind(query, model, bounds)
   if (query.after !== undefined && query.before !== undefined) {
-    throw new BP_ERR_PARAMETER_NOT_ALLOWED('before', '`after` and `before` do not combine: a page lies on one side of one cursor')
+    throw new BP_ERR_PARAMETER_NOT_ALLOWED(
+      'before',
+      '`after` and `before` do not combine: a page lies on one side of one cursor'
+    )
   }
-  if (query.skip > 0) throw new BP_ERR_PARAMETER_NOT_ALLOWED('skip', 'a cursor page starts at its cursor, not at an offset')
+  if (query.skip > 0) {
+    throw new BP_ERR_PARAMETER_NOT_ALLOWED('skip', 'a cursor page starts at its cursor, not at an offset')
+  }
   // The cursors are the sort keys' values: read even where `select` / `omit` leave them out.
   const added = sort.map(({ target }) => target.name)
-    .filter(name => !projection.attributes.some(a => a.name === name) && !projection.singulars.some(s => s.association.name === name))
+    .filter(name =>
+      !projection.attributes.some(a => a.name === name) && !projection.singulars.some(s => s.association.name === name)
+    )
   const widened = added.length === 0
     ? projection
-    : validateProjection(query.select !== undefined
-      ? { ...query, select: [...query.select, ...added] }
-      : { ...query, omit: (query.omit as string[]).filter(name => !added.includes(name)) }, model, bounds)
-  return { where, sort, projection: widened, added, binding: bindingOf(model, query), limit: query.limit, caseInsensitive: bounds.caseInsensitive, budget }
+    : validateProjection(
+      query.select !== undefined
+        ? { ...query, select: [...query.select, ...added] }
+        : { ...query, omit: (query.omit as string[]).filter(name => !added.includes(name)) },
+      model,
+      bounds
+    )
+  return {
+    where,
+    sort,
+    projection: widened,
+    added,
+    binding: bindingOf(model, query),
+    limit: query.limit,
+    caseInsensitive: bounds.caseInsensitive,
+    budget
+  }
 }
 
 /**
@@ -145,7 +192,9 @@ export function pageCriteria (template: PageTemplate, query: Pick<BlueprintQuery
     where: condition === undefined ? where : combine('and', [where, condition]),
     limit: limit === Infinity ? Infinity : limit + 1,
     skip: 0,
-    sort: side === 'after' ? sort : sort.map(({ target, direction }) => ({ target, direction: direction === 'ASC' ? 'DESC' : 'ASC' })),
+    sort: side === 'after'
+      ? sort
+      : sort.map(({ target, direction }) => ({ target, direction: direction === 'ASC' ? 'DESC' : 'ASC' })),
     projection: template.projection,
     caseInsensitive: template.caseInsensitive,
     paging: { side, limit, where, sort, binding: template.binding, added: template.added, anchored: text !== '' },
@@ -164,7 +213,9 @@ function validateSort (keys: BlueprintQuery['sort'], model: Model, param: string
   for (const key of keys) {
     const target = targetOf(model, key.attribute, param)
     // JSON has no order both databases agree on (PostgreSQL orders jsonb values, SQLite their text).
-    if (target.type === 'json') throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, target.name, 'a JSON attribute cannot be sorted by')
+    if (target.type === 'json') {
+      throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, target.name, 'a JSON attribute cannot be sorted by')
+    }
     if (seen.has(target.name)) throw new BP_ERR_INVALID_SORT(`${at}\`${target.name}\` appears twice`)
     // (A direction is ASC or DESC once parsed: a client's sort and a hook's are read by parse.ts.)
     seen.add(target.name)
@@ -190,7 +241,10 @@ type ProjectionBounds = Pick<Bounds, 'maxLimit' | 'limits'>
 export function validateProjection (query: ProjectionQuery, model: Model, bounds: ProjectionBounds): Projection {
   // Every attribute, every association populated or none: the same projection for every request
   // (kept per model, so that what the SQL layer derives from it is kept too).
-  if (query.select === undefined && query.omit === undefined && typeof query.populate === 'boolean' && query.relations === undefined) {
+  if (
+    query.select === undefined && query.omit === undefined && typeof query.populate === 'boolean' &&
+    query.relations === undefined
+  ) {
     const key = query.populate ? query.populateLimit : -1
     let known = WHOLE.get(model)
     if (known === undefined) WHOLE.set(model, known = new Map())
@@ -236,13 +290,20 @@ function project (query: ProjectionQuery, model: Model, bounds: ProjectionBounds
   const depth = path === '' ? 1 : path.split('.').length + 1
   const maxDepth = Math.max(1, bounds.limits.maxRelationDepth)
   if (depth > maxDepth && populated.size > 0) {
-    throw new BP_ERR_LIMIT_EXCEEDED('populate', `\`${at([...populated][0])}\` populates deeper than ${maxDepth} associations (limits.maxRelationDepth)`)
+    throw new BP_ERR_LIMIT_EXCEEDED(
+      'populate',
+      `\`${at([...populated][0])}\` populates deeper than ${maxDepth} associations (limits.maxRelationDepth)`
+    )
   }
   const projecting: Projecting = { query, model, bounds, path, at, keep, populated, below, own, deeper }
   return {
     attributes: [...model.attributes.values()].filter((a: Attribute) => keep(a.name)),
-    singulars: [...model.singulars.values()].filter(a => keep(a.name)).map(association => singular(projecting, association)),
-    collections: [...model.collections.values()].filter(a => populated.has(a.name)).map(association => collection(projecting, association))
+    singulars: [...model.singulars.values()].filter(a => keep(a.name)).map(association =>
+      singular(projecting, association)
+    ),
+    collections: [...model.collections.values()].filter(a => populated.has(a.name)).map(association =>
+      collection(projecting, association)
+    )
   }
 }
 
@@ -256,21 +317,32 @@ function kept (query: ProjectionQuery, model: Model, at: (name: string) => strin
       throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, 'it is a collection; choose collections with `populate`')
     }
     if (!model.attributes.has(name) && !model.singulars.has(name)) {
-      throw new BP_ERR_UNKNOWN_ATTRIBUTE(param, name, model.identity, didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
+      throw new BP_ERR_UNKNOWN_ATTRIBUTE(
+        param,
+        name,
+        model.identity,
+        didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()])
+      )
     }
-    if (query.omit !== undefined && name === model.primaryKey.name) throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, 'the primary key is always returned')
+    if (query.omit !== undefined && name === model.primaryKey.name) {
+      throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, 'the primary key is always returned')
+    }
     named.add(name)
   }
-  return name => query.select !== undefined
-    ? named.has(name) || name === model.primaryKey.name
-    : !named.has(name)
+  return name =>
+    query.select !== undefined
+      ? named.has(name) || name === model.primaryKey.name
+      : !named.has(name)
 }
 
 const associationsOf = (model: Model): string[] => [...model.singulars.keys(), ...model.collections.keys()]
 
 /** The associations `populate` names, and the paths it names below each. */
 function populatedBy (
-  query: ProjectionQuery, model: Model, keep: (name: string) => boolean, at: (name: string) => string
+  query: ProjectionQuery,
+  model: Model,
+  keep: (name: string) => boolean,
+  at: (name: string) => string
 ): { populated: Set<string>, below: Map<string, string[]> } {
   const below = new Map<string, string[]>()
   if (query.populate === true) return { populated: new Set(associationsOf(model)), below }
@@ -280,10 +352,14 @@ function populatedBy (
     const dot = entry.indexOf('.')
     const name = dot === -1 ? entry : entry.slice(0, dot)
     if (!model.singulars.has(name) && !model.collections.has(name)) {
-      const reason = model.attributes.has(name) ? 'is an attribute, not an association' : `is not an association of ${model.identity}`
+      const reason = model.attributes.has(name)
+        ? 'is an attribute, not an association'
+        : `is not an association of ${model.identity}`
       throw new BP_ERR_INVALID_POPULATE(`\`${at(name)}\` ${reason}${didYouMean(name, associationsOf(model))}`)
     }
-    if (model.singulars.has(name) && !keep(name)) throw new BP_ERR_INVALID_POPULATE(`\`${at(name)}\` is populated but left out by select/omit`)
+    if (model.singulars.has(name) && !keep(name)) {
+      throw new BP_ERR_INVALID_POPULATE(`\`${at(name)}\` is populated but left out by select/omit`)
+    }
     populated.add(name)
     if (dot !== -1) below.set(name, [...below.get(name) ?? [], entry.slice(dot + 1)])
   }
@@ -292,7 +368,10 @@ function populatedBy (
 
 /** The criteria given to each populated association, and those of the paths below it. */
 function relationCriteria (
-  query: ProjectionQuery, model: Model, populated: ReadonlySet<string>, at: (name: string) => string
+  query: ProjectionQuery,
+  model: Model,
+  populated: ReadonlySet<string>,
+  at: (name: string) => string
 ): { own: Map<string, RelationQuery>, deeper: Map<string, Record<string, RelationQuery>> } {
   const own = new Map<string, RelationQuery>()
   const deeper = new Map<string, Record<string, RelationQuery>>()
@@ -302,9 +381,15 @@ function relationCriteria (
     // The parameters as the request named them (`pets.where`).
     const param = `${at(key)}.${Object.keys(criteria).join(`, ${at(key)}.`)}`
     if (!model.singulars.has(name) && !model.collections.has(name)) {
-      throw new BP_ERR_INVALID_POPULATE(`\`${param}\`: \`${name}\` is not an association of ${model.identity}${didYouMean(name, associationsOf(model))}`)
+      throw new BP_ERR_INVALID_POPULATE(
+        `\`${param}\`: \`${name}\` is not an association of ${model.identity}${didYouMean(name, associationsOf(model))}`
+      )
     }
-    if (!populated.has(name)) throw new BP_ERR_INVALID_POPULATE(`\`${param}\` gives criteria, but \`${at(name)}\` is not populated: add it to \`populate\``)
+    if (!populated.has(name)) {
+      throw new BP_ERR_INVALID_POPULATE(
+        `\`${param}\` gives criteria, but \`${at(name)}\` is not populated: add it to \`populate\``
+      )
+    }
     if (dot === -1) own.set(name, criteria)
     else {
       let sub = deeper.get(name)
@@ -318,13 +403,18 @@ function relationCriteria (
 /** The projection of the records an association leads to, when populated otherwise than by default. */
 function nested (projecting: Projecting, name: string, target: Model, criteria: RelationQuery | undefined): Projection {
   const { query, bounds, at, below, deeper } = projecting
-  return project({
-    select: criteria?.select,
-    omit: criteria?.omit,
-    populate: below.get(name) ?? false,
-    populateLimit: query.populateLimit,
-    ...(deeper.has(name) ? { relations: deeper.get(name) } : {})
-  }, target, bounds, at(name))
+  return project(
+    {
+      select: criteria?.select,
+      omit: criteria?.omit,
+      populate: below.get(name) ?? false,
+      populateLimit: query.populateLimit,
+      ...(deeper.has(name) ? { relations: deeper.get(name) } : {})
+    },
+    target,
+    bounds,
+    at(name)
+  )
 }
 
 /** Whether an association is populated as by default: at the top, with no criteria nor paths of its own. */
@@ -332,7 +422,10 @@ const byDefault = ({ path, own, below, deeper }: Projecting, name: string): bool
   path === '' && !own.has(name) && !below.has(name) && !deeper.has(name)
 
 /** A singular kept by select/omit, in the projection. */
-function singular (projecting: Projecting, association: Projection['singulars'][number]['association']): Projection['singulars'][number] {
+function singular (
+  projecting: Projecting,
+  association: Projection['singulars'][number]['association']
+): Projection['singulars'][number] {
   const { populated, own, at } = projecting
   const name = association.name
   const criteria = own.get(name)
@@ -340,14 +433,20 @@ function singular (projecting: Projecting, association: Projection['singulars'][
   if (!populated.has(name) || byDefault(projecting, name)) return { association, populate: populated.has(name) }
   for (const criterion of ['where', 'sort', 'limit', 'skip'] as const) {
     if (criteria?.[criterion] !== undefined) {
-      throw new BP_ERR_PARAMETER_NOT_ALLOWED(at(`${name}.${criterion}`), `\`${name}\` is one record: it takes select and omit`)
+      throw new BP_ERR_PARAMETER_NOT_ALLOWED(
+        at(`${name}.${criterion}`),
+        `\`${name}\` is one record: it takes select and omit`
+      )
     }
   }
   return { association, populate: false, nested: nested(projecting, name, association.target, criteria) }
 }
 
 /** A populated collection, in the projection. */
-function collection (projecting: Projecting, association: Projection['collections'][number]['association']): Projection['collections'][number] {
+function collection (
+  projecting: Projecting,
+  association: Projection['collections'][number]['association']
+): Projection['collections'][number] {
   const { query, bounds, path, own, at } = projecting
   const name = association.name
   const criteria = own.get(name)

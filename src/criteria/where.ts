@@ -5,7 +5,12 @@
  * @module
  */
 import {
-  BP_ERR_ATTRIBUTE_NOT_ALLOWED, BP_ERR_INVALID_VALUE, BP_ERR_INVALID_WHERE, BP_ERR_LIMIT_EXCEEDED, BP_ERR_RETIRED_MODIFIER, BP_ERR_UNKNOWN_ATTRIBUTE,
+  BP_ERR_ATTRIBUTE_NOT_ALLOWED,
+  BP_ERR_INVALID_VALUE,
+  BP_ERR_INVALID_WHERE,
+  BP_ERR_LIMIT_EXCEEDED,
+  BP_ERR_RETIRED_MODIFIER,
+  BP_ERR_UNKNOWN_ATTRIBUTE,
   BP_ERR_UNKNOWN_MODIFIER
 } from '../errors.ts'
 import { didYouMean } from '../did-you-mean.ts'
@@ -58,8 +63,19 @@ const QUANTIFIERS: Readonly<Record<'collection' | 'singular', readonly Quantifie
  * BP_ERR_UNKNOWN_MODIFIER, BP_ERR_RETIRED_MODIFIER, BP_ERR_INVALID_VALUE, and
  * BP_ERR_LIMIT_EXCEEDED beyond `limits` (constraints, `and`/`or` depth, values of `in`).
  */
-export function buildWhere (model: Model, where: unknown, limits: ResolvedLimits, param = 'where', fromParameters = false): WhereNode {
-  return dictionary({ model, param, limits, counts: { constraints: 0, values: 0, patternLength: 0, weight: 0 }, related: 0 }, where, 0, fromParameters)
+export function buildWhere (
+  model: Model,
+  where: unknown,
+  limits: ResolvedLimits,
+  param = 'where',
+  fromParameters = false
+): WhereNode {
+  return dictionary(
+    { model, param, limits, counts: { constraints: 0, values: 0, patternLength: 0, weight: 0 }, related: 0 },
+    where,
+    0,
+    fromParameters
+  )
 }
 
 /** What a constraint inside relation filters weighs, to the power of their number (see `limits.maxWeight`). */
@@ -71,8 +87,11 @@ function counted (scope: Scope): void {
     throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `it holds more than ${scope.limits.maxConstraints} constraints`)
   }
   if (scope.related > 0 && (scope.counts.weight += LEVEL_WEIGHT ** scope.related) > scope.limits.maxWeight) {
-    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `its relation filters weigh more than ${scope.limits.maxWeight} (limits.maxWeight): ` +
-      `a constraint weighs ${LEVEL_WEIGHT} times more inside each relation filter around it`)
+    throw new BP_ERR_LIMIT_EXCEEDED(
+      scope.param,
+      `its relation filters weigh more than ${scope.limits.maxWeight} (limits.maxWeight): ` +
+        `a constraint weighs ${LEVEL_WEIGHT} times more inside each relation filter around it`
+    )
   }
 }
 
@@ -84,15 +103,30 @@ export function targetOf (model: Model, name: string, param: string): Target {
   if (singular !== undefined) {
     // A singular association is compared by its foreign key, typed like the target's primary key.
     const targetPk = singular.target.primaryKey
-    return { name, column: singular.column, type: targetPk.type, integer: targetPk.integer, nullable: singular.nullable, key: targetPk.name }
+    return {
+      name,
+      column: singular.column,
+      type: targetPk.type,
+      integer: targetPk.integer,
+      nullable: singular.nullable,
+      key: targetPk.name
+    }
   }
   if (model.collections.has(name)) {
-    throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(param, name, param === 'sort'
-      ? `it is a collection of ${model.identity}; collections cannot be sorted by`
-      : `it is a collection of ${model.identity}; filter by its records with \`some\`, \`none\` or \`every\``)
+    throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(
+      param,
+      name,
+      param === 'sort'
+        ? `it is a collection of ${model.identity}; collections cannot be sorted by`
+        : `it is a collection of ${model.identity}; filter by its records with \`some\`, \`none\` or \`every\``
+    )
   }
-  throw new BP_ERR_UNKNOWN_ATTRIBUTE(param, name, model.identity,
-    didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()]))
+  throw new BP_ERR_UNKNOWN_ATTRIBUTE(
+    param,
+    name,
+    model.identity,
+    didYouMean(name, [...model.attributes.keys(), ...model.singulars.keys()])
+  )
 }
 
 /** `named`: each key of this dictionary is a query parameter of its own (errors name it). */
@@ -100,7 +134,9 @@ function dictionary (scope: Scope, where: unknown, depth: number, named = false)
   if (typeof where !== 'object' || where === null || Array.isArray(where)) {
     throw new BP_ERR_INVALID_WHERE(`expected a dictionary of constraints, got ${describe(where)}`)
   }
-  if (depth > scope.limits.maxDepth) throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `and/or are nested deeper than ${scope.limits.maxDepth} levels`)
+  if (depth > scope.limits.maxDepth) {
+    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `and/or are nested deeper than ${scope.limits.maxDepth} levels`)
+  }
   const items: WhereNode[] = []
   for (const key of Object.keys(where)) {
     const value = (where as Record<string, unknown>)[key]
@@ -111,7 +147,9 @@ function dictionary (scope: Scope, where: unknown, depth: number, named = false)
 }
 
 function predicate (scope: Scope, kind: 'and' | 'or', value: unknown, depth: number): WhereNode {
-  if (!Array.isArray(value)) throw new BP_ERR_INVALID_WHERE(`\`${kind}\` must be an array of dictionaries, got ${describe(value)}`)
+  if (!Array.isArray(value)) {
+    throw new BP_ERR_INVALID_WHERE(`\`${kind}\` must be an array of dictionaries, got ${describe(value)}`)
+  }
   counted(scope)
   return combine(kind, value.map(item => dictionary(scope, item, depth + 1)))
 }
@@ -135,7 +173,10 @@ function constraint (scope: Scope, name: string, value: unknown, depth: number):
     return quantified(scope, collection, value as Record<string, unknown>, depth)
   }
   const singular = scope.model.singulars.get(name)
-  if (singular !== undefined && typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).some(isSingularQuantifier)) {
+  if (
+    singular !== undefined && typeof value === 'object' && value !== null && !Array.isArray(value) &&
+    Object.keys(value).some(isSingularQuantifier)
+  ) {
     return quantified(scope, singular, value as Record<string, unknown>, depth)
   }
   const target = targetOf(scope.model, name, scope.param)
@@ -147,7 +188,10 @@ function constraint (scope: Scope, name: string, value: unknown, depth: number):
     if (modifiers.length === 0) throw new BP_ERR_INVALID_WHERE(`the constraint on \`${name}\` is an empty dictionary`)
     // The first modifier was counted with the attribute; every further one counts too.
     for (let i = 1; i < modifiers.length; i++) counted(scope)
-    return combine('and', modifiers.map(modifier => modified(scope, target, modifier, (value as Record<string, unknown>)[modifier])))
+    return combine(
+      'and',
+      modifiers.map(modifier => modified(scope, target, modifier, (value as Record<string, unknown>)[modifier]))
+    )
   }
   return compare(target, '=', scalar(scope, target, value))
 }
@@ -165,26 +209,41 @@ function quantified (scope: Scope, association: Association, value: Record<strin
   const allowed = QUANTIFIERS[association.kind]
   const keys = Object.keys(value)
   const described = allowed.map(q => `\`${q}\``).join(', ')
-  if (keys.length === 0) throw new BP_ERR_INVALID_WHERE(`the constraint on \`${association.name}\` is an empty dictionary (use ${described})`)
+  if (keys.length === 0) {
+    throw new BP_ERR_INVALID_WHERE(
+      `the constraint on \`${association.name}\` is an empty dictionary (use ${described})`
+    )
+  }
   const items: WhereNode[] = []
   for (const key of keys) {
     if (!(allowed as readonly string[]).includes(key)) {
       if (association.kind === 'collection') {
-        throw new BP_ERR_UNKNOWN_MODIFIER(key, association.name, didYouMean(key, allowed) || `; a collection is filtered with ${described}`)
+        throw new BP_ERR_UNKNOWN_MODIFIER(
+          key,
+          association.name,
+          didYouMean(key, allowed) || `; a collection is filtered with ${described}`
+        )
       }
       // `{ "owner": { "is": …, ">": 3 } }`: a key's modifiers and a relation filter do not mix.
-      throw new BP_ERR_INVALID_WHERE(`the constraint on \`${association.name}\` mixes ${described} with \`${key}\`; put them in an \`and\``)
+      throw new BP_ERR_INVALID_WHERE(
+        `the constraint on \`${association.name}\` mixes ${described} with \`${key}\`; put them in an \`and\``
+      )
     }
     counted(scope)
     if (scope.related >= scope.limits.maxRelationDepth) {
-      throw new BP_ERR_LIMIT_EXCEEDED(scope.param, scope.limits.maxRelationDepth === 0
-        ? 'relation filters are turned off (limits.maxRelationDepth is 0)'
-        : `relation filters are nested deeper than ${scope.limits.maxRelationDepth} associations`)
+      throw new BP_ERR_LIMIT_EXCEEDED(
+        scope.param,
+        scope.limits.maxRelationDepth === 0
+          ? 'relation filters are turned off (limits.maxRelationDepth is 0)'
+          : `relation filters are nested deeper than ${scope.limits.maxRelationDepth} associations`
+      )
     }
     const inner = value[key]
     if (typeof inner !== 'object' || inner === null || Array.isArray(inner)) {
-      throw new BP_ERR_INVALID_WHERE(`\`${key}\` on \`${association.name}\` takes a dictionary of constraints on ${association.target.identity}, ` +
-        `got ${describe(inner)}`)
+      throw new BP_ERR_INVALID_WHERE(
+        `\`${key}\` on \`${association.name}\` takes a dictionary of constraints on ${association.target.identity}, ` +
+          `got ${describe(inner)}`
+      )
     }
     const where = dictionary({ ...scope, model: association.target, related: scope.related + 1 }, inner, depth + 1)
     items.push(relation(scope.model, association, key as Quantifier, where))
@@ -207,13 +266,19 @@ function relation (model: Model, association: Association, quantifier: Quantifie
  * reject the fraction as an integer parameter, and the rewrite keeps the rows the same everywhere.
  */
 function compare (target: Target, op: '=' | '<>' | '<' | '<=' | '>' | '>=', value: unknown): WhereNode {
-  if (!target.integer || typeof value !== 'number' || Number.isInteger(value)) return { kind: 'compare', target, op, value }
+  if (!target.integer || typeof value !== 'number' || Number.isInteger(value)) {
+    return { kind: 'compare', target, op, value }
+  }
   switch (op) {
-    case '=': return NONE
-    case '<>': return ALL
+    case '=':
+      return NONE
+    case '<>':
+      return ALL
     case '<':
-    case '>=': return { kind: 'compare', target, op, value: Math.ceil(value) }
-    default: return { kind: 'compare', target, op, value: Math.floor(value) }
+    case '>=':
+      return { kind: 'compare', target, op, value: Math.ceil(value) }
+    default:
+      return { kind: 'compare', target, op, value: Math.floor(value) }
   }
 }
 
@@ -245,8 +310,11 @@ function membership (scope: Scope, target: Target, values: unknown[], negate: bo
   // The limit holds for the whole `where` (every list in it), so that work per request is bounded.
   scope.counts.values += values.length
   if (scope.counts.values > scope.limits.maxValues) {
-    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `\`${name}\` on \`${target.name}\` brings its lists to ${scope.counts.values} values, more than ` +
-      `${scope.limits.maxValues}`)
+    throw new BP_ERR_LIMIT_EXCEEDED(
+      scope.param,
+      `\`${name}\` on \`${target.name}\` brings its lists to ${scope.counts.values} values, more than ` +
+        `${scope.limits.maxValues}`
+    )
   }
   const coerced = values.map(item => {
     if (item === null) invalid(scope, target, `\`${name}\` cannot hold null (use \`${negate ? '!=' : '='}\` null)`)
@@ -263,13 +331,19 @@ function pattern (scope: Scope, target: Target, kind: string, name: string, valu
   const problem = textProblem(value)
   if (problem !== undefined) invalid(scope, target, `${describe(value)} ${problem}`)
   if (value.length > MAX_PATTERN) {
-    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `the \`${name}\` text on \`${target.name}\` is longer than ${MAX_PATTERN} characters`)
+    throw new BP_ERR_LIMIT_EXCEEDED(
+      scope.param,
+      `the \`${name}\` text on \`${target.name}\` is longer than ${MAX_PATTERN} characters`
+    )
   }
   // The work of matching grows with the patterns' length: bounded for the whole `where`.
   scope.counts.patternLength += value.length
   if (scope.counts.patternLength > scope.limits.maxPatternLength) {
-    throw new BP_ERR_LIMIT_EXCEEDED(scope.param, `\`${name}\` on \`${target.name}\` brings its pattern texts to ${scope.counts.patternLength} characters, ` +
-      `more than ${scope.limits.maxPatternLength}`)
+    throw new BP_ERR_LIMIT_EXCEEDED(
+      scope.param,
+      `\`${name}\` on \`${target.name}\` brings its pattern texts to ${scope.counts.patternLength} characters, ` +
+        `more than ${scope.limits.maxPatternLength}`
+    )
   }
   const any = { wildcard: 'any' } as const
   let tokens: PatternToken[]
@@ -300,5 +374,9 @@ function invalid (scope: Scope, target: Target, reason: string): never {
 }
 
 function notFor (scope: Scope, target: Target, what: string): never {
-  throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(scope.param, target.name, `${what} does not apply to a ${target.type} attribute`)
+  throw new BP_ERR_ATTRIBUTE_NOT_ALLOWED(
+    scope.param,
+    target.name,
+    `${what} does not apply to a ${target.type} attribute`
+  )
 }

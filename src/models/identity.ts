@@ -44,11 +44,16 @@ export function parseId (model: Model, raw: unknown, param: string): unknown {
   const pk = model.primaryKey
   const id = coerce(pk.type, raw)
   if (id === INVALID) {
-    throw new BP_ERR_INVALID_ID(param, `must be a ${pk.integer ? 'whole number' : pk.type} (the primary key of ${model.identity}): ${describe(raw)} ` +
-      `${invalidReason(pk.type, raw)}`)
+    throw new BP_ERR_INVALID_ID(
+      param,
+      `must be a ${pk.integer ? 'whole number' : pk.type} (the primary key of ${model.identity}): ${describe(raw)} ` +
+        `${invalidReason(pk.type, raw)}`
+    )
   }
   const problem = fits(pk, id)
-  if (problem !== undefined) throw new BP_ERR_INVALID_ID(param, `must be a primary key of ${model.identity}: ${describe(raw)} ${problem}`)
+  if (problem !== undefined) {
+    throw new BP_ERR_INVALID_ID(param, `must be a primary key of ${model.identity}: ${describe(raw)} ${problem}`)
+  }
   return id
 }
 

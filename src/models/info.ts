@@ -150,13 +150,12 @@ export interface Skipped {
  */
 export interface BlueprintModels {
   /** The model with this identity, if it is exposed. */
-  get (identity: string): ModelInfo | undefined
+  get(identity: string): ModelInfo | undefined
   /** Every exposed model, in the order MikroORM discovered the entities. */
-  all (): readonly ModelInfo[]
+  all(): readonly ModelInfo[]
   /** Entities and properties that were left out, and why (they are also in the debug log). */
   readonly skipped: readonly Skipped[]
 }
-
 
 /**
  * The public description of a model, copied field by field (never the internal objects, so that
@@ -177,17 +176,37 @@ export function modelInfo (model: {
     entityName: model.entityName,
     primaryKey: attributes.get(model.primaryKey.name) as AttributeInfo,
     attributes,
-    singulars: byName([...model.singulars].map(a => Object.freeze<SingularInfo>({
-      kind: 'singular', name: a.name, target: a.target, via: a.via, nullable: a.nullable, required: a.required
-    }))),
-    collections: byName([...model.collections].map(a => Object.freeze<CollectionInfo>({
-      kind: 'collection', name: a.name, target: a.target, via: a.via, relation: a.relation
-    })))
+    singulars: byName([...model.singulars].map(a =>
+      Object.freeze<SingularInfo>({
+        kind: 'singular',
+        name: a.name,
+        target: a.target,
+        via: a.via,
+        nullable: a.nullable,
+        required: a.required
+      })
+    )),
+    collections: byName([...model.collections].map(a =>
+      Object.freeze<CollectionInfo>({
+        kind: 'collection',
+        name: a.name,
+        target: a.target,
+        via: a.via,
+        relation: a.relation
+      })
+    ))
   })
 }
 
 function attributeInfo (a: AttributeInfo): AttributeInfo {
-  return Object.freeze({ name: a.name, type: a.type, primary: a.primary, nullable: a.nullable, required: a.required, maxLength: a.maxLength })
+  return Object.freeze({
+    name: a.name,
+    type: a.type,
+    primary: a.primary,
+    nullable: a.nullable,
+    required: a.required,
+    maxLength: a.maxLength
+  })
 }
 
 function byName<V extends { readonly name: string }> (values: readonly V[]): ReadonlyMap<string, V> {

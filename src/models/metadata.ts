@@ -15,7 +15,9 @@ export type { Skipped } from './info.ts'
  * An association as read, its target named by identity: the registry resolves it to the model
  * once every model is read (a target may come later, or be the model itself).
  */
-export type Unresolved<A extends SingularAssociation | CollectionAssociation> = Omit<A, 'target'> & { readonly target: string }
+export type Unresolved<A extends SingularAssociation | CollectionAssociation> = Omit<A, 'target'> & {
+  readonly target: string
+}
 
 /** A model as read: its associations not resolved yet, and no public description yet. */
 export interface ModelDraft extends Omit<Model, 'singulars' | 'collections' | 'info'> {
@@ -54,7 +56,10 @@ export function readModels (storage: MetadataStorage, identityOf: (entityName: s
 
 /** One exposed entity's model; what it leaves out is added to `skipped`. */
 function readModel (
-  meta: EntityMetadata, identity: string, exposed: ReadonlyMap<string, { identity: string }>, skipped: Skipped[]
+  meta: EntityMetadata,
+  identity: string,
+  exposed: ReadonlyMap<string, { identity: string }>,
+  skipped: Skipped[]
 ): ModelDraft {
   const attributes = new Map<string, Attribute>()
   const singulars = new Map<string, Unresolved<SingularAssociation>>()
@@ -65,7 +70,9 @@ function readModel (
   for (const prop of Object.values(meta.properties) as EntityProperty[]) {
     // Columns of an inline embedded object belong to the embedded property (reported below).
     if (prop.primary || prop.embedded !== undefined) continue
-    const skip = (reason: string): void => { skipped.push({ entity: meta.className, property: prop.name, reason }) }
+    const skip = (reason: string): void => {
+      skipped.push({ entity: meta.className, property: prop.name, reason })
+    }
     if (prop.hidden === true) {
       // Hidden properties (passwords, tokens) are never returned, so they cannot be filtered,
       // sorted or selected either: a filter would let a client guess them.
@@ -115,7 +122,9 @@ function readModel (
  * entity); `undefined` for the inverse side of a one-to-one.
  */
 function readAssociation (
-  prop: EntityProperty, targetMeta: EntityMetadata, target: string
+  prop: EntityProperty,
+  targetMeta: EntityMetadata,
+  target: string
 ): Unresolved<SingularAssociation> | Unresolved<CollectionAssociation> | undefined {
   if (prop.kind === 'm:1' || (prop.kind === '1:1' && prop.owner === true)) {
     return {
@@ -166,7 +175,9 @@ function whyNotExposed (meta: EntityMetadata): string | undefined {
   if (meta.primaryKeys.length !== 1) return 'it has no single-column primary key'
   const pk = meta.properties[meta.primaryKeys[0]] as EntityProperty
   const type = attributeType(pk)
-  if (pk.kind !== 'scalar' || (type !== 'number' && type !== 'string' && type !== 'bigint')) return 'its primary key is not a number or a string'
+  if (pk.kind !== 'scalar' || (type !== 'number' && type !== 'string' && type !== 'bigint')) {
+    return 'its primary key is not a number or a string'
+  }
   return undefined
 }
 
@@ -264,13 +275,20 @@ function lengthOf (prop: EntityProperty): number | undefined {
 function attributeType (prop: EntityProperty): AttributeType | undefined {
   const runtime = String(prop.runtimeType)
   switch (runtime) {
-    case 'number': return 'number'
-    case 'string': return 'string'
-    case 'boolean': return 'boolean'
-    case 'Date': return 'date'
+    case 'number':
+      return 'number'
+    case 'string':
+      return 'string'
+    case 'boolean':
+      return 'boolean'
+    case 'Date':
+      return 'date'
     // A bigint in 'number' or 'string' mode reports that runtime type instead.
-    case 'bigint': return 'bigint'
-    case 'Buffer': return undefined
-    default: return 'json'
+    case 'bigint':
+      return 'bigint'
+    case 'Buffer':
+      return undefined
+    default:
+      return 'json'
   }
 }

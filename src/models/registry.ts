@@ -23,16 +23,16 @@ import { defaultIdentity, isIdentity } from './identity.ts'
  */
 export interface ModelRegistry {
   /** The model with this identity, if it is exposed. */
-  get (identity: string): Model | undefined
+  get(identity: string): Model | undefined
   /** Every exposed model, in the order MikroORM discovered the entities. */
-  all (): readonly Model[]
+  all(): readonly Model[]
   /**
    * The model of an identity that the plugin itself wrote (a change, a notification): one this
    * registry holds, unless a broker carries the notifications of an app with other models.
    *
    * @throws BP_ERR_UNKNOWN_MODEL when no model has it.
    */
-  model (identity: string): Model
+  model(identity: string): Model
   /** Entities and properties that were left out, and why. */
   readonly skipped: readonly Skipped[]
   /** What the app is shown of the same models: `app.blueprints.models`. */
@@ -61,7 +61,11 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
   const known = new Set<string>()
   for (const meta of storage) known.add(meta.className)
   for (const name of options.mentioned) {
-    if (!known.has(name)) throw new BP_ERR_INVALID_OPTION(`there is no entity named ${name} (\`models.${name}\`)${didYouMean(name, [...known])}`)
+    if (!known.has(name)) {
+      throw new BP_ERR_INVALID_OPTION(
+        `there is no entity named ${name} (\`models.${name}\`)${didYouMean(name, [...known])}`
+      )
+    }
   }
   const excluded = new Set(options.exclude)
   refuseInheritance([...storage], excluded)
@@ -69,10 +73,18 @@ export function buildRegistry (orm: MikroORM, options: RegistryOptions): ModelRe
   const drafts = new Map<string, ModelDraft>()
   for (const draft of models) {
     if (excluded.has(draft.entityName)) continue
-    if (!isIdentity(draft.identity)) throw new BP_ERR_INVALID_OPTION(`identity "${draft.identity}" of ${draft.entityName} may only hold letters, digits, _ ` +
-      `and -`)
+    if (!isIdentity(draft.identity)) {
+      throw new BP_ERR_INVALID_OPTION(
+        `identity "${draft.identity}" of ${draft.entityName} may only hold letters, digits, _ ` +
+          `and -`
+      )
+    }
     const other = drafts.get(draft.identity)
-    if (other !== undefined) throw new BP_ERR_INVALID_OPTION(`${other.entityName} and ${draft.entityName} would both have the identity "${draft.identity}"`)
+    if (other !== undefined) {
+      throw new BP_ERR_INVALID_OPTION(
+        `${other.entityName} and ${draft.entityName} would both have the identity "${draft.identity}"`
+      )
+    }
     drafts.set(draft.identity, draft)
   }
   const byIdentity = resolve(drafts)

@@ -18,12 +18,20 @@ export function childSchemaId (identity: string): string {
   return `blueprints.${identity}.child`
 }
 
-function scalar ({ type, integer }: Pick<Attribute, 'type' | 'integer'>, nullable: boolean, description?: string): TSchema {
+function scalar (
+  { type, integer }: Pick<Attribute, 'type' | 'integer'>,
+  nullable: boolean,
+  description?: string
+): TSchema {
   const options = description === undefined ? {} : { description }
   if (type === 'json') return Type.Unknown(options)
   // A float or a decimal that is not finite is answered as its name, `"NaN"`, `"Infinity"` or
   // `"-Infinity"` (database-values.ts).
-  const json = type === 'date' || type === 'bigint' ? ['string'] : type === 'number' ? (integer ? ['integer'] : ['number', 'string']) : [type]
+  const json = type === 'date' || type === 'bigint'
+    ? ['string']
+    : type === 'number'
+    ? (integer ? ['integer'] : ['number', 'string'])
+    : [type]
   const format = type === 'date' ? { format: 'date-time' } : {}
   // A type array (rather than anyOf) lets fast-json-stringify write nullable values without
   // validating each one.
@@ -59,9 +67,11 @@ export function modelSchemas (model: Model): TSchema[] {
     child[association.name] = Type.Optional(key)
     // Null even when the key is not nullable: a populated association whose record is not there
     // (or that a policy hides) is null.
-    record[association.name] = Type.Optional(Type.Union([Type.Ref(childSchemaId(association.target.identity)), foreignKey(association.target, true)], {
-      description: `the ${association.target.identity} record when populated, else its primary key`
-    }))
+    record[association.name] = Type.Optional(
+      Type.Union([Type.Ref(childSchemaId(association.target.identity)), foreignKey(association.target, true)], {
+        description: `the ${association.target.identity} record when populated, else its primary key`
+      })
+    )
   }
   for (const association of model.collections.values()) {
     record[association.name] = Type.Optional(Type.Array(Type.Ref(childSchemaId(association.target.identity)), {
@@ -80,7 +90,9 @@ export function modelSchemas (model: Model): TSchema[] {
  * the plugin reads them itself, with coded errors.
  */
 export function idParams (keys: Readonly<Record<string, Attribute>>): TSchema {
-  return Type.Object(Object.fromEntries(Object.entries(keys).map(([name, pk]) => [name, input(pk, false, `primary key (${name})`)])))
+  return Type.Object(
+    Object.fromEntries(Object.entries(keys).map(([name, pk]) => [name, input(pk, false, `primary key (${name})`)]))
+  )
 }
 
 const SELECT = Type.String({ description: 'comma-separated attributes to return (not with omit)' })
@@ -101,39 +113,79 @@ export const findOneQuery: TSchema = Type.Object({
  */
 export function findQuery (model: Model, populate: 'used' | 'ignored'): TSchema {
   const properties: Record<string, TSchema> = {}
-  const filters: Array<[string, Attribute]> = [...model.attributes.values()].map(attribute => [attribute.name, attribute])
+  const filters: Array<[string, Attribute]> = [...model.attributes.values()].map(
+    attribute => [attribute.name, attribute]
+  )
   for (const association of model.singulars.values()) filters.push([association.name, association.target.primaryKey])
   for (const [name, attribute] of filters) {
     const value = input(attribute, false)
-    properties[name] = Type.Optional(Type.Union([value, Type.Array(value)], { description: `equality filter on ${name}; repeated, an in (ignored when ` +
-      `where is given)` }))
+    properties[name] = Type.Optional(
+      Type.Union([value, Type.Array(value)], {
+        description: `equality filter on ${name}; repeated, an in (ignored when ` +
+          `where is given)`
+      })
+    )
   }
   Object.assign(properties, {
     where: Type.Optional(Type.String({ description: 'Waterline criteria as JSON, e.g. {"age":{">":30}}' })),
-    limit: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Literal('Infinity')], { description: 'maximum number of records (default 30; ' +
-      'Infinity for all)' })),
+    limit: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 0 }), Type.Literal('Infinity')], {
+        description: 'maximum number of records (default 30; ' +
+          'Infinity for all)'
+      })
+    ),
     skip: Type.Optional(Type.Integer({ minimum: 0, description: 'number of records to skip' })),
-    sort: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'e.g. "name DESC" or [{"name":"DESC"}]' })),
+    sort: Type.Optional(
+      Type.Union([Type.String(), Type.Array(Type.String())], { description: 'e.g. "name DESC" or [{"name":"DESC"}]' })
+    ),
     select: Type.Optional(SELECT),
     omit: Type.Optional(OMIT)
   })
-  properties.populate = Type.Optional(populate === 'used' ? POPULATE : Type.String({ description: 'only false: the children are answered without ' +
-    'their associations (any other value is a 400)' }))
+  properties.populate = Type.Optional(
+    populate === 'used' ? POPULATE : Type.String({
+      description: 'only false: the children are answered without ' +
+        'their associations (any other value is a 400)'
+    })
+  )
   // A find's only: what a populate's children number is not counted.
-  if (populate === 'used') properties.count = Type.Optional(Type.Boolean({ description: 'true: the total number of records matching `where` (whatever ' +
-    'limit and skip) in the X-Total-Count response header; one more statement' }))
   if (populate === 'used') {
-    properties.after = Type.Optional(Type.String({ description: 'a cursor page: the records after the one this cursor names (a Link header\'s ' +
-      'rel="next"); empty: the first page (docs/criteria.md#cursor-pages)' }))
-    properties.before = Type.Optional(Type.String({ description: 'a cursor page: the records before the one this cursor names (a Link header\'s ' +
-      'rel="prev"); empty: the last page' }))
+    properties.count = Type.Optional(
+      Type.Boolean({
+        description: 'true: the total number of records matching `where` (whatever ' +
+          'limit and skip) in the X-Total-Count response header; one more statement'
+      })
+    )
   }
-  if (populate === 'used') properties.follow = Type.Optional(Type.Boolean({ description: 'over a socket, true: the socket follows the query — it is told ' +
-    'of records that enter, change in and leave the result (docs/live.md); ignored over HTTP' }))
+  if (populate === 'used') {
+    properties.after = Type.Optional(
+      Type.String({
+        description: "a cursor page: the records after the one this cursor names (a Link header's " +
+          'rel="next"); empty: the first page (docs/criteria.md#cursor-pages)'
+      })
+    )
+    properties.before = Type.Optional(
+      Type.String({
+        description: "a cursor page: the records before the one this cursor names (a Link header's " +
+          'rel="prev"); empty: the last page'
+      })
+    )
+  }
+  if (populate === 'used') {
+    properties.follow = Type.Optional(
+      Type.Boolean({
+        description: 'over a socket, true: the socket follows the query — it is told ' +
+          'of records that enter, change in and leave the result (docs/live.md); ignored over HTTP'
+      })
+    )
+  }
   return Type.Object(properties)
 }
 
-function input (attribute: Pick<Attribute, 'type' | 'integer' | 'maxLength' | 'range'>, nullable: boolean, description?: string): TSchema {
+function input (
+  attribute: Pick<Attribute, 'type' | 'integer' | 'maxLength' | 'range'>,
+  nullable: boolean,
+  description?: string
+): TSchema {
   const options = description === undefined ? {} : { description }
   if (attribute.type === 'json') return Type.Unknown(options)
   // Dates are ISO 8601 text (epoch milliseconds as text are accepted too), 64-bit integers
@@ -141,8 +193,14 @@ function input (attribute: Pick<Attribute, 'type' | 'integer' | 'maxLength' | 'r
   // value, with coded errors; this documents what a client should send.
   const type = attribute.type === 'date' || attribute.type === 'bigint'
     ? 'string'
-    : attribute.type === 'number' && attribute.integer ? 'integer' : attribute.type
-  const format = attribute.type === 'date' ? { format: 'date-time' } : attribute.type === 'bigint' ? { pattern: '^-?\\d+$' } : {}
+    : attribute.type === 'number' && attribute.integer
+    ? 'integer'
+    : attribute.type
+  const format = attribute.type === 'date'
+    ? { format: 'date-time' }
+    : attribute.type === 'bigint'
+    ? { pattern: '^-?\\d+$' }
+    : {}
   const length = attribute.maxLength === undefined ? {} : { maxLength: attribute.maxLength }
   return Type.Unsafe({ type, ...(nullable ? { nullable: true } : {}), ...format, ...length, ...options })
 }
@@ -161,14 +219,20 @@ export function bodySchema (model: Model, mode: 'create' | 'update'): TSchema {
     if (mode === 'create' && attribute.required) required.push(attribute.name)
   }
   for (const association of model.singulars.values()) {
-    properties[association.name] = input(association.target.primaryKey, association.nullable, `primary key of a ` +
-      `${association.target.identity} record`)
+    properties[association.name] = input(
+      association.target.primaryKey,
+      association.nullable,
+      `primary key of a ` +
+        `${association.target.identity} record`
+    )
     if (mode === 'create' && association.required) required.push(association.name)
   }
   if (mode === 'create') {
     for (const association of model.collections.values()) {
       const key = input(association.target.primaryKey, false)
-      properties[association.name] = Type.Array(key, { description: `primary keys of existing ${association.target.identity} records to link` })
+      properties[association.name] = Type.Array(key, {
+        description: `primary keys of existing ${association.target.identity} records to link`
+      })
     }
   }
   return Type.Unsafe({

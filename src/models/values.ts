@@ -149,7 +149,9 @@ export function coerce (type: AttributeType, value: unknown): unknown {
       const millis = typeof value === 'string' && INTEGER.test(value) ? Number(value) : value
       const date = typeof millis === 'number' && Number.isFinite(millis)
         ? new Date(millis)
-        : typeof millis === 'string' ? isoDate(millis) : undefined
+        : typeof millis === 'string'
+        ? isoDate(millis)
+        : undefined
       const time = date?.getTime() ?? NaN
       if (time >= FIRST_DATE && time <= LAST_DATE) return date
       break
@@ -162,7 +164,7 @@ export function coerce (type: AttributeType, value: unknown): unknown {
       if (big !== undefined && big >= INT64.min && big <= INT64.max) return big
       break
     }
-    // json: never coerced (where.ts refuses values other than null before asking).
+      // json: never coerced (where.ts refuses values other than null before asking).
   }
   return INVALID
 }
@@ -177,7 +179,9 @@ export function invalidReason (type: AttributeType, raw: unknown): string {
   if (type === 'date') return 'is not a date (ISO 8601 or epoch milliseconds) from year 1 to 9999'
   if (type === 'bigint') return 'is not a whole number within ±2^63'
   if (type === 'number' && typeof raw === 'number') return 'is not a finite number'
-  if (type === 'number' && typeof raw === 'string' && DECIMAL.test(raw)) return `is out of range (a number holds at most ±${Number.MAX_VALUE})`
+  if (type === 'number' && typeof raw === 'string' && DECIMAL.test(raw)) {
+    return `is out of range (a number holds at most ±${Number.MAX_VALUE})`
+  }
   return `is not a valid ${type}`
 }
 
@@ -198,8 +202,13 @@ export function fits (column: Storable, value: unknown): string | undefined {
   if (typeof value === 'number') {
     if (column.integer && !Number.isInteger(value)) return 'is not a whole number'
     const range = column.range
-    if (range !== undefined && (value < range.min || value > range.max)) return `is out of range (from ${String(range.min)} to ${String(range.max)})`
-  } else if (typeof value === 'string' && column.maxLength !== undefined && value.length > column.maxLength && characters(value) > column.maxLength) {
+    if (range !== undefined && (value < range.min || value > range.max)) {
+      return `is out of range (from ${String(range.min)} to ${String(range.max)})`
+    }
+  } else if (
+    typeof value === 'string' && column.maxLength !== undefined && value.length > column.maxLength &&
+    characters(value) > column.maxLength
+  ) {
     return `is longer than the ${column.maxLength} characters it may hold`
   }
   return undefined
@@ -228,7 +237,11 @@ export const TOO_DEEP = 'nests deeper than'
  * `nests deeper than …` when objects and arrays nest deeper than `maxDepth`, or the first problem
  * `check` finds in a text (a key or a string value), else `undefined`.
  */
-export function walkJson (value: unknown, maxDepth: number, check: (text: string) => string | undefined): string | undefined {
+export function walkJson (
+  value: unknown,
+  maxDepth: number,
+  check: (text: string) => string | undefined
+): string | undefined {
   const stack: Array<[unknown, number]> = [[value, 0]]
   while (stack.length > 0) {
     const [item, depth] = stack.pop() as [unknown, number]

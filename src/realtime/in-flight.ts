@@ -41,7 +41,9 @@ export class InFlight {
   async closing (): Promise<void> {
     this.#closing = true
     if (this.#sockets.size === 0) return
-    await new Promise<void>(resolve => { this.#waiting.push(resolve) })
+    await new Promise<void>(resolve => {
+      this.#waiting.push(resolve)
+    })
   }
 }
 
@@ -54,5 +56,7 @@ export class InFlight {
 export async function closeAfterRequests (app: FastifyInstance, requests: InFlight): Promise<void> {
   if (app.initialConfig.forceCloseConnections === true) return
   await requests.closing()
-  await new Promise(resolve => { setImmediate(resolve) })
+  await new Promise(resolve => {
+    setImmediate(resolve)
+  })
 }

@@ -32,7 +32,10 @@ import { resolveOrigins, type OriginPolicy } from './origins.ts'
  * The `realtime.audience` option: who shares a followed query's group (`undefined`: the socket
  * alone). `find.model` is the identity of the model the find reads; `find.request` its request.
  */
-export type Audience = (socket: BlueprintSocket, find: { readonly model: string, readonly request: FastifyRequest }) => unknown
+export type Audience = (
+  socket: BlueprintSocket,
+  find: { readonly model: string, readonly request: FastifyRequest }
+) => unknown
 
 /** The default audience: the socket's `context` (none without the `context` option). */
 const contextAudience: Audience = socket => socket.context
@@ -201,11 +204,16 @@ export interface ResolvedRealtime {
 }
 
 /** What a socket endpoint (websocket or socket.io) is registered with: the resolved options it reads, and its path. */
-export type EndpointOptions = Pick<ResolvedRealtime, 'hooks' | 'origins' | 'context' | 'maxPayload' | 'maxPending' | 'maxBufferedBytes' | 'pingInterval'> & {
-  readonly path: string
-  /** Deepest nesting of a frame's body (the `limits.maxJsonDepth` option). */
-  readonly maxJsonDepth: number
-}
+export type EndpointOptions =
+  & Pick<
+    ResolvedRealtime,
+    'hooks' | 'origins' | 'context' | 'maxPayload' | 'maxPending' | 'maxBufferedBytes' | 'pingInterval'
+  >
+  & {
+    readonly path: string
+    /** Deepest nesting of a frame's body (the `limits.maxJsonDepth` option). */
+    readonly maxJsonDepth: number
+  }
 
 /**
  * The realtime defaults: `DEFAULTS.realtime` of the main entry (docs/options.md). `enabled`:
@@ -227,7 +235,14 @@ export const DEFAULT_REALTIME = Object.freeze({
   maxBufferedBytes: 4_194_304,
   pingInterval: 30_000,
   sailsIo: Object.freeze({ enabled: false, path: '/socket.io' }),
-  log: Object.freeze({ enabled: true, table: 'blueprints_log', create: true, maxEntries: 100_000, maxAge: 86_400_000, poll: 1000 })
+  log: Object.freeze({
+    enabled: true,
+    table: 'blueprints_log',
+    create: true,
+    maxEntries: 100_000,
+    maxAge: 86_400_000,
+    poll: 1000
+  })
 })
 
 /**
@@ -242,16 +257,23 @@ export const REALTIME_DEFAULTS: typeof DEFAULT_REALTIME = DEFAULT_REALTIME
  *
  * @throws BP_ERR_INVALID_OPTION with `NODE_ENV=production` and no `onlyAllowOrigins`.
  */
-export function resolveRealtime (value: boolean | RealtimeOptions | undefined, prefix: string): ResolvedRealtime | false {
+export function resolveRealtime (
+  value: boolean | RealtimeOptions | undefined,
+  prefix: string
+): ResolvedRealtime | false {
   if (!(value ?? DEFAULT_REALTIME.enabled)) return false
   const given: RealtimeOptions = typeof value === 'object' ? value : {}
   const path = given.path ?? DEFAULT_REALTIME.path.replace('{prefix}', prefix)
   const origins = resolveOrigins(given.onlyAllowOrigins)
   const sailsIo = given.sailsIo ?? DEFAULT_REALTIME.sailsIo.enabled
-  const sailsIoPath = sailsIo === false ? false : (sailsIo === true ? undefined : sailsIo.path) ?? DEFAULT_REALTIME.sailsIo.path
+  const sailsIoPath = sailsIo === false
+    ? false
+    : (sailsIo === true ? undefined : sailsIo.path) ?? DEFAULT_REALTIME.sailsIo.path
   if ((path !== false || sailsIoPath !== false) && origins === undefined && process.env.NODE_ENV === 'production') {
-    throw new BP_ERR_INVALID_OPTION('with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example ' +
-      '[\'https://app.example.com\']), or be \'*\' to allow any: otherwise any web page could use a visitor\'s cookies over the socket')
+    throw new BP_ERR_INVALID_OPTION(
+      'with NODE_ENV=production, `realtime.onlyAllowOrigins` must say which origins may open a socket (for example ' +
+        "['https://app.example.com']), or be '*' to allow any: otherwise any web page could use a visitor's cookies over the socket"
+    )
   }
   return Object.freeze({
     path,
@@ -298,6 +320,8 @@ function resolveLog (value: boolean | LogOptions | undefined): LogSettings | fal
  */
 export function refuseRouteClash (realtime: ResolvedRealtime | false, prefix: string, registry: ModelRegistry): void {
   if (realtime !== false && registry.all().some(model => realtime.path === `${prefix}/${model.identity}`)) {
-    throw new BP_ERR_INVALID_OPTION(`\`realtime.path\` ${String(realtime.path)} is the path of a model's find route; choose another path`)
+    throw new BP_ERR_INVALID_OPTION(
+      `\`realtime.path\` ${String(realtime.path)} is the path of a model's find route; choose another path`
+    )
   }
 }

@@ -21,14 +21,22 @@ export type OriginPolicy = '*' | ReadonlySet<string>
  */
 export function resolveOrigins (value: unknown): OriginPolicy | undefined {
   if (value === undefined || value === '*') return value
-  if (!Array.isArray(value) || value.length === 0) throw new BP_ERR_INVALID_OPTION('`realtime.onlyAllowOrigins` must be \'*\' or a non-empty array of ' +
-    'origins such as \'https://app.example.com\'')
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new BP_ERR_INVALID_OPTION(
+      "`realtime.onlyAllowOrigins` must be '*' or a non-empty array of " +
+        "origins such as 'https://app.example.com'"
+    )
+  }
   const origins = new Set<string>()
   for (const entry of value as unknown[]) {
     const origin = typeof entry === 'string' ? normal(entry) : undefined
     if (origin === undefined) {
-      throw new BP_ERR_INVALID_OPTION(`\`realtime.onlyAllowOrigins\` holds ${JSON.stringify(entry)}, which is not an origin: scheme, host and optional ` +
-        `port, such as 'https://app.example.com'`)
+      throw new BP_ERR_INVALID_OPTION(
+        `\`realtime.onlyAllowOrigins\` holds ${
+          JSON.stringify(entry)
+        }, which is not an origin: scheme, host and optional ` +
+          `port, such as 'https://app.example.com'`
+      )
     }
     origins.add(origin)
   }
@@ -54,7 +62,8 @@ function normal (text: string): string | undefined {
   } catch {
     return undefined
   }
-  const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === ''
+  const bare = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' &&
+    url.password === ''
   return bare && url.origin !== 'null' && !text.endsWith('/') ? url.origin : undefined
 }
 
@@ -63,7 +72,10 @@ export function originHook (origins: OriginPolicy): onRequestHookHandler {
   return (request, reply, done) => {
     const origin = request.headers.origin
     if (originAllowed(origins, origin)) return done()
-    request.log.info({ origin }, 'fastify-blueprints: refused a socket from an origin that realtime.onlyAllowOrigins does not allow')
+    request.log.info(
+      { origin },
+      'fastify-blueprints: refused a socket from an origin that realtime.onlyAllowOrigins does not allow'
+    )
     reply.code(403).send(new BP_ERR_ORIGIN_NOT_ALLOWED(JSON.stringify(origin)))
   }
 }

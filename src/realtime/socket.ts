@@ -45,7 +45,7 @@ export interface SocketHome {
   readonly subscriptions: SubscriptionRegistry<Connection>
   readonly requests: InFlight
   /** The queries sockets follow (live/live-queries.ts): a socket that goes away follows none. */
-  readonly live: { release (connection: Connection): void }
+  readonly live: { release(connection: Connection): void }
 }
 
 /**
@@ -77,7 +77,11 @@ export class Connection implements BlueprintSocket {
    * The answer every request of the socket gets instead of running: on the socket.io endpoint,
    * the app's own hooks answered the handshake before `realtime.hooks` and `context` could run.
    */
-  refusal: { readonly statusCode: number, readonly headers: Readonly<Record<string, unknown>>, readonly bodyJson: string } | undefined = undefined
+  refusal: {
+    readonly statusCode: number
+    readonly headers: Readonly<Record<string, unknown>>
+    readonly bodyJson: string
+  } | undefined = undefined
   readonly #home: SocketHome
   readonly #transport: Transport
   readonly #limits: ConnectionLimits
@@ -90,7 +94,11 @@ export class Connection implements BlueprintSocket {
 
   /** A socket that `transport` carries, open from now on among the sockets of `home`. */
   constructor (
-    home: SocketHome, transport: Transport, headers: Record<string, string | string[] | undefined>, peer: VirtualSocket, limits: ConnectionLimits
+    home: SocketHome,
+    transport: Transport,
+    headers: Record<string, string | string[] | undefined>,
+    peer: VirtualSocket,
+    limits: ConnectionLimits
   ) {
     this.#home = home
     this.#transport = transport
@@ -139,7 +147,12 @@ export class Connection implements BlueprintSocket {
   }
 
   /** Answers a request (see `Transport.reply`), guarded like {@link notify}. */
-  reply (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): boolean {
+  reply (
+    id: string | number | null,
+    statusCode: number,
+    headers: Readonly<Record<string, unknown>>,
+    bodyJson: string
+  ): boolean {
     if (!this.#writable()) return false
     this.#transport.reply(id, statusCode, headers, bodyJson)
     return true

@@ -61,8 +61,14 @@ export interface RealtimeSetup {
 }
 
 /** Starts the hub (and the endpoint); stopped when the app closes. */
-export async function startRealtime (app: FastifyInstance, options: ResolvedRealtime, setup: RealtimeSetup): Promise<Realtime> {
-  const changeLog = options.log === false ? undefined : await ChangeLog.open(setup.database, setup.dialect, options.log, app.log)
+export async function startRealtime (
+  app: FastifyInstance,
+  options: ResolvedRealtime,
+  setup: RealtimeSetup
+): Promise<Realtime> {
+  const changeLog = options.log === false
+    ? undefined
+    : await ChangeLog.open(setup.database, setup.dialect, options.log, app.log)
   const hub = new Hub({
     changeLog,
     broker: options.broker ?? setup.defaultBroker,
@@ -79,8 +85,10 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
       maxRecords: options.maxQueryRecords,
       // Kept without followers only where the log tells an instance every change it missed.
       grace: changeLog === undefined ? 0 : options.followGrace,
-      refresh: async member => await runSocketRequest(app, hub, member.connection, 'GET', member.url, member.headers, undefined, true),
-      current: async (model, ids) => await setup.database.read(undefined, async run => await recordsByKey(setup.loader, run, model, ids), true)
+      refresh: async member =>
+        await runSocketRequest(app, hub, member.connection, 'GET', member.url, member.headers, undefined, true),
+      current: async (model, ids) =>
+        await setup.database.read(undefined, async run => await recordsByKey(setup.loader, run, model, ids), true)
     }
   })
   const follow = {
@@ -92,17 +100,25 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
   }
   const realtime: Realtime = {
     hub,
-    tap: routes => { tapRoutes(routes, hub, setup.registry, setup.policyOf, follow) }
+    tap: routes => {
+      tapRoutes(routes, hub, setup.registry, setup.policyOf, follow)
+    }
   }
   // socket.io is loaded first: registration fails before anything starts when it is missing.
   const io = options.sailsIo === false ? undefined : await loadSocketIo()
   await hub.start()
-  setup.feed.subscribe(commitSubscriber(hub, { registry: setup.registry, loader: setup.loader, policed: setup.policed, log: app.log }))
-  app.addHook('onClose', async () => { await hub.stop() })
+  setup.feed.subscribe(
+    commitSubscriber(hub, { registry: setup.registry, loader: setup.loader, policed: setup.policed, log: app.log })
+  )
+  app.addHook('onClose', async () => {
+    await hub.stop()
+  })
   if (options.path === false && options.sailsIo === false) return realtime
   if (options.sailsIo !== false) {
     const sailsIo = { ...options, path: options.sailsIo.path, maxJsonDepth: setup.maxJsonDepth }
-    await app.register(async endpoint => { registerSailsIo(endpoint, hub, sailsIo, io as IoModules) })
+    await app.register(async endpoint => {
+      registerSailsIo(endpoint, hub, sailsIo, io as IoModules)
+    })
   }
   if (options.path === false) return realtime
   await registerWebsocket(app, hub, { ...options, path: options.path }, setup)
@@ -111,13 +127,19 @@ export async function startRealtime (app: FastifyInstance, options: ResolvedReal
 
 /** The plugin's websocket endpoint, in a context of its own. */
 async function registerWebsocket (
-  app: FastifyInstance, hub: Hub, options: ResolvedRealtime & { readonly path: string }, setup: RealtimeSetup
+  app: FastifyInstance,
+  hub: Hub,
+  options: ResolvedRealtime & { readonly path: string },
+  setup: RealtimeSetup
 ): Promise<void> {
-  /* c8 ignore next 4 -- a Node that does not record the answer on its socket: the canary test fails there */
+  /* c8 ignore start -- a Node that does not record the answer on its socket: the canary test fails there */
   if (!closeAnsweredUpgrades(app.server)) {
-    app.log.warn('fastify-blueprints: this Node does not say which upgrades were answered over HTTP; ' +
-      'their connections stay open until their clients close them')
+    app.log.warn(
+      'fastify-blueprints: this Node does not say which upgrades were answered over HTTP; ' +
+        'their connections stay open until their clients close them'
+    )
   }
+  /* c8 ignore stop */
   // The endpoint lives in a context of its own: @fastify/websocket's hooks (it adds some to every
   // route of the context it is registered in) stay off the app's other routes. An app that
   // registered @fastify/websocket itself keeps its server, which the endpoint then uses.
@@ -129,10 +151,16 @@ async function registerWebsocket (
         // WS_ERR_* codes) is the client's fault: a warning, not an error in the app's log.
         errorHandler (error, socket, request) {
           const code = (error as { code?: unknown }).code
-          if (typeof code === 'string' && code.startsWith('WS_ERR_')) request.log.warn({ err: error }, 'fastify-blueprints: a socket broke the websocket ' +
-            'protocol and was dropped')
-          /* c8 ignore next -- errors of the endpoint's own handler: it catches every error of its requests */
-          else request.log.error({ err: error }, 'fastify-blueprints: a socket failed')
+          if (typeof code === 'string' && code.startsWith('WS_ERR_')) {
+            request.log.warn(
+              { err: error },
+              'fastify-blueprints: a socket broke the websocket protocol and was dropped'
+            )
+            /* c8 ignore start -- errors of the endpoint's own handler: it catches every error of its requests */
+          } else {
+            request.log.error({ err: error }, 'fastify-blueprints: a socket failed')
+          }
+          /* c8 ignore stop */
           socket.terminate()
         },
         // Once the requests in flight are answered (new ones meet Fastify's 503 while it closes),

@@ -26,16 +26,21 @@ export interface Transport {
    * encoding there, so that it is encoded once. `at`: the change set's place in the change log
    * (a transport whose clients can resume sends it; sails.io.js' cannot).
    */
-  notify (model: string, data: unknown, shared: SharedFrames, at?: LogPosition): void
+  notify(model: string, data: unknown, shared: SharedFrames, at?: LogPosition): void
   /** Answers request `id` (null: the frame had none) with a body that is JSON text already. */
-  reply (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): void
+  reply(
+    id: string | number | null,
+    statusCode: number,
+    headers: Readonly<Record<string, unknown>>,
+    bodyJson: string
+  ): void
   /** Closes the socket with a code and a reason (see `CLOSE` in protocol.ts). */
-  close (code: number, reason: string): void
+  close(code: number, reason: string): void
   /** Drops the socket at once (a peer that does not read, or does not answer pings). */
-  terminate (): void
+  terminate(): void
   /**
    * Keep-alive: asks the peer for a pong. Absent when the carrier checks that the peer is alive
    * itself (Engine.IO's heartbeats): the hub's pings then skip the socket.
    */
-  ping? (): void
+  ping?(): void
 }

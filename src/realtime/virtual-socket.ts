@@ -20,7 +20,10 @@ export class VirtualSocket extends EventEmitter {
   readonly #drop: () => void
 
   /** `upgrade`: the socket of the upgrade request (a TLS socket has `encrypted`). */
-  constructor (upgrade: { readonly remoteAddress?: string | undefined, readonly remotePort?: number | undefined }, drop: () => void) {
+  constructor (
+    upgrade: { readonly remoteAddress?: string | undefined, readonly remotePort?: number | undefined },
+    drop: () => void
+  ) {
     super()
     this.remoteAddress = upgrade.remoteAddress
     this.remotePort = upgrade.remotePort
@@ -29,9 +32,15 @@ export class VirtualSocket extends EventEmitter {
   }
 
   // The settings of a TCP connection mean nothing here; they are accepted and ignored.
-  setTimeout (): this { return this }
-  setKeepAlive (): this { return this }
-  setNoDelay (): this { return this }
+  setTimeout (): this {
+    return this
+  }
+  setKeepAlive (): this {
+    return this
+  }
+  setNoDelay (): this {
+    return this
+  }
 
   destroy (): this {
     this.#drop()

@@ -56,7 +56,7 @@ export interface Carried {
 
 /** Puts `carrier` on `raw` (what carried the request, before the router sees it). */
 export function carry (raw: object, carrier: Carrier): void {
-  (raw as Carried)[CARRIER] = carrier
+  ;(raw as Carried)[CARRIER] = carrier
 }
 
 /** The carrier of `request` (`undefined` for a plain HTTP request). */
@@ -75,7 +75,11 @@ export function answersRecords (request: FastifyRequest): boolean {
 }
 
 /** Serialises a route's answer with `serialize` rather than its response schema, and tells the carrier. */
-export function serializeWith (request: FastifyRequest, reply: FastifyReply, serialize: (value: unknown) => string): void {
+export function serializeWith (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  serialize: (value: unknown) => string
+): void {
   reply.serializer(serialize)
   const carrier = carrierOf(request)
   if (carrier?.origin !== undefined) carrier.serializer = serialize
@@ -97,6 +101,13 @@ export function ranQuery (request: FastifyRequest, query: BlueprintQuery): void 
 export function tellSerialized (carrier: Carrier, reply: FastifyReply): void {
   const told = carrier.serialized
   if (told === undefined) return
-  const serialize = carrier.serializer ?? reply.getSerializationFunction(String(reply.statusCode)) as ((value: unknown) => string) | undefined
-  if (serialize !== undefined) reply.serializer((value: unknown) => { const text = serialize(value); told(text); return text })
+  const serialize = carrier.serializer ??
+    reply.getSerializationFunction(String(reply.statusCode)) as ((value: unknown) => string) | undefined
+  if (serialize !== undefined) {
+    reply.serializer((value: unknown) => {
+      const text = serialize(value)
+      told(text)
+      return text
+    })
+  }
 }

@@ -63,7 +63,9 @@ export class FindPlanner {
     // A kept cursor query is kept without its cursor: this request's is read here.
     const parsed = known === undefined
       ? parseFind(parameters, model, this.#defaults)
-      : known.page === undefined ? known.query : { ...known.query, ...parseCursor(parameters) }
+      : known.page === undefined
+      ? known.query
+      : { ...known.query, ...parseCursor(parameters) }
     const counted = parseCount(parameters)
     // Checked here for every request; realtime follows the query of a socket's find.
     parseFollow(parameters)
@@ -78,7 +80,9 @@ export class FindPlanner {
       ? pageCriteria(known?.page ?? this.#queries.keepPage(key, parsed, pageTemplate(parsed, model, bounds)), parsed)
       : known?.criteria ?? this.#queries.keep(key, parsed, validateFind(parsed, model, bounds))
     // A flat find over HTTP: written straight from its rows, where the dialect writes them.
-    const text = answersText(this.#input.text, request, parsed) ? this.#input.ctx.loader.textOf(model, criteria) : undefined
+    const text = answersText(this.#input.text, request, parsed)
+      ? this.#input.ctx.loader.textOf(model, criteria)
+      : undefined
     return { query: parsed, criteria, counted, text }
   }
 }

@@ -43,7 +43,9 @@ export class NestedSchemas {
         if (this.#kept.size === MAX_KEPT) this.#kept.clear()
         this.#kept.set(key, schema)
       }
-      return (reply.compileSerializationSchema(schema as unknown as Record<string, unknown>, '200') as (value: unknown) => string)(payload)
+      return (reply.compileSerializationSchema(schema as unknown as Record<string, unknown>, '200') as (
+        value: unknown
+      ) => string)(payload)
     }
   }
 }
@@ -60,14 +62,19 @@ function recordOf (model: Model, projection: Projection, top: boolean): TSchema 
     const target = association.target
     if (nested !== undefined) properties[association.name] = Type.Union([recordOf(target, nested, false), Type.Null()])
     // The first level's joined record is the record schema's; below it, keys.
-    else if (populate && top) properties[association.name] = Type.Union([Type.Ref(childSchemaId(target.identity)), foreignKey(target, true)])
-    else properties[association.name] = foreignKey(target, true)
+    else if (populate && top) {
+      properties[association.name] = Type.Union([Type.Ref(childSchemaId(target.identity)), foreignKey(target, true)])
+    } else properties[association.name] = foreignKey(target, true)
   }
   for (const { association, criteria } of projection.collections) {
     const target = association.target
-    properties[association.name] = Type.Array(criteria === undefined ? Type.Ref(childSchemaId(target.identity)) : recordOf(target, criteria.projection, false))
+    properties[association.name] = Type.Array(
+      criteria === undefined ? Type.Ref(childSchemaId(target.identity)) : recordOf(target, criteria.projection, false)
+    )
   }
   // Every field optional: a policy's view may leave any of them out (as the record schemas allow).
   const optional = Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, Type.Optional(schema)]))
-  return top ? Type.Object(optional, { title: `${recordSchemaId(model.identity)} (populated deeper)` }) : Type.Object(optional)
+  return top
+    ? Type.Object(optional, { title: `${recordSchemaId(model.identity)} (populated deeper)` })
+    : Type.Object(optional)
 }

@@ -41,7 +41,7 @@ class RequestPolicy implements Policy {
     // Every route resolves the views of its model and its associations' targets (and, for a route
     // of an association, its target's) before its handler runs; realtime those of every model
     // reachable from a read.
-    /* c8 ignore next 2 -- unreachable, as said above */
+    /* c8 ignore next -- unreachable, as said above */
     if (view === undefined) throw new Error(`fastify-blueprints: the view of ${model.identity} was not resolved`)
     return view
   }
@@ -54,7 +54,12 @@ class RequestPolicy implements Policy {
  *
  * @throws the coded 400s of the criteria pipeline for what the hook returns.
  */
-export async function policyOf (input: RouteInput, request: FastifyRequest, action: BlueprintAction, models: Iterable<Model>): Promise<Policy> {
+export async function policyOf (
+  input: RouteInput,
+  request: FastifyRequest,
+  action: BlueprintAction,
+  models: Iterable<Model>
+): Promise<Policy> {
   const { ctx } = input
   const byAction = ((request as Viewed)[kViews] ??= new Map())
   let policy = byAction.get(action)
@@ -64,11 +69,17 @@ export async function policyOf (input: RouteInput, request: FastifyRequest, acti
     const query = await customise(input, request, baseQuery(input), { action, model, view: true })
     const narrowed = query.select !== undefined || query.omit !== undefined
     const projection = narrowed
-      ? validateProjection({ select: query.select, omit: query.omit, populate: false, populateLimit: 0 }, model, ctx.bounds)
+      ? validateProjection(
+        { select: query.select, omit: query.omit, populate: false, populateLimit: 0 },
+        model,
+        ctx.bounds
+      )
       : undefined
     policy.views.set(model, {
       where: buildWhere(model, query.where, ctx.bounds.limits),
-      fields: projection === undefined ? undefined : new Set([...projection.attributes.map(a => a.name), ...projection.singulars.map(s => s.association.name)])
+      fields: projection === undefined
+        ? undefined
+        : new Set([...projection.attributes.map(a => a.name), ...projection.singulars.map(s => s.association.name)])
     })
   }
   return policy
@@ -80,7 +91,11 @@ export async function policyOf (input: RouteInput, request: FastifyRequest, acti
  */
 export function routeModels (input: RouteInput): ReadonlySet<Model> {
   const models = neighbourhood(input.model)
-  if (input.association !== undefined) for (const model of neighbourhood(input.association.target)) models.add(model)
+  if (input.association !== undefined) {
+    for (const model of neighbourhood(input.association.target)) {
+      models.add(model)
+    }
+  }
   return models
 }
 
@@ -93,7 +108,11 @@ export function routeModels (input: RouteInput): ReadonlySet<Model> {
  * of the criteria pipeline for what the hook returns.
  */
 export async function checked (
-  input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: RouteQuery, policy: Policy
+  input: RouteInput,
+  request: FastifyRequest,
+  query: BlueprintQuery,
+  context: RouteQuery,
+  policy: Policy
 ): Promise<BlueprintQuery> {
   const { bounds } = input.ctx
   // Relation filters reach models past the route's neighbourhood: their views are resolved too
@@ -126,13 +145,21 @@ function reached (query: BlueprintQuery, model: Model, maxDepth: number): Set<Mo
  * its populated associations') are read in any form a client's take (Waterline's
  * `[{ score: 'DESC' }]` too), as the rest of its answer is checked.
  */
-async function customise (input: RouteInput, request: FastifyRequest, query: BlueprintQuery, context: RouteQuery): Promise<BlueprintQuery> {
+async function customise (
+  input: RouteInput,
+  request: FastifyRequest,
+  query: BlueprintQuery,
+  context: RouteQuery
+): Promise<BlueprintQuery> {
   const hook = input.options.parseBlueprintOptions as NonNullable<RouteInput['options']['parseBlueprintOptions']>
   const answer = (await hook(request, query, shown(context))) ?? query
   const customised = { ...answer, sort: hookSort(answer.sort) }
   if (answer.relations !== undefined) {
-    customised.relations = Object.fromEntries(Object.entries(answer.relations).map(([path, relation]) =>
-      [path, { ...relation, sort: hookSort(relation.sort, `${path}.sort`) }]))
+    customised.relations = Object.fromEntries(
+      Object.entries(answer.relations).map((
+        [path, relation]
+      ) => [path, { ...relation, sort: hookSort(relation.sort, `${path}.sort`) }])
+    )
   }
   return customised
 }
@@ -153,5 +180,12 @@ function neighbourhood (model: Model): Set<Model> {
 
 /** A query that matches every record: what a policy is asked about for a model's view. */
 function baseQuery (input: RouteInput): BlueprintQuery {
-  return { where: {}, limit: input.options.limits.defaultLimit, skip: 0, sort: [], populate: false, populateLimit: input.options.limits.populateLimit }
+  return {
+    where: {},
+    limit: input.options.limits.defaultLimit,
+    skip: 0,
+    sort: [],
+    populate: false,
+    populateLimit: input.options.limits.populateLimit
+  }
 }

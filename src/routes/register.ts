@@ -41,12 +41,18 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
       const associations: Array<Association | undefined> = spec.per === 'model'
         ? [undefined]
         : [...(spec.per === 'association' ? model.singulars.values() : []), ...model.collections.values()]
-      const hooks = mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks, { preSerialization: keepErrorBody })
+      const hooks = mergeHooks(options.hooks, modelOptions.hooks, actionOptions?.hooks, {
+        preSerialization: keepErrorBody
+      })
       // Only the plugin's own hook: no hook of the options wants the records.
       const text = options.textFinds && (hooks.preSerialization as unknown[]).length === 1
       for (const association of associations) {
         const input = { ctx, options, model, association, text }
-        const config: BlueprintRouteConfig = { model: model.identity, action: spec.action, association: association?.name }
+        const config: BlueprintRouteConfig = {
+          model: model.identity,
+          action: spec.action,
+          association: association?.name
+        }
         const handler = withRequester(spec.handler(input), input, spec.action)
         app.route({
           method: spec.method,
@@ -74,13 +80,21 @@ export function registerRoutes (app: FastifyInstance, ctx: ActionContext, option
  * and what carried the request (see carrier.ts): its origin and its read's scope. Without a
  * hook, a plain HTTP request takes no step before the handler but looking for a carrier.
  */
-function withRequester (handler: RouteHandler, input: RouteInput, action: BlueprintAction): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+function withRequester (
+  handler: RouteHandler,
+  input: RouteInput,
+  action: BlueprintAction
+): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   if (input.options.parseBlueprintOptions === undefined) {
     // Not async itself: the handler's own promise is the answer.
     return (request, reply) => {
       const carrier = carrierOf(request)
       const origin = carrier?.origin
-      return handler(request, reply, origin === undefined ? ANYONE : { policy: undefined, origin, snapshot: carrier?.snapshot })
+      return handler(
+        request,
+        reply,
+        origin === undefined ? ANYONE : { policy: undefined, origin, snapshot: carrier?.snapshot }
+      )
     }
   }
   const models = routeModels(input)
@@ -108,7 +122,7 @@ function mergeHooks (...layers: Array<RouteHooks | ModelOptions['hooks'] | undef
   const merged: Record<string, unknown[]> = {}
   for (const layer of layers) {
     for (const [name, hook] of Object.entries(layer ?? {})) {
-      (merged[name] ??= []).push(...(Array.isArray(hook) ? hook : [hook]))
+      ;(merged[name] ??= []).push(...(Array.isArray(hook) ? hook : [hook]))
     }
   }
   return merged as RouteHooks

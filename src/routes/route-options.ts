@@ -11,14 +11,41 @@ import type { ModelInfo } from '../models/info.ts'
 
 /** The Fastify route hooks the options accept. */
 export const HOOK_NAMES = [
-  'onRequest', 'preParsing', 'preValidation', 'preHandler', 'preSerialization', 'onSend', 'onResponse', 'onError', 'onTimeout'
+  'onRequest',
+  'preParsing',
+  'preValidation',
+  'preHandler',
+  'preSerialization',
+  'onSend',
+  'onResponse',
+  'onError',
+  'onTimeout'
 ] as const
 
 /** The blueprint actions. */
-export type BlueprintAction = 'find' | 'findOne' | 'populate' | 'create' | 'update' | 'destroy' | 'add' | 'replace' | 'remove'
+export type BlueprintAction =
+  | 'find'
+  | 'findOne'
+  | 'populate'
+  | 'create'
+  | 'update'
+  | 'destroy'
+  | 'add'
+  | 'replace'
+  | 'remove'
 
 /** Every blueprint action, in route-table order. */
-export const ACTIONS: readonly BlueprintAction[] = Object.freeze(['find', 'findOne', 'populate', 'create', 'update', 'destroy', 'add', 'replace', 'remove'])
+export const ACTIONS: readonly BlueprintAction[] = Object.freeze([
+  'find',
+  'findOne',
+  'populate',
+  'create',
+  'update',
+  'destroy',
+  'add',
+  'replace',
+  'remove'
+])
 
 /** Fastify route hooks (a function or an array of functions each) added to blueprint routes. */
 export type RouteHooks = Partial<Pick<RouteShorthandOptions, typeof HOOK_NAMES[number]>>
@@ -54,7 +81,9 @@ export interface QueryContext {
  * ```
  */
 export type ParseBlueprintOptions = (
-  request: FastifyRequest, query: BlueprintQuery, context: QueryContext
+  request: FastifyRequest,
+  query: BlueprintQuery,
+  context: QueryContext
 ) => BlueprintQuery | undefined | Promise<BlueprintQuery | undefined>
 
 /** Options of one action of one model. */

@@ -38,15 +38,15 @@ export interface RouteSpec {
   readonly body?: 'read-by-action'
   /** Whether the options ask for this route (default: always). */
   readonly enabled?: (options: RouteSettings) => boolean
-  url (model: Model, association?: Association): string
-  schema (input: RouteInput): FastifySchema
+  url(model: Model, association?: Association): string
+  schema(input: RouteInput): FastifySchema
   /**
    * The request's handler. `by` is who the request acts for: the policy the app's
    * `parseBlueprintOptions` gives it (`undefined` without a hook) and its origin, resolved for every
    * route of the table by the registration (register.ts) before the handler runs: the handler hands
    * it to its action, which requires it.
    */
-  handler (input: RouteInput): RouteHandler
+  handler(input: RouteInput): RouteHandler
 }
 
 /** A route's handler: see {@link RouteSpec.handler}. */

@@ -20,7 +20,12 @@ import { answersRecords } from './carrier.ts'
  * as JSON of its own, so that the route's error schema cannot reshape it, drop its fields or
  * fail on them with a 500. The plugin's own errors are thrown, and never pass here.
  */
-export function keepErrorBody (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void {
+export function keepErrorBody (
+  _request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (err: Error | null, payload: unknown) => void
+): void {
   if (reply.statusCode >= 400) reply.serializer(JSON.stringify)
   done(null, payload)
 }

@@ -40,7 +40,9 @@ import { FindPlanner, type FindPlan } from './find-plan.ts'
  */
 export const ERROR_SCHEMA = Type.Object({
   statusCode: Type.Optional(Type.Integer({ description: 'the HTTP status, repeated' })),
-  code: Type.Optional(Type.String({ description: 'stable error code, e.g. BP_ERR_UNKNOWN_ATTRIBUTE (see docs/errors.md)' })),
+  code: Type.Optional(
+    Type.String({ description: 'stable error code, e.g. BP_ERR_UNKNOWN_ATTRIBUTE (see docs/errors.md)' })
+  ),
   error: Type.Optional(Type.String({ description: 'the HTTP reason phrase' })),
   message: Type.Optional(Type.String({ description: 'what is wrong, naming the parameter' }))
 }, { $id: 'blueprints.error', title: 'Blueprint error', additionalProperties: true })
@@ -48,12 +50,18 @@ export const ERROR_SCHEMA = Type.Object({
 /** The response header of a find's total count (`count=true`), Platformatic's and PostgREST's name. */
 export const TOTAL_COUNT = 'X-Total-Count'
 
-const TOTAL_COUNT_SCHEMA = Type.Integer({ minimum: 0, description: 'with count=true: how many records match `where` in all, whatever limit and skip' })
+const TOTAL_COUNT_SCHEMA = Type.Integer({
+  minimum: 0,
+  description: 'with count=true: how many records match `where` in all, whatever limit and skip'
+})
 
 /** The response header of a cursor page's neighbours (RFC 8288). */
 export const LINK = 'Link'
 
-const LINK_SCHEMA = Type.String({ description: 'with after or before (a cursor page): <url>; rel="next" and <url>; rel="prev", where there are such pages' })
+const LINK_SCHEMA = Type.String({
+  description:
+    'with after or before (a cursor page): <url>; rel="next" and <url>; rel="prev", where there are such pages'
+})
 
 /** Reference to {@link ERROR_SCHEMA}. */
 export const errorRef = Type.Ref('blueprints.error')
@@ -64,10 +72,21 @@ export const errorRef = Type.Ref('blueprints.error')
  * a record (`anyOf`), which fast-json-stringify can only tell apart by validating each value
  * against the record's schema; without population it is a key, always.
  */
-function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSchema, answer: T, deeper: NestedSchemas, bounds: Bounds): T {
+function flatWhenBare<T> (
+  reply: FastifyReply,
+  query: BlueprintQuery,
+  flat: TSchema,
+  answer: T,
+  deeper: NestedSchemas,
+  bounds: Bounds
+): T {
   if (query.populate === false) {
-    reply.type('application/json; charset=utf-8').serializer(reply.compileSerializationSchema(flat as unknown as Record<string, unknown>, '200'))
-  } else if (query.relations !== undefined || (Array.isArray(query.populate) && query.populate.some(path => path.includes('.')))) {
+    reply.type('application/json; charset=utf-8').serializer(
+      reply.compileSerializationSchema(flat as unknown as Record<string, unknown>, '200')
+    )
+  } else if (
+    query.relations !== undefined || (Array.isArray(query.populate) && query.populate.some(path => path.includes('.')))
+  ) {
     // Populated deeper than the record schemas describe (their children carry keys): a schema of
     // its own (docs/criteria.md#populate-deeper).
     serializeWith(reply.request, reply.type('application/json; charset=utf-8'), deeper.serializer(reply, query, bounds))
@@ -80,7 +99,14 @@ function flatWhenBare<T> (reply: FastifyReply, query: BlueprintQuery, flat: TSch
  * `X-Total-Count` where the plan counts, and its JSON text as it is, or its records as the plan's
  * query populated them (see {@link flatWhenBare}).
  */
-function sendFound (reply: FastifyReply, plan: FindPlan, found: Found, flat: TSchema, deeper: NestedSchemas, bounds: Bounds): unknown {
+function sendFound (
+  reply: FastifyReply,
+  plan: FindPlan,
+  found: Found,
+  flat: TSchema,
+  deeper: NestedSchemas,
+  bounds: Bounds
+): unknown {
   if (plan.criteria.paging !== undefined) linksOf(reply, found)
   if (plan.counted) reply.header(TOTAL_COUNT, String(found.total))
   if (found.json !== undefined) return sendJson(reply, found.json)
@@ -107,7 +133,9 @@ export const READ_ROUTES: readonly RouteSpec[] = [
     schema: ({ model }) => ({
       querystring: findQuery(model, 'used'),
       response: {
-        200: Type.Array(Type.Ref(recordSchemaId(model.identity)), { headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA, [LINK]: LINK_SCHEMA } }),
+        200: Type.Array(Type.Ref(recordSchemaId(model.identity)), {
+          headers: { [TOTAL_COUNT]: TOTAL_COUNT_SCHEMA, [LINK]: LINK_SCHEMA }
+        }),
         '4xx': errorRef
       }
     }),
@@ -122,7 +150,9 @@ export const READ_ROUTES: readonly RouteSpec[] = [
         // Without a policy the plan is made at once: no await.
         const plan = planned instanceof Promise ? await planned : planned
         ranQuery(request, plan.query)
-        return executeFind(input.ctx, input.model, plan, policy, snapshot).then(found => sendFound(reply, plan, found, flat, deeper, input.ctx.bounds))
+        return executeFind(input.ctx, input.model, plan, policy, snapshot).then(found =>
+          sendFound(reply, plan, found, flat, deeper, input.ctx.bounds)
+        )
       }
     }
   },
@@ -159,10 +189,24 @@ export const READ_ROUTES: readonly RouteSpec[] = [
           // A flat record over HTTP: written straight from its row, where the dialect writes it.
           const written = answersText(input.text, request, query) ? findOneText(input.ctx, input.model, one) : undefined
           if (written !== undefined) return written.then(json => sendJson(reply, json))
-          return flatWhenBare(reply, query, flat, findOneOf(input.ctx, input.model, one, undefined, snapshot), deeper, bounds)
+          return flatWhenBare(
+            reply,
+            query,
+            flat,
+            findOneOf(input.ctx, input.model, one, undefined, snapshot),
+            deeper,
+            bounds
+          )
         }
         const customised = await checked(input, request, query, { action: 'findOne', model: input.model }, policy)
-        return flatWhenBare(reply, customised, flat, findOne(input.ctx, input.model, id, customised, policy, snapshot), deeper, bounds)
+        return flatWhenBare(
+          reply,
+          customised,
+          flat,
+          findOne(input.ctx, input.model, id, customised, policy, snapshot),
+          deeper,
+          bounds
+        )
       }
     }
   },
@@ -176,38 +220,58 @@ export const READ_ROUTES: readonly RouteSpec[] = [
       const child = target.target
       const item = Type.Ref(childSchemaId(child.identity))
       return target.kind === 'collection'
-        ? { params: idParams({ id: model.primaryKey }), querystring: findQuery(child, 'ignored'), response: { 200: Type.Array(item), '4xx': errorRef } }
+        ? {
+          params: idParams({ id: model.primaryKey }),
+          querystring: findQuery(child, 'ignored'),
+          response: { 200: Type.Array(item), '4xx': errorRef }
+        }
         : {
-            params: idParams({ id: model.primaryKey }),
-            querystring: Type.Object({
-              select: Type.Optional(Type.String()),
-              omit: Type.Optional(Type.String())
-            }),
-            response: { 200: item, '4xx': errorRef }
-          }
+          params: idParams({ id: model.primaryKey }),
+          querystring: Type.Object({
+            select: Type.Optional(Type.String()),
+            omit: Type.Optional(Type.String())
+          }),
+          response: { 200: item, '4xx': errorRef }
+        }
     },
     handler: input => {
       const association = input.association as Association
       const child = association.target
-      const context: RouteQuery = { action: 'populate', model: child, parent: { model: input.model, association: association.name } }
+      const context: RouteQuery = {
+        action: 'populate',
+        model: child,
+        parent: { model: input.model, association: association.name }
+      }
       return async (request, _reply, { policy, snapshot }) => {
         checkQueryEncoding(request.url)
         const raw = request.query as QueryString
         let query: BlueprintQuery
-        if (raw.count !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED('count', 'only a find (GET /m) counts its records')
+        if (raw.count !== undefined) {
+          throw new BP_ERR_PARAMETER_NOT_ALLOWED('count', 'only a find (GET /m) counts its records')
+        }
         for (const name of ['after', 'before']) {
-          if (raw[name] !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, 'only a find (GET /m) pages by cursor; here, use limit and skip')
+          if (raw[name] !== undefined) {
+            throw new BP_ERR_PARAMETER_NOT_ALLOWED(
+              name,
+              'only a find (GET /m) pages by cursor; here, use limit and skip'
+            )
+          }
         }
         if (association.kind === 'collection') {
           // The children are answered as records of their own, nothing of theirs populated.
           if (raw.populate !== undefined && raw.populate !== 'false') {
-            throw new BP_ERR_PARAMETER_NOT_ALLOWED('populate', `the children of ${association.name} are answered without their associations ` +
-              `(only populate=false); read them populated with GET /${child.identity}`)
+            throw new BP_ERR_PARAMETER_NOT_ALLOWED(
+              'populate',
+              `the children of ${association.name} are answered without their associations ` +
+                `(only populate=false); read them populated with GET /${child.identity}`
+            )
           }
           query = parseFind(raw, child, defaults(input))
         } else {
           for (const name of ['limit', 'skip', 'sort']) {
-            if (raw[name] !== undefined) throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, `${association.name} is a single record`)
+            if (raw[name] !== undefined) {
+              throw new BP_ERR_PARAMETER_NOT_ALLOWED(name, `${association.name} is a single record`)
+            }
           }
           query = { where: {}, limit: 1, skip: 0, sort: [], ...parseFields(raw), populate: false, populateLimit: 0 }
         }
@@ -232,7 +296,11 @@ const UPDATE: RouteSpec = {
   per: 'model',
   body: 'read-by-action',
   url: model => routePath(model, true),
-  schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: bodySchema(input.model, 'update'), response: answer(input) }),
+  schema: input => ({
+    params: idParams({ id: input.model.primaryKey }),
+    body: bodySchema(input.model, 'update'),
+    response: answer(input)
+  }),
   handler: input => async (request, _reply, by) =>
     update(input.ctx, input.model, (request.params as { id: string }).id, request.body as Record<string, unknown>, by)
 }
@@ -246,7 +314,8 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     body: 'read-by-action',
     url: model => routePath(model),
     schema: input => ({ body: bodySchema(input.model, 'create'), response: answer(input) }),
-    handler: input => async (request, _reply, by) => create(input.ctx, input.model, request.body as Record<string, unknown>, by)
+    handler: input => async (request, _reply, by) =>
+      create(input.ctx, input.model, request.body as Record<string, unknown>, by)
   },
   UPDATE,
   // Sails binds update to PUT too, and sails.io.js frontends call io.socket.put('/user/1', …).
@@ -257,19 +326,21 @@ export const RECORD_ROUTES: readonly RouteSpec[] = [
     per: 'model',
     url: model => routePath(model, true),
     schema: input => ({ params: idParams({ id: input.model.primaryKey }), response: answer(input) }),
-    handler: input => async (request, _reply, by) => destroy(input.ctx, input.model, (request.params as { id: string }).id, by)
+    handler: input => async (request, _reply, by) =>
+      destroy(input.ctx, input.model, (request.params as { id: string }).id, by)
   }
 ]
 
 // The collection writes.
 
-const KEYS = Type.Array(Type.Union([Type.String(), Type.Number()]), { description: 'primary keys of the child records' })
+const KEYS = Type.Array(Type.Union([Type.String(), Type.Number()]), {
+  description: 'primary keys of the child records'
+})
 
 /**
  * Body of replace: `{ "fks": [...] }`, or the bare array that Sails 1.x clients send.
  */
 export const REPLACE_BODY = Type.Union([Type.Object({ fks: KEYS }, { required: ['fks'] }), KEYS])
-
 
 /** `:id` and `:fk` of add and remove: the parent's and the child's primary keys. */
 function linkParams (input: RouteInput): TSchema {
@@ -296,10 +367,21 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     method: 'PUT',
     per: 'collection',
     url: (model, association) => routePath(model, true, association),
-    schema: input => ({ params: idParams({ id: input.model.primaryKey }), body: REPLACE_BODY, response: answer(input) }),
+    schema: input => ({
+      params: idParams({ id: input.model.primaryKey }),
+      body: REPLACE_BODY,
+      response: answer(input)
+    }),
     handler: input => async (request, _reply, by) => {
       const body = request.body as { fks: Array<string | number> } | Array<string | number>
-      return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, Array.isArray(body) ? body : body.fks, by)
+      return replace(
+        input.ctx,
+        input.model,
+        input.association as CollectionAssociation,
+        ids(request).id,
+        Array.isArray(body) ? body : body.fks,
+        by
+      )
     }
   },
   {
@@ -311,7 +393,9 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
     url: (model, association) => routePath(model, true, association, '/replace'),
     schema: input => ({
       params: idParams({ id: input.model.primaryKey }),
-      querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, { required: ['fks'] }),
+      querystring: Type.Object({ fks: Type.String({ description: 'JSON array of child primary keys' }) }, {
+        required: ['fks']
+      }),
       response: answer(input)
     }),
     handler: input => async (request, _reply, by) => {
@@ -323,7 +407,9 @@ export const COLLECTION_ROUTES: readonly RouteSpec[] = [
       } catch (err) {
         throw new BP_ERR_INVALID_JSON('fks', (err as Error).message)
       }
-      if (!Array.isArray(fks)) throw new BP_ERR_INVALID_ID('fks', `must be a JSON array of primary keys, got ${describe(fks)}`)
+      if (!Array.isArray(fks)) {
+        throw new BP_ERR_INVALID_ID('fks', `must be a JSON array of primary keys, got ${describe(fks)}`)
+      }
       return replace(input.ctx, input.model, input.association as CollectionAssociation, ids(request).id, fks, by)
     }
   },

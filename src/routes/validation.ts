@@ -41,13 +41,17 @@ function onTheWire (schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(onTheWire)
   if (typeof schema !== 'object' || schema === null) return schema
   const node = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, onTheWire(value)]))
-  if (node.type === 'integer' || node.type === 'number' || node.type === 'string' || node.type === 'boolean') return { type: 'string' }
+  if (node.type === 'integer' || node.type === 'number' || node.type === 'string' || node.type === 'boolean') {
+    return { type: 'string' }
+  }
   return node
 }
 
 /** The validator compiler of every blueprint route (Fastify's `validatorCompiler` route option). */
 export const compileValidator: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
-  const validator = Compile((httpPart === 'querystring' || httpPart === 'params' ? onTheWire(schema) : schema) as TSchema)
+  const validator = Compile(
+    (httpPart === 'querystring' || httpPart === 'params' ? onTheWire(schema) : schema) as TSchema
+  )
   const validate: Validate = data => {
     if (validator.Check(data)) return true
     validate.errors = validator.Errors(data)
@@ -99,7 +103,10 @@ type Poisoning = Parameters<FastifyInstance['getDefaultJsonParser']>
  */
 export function parseJsonBodies (routes: FastifyInstance): void {
   // Fastify fills both settings with their defaults ('error'); its types call them optional.
-  const { onProtoPoisoning, onConstructorPoisoning } = routes.initialConfig as { onProtoPoisoning: Poisoning[0], onConstructorPoisoning: Poisoning[1] }
+  const { onProtoPoisoning, onConstructorPoisoning } = routes.initialConfig as {
+    onProtoPoisoning: Poisoning[0]
+    onConstructorPoisoning: Poisoning[1]
+  }
   const parse = routes.getDefaultJsonParser(onProtoPoisoning, onConstructorPoisoning)
   routes.removeContentTypeParser('application/json')
   routes.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {

@@ -60,7 +60,9 @@ export class SqlCache {
     if (read === undefined) {
       const reads = fields.map((field, i) => {
         const value = `row[${offset + i}]`
-        return `${JSON.stringify(field.name)}: ${field.convert === undefined ? value : `(v = ${value}) === null ? null : convert[${i}](v)`}`
+        return `${JSON.stringify(field.name)}: ${
+          field.convert === undefined ? value : `(v = ${value}) === null ? null : convert[${i}](v)`
+        }`
       })
       const text = `let v; return { ${reads.join(', ')} }`
       let compiled = this.#compiled.get(text)

@@ -53,46 +53,46 @@ export interface DialectCompiler {
    * `query` compiled by the dialect's Kysely query compiler: its text, with the dialect's
    * placeholders, and its parameters; `arrays`: see `Statement.arrays`.
    */
-  statement (query: Sql, arrays?: boolean): Statement
+  statement(query: Sql, arrays?: boolean): Statement
   /**
    * `value` compared with (or written to) `target`. PostgreSQL types numbers as int8 or float8,
    * so that a value beyond the column's own type compares instead of failing.
    */
-  value (target: Typed | undefined, value: unknown): Sql
+  value(target: Typed | undefined, value: unknown): Sql
   /** What follows a value's placeholder for {@link value}'s typing (nothing where none is needed). */
-  cast (target: Typed | undefined): Sql
+  cast(target: Typed | undefined): Sql
   /** A JS value (already coerced to the attribute type) as the driver wants it bound. */
-  bind (type: AttributeType, value: unknown): unknown
+  bind(type: AttributeType, value: unknown): unknown
   /**
    * Row-lock clause for a SELECT inside a write transaction: exclusive, or shared (`share`: other
    * shared locks of the rows do not wait); with `noWait`, failing at once (SQLSTATE 55P03) instead
    * of waiting for a row another transaction holds; `of` names the one table (alias) locked.
    */
-  rowLock (share: boolean, noWait: boolean, of?: string): Sql
+  rowLock(share: boolean, noWait: boolean, of?: string): Sql
   /** Collation clause for comparing and ordering strings by code point. */
   readonly byCodePoint: Sql
   /** The pattern {@link match} compares with, for `tokens`; `fold`: see {@link match}. */
-  pattern (tokens: readonly PatternToken[], fold: boolean): string
+  pattern(tokens: readonly PatternToken[], fold: boolean): string
   /**
    * `expr` matched against `pattern` (from {@link pattern}, or a slot for it); `fold` compares
    * ASCII letters case-insensitively.
    */
-  match (expr: Sql, pattern: unknown, fold: boolean): Sql
+  match(expr: Sql, pattern: unknown, fold: boolean): Sql
   /**
    * `expr` is one of `values` (bound as a single parameter, so the SQL text does not grow, and the
    * database's limit on parameters is never reached), typed like {@link value} for `target`.
    */
-  oneOf (expr: Sql, values: readonly unknown[], target?: Typed): Sql
+  oneOf(expr: Sql, values: readonly unknown[], target?: Typed): Sql
   /** The one parameter of {@link oneOf} for a list of several (bound) values. */
-  list (values: readonly unknown[]): unknown
+  list(values: readonly unknown[]): unknown
   /** The LIMIT/OFFSET tail of a query (none of it where it asks nothing); `limit` may be Infinity. */
-  page (limit: number, skip: number): Sql
+  page(limit: number, skip: number): Sql
   /**
    * A compiled statement's text with its parameters numbered from `by + 1`, for statements joined
    * into one (see statement-batch.ts): its placeholders are the first of the joined parameters
    * after `by` others.
    */
-  renumber (sql: string, by: number): string
+  renumber(sql: string, by: number): string
 }
 
 /** The driver's role: how statements run, how long they may, and what their values are in JSON. */
@@ -101,12 +101,12 @@ export interface DialectDriver {
    * How statements run (prepared, on which client) and transactions open, on the ORM's Kysely
    * instance and its native client (`undefined` when the ORM gives none); see prepared.ts.
    */
-  connections (kysely: TransactionalKysely, native: unknown, orm: OrmConnection): Connections
+  connections(kysely: TransactionalKysely, native: unknown, orm: OrmConnection): Connections
   /**
    * The converter of a database value of `type` to its JSON form (`undefined`: the driver's value
    * is JSON already); see `<dialect>/<dialect>-values.ts`.
    */
-  toJson (type: AttributeType, integer?: boolean): ToJson | undefined
+  toJson(type: AttributeType, integer?: boolean): ToJson | undefined
   /**
    * How statements of one text run as one with their values as a table, planned once (see
    * statement-batch.ts), given how to run statements on one connection; `undefined`: joined by
@@ -136,10 +136,18 @@ export interface DialectCapabilities {
    * With `log`, the statements also append the change log's row of the links they changed (see
    * `LinkLog`), where the keys allow it.
    */
-  readonly changeLinks: ((
-    run: Executor, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks,
-    log?: LinkLog
-  ) => Promise<LinkOutcome>) | undefined
+  readonly changeLinks:
+    | ((
+      run: Executor,
+      association: CollectionAssociation,
+      parent: Model,
+      child: Model,
+      parentId: unknown,
+      change: LinkChange,
+      locks: LinkLocks,
+      log?: LinkLog
+    ) => Promise<LinkOutcome>)
+    | undefined
   /**
    * After an insert that gave a generated primary key explicitly: moves the key's sequence past
    * the largest key, inside the transaction of `run`. `undefined`: the database follows an explicit
@@ -164,15 +172,15 @@ export interface DialectCapabilities {
    */
   readonly jsonText: JsonText | undefined
   /** The statements of realtime's change log kept in `table` (letters, digits and `_`); see change-log.ts. */
-  changeLog (table: string): ChangeLogSql
+  changeLog(table: string): ChangeLogSql
 }
 
 /** A dialect the plugin knows: which MikroORM platforms are its database, and how to make it. */
 export interface DialectEntry {
   /** Whether `platform` (the ORM's, `em.getPlatform()`) is this dialect's database. */
-  matches (platform: Platform): boolean
+  matches(platform: Platform): boolean
   /** A new dialect for one registration (its caches its own). */
-  make (): Dialect
+  make(): Dialect
 }
 
 /** The dialects, one line each (see docs/architecture.md, adding a dialect). */

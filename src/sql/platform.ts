@@ -12,7 +12,11 @@
 
 /** Whether `platform` is, or extends, a class whose name starts with one of `prefixes`. */
 export function platformOf (platform: object, prefixes: readonly string[]): boolean {
-  for (let proto = Object.getPrototypeOf(platform) as object | null; proto !== null; proto = Object.getPrototypeOf(proto) as object | null) {
+  for (
+    let proto = Object.getPrototypeOf(platform) as object | null;
+    proto !== null;
+    proto = Object.getPrototypeOf(proto) as object | null
+  ) {
     const name = String((proto as { constructor: { name: unknown } }).constructor.name)
     if (prefixes.some(prefix => name.startsWith(prefix))) return true
   }

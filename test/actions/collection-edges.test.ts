@@ -7,8 +7,14 @@ import { build, change, DATABASES, get } from '../helpers/app.ts'
 import { countStatements } from '../helpers/db.ts'
 import { Person } from '../fixtures/entities.ts'
 
-const Team = defineEntity({ name: 'Team', properties: { id: p.integer().primary(), name: p.string(), players: () => p.oneToMany(Player).mappedBy('team') } })
-const Player = defineEntity({ name: 'Player', properties: { id: p.integer().primary(), name: p.string(), team: () => p.manyToOne(Team) } })
+const Team = defineEntity({
+  name: 'Team',
+  properties: { id: p.integer().primary(), name: p.string(), players: () => p.oneToMany(Player).mappedBy('team') }
+})
+const Player = defineEntity({
+  name: 'Player',
+  properties: { id: p.integer().primary(), name: p.string(), team: () => p.manyToOne(Team) }
+})
 
 async function seedEdges (orm: MikroORM): Promise<void> {
   const em = orm.em.fork()
@@ -25,15 +31,25 @@ for (const db of DATABASES) {
   t.test(`${db}: required foreign keys and self-referencing many-to-many`, async t => {
     const { app } = await build(t, db, { entities: [Team, Player, Person], seed: seedEdges })
     const seen: Change[][] = []
-    app.blueprints.onChange(changes => { seen.push([...changes]) })
+    app.blueprints.onChange(changes => {
+      seen.push([...changes])
+    })
 
-    for (const [method, url, payload] of [['DELETE', '/team/1/players/1', undefined], ['PUT', '/team/1/players', { fks: [2] }]] as const) {
+    for (
+      const [method, url, payload] of [['DELETE', '/team/1/players/1', undefined], ['PUT', '/team/1/players', {
+        fks: [2]
+      }]] as const
+    ) {
       const res = await app.inject({ method, url, payload })
       t.same([res.statusCode, res.json().code], [409, 'BP_ERR_LINK_REQUIRED'], `${method} ${url}`)
       t.match(res.json().message, /`team` cannot be null/)
     }
     t.same(seen, [], 'refused: nothing emitted')
-    t.same((await get(app, '/team/1/players')).body.map((x: { id: number }) => x.id), [1, 2], 'refused: nothing changed')
+    t.same(
+      (await get(app, '/team/1/players')).body.map((x: { id: number }) => x.id),
+      [1, 2],
+      'refused: nothing changed'
+    )
 
     const moved = await app.inject({ method: 'PUT', url: '/team/2/players/1' })
     t.equal(moved.statusCode, 200, 'a required child can still move to another parent')
@@ -42,7 +58,11 @@ for (const db of DATABASES) {
       change('player', { verb: 'updated', id: 1, data: { team: 2 }, previous: { team: 1 } }),
       change('team', { verb: 'removedFrom', id: 1, attribute: 'players', removedIds: [1] })
     ])
-    t.equal((await app.inject({ method: 'PUT', url: '/team/1/players', payload: { fks: [1, 2] } })).statusCode, 200, 'replace that only adds')
+    t.equal(
+      (await app.inject({ method: 'PUT', url: '/team/1/players', payload: { fks: [1, 2] } })).statusCode,
+      200,
+      'replace that only adds'
+    )
 
     t.equal((await app.inject({ method: 'PUT', url: '/person/1/following/2' })).statusCode, 200)
     t.same(seen.pop(), [
@@ -64,13 +84,21 @@ for (const db of DATABASES) {
     const conn = orm.em.getConnection()
     // A trigger refuses to give pet 4 an owner: replace has already unlinked pet 1 by then.
     if (db === 'sqlite') {
-      await conn.execute('create trigger no_owner before update of owner_id on pet when new.id = 4 and new.owner_id is not null begin select raise(abort, \'pet 4 stays free\'); end')
+      await conn.execute(
+        "create trigger no_owner before update of owner_id on pet when new.id = 4 and new.owner_id is not null begin select raise(abort, 'pet 4 stays free'); end"
+      )
     } else {
-      await conn.execute('create function no_owner() returns trigger language plpgsql as $$ begin raise exception \'pet 4 stays free\' using errcode = \'check_violation\'; end $$')
-      await conn.execute('create trigger no_owner before update of owner_id on pet for each row when (new.id = 4 and new.owner_id is not null) execute function no_owner()')
+      await conn.execute(
+        "create function no_owner() returns trigger language plpgsql as $$ begin raise exception 'pet 4 stays free' using errcode = 'check_violation'; end $$"
+      )
+      await conn.execute(
+        'create trigger no_owner before update of owner_id on pet for each row when (new.id = 4 and new.owner_id is not null) execute function no_owner()'
+      )
     }
     let emitted = 0
-    app.blueprints.onChange(() => { emitted++ })
+    app.blueprints.onChange(() => {
+      emitted++
+    })
     const res = await app.inject({ method: 'PUT', url: '/user/1/pets', payload: { fks: [2, 4] } })
     t.same([res.statusCode, res.json().code], [409, 'BP_ERR_CONSTRAINT'], 'the refusal is a coded conflict')
     t.equal(emitted, 0)
@@ -82,9 +110,15 @@ for (const db of DATABASES) {
   t.test(`${db}: a failing listener neither fails the request nor starves the others`, async t => {
     const { app } = await build(t, db)
     let received = 0
-    app.blueprints.onChange(() => { throw new Error('listener bug') })
-    app.blueprints.onChange(async () => { await Promise.reject(new Error('async listener bug')) })
-    const off = app.blueprints.onChange(() => { received++ })
+    app.blueprints.onChange(() => {
+      throw new Error('listener bug')
+    })
+    app.blueprints.onChange(async () => {
+      await Promise.reject(new Error('async listener bug'))
+    })
+    const off = app.blueprints.onChange(() => {
+      received++
+    })
     t.equal((await app.inject({ method: 'PUT', url: '/user/1/tags/vip' })).statusCode, 200)
     t.equal(received, 1)
     off()
@@ -95,26 +129,49 @@ for (const db of DATABASES) {
   t.test(`${db}: 50 concurrent writes on one parent end as some serial order would`, async t => {
     const { app, orm } = await build(t, db)
     const changes: Change[] = []
-    app.blueprints.onChange(batch => { changes.push(...batch) })
+    app.blueprints.onChange(batch => {
+      changes.push(...batch)
+    })
     // A deterministic mix of add, remove and replace on user 1's tags (m:n) and on pets 1–5 (1:m)
     // among users 1–3.
     let seed = 7
-    const next = (n: number): number => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
+    const next = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % n
+    }
     const tags = ['admin', 'beta', 'vip']
     const requests: Array<{ method: 'PUT' | 'DELETE', url: string, payload?: unknown }> = []
     for (let i = 0; i < 50; i++) {
       const kind = next(3)
       if (i % 2 === 0) {
         const tag = tags[next(3)]
-        requests.push(kind === 2 ? { method: 'PUT', url: '/user/1/tags', payload: { fks: tags.filter(() => next(2) === 1) } } : { method: kind === 0 ? 'PUT' : 'DELETE', url: `/user/1/tags/${tag}` })
+        requests.push(
+          kind === 2
+            ? { method: 'PUT', url: '/user/1/tags', payload: { fks: tags.filter(() => next(2) === 1) } }
+            : { method: kind === 0 ? 'PUT' : 'DELETE', url: `/user/1/tags/${tag}` }
+        )
       } else {
         const user = 1 + next(3)
-        requests.push(kind === 2 ? { method: 'PUT', url: `/user/${user}/pets`, payload: { fks: [1, 2, 3, 4, 5].filter(() => next(3) === 1) } } : { method: kind === 0 ? 'PUT' : 'DELETE', url: `/user/${user}/pets/${1 + next(5)}` })
+        requests.push(
+          kind === 2
+            ? {
+              method: 'PUT',
+              url: `/user/${user}/pets`,
+              payload: { fks: [1, 2, 3, 4, 5].filter(() => next(3) === 1) }
+            }
+            : { method: kind === 0 ? 'PUT' : 'DELETE', url: `/user/${user}/pets/${1 + next(5)}` }
+        )
       }
     }
     const before = new Set((await get(app, '/user/1/tags')).body.map((x: { slug: string }) => x.slug))
-    const owners = new Map<number, number | null>((await get(app, '/pet?populate=false')).body.map((x: { id: number, owner: number | null }) => [x.id, x.owner]))
-    const statuses = await Promise.all(requests.map(async r => (await app.inject({ method: r.method, url: r.url, payload: r.payload as string })).statusCode))
+    const owners = new Map<number, number | null>(
+      (await get(app, '/pet?populate=false')).body.map((x: { id: number, owner: number | null }) => [x.id, x.owner])
+    )
+    const statuses = await Promise.all(
+      requests.map(async r =>
+        (await app.inject({ method: r.method, url: r.url, payload: r.payload as string })).statusCode
+      )
+    )
     t.same(statuses, requests.map(() => 200), 'every request succeeds')
 
     const after = new Set((await get(app, '/user/1/tags')).body.map((x: { slug: string }) => x.slug))
@@ -130,11 +187,15 @@ for (const db of DATABASES) {
       }
       t.equal(net, Number(after.has(tag)) - Number(before.has(tag)), `tag ${tag}: notifications add up to the change`)
     }
-    const finalOwners = new Map<number, number | null>((await get(app, '/pet?populate=false')).body.map((x: { id: number, owner: number | null }) => [x.id, x.owner]))
+    const finalOwners = new Map<number, number | null>(
+      (await get(app, '/pet?populate=false')).body.map((x: { id: number, owner: number | null }) => [x.id, x.owner])
+    )
     for (const [pet, initial] of owners) {
       // The owner changes of a pet form one path from its first owner to its last (in some order).
       const balance = new Map<string, number>()
-      const bump = (owner: unknown, by: number): void => { balance.set(String(owner), (balance.get(String(owner)) ?? 0) + by) }
+      const bump = (owner: unknown, by: number): void => {
+        balance.set(String(owner), (balance.get(String(owner)) ?? 0) + by)
+      }
       for (const { model, message } of changes) {
         if (model !== 'pet' || message.id !== pet || message.verb !== 'updated') continue
         bump(message.previous?.owner, 1)
@@ -142,7 +203,11 @@ for (const db of DATABASES) {
       }
       bump(initial, -1)
       bump(finalOwners.get(pet), 1)
-      t.same([...balance.values()].filter(v => v !== 0), [], `pet ${pet}: owner changes chain from ${String(initial)} to ${String(finalOwners.get(pet))}`)
+      t.same(
+        [...balance.values()].filter(v => v !== 0),
+        [],
+        `pet ${pet}: owner changes chain from ${String(initial)} to ${String(finalOwners.get(pet))}`
+      )
     }
   })
 }
@@ -167,7 +232,13 @@ for (const db of DATABASES) {
     const { app, orm } = await build(t, db, { plugin: { shortcuts: true } })
     const statements = await countStatements(t, orm)
     const many = Array.from({ length: 140_000 }, (_, i) => i + 1)
-    for (const [method, url, payload] of [['PUT', '/user/1/pets', { fks: many }], ['PUT', '/user/1/tags', many.slice(0, 20_000).map(String)], ['GET', `/user/1/friends/replace?fks=${JSON.stringify(many.slice(0, 10_001))}`, undefined]] as const) {
+    for (
+      const [method, url, payload] of [['PUT', '/user/1/pets', { fks: many }], [
+        'PUT',
+        '/user/1/tags',
+        many.slice(0, 20_000).map(String)
+      ], ['GET', `/user/1/friends/replace?fks=${JSON.stringify(many.slice(0, 10_001))}`, undefined]] as const
+    ) {
       const res = await app.inject({ method, url, payload })
       t.same([res.statusCode, res.json().code], [400, 'BP_ERR_LIMIT_EXCEEDED'], `${method} ${url.slice(0, 30)}`)
       t.match(res.json().message, /`fks`.*more than 10000/)
@@ -176,6 +247,10 @@ for (const db of DATABASES) {
     const small = await build(t, db, { plugin: { limits: { maxValues: 2 } } })
     const refused = await small.app.inject({ method: 'PUT', url: '/user/1/pets', payload: { fks: [1, 2, 3] } })
     t.match(refused.json().message, /3 keys, more than 2/, 'the option is the cap')
-    t.equal((await small.app.inject({ method: 'PUT', url: '/user/1/pets', payload: { fks: [1, 2] } })).statusCode, 200, 'up to it, replaced')
+    t.equal(
+      (await small.app.inject({ method: 'PUT', url: '/user/1/pets', payload: { fks: [1, 2] } })).statusCode,
+      200,
+      'up to it, replaced'
+    )
   })
 }

@@ -46,7 +46,11 @@ for (const db of DATABASES) {
     ], 'from the inverse side')
 
     const friend = await call('PUT', '/user/2/friends/2')
-    t.same(friend.changes, [change('user', { verb: 'addedTo', id: 2, attribute: 'friends', addedIds: [2] })], 'via-less self-referencing m:n: the parent only, itself included')
+    t.same(
+      friend.changes,
+      [change('user', { verb: 'addedTo', id: 2, attribute: 'friends', addedIds: [2] })],
+      'via-less self-referencing m:n: the parent only, itself included'
+    )
     t.same(ids(friend.body.friends), [2])
   })
 
@@ -61,7 +65,11 @@ for (const db of DATABASES) {
       change('user', { verb: 'removedFrom', id: 1, attribute: 'pets', removedIds: [2] }),
       change('pet', { verb: 'updated', id: 2, data: { owner: null }, previous: { owner: 1 } })
     ])
-    t.same((await get(app, '/pet/2?populate=false')).body, { id: 2, name: 'Tom', species: 'cat', owner: null }, 'the child is not destroyed')
+    t.same(
+      (await get(app, '/pet/2?populate=false')).body,
+      { id: 2, name: 'Tom', species: 'cat', owner: null },
+      'the child is not destroyed'
+    )
     const stranger = await call('DELETE', '/user/1/pets/3')
     t.same([stranger.status, stranger.changes], [200, undefined], 'removing a non-member changes nothing')
     t.equal((await get(app, '/pet/3?populate=false')).body.owner, 2)
@@ -73,7 +81,9 @@ for (const db of DATABASES) {
       change('tag', { verb: 'removedFrom', id: 'admin', attribute: 'users', removedIds: [1] })
     ])
     t.same((await call('DELETE', '/user/1/tags/admin')).changes, undefined)
-    t.same((await call('DELETE', '/user/1/friends/3')).changes, [change('user', { verb: 'removedFrom', id: 1, attribute: 'friends', removedIds: [3] })])
+    t.same((await call('DELETE', '/user/1/friends/3')).changes, [
+      change('user', { verb: 'removedFrom', id: 1, attribute: 'friends', removedIds: [3] })
+    ])
 
     const inverse = await call('DELETE', '/tag/beta/users/1')
     t.equal(inverse.status, 200)
@@ -99,7 +109,11 @@ for (const db of DATABASES) {
       change('tag', { verb: 'addedTo', id: 'vip', attribute: 'users', addedIds: [1] }),
       change('tag', { verb: 'removedFrom', id: 'admin', attribute: 'users', removedIds: [1] })
     ], 'only the ids that really changed')
-    t.same((await call('PUT', '/user/1/tags', ['vip', 'vip', 'beta'])).changes, undefined, 'a bare array; duplicates collapse; nothing changed')
+    t.same(
+      (await call('PUT', '/user/1/tags', ['vip', 'vip', 'beta'])).changes,
+      undefined,
+      'a bare array; duplicates collapse; nothing changed'
+    )
 
     const pets = await call('PUT', '/user/1/pets', { fks: [2, '3', 4] })
     t.same(ids(pets.body.pets), [2, 3, 4])
@@ -150,14 +164,20 @@ for (const db of DATABASES) {
     for (const row of CHANGE_TABLE) {
       const res = await call(row.method, row.url, row.body)
       t.equal(res.status, 200, `${row.method} ${row.url}`)
-      t.same(res.changes, row.changes.length === 0 ? undefined : row.changes.map(([model, message]) => change(model, message)), row.what)
+      t.same(
+        res.changes,
+        row.changes.length === 0 ? undefined : row.changes.map(([model, message]) => change(model, message)),
+        row.what
+      )
     }
   })
 
   t.test(`${db}: bad input → coded 4xx, nothing written`, async t => {
     const { app } = await build(t, db)
     const call = client(app)
-    const cases: Array<[method: 'PUT' | 'DELETE', url: string, payload: unknown, status: number, code: string, mentions: RegExp]> = [
+    const cases: Array<
+      [method: 'PUT' | 'DELETE', url: string, payload: unknown, status: number, code: string, mentions: RegExp]
+    > = [
       ['PUT', '/user/99/pets/1', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /user .*99/],
       ['PUT', '/user/1/pets/99', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /pet .*99/],
       ['PUT', '/user/1/tags/nope', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /tag .*nope/],
@@ -188,6 +208,8 @@ for (const db of DATABASES) {
     const fresh = await build(t, db)
     const links = '/user?populate=pets,tags,friends&select=id'
     t.same((await get(app, links)).body, (await get(fresh.app, links)).body, 'the links equal a fresh seed')
-    for (const url of ['/user/1/bestPet/2', '/pet/1/owner/1']) t.equal((await app.inject({ method: 'PUT', url })).statusCode, 404, `${url}: no add on a singular association`)
+    for (const url of ['/user/1/bestPet/2', '/pet/1/owner/1']) {
+      t.equal((await app.inject({ method: 'PUT', url })).statusCode, 404, `${url}: no add on a singular association`)
+    }
   })
 }

@@ -7,7 +7,10 @@ import { CommitFeed, type CommitSubscriber } from '../../src/actions/commit-feed
 import type { Change, ChangeContext } from '../../src/actions/changes.ts'
 import type { Executor } from '../../src/sql/connection/rows.ts'
 
-const CHANGES: Change[] = [{ model: 'user', message: { verb: 'updated', id: 1, data: { name: 'b' }, previous: { name: 'a' } } }]
+const CHANGES: Change[] = [{
+  model: 'user',
+  message: { verb: 'updated', id: 1, data: { name: 'b' }, previous: { name: 'a' } }
+}]
 const CONTEXT: ChangeContext = { action: 'update', model: 'user', origin: 'socket-1' }
 const RUN = (async () => []) as unknown as Executor
 
@@ -15,16 +18,22 @@ t.test('subscribers in order; beforeCommit reads back to their own; awaited ones
   const told: string[] = []
   let release: () => void = () => {}
   const feed = new CommitFeed()
-  feed.subscribe({
-    awaited: false,
-    beforeCommit: async changes => `first read ${changes.length}`,
-    committed: (changes, context, read) => { told.push(`first ${context.origin ?? '-'} ${String(read)}`) }
-  } satisfies CommitSubscriber<string>)
+  feed.subscribe(
+    {
+      awaited: false,
+      beforeCommit: async changes => `first read ${changes.length}`,
+      committed: (changes, context, read) => {
+        told.push(`first ${context.origin ?? '-'} ${String(read)}`)
+      }
+    } satisfies CommitSubscriber<string>
+  )
   feed.subscribe({
     awaited: true,
     committed: async (_changes, _context, read) => {
       told.push(`second ${String(read)}`)
-      await new Promise<void>(resolve => { release = resolve })
+      await new Promise<void>(resolve => {
+        release = resolve
+      })
       told.push('second done')
     }
   })
@@ -45,9 +54,21 @@ t.test('without a beforeCommit step nothing is read; an awaited subscriber added
   const told: string[] = []
   let listening = false
   const feed = new CommitFeed()
-  feed.subscribe({ awaited: false, committed: () => { told.push('realtime') } })
+  feed.subscribe({
+    awaited: false,
+    committed: () => {
+      told.push('realtime')
+    }
+  })
   // As the `onChange` listeners: awaited once there is one.
-  feed.subscribe({ get awaited () { return listening }, committed: async () => { told.push('listener') } })
+  feed.subscribe({
+    get awaited () {
+      return listening
+    },
+    committed: async () => {
+      told.push('listener')
+    }
+  })
   t.equal(feed.beforeCommit(CHANGES, RUN, CONTEXT), undefined, 'no subscriber reads: no promise')
   const awaited = feed.awaited
   t.equal(awaited, false)

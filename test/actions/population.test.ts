@@ -8,16 +8,28 @@ import { Pet, Tag, User } from '../fixtures/entities.ts'
 
 async function crowd (orm: MikroORM): Promise<void> {
   const em = orm.em.fork()
-  for (let i = 1; i <= 40; i++) em.create(Tag, { slug: `t${String(i).padStart(2, '0')}`, label: `tag ${i}`, weight: i } as never)
+  for (let i = 1; i <= 40; i++) {
+    em.create(Tag, { slug: `t${String(i).padStart(2, '0')}`, label: `tag ${i}`, weight: i } as never)
+  }
   for (let u = 1; u <= 12; u++) em.create(User, { id: u, name: `user${u}`, age: u, active: true } as never)
   await em.flush()
   // User 1: 35 pets and 40 tags; the others one pet each, and a best pet.
   for (let p = 1; p <= 35; p++) em.create(Pet, { id: p, name: `pet${p}`, species: 'dog', owner: 1 } as never)
-  for (let u = 2; u <= 12; u++) em.create(Pet, { id: 100 + u, name: `pet${100 + u}`, species: 'cat', owner: u } as never)
+  for (let u = 2; u <= 12; u++) {
+    em.create(Pet, { id: 100 + u, name: `pet${100 + u}`, species: 'cat', owner: u } as never)
+  }
   await em.flush()
   const users = await em.find(User, {}, { populate: ['tags'] as never[] })
-  for (const user of users as unknown as Array<{ id: number, tags: { add (x: unknown): void }, bestPet: unknown, friends: { add (x: unknown): void } }>) {
-    if (user.id === 1) for (let i = 40; i >= 1; i--) user.tags.add(em.getReference(Tag as never, `t${String(i).padStart(2, '0')}` as never))
+  for (
+    const user of users as unknown as Array<
+      { id: number, tags: { add(x: unknown): void }, bestPet: unknown, friends: { add(x: unknown): void } }
+    >
+  ) {
+    if (user.id === 1) {
+      for (let i = 40; i >= 1; i--) {
+        user.tags.add(em.getReference(Tag as never, `t${String(i).padStart(2, '0')}` as never))
+      }
+    }
     user.bestPet = em.getReference(Pet, (user.id === 1 ? 1 : 100 + user.id) as never)
     user.friends.add(em.getReference(User, (user.id % 12) + 1 as never))
   }
@@ -47,7 +59,10 @@ for (const db of DATABASES) {
     })
 
     t.test('a parent above the cap among several: paged per parent in a second statement', async t => {
-      const { app: small, orm: smallOrm } = await build(t, db, { seed: crowd, plugin: { limits: { populateLimit: 5 } } })
+      const { app: small, orm: smallOrm } = await build(t, db, {
+        seed: crowd,
+        plugin: { limits: { populateLimit: 5 } }
+      })
       const statements = await countStatements(t, smallOrm)
       const users = (await get(small, '/user?limit=2')).body
       // find (bestPet joined), pets (probe + paged), friends, tags (probe + paged)
@@ -73,7 +88,11 @@ for (const db of DATABASES) {
       t.equal(await count('/user?limit=0'), 0, 'limit=0 runs no query')
       t.equal(await count('/user?where={"id":{"in":[]}}'), 0, 'a where that matches nothing runs no query')
       t.equal(await count('/user?where={"id":999}'), 1, 'no record → nothing to populate')
-      t.equal(await count('/user/1'), 4, 'find-one: the record, bestPet joined, and its three collections, issued together')
+      t.equal(
+        await count('/user/1'),
+        4,
+        'find-one: the record, bestPet joined, and its three collections, issued together'
+      )
       t.equal(await count('/user/1?populate=false'), 1)
       t.equal(await count('/pet?limit=50'), 1, 'the owner joined')
     })
@@ -82,8 +101,14 @@ for (const db of DATABASES) {
 
 // A joined record's columns come back under short names: PostgreSQL cuts names at 63 bytes, and a
 // prefixed long column name would lose its end (and its value).
-const Owner = defineEntity({ name: 'Owner', properties: { id: p.integer().primary(), [`a${'n'.repeat(58)}`]: p.string().fieldName(`c${'o'.repeat(58)}`) } })
-const Thing = defineEntity({ name: 'Thing', properties: { id: p.integer().primary(), owner: () => p.manyToOne(Owner).nullable() } })
+const Owner = defineEntity({
+  name: 'Owner',
+  properties: { id: p.integer().primary(), [`a${'n'.repeat(58)}`]: p.string().fieldName(`c${'o'.repeat(58)}`) }
+})
+const Thing = defineEntity({
+  name: 'Thing',
+  properties: { id: p.integer().primary(), owner: () => p.manyToOne(Owner).nullable() }
+})
 for (const db of DATABASES) {
   t.test(`${db}: a joined record with a column name near the 63-byte limit`, async t => {
     const long = `a${'n'.repeat(58)}`
@@ -109,7 +134,14 @@ for (const db of DATABASES) {
     const flat = await get(app, '/user/1/pets?populate=false')
     t.equal(flat.status, 200)
     t.same(flat.body, (await get(app, '/user/1/pets')).body, 'populate=false: as without it')
-    for (const url of ['/user/1/pets?populate=nope', '/user/1/pets?populate=tags', '/user/1/pets?populate=tags&tags.select=label', '/user/1/pets?populate=true']) {
+    for (
+      const url of [
+        '/user/1/pets?populate=nope',
+        '/user/1/pets?populate=tags',
+        '/user/1/pets?populate=tags&tags.select=label',
+        '/user/1/pets?populate=true'
+      ]
+    ) {
       const res = await get(app, url)
       t.equal(res.status, 400, url)
       t.equal(res.body.code, 'BP_ERR_PARAMETER_NOT_ALLOWED', url)

@@ -10,24 +10,44 @@ const Note = defineEntity({
   name: 'Note',
   properties: {
     id: p.integer().primary(),
-    text: p.string().onCreate((note: { text?: string }) => { if (note.text === undefined) throw new Error('no text'); return note.text }),
+    text: p.string().onCreate((note: { text?: string }) => {
+      if (note.text === undefined) throw new Error('no text')
+      return note.text
+    }),
     createdAt: createdAt(),
     updatedAt: updatedAt()
   }
 })
-const Log = defineEntity({ name: 'Log', properties: { id: p.integer().primary(), line: p.string(), createdAt: createdAtIso(), updatedAt: updatedAtIso() } })
-const Counter = defineEntity({ name: 'Counter', properties: { id: p.integer().primary(), hits: p.integer().default(0) } })
+const Log = defineEntity({
+  name: 'Log',
+  properties: { id: p.integer().primary(), line: p.string(), createdAt: createdAtIso(), updatedAt: updatedAtIso() }
+})
+const Counter = defineEntity({
+  name: 'Counter',
+  properties: { id: p.integer().primary(), hits: p.integer().default(0) }
+})
 const Stamp = defineEntity({
   name: 'Stamp',
   properties: {
     id: p.integer().primary(),
     // Generators get an entity manager bound to the write's transaction.
-    origin: p.string().onCreate((_stamp: unknown, em: { getTransactionContext (): unknown }) => em.getTransactionContext() === undefined ? 'outside' : 'inside')
+    origin: p.string().onCreate((_stamp: unknown, em: { getTransactionContext(): unknown }) =>
+      em.getTransactionContext() === undefined ? 'outside' : 'inside'
+    )
   }
 })
-const Team = defineEntity({ name: 'Team', properties: { id: p.integer().primary(), name: p.string(), players: () => p.oneToMany(Player).mappedBy('team') } })
-const Player = defineEntity({ name: 'Player', properties: { id: p.integer().primary(), name: p.string(), team: () => p.manyToOne(Team).deleteRule('cascade') } })
-const Sponsor = defineEntity({ name: 'Sponsor', properties: { id: p.integer().primary(), team: () => p.manyToOne(Team).deleteRule('restrict') } })
+const Team = defineEntity({
+  name: 'Team',
+  properties: { id: p.integer().primary(), name: p.string(), players: () => p.oneToMany(Player).mappedBy('team') }
+})
+const Player = defineEntity({
+  name: 'Player',
+  properties: { id: p.integer().primary(), name: p.string(), team: () => p.manyToOne(Team).deleteRule('cascade') }
+})
+const Sponsor = defineEntity({
+  name: 'Sponsor',
+  properties: { id: p.integer().primary(), team: () => p.manyToOne(Team).deleteRule('restrict') }
+})
 
 const entities = [Note, Log, Counter, Stamp, Team, Player, Sponsor]
 
@@ -42,12 +62,23 @@ for (const db of DATABASES) {
     t.equal(given.createdAt, 5, 'a value in the body wins over the generator')
     await new Promise(resolve => setTimeout(resolve, 5))
     const changes: Change[] = []
-    app.blueprints.onChange(batch => { changes.push(...batch) })
+    app.blueprints.onChange(batch => {
+      changes.push(...batch)
+    })
     const edited = (await app.inject({ method: 'PATCH', url: `/note/${note.id}`, payload: { text: 'hello' } })).json()
     t.ok(edited.updatedAt > note.updatedAt, 'updatedAt moves on update')
     t.equal(edited.createdAt, note.createdAt, 'createdAt does not')
-    t.same(changes[0]?.message, { verb: 'updated', id: note.id, data: { text: 'hello', updatedAt: edited.updatedAt }, previous: { text: 'hi', updatedAt: note.updatedAt } })
-    t.equal((await app.inject({ method: 'PATCH', url: `/note/${note.id}`, payload: { text: 'hello' } })).json().updatedAt, edited.updatedAt, 'no change, no new updatedAt')
+    t.same(changes[0]?.message, {
+      verb: 'updated',
+      id: note.id,
+      data: { text: 'hello', updatedAt: edited.updatedAt },
+      previous: { text: 'hi', updatedAt: note.updatedAt }
+    })
+    t.equal(
+      (await app.inject({ method: 'PATCH', url: `/note/${note.id}`, payload: { text: 'hello' } })).json().updatedAt,
+      edited.updatedAt,
+      'no change, no new updatedAt'
+    )
 
     const log = (await app.inject({ method: 'POST', url: '/log', payload: { line: 'x' } })).json()
     t.match(log.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'ISO 8601 in UTC')
@@ -55,7 +86,10 @@ for (const db of DATABASES) {
 
     const failed = await app.inject({ method: 'POST', url: '/note', payload: {} })
     t.equal(failed.statusCode, 500, 'a generator that throws is a server error')
-    t.same((await get(app, '/note?populate=false&select=text')).body.map((n: { text: string }) => n.text), ['hello', 'old'], 'and nothing is written')
+    t.same((await get(app, '/note?populate=false&select=text')).body.map((n: { text: string }) => n.text), [
+      'hello',
+      'old'
+    ], 'and nothing is written')
 
     const counter = await app.inject({ method: 'POST', url: '/counter', payload: {} })
     t.same(counter.json(), { id: counter.json().id, hits: 0 }, 'a record of defaults only')
@@ -68,21 +102,33 @@ for (const db of DATABASES) {
       entities,
       seed: async orm => {
         const conn = orm.em.getConnection()
-        await conn.execute('insert into team (id, name) values (1, \'red\'), (2, \'blue\')')
-        await conn.execute('insert into player (id, name, team_id) values (1, \'ann\', 1), (2, \'ben\', 2), (3, \'cy\', 2)')
+        await conn.execute("insert into team (id, name) values (1, 'red'), (2, 'blue')")
+        await conn.execute("insert into player (id, name, team_id) values (1, 'ann', 1), (2, 'ben', 2), (3, 'cy', 2)")
         await conn.execute('insert into sponsor (id, team_id) values (1, 1)')
       }
     })
     const changes: Change[] = []
-    app.blueprints.onChange(batch => { changes.push(...batch) })
+    app.blueprints.onChange(batch => {
+      changes.push(...batch)
+    })
     const refused = await app.inject({ method: 'DELETE', url: '/team/1' })
     t.same([refused.statusCode, refused.json().code], [409, 'BP_ERR_CONSTRAINT'], 'a restricting foreign key refuses')
     // PostgreSQL says which table still points at the record; SQLite only that a key refused.
-    t.equal(refused.json().message, `The change breaks a database constraint: ${db === 'postgres' ? 'sponsor records still point at it' : 'a foreign key does not allow it'}`, 'in the plugin\'s words')
+    t.equal(
+      refused.json().message,
+      `The change breaks a database constraint: ${
+        db === 'postgres' ? 'sponsor records still point at it' : 'a foreign key does not allow it'
+      }`,
+      "in the plugin's words"
+    )
     t.equal((await get(app, '/team/1')).status, 200, 'nothing deleted')
     const blue = await app.inject({ method: 'DELETE', url: '/team/2' })
     t.equal(blue.statusCode, 200)
-    t.same(changes.map(c => [c.model, c.message.verb, c.message.id]), [['team', 'destroyed', 2], ['player', 'destroyed', 2], ['player', 'destroyed', 3]], 'cascaded children are destroyed')
+    t.same(changes.map(c => [c.model, c.message.verb, c.message.id]), [['team', 'destroyed', 2], [
+      'player',
+      'destroyed',
+      2
+    ], ['player', 'destroyed', 3]], 'cascaded children are destroyed')
     t.same((await get(app, '/player?populate=false')).body, [{ id: 1, name: 'ann', team: 1 }])
     const dated = await app.inject({ method: 'POST', url: '/note', payload: { text: 't', createdAt: '631152000000' } })
     t.equal(dated.json().createdAt, 631152000000, 'numbers as text')

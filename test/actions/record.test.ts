@@ -6,13 +6,28 @@ for (const db of DATABASES) {
   t.test(`${db}: create`, async t => {
     const { app } = await build(t, db)
     const call = client(app)
-    const zoe = await call('POST', '/user', { name: 'zoe', age: '41', active: 'false', born: '2020-01-02', meta: { a: [1] }, bestPet: 3 })
+    const zoe = await call('POST', '/user', {
+      name: 'zoe',
+      age: '41',
+      active: 'false',
+      born: '2020-01-02',
+      meta: { a: [1] },
+      bestPet: 3
+    })
     t.equal(zoe.status, 200, 'create answers 200, not 201')
     const id = zoe.body.id
     t.type(id, 'number')
     t.same(zoe.body, {
-      id, name: 'zoe', age: 41, active: false, born: '2020-01-02T00:00:00.000Z', meta: { a: [1] },
-      bestPet: { id: 3, name: 'Nemo', species: 'fish', owner: 2 }, pets: [], friends: [], tags: []
+      id,
+      name: 'zoe',
+      age: 41,
+      active: false,
+      born: '2020-01-02T00:00:00.000Z',
+      meta: { a: [1] },
+      bestPet: { id: 3, name: 'Nemo', species: 'fish', owner: 2 },
+      pets: [],
+      friends: [],
+      tags: []
     }, 'the record, populated by default')
     t.same(zoe.changes, [change('user', { verb: 'created', id, data: zoe.body })])
     t.same((await get(app, `/user/${id}`)).body, zoe.body, 'stored as answered')
@@ -38,7 +53,11 @@ for (const db of DATABASES) {
     const will = await call('POST', '/user', { name: 'will', pets: [3, '4', 3], tags: ['vip'], friends: [1, 2] })
     t.equal(will.status, 200)
     const id = will.body.id
-    t.same([ids(will.body.pets), ids(will.body.tags, 'slug'), ids(will.body.friends)], [[3, 4], ['vip'], [1, 2]], 'answered with its members')
+    t.same(
+      [ids(will.body.pets), ids(will.body.tags, 'slug'), ids(will.body.friends)],
+      [[3, 4], ['vip'], [1, 2]],
+      'answered with its members'
+    )
     t.same(will.changes, [
       change('user', { verb: 'created', id, data: will.body }),
       change('pet', { verb: 'updated', id: 3, data: { owner: id }, previous: { owner: 2 } }),
@@ -51,7 +70,11 @@ for (const db of DATABASES) {
     t.same(ids((await get(app, '/tag/vip/users')).body), [4, id], 'the inverse side lists the new user')
 
     const empty = await call('POST', '/user', { name: 'none', pets: [], tags: [] })
-    t.same(empty.changes, [change('user', { verb: 'created', id: empty.body.id, data: empty.body })], 'empty lists link nothing')
+    t.same(
+      empty.changes,
+      [change('user', { verb: 'created', id: empty.body.id, data: empty.body })],
+      'empty lists link nothing'
+    )
     const tagged = await call('POST', '/tag', { slug: 'team', label: 'Team', users: [1, id] })
     t.same(tagged.changes, [
       change('tag', { verb: 'created', id: 'team', data: tagged.body }),
@@ -75,11 +98,22 @@ for (const db of DATABASES) {
     t.equal(res.status, 200)
     t.equal(res.body.age, 31)
     t.same(res.body.pets.map((x: { id: number }) => x.id), [1, 2], 'answered populated by default')
-    t.same(res.changes, [change('user', { verb: 'updated', id: 1, data: { age: 31 }, previous: { age: 30 } })], 'only what changed')
+    t.same(
+      res.changes,
+      [change('user', { verb: 'updated', id: 1, data: { age: 31 }, previous: { age: 30 } })],
+      'only what changed'
+    )
     const same = await call('PATCH', '/user/1', { age: 31, meta: { plan: 'pro' }, born: '631152000000', bestPet: 2 })
     t.same([same.status, same.changes], [200, undefined], 'equal values are no change')
     const born = await call('PATCH', '/user/1', { born: '2000-01-01T10:00:00Z', meta: null })
-    t.same(born.changes, [change('user', { verb: 'updated', id: 1, data: { born: '2000-01-01T10:00:00.000Z', meta: null }, previous: { born: '1990-01-01T00:00:00.000Z', meta: { plan: 'pro' } } })])
+    t.same(born.changes, [
+      change('user', {
+        verb: 'updated',
+        id: 1,
+        data: { born: '2000-01-01T10:00:00.000Z', meta: null },
+        previous: { born: '1990-01-01T00:00:00.000Z', meta: { plan: 'pro' } }
+      })
+    ])
 
     const moved = await call('PATCH', '/pet/3', { owner: 1 })
     t.same(moved.changes, [
@@ -99,7 +133,11 @@ for (const db of DATABASES) {
     t.same([put.status, put.body.name], [200, 'Rex'], 'PUT updates too, as Sails binds it')
     t.same(put.changes, [change('pet', { verb: 'updated', id: 4, data: { name: 'Rex' }, previous: { name: 'Fido' } })])
     const putBad = await call('PUT', '/pet/4', { pets: 1 })
-    t.same([putBad.status, putBad.body.code, putBad.changes], [400, 'BP_ERR_UNKNOWN_ATTRIBUTE', undefined], 'with the same checks')
+    t.same(
+      [putBad.status, putBad.body.code, putBad.changes],
+      [400, 'BP_ERR_UNKNOWN_ATTRIBUTE', undefined],
+      'with the same checks'
+    )
   })
 
   t.test(`${db}: destroy`, async t => {
@@ -140,25 +178,76 @@ for (const db of DATABASES) {
   t.test(`${db}: bad input → coded 4xx, nothing written`, async t => {
     const { app } = await build(t, db)
     const call = client(app)
-    const cases: Array<[method: 'POST' | 'PATCH' | 'DELETE', url: string, payload: unknown, status: number, code: string, mentions: RegExp]> = [
+    const cases: Array<
+      [
+        method: 'POST' | 'PATCH' | 'DELETE',
+        url: string,
+        payload: unknown,
+        status: number,
+        code: string,
+        mentions: RegExp
+      ]
+    > = [
       ['POST', '/user', {}, 400, 'BP_ERR_MISSING_VALUE', /`name`, which is required/],
       ['POST', '/pet', { owner: 1 }, 400, 'BP_ERR_MISSING_VALUE', /`name`, `species`, which are required/],
       ['POST', '/tag', { label: 'x' }, 400, 'BP_ERR_MISSING_VALUE', /`slug`/],
       ['POST', '/user', { name: 'x', nope: 1 }, 400, 'BP_ERR_UNKNOWN_ATTRIBUTE', /`nope`/],
       ['POST', '/user', { name: 'x', password: 'p' }, 400, 'BP_ERR_UNKNOWN_ATTRIBUTE', /`password`/],
-      ['POST', '/user', { name: 'x', pets: [1, { name: 'new' }] }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /`pets`.*create them first/],
-      ['POST', '/user', { name: 'x', pets: 3 }, 400, 'BP_ERR_INVALID_VALUE', /`pets`: 3 is not an array of keys of pet/],
+      [
+        'POST',
+        '/user',
+        { name: 'x', pets: [1, { name: 'new' }] },
+        400,
+        'BP_ERR_ATTRIBUTE_NOT_ALLOWED',
+        /`pets`.*create them first/
+      ],
+      [
+        'POST',
+        '/user',
+        { name: 'x', pets: 3 },
+        400,
+        'BP_ERR_INVALID_VALUE',
+        /`pets`: 3 is not an array of keys of pet/
+      ],
       ['POST', '/user', { name: 'x', pets: { fks: [3] } }, 400, 'BP_ERR_INVALID_VALUE', /`pets`/],
-      ['POST', '/user', { name: 'x', pets: [1, 'abc'] }, 400, 'BP_ERR_INVALID_ID', /`pets` parameter must be a whole number .*"abc"/],
+      [
+        'POST',
+        '/user',
+        { name: 'x', pets: [1, 'abc'] },
+        400,
+        'BP_ERR_INVALID_ID',
+        /`pets` parameter must be a whole number .*"abc"/
+      ],
       ['POST', '/user', { name: 'x', pets: [1, 99] }, 404, 'BP_ERR_CHILDREN_NOT_FOUND', /pet.*99/],
-      ['POST', '/user', { name: 'x', friends: [2], tags: ['admin', 'nope'] }, 404, 'BP_ERR_CHILDREN_NOT_FOUND', /tag.*nope/],
+      [
+        'POST',
+        '/user',
+        { name: 'x', friends: [2], tags: ['admin', 'nope'] },
+        404,
+        'BP_ERR_CHILDREN_NOT_FOUND',
+        /tag.*nope/
+      ],
       ['POST', '/user', { name: null }, 400, 'BP_ERR_INVALID_VALUE', /null is not allowed/],
       ['POST', '/user', { name: 'x', age: 1.5 }, 400, 'BP_ERR_INVALID_VALUE', /whole number/],
       ['POST', '/user', { name: 'x', born: 'yesterday' }, 400, 'BP_ERR_INVALID_VALUE', /born/],
       ['POST', '/user', { name: 'x', age: 'abc' }, 400, 'BP_ERR_INVALID_VALUE', /`age`: "abc" is not a valid number/],
       ['POST', '/user', { name: 'x', bestPet: 99 }, 404, 'BP_ERR_RECORD_NOT_FOUND', /pet .*99/],
-      ['POST', '/user', { id: 1, name: 'dup' }, 409, 'BP_ERR_UNIQUE', /^A user record with the same `id` already exists$/],
-      ['POST', '/tag', { slug: 'admin', label: 'again' }, 409, 'BP_ERR_UNIQUE', /^A tag record with the same `slug` already exists$/],
+      [
+        'POST',
+        '/user',
+        { id: 1, name: 'dup' },
+        409,
+        'BP_ERR_UNIQUE',
+        /^A user record with the same `id` already exists$/
+      ],
+      [
+        'POST',
+        '/tag',
+        { slug: 'admin', label: 'again' },
+        409,
+        'BP_ERR_UNIQUE',
+        /^A tag record with the same `slug` already exists$/
+      ],
       ['POST', '/user', [{ name: 'x' }], 400, 'FST_ERR_VALIDATION', /body/],
       ['PATCH', '/user/1', { pets: [1] }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /PUT \/user\/:id\/pets/],
       ['PATCH', '/user/1', { id: 2 }, 400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED', /cannot be changed/],
@@ -169,11 +258,16 @@ for (const db of DATABASES) {
       ['DELETE', '/user/99', undefined, 404, 'BP_ERR_RECORD_NOT_FOUND', /99/],
       ['DELETE', '/user/abc', undefined, 400, 'BP_ERR_INVALID_ID', /`id`/]
     ]
-    const snapshot = async (): Promise<unknown> => (await get(app, '/user?limit=Infinity&populate=pets,tags,friends,bestPet')).body
+    const snapshot = async (): Promise<unknown> =>
+      (await get(app, '/user?limit=Infinity&populate=pets,tags,friends,bestPet')).body
     const start = await snapshot()
     for (const [method, url, payload, status, code, mentions] of cases) {
       const res = await call(method, url, payload)
-      t.same([res.status, res.body.code, res.changes], [status, code, undefined], `${method} ${url} ${JSON.stringify(payload)}`)
+      t.same(
+        [res.status, res.body.code, res.changes],
+        [status, code, undefined],
+        `${method} ${url} ${JSON.stringify(payload)}`
+      )
       t.match(res.body.message, mentions, `${method} ${url}: message`)
     }
     t.same(await snapshot(), start, 'nothing was written')

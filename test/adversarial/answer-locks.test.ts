@@ -13,7 +13,10 @@ const ids = (list: Array<{ id: number }>): number[] => list.map(user => user.id)
 /** Resolves once a backend of `dbName` other than `client`'s waits for a lock; rejects after 10 s. */
 async function lockWaitIn (client: pg.Client, dbName: string): Promise<void> {
   for (let round = 0; round < 200; round++) {
-    const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'", [dbName])
+    const { rows } = await client.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'",
+      [dbName]
+    )
     if (rows[0].n > 0) return
     await new Promise(resolve => setTimeout(resolve, 50))
   }
@@ -26,7 +29,9 @@ async function clients (t: Test, dbName: string): Promise<[pg.Client, pg.Client]
   for (let i = 0; i < 2; i++) {
     const client = new pg.Client({ ...PG, database: dbName })
     await client.connect()
-    t.teardown(async () => { await client.end() })
+    t.teardown(async () => {
+      await client.end()
+    })
     made.push(client)
   }
   return made as [pg.Client, pg.Client]
@@ -75,7 +80,9 @@ if (DATABASES.includes('postgres')) {
     const dbName = orm.config.get('dbName') as string
     const [other, watcher] = await clients(t, dbName)
     const tagsOf = async (user: number): Promise<string[]> =>
-      (await watcher.query('SELECT tag_slug FROM user_tags WHERE user_id = $1 ORDER BY tag_slug', [user])).rows.map(row => row.tag_slug)
+      (await watcher.query('SELECT tag_slug FROM user_tags WHERE user_id = $1 ORDER BY tag_slug', [user])).rows.map(
+        row => row.tag_slug
+      )
 
     // Another transaction holds user 2, as an add to user 2's tags does, and links `vip`.
     const before = await tagsOf(2)
@@ -99,7 +106,11 @@ if (DATABASES.includes('postgres')) {
     await other.query('COMMIT')
     const replaced = await replace
     t.equal(replaced.statusCode, 200)
-    t.same(replaced.json().tags.map((tag: { slug: string }) => tag.slug), ['beta'], 'the replace answers exactly its members')
+    t.same(
+      replaced.json().tags.map((tag: { slug: string }) => tag.slug),
+      ['beta'],
+      'the replace answers exactly its members'
+    )
     t.same(await tagsOf(2), ['beta'], 'and unlinked the link made while it waited')
   })
 }

@@ -21,7 +21,9 @@ const ANSWERS: Record<string, { status: number, body: unknown }> = {
 async function policy (request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const answer = request.headers['x-answer']
   if (answer === 'throw') throw Object.assign(new Error('no'), { statusCode: 403 })
-  if (typeof answer === 'string' && answer in ANSWERS) return reply.code(ANSWERS[answer].status).send(ANSWERS[answer].body)
+  if (typeof answer === 'string' && answer in ANSWERS) {
+    return reply.code(ANSWERS[answer].status).send(ANSWERS[answer].body)
+  }
   return undefined
 }
 
@@ -51,7 +53,7 @@ type Tap = Test
 
 const SETUPS: Record<string, (t: Tap, db: Database) => Promise<FastifyInstance>> = {
   'an app-wide onRequest hook': appWide,
-  'the plugin\'s hooks.onRequest option': (t, db) => listening(t, db, { plugin: { hooks: { onRequest: policy } } })
+  "the plugin's hooks.onRequest option": (t, db) => listening(t, db, { plugin: { hooks: { onRequest: policy } } })
 }
 
 for (const db of DATABASES) {
@@ -60,16 +62,38 @@ for (const db of DATABASES) {
       const app = await make(t, db)
       for (const route of ROUTES) {
         for (const [name, { status, body }] of Object.entries(ANSWERS)) {
-          const res = await app.inject({ method: route.method, url: route.url, payload: route.body as object, headers: { 'x-answer': name } })
-          t.same([res.statusCode, res.body], [status, JSON.stringify(body)], `${route.method} ${route.url}, ${name}: the body exactly as sent`)
+          const res = await app.inject({
+            method: route.method,
+            url: route.url,
+            payload: route.body as object,
+            headers: { 'x-answer': name }
+          })
+          t.same(
+            [res.statusCode, res.body],
+            [status, JSON.stringify(body)],
+            `${route.method} ${route.url}, ${name}: the body exactly as sent`
+          )
           t.match(res.headers['content-type'], /^application\/json/, `${route.method} ${route.url}, ${name}: as JSON`)
         }
-        const thrown = await app.inject({ method: route.method, url: route.url, payload: route.body as object, headers: { 'x-answer': 'throw' } })
-        t.equal(thrown.statusCode, 403, `${route.method} ${route.url}: a thrown error without code keeps its status (not a 500)`)
+        const thrown = await app.inject({
+          method: route.method,
+          url: route.url,
+          payload: route.body as object,
+          headers: { 'x-answer': 'throw' }
+        })
+        t.equal(
+          thrown.statusCode,
+          403,
+          `${route.method} ${route.url}: a thrown error without code keeps its status (not a 500)`
+        )
         t.match(thrown.headers['content-type'], /^application\/json/)
         t.match(thrown.json(), { statusCode: 403, message: 'no' }, `${route.method} ${route.url}: its message`)
       }
-      t.equal((await app.inject({ method: 'GET', url: '/user/1' })).statusCode, 200, 'without an answer from the hook the route runs')
+      t.equal(
+        (await app.inject({ method: 'GET', url: '/user/1' })).statusCode,
+        200,
+        'without an answer from the hook the route runs'
+      )
     })
 
     t.test(`${db}: app error answers on blueprint routes reach socket clients as sent (${setup})`, async t => {
@@ -78,13 +102,25 @@ for (const db of DATABASES) {
       for (const route of ROUTES) {
         for (const [name, { status, body }] of Object.entries(ANSWERS)) {
           const answer = await socket.request(route.method, route.url, route.body, { 'x-answer': name })
-          t.same([answer.statusCode, answer.body], [status, body], `${route.method} ${route.url}, ${name}: the body exactly as sent`)
+          t.same(
+            [answer.statusCode, answer.body],
+            [status, body],
+            `${route.method} ${route.url}, ${name}: the body exactly as sent`
+          )
         }
         const thrown = await socket.request(route.method, route.url, route.body, { 'x-answer': 'throw' })
-        t.equal(thrown.statusCode, 403, `${route.method} ${route.url}: a thrown error without code keeps its status (not a 500)`)
+        t.equal(
+          thrown.statusCode,
+          403,
+          `${route.method} ${route.url}: a thrown error without code keeps its status (not a 500)`
+        )
         t.match(thrown.body, { statusCode: 403, message: 'no' })
       }
-      t.equal((await socket.request('GET', '/user/1')).statusCode, 200, 'without an answer from the hook the route runs')
+      t.equal(
+        (await socket.request('GET', '/user/1')).statusCode,
+        200,
+        'without an answer from the hook the route runs'
+      )
     })
   }
 
@@ -101,7 +137,12 @@ for (const db of DATABASES) {
     for (const [method, url, body, status, code] of cases) {
       const res = await app.inject({ method, url, payload: body as object })
       const json = res.json()
-      t.same([res.statusCode, Object.keys(json).sort(), json.statusCode, json.code], [status, ['code', 'error', 'message', 'statusCode'], status, code], `HTTP ${method} ${url}`)
+      t.same([res.statusCode, Object.keys(json).sort(), json.statusCode, json.code], [
+        status,
+        ['code', 'error', 'message', 'statusCode'],
+        status,
+        code
+      ], `HTTP ${method} ${url}`)
       t.type(json.message, 'string')
       t.type(json.error, 'string')
       const answer = await socket.request(method, url, body)

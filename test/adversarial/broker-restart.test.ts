@@ -31,65 +31,81 @@ async function restartable (t: Teardown, kind: 'redis' | 'postgres', channel: st
   if (kind === 'redis') {
     const redis = await redisServer(t)
     // The setting docs/realtime.md recommends: fail at once while Redis is away.
-    const clients = [0, 1].map(() => new Redis({ host: redis.host, port: redis.port, enableOfflineQueue: false, retryStrategy: () => 100 }))
+    const clients = [0, 1].map(() =>
+      new Redis({ host: redis.host, port: redis.port, enableOfflineQueue: false, retryStrategy: () => 100 })
+    )
     for (const client of clients) client.on('error', () => {})
     // (After the apps, which close their brokers: teardowns run last registered first.)
-    t.teardown(() => { for (const client of clients) client.disconnect() })
-    return { brokers: [new RedisBroker({ client: clients[0], channel }), new RedisBroker({ client: clients[1], channel })], stop: redis.stop, start: redis.start }
+    t.teardown(() => {
+      for (const client of clients) client.disconnect()
+    })
+    return {
+      brokers: [new RedisBroker({ client: clients[0], channel }), new RedisBroker({ client: clients[1], channel })],
+      stop: redis.stop,
+      start: redis.start
+    }
   }
   const postgres = await postgresServer(t)
   const broker = (): Broker => new PostgresBroker({ connection: postgres.connection, channel })
   return { brokers: [broker(), broker()], stop: postgres.stop, start: postgres.start }
 }
 
-for (const db of DATABASES) for (const kind of ['redis', 'postgres'] as const) {
-  t.test(`${db}, ${kind} broker restarted during a burst — every committed change reaches every socket of both instances once, in order; none is closed`, async t => {
-    const server = await restartable(t, kind, `bp_restart_${process.pid}_${db}`)
-    const { a, b } = await pair(t, db, [{ realtime: { broker: server.brokers[0] } }, { realtime: { broker: server.brokers[1] } }])
-    const users = USERS.map(id => `/user/${id}?populate=false`)
-    const sockets = [await watching(t, a.app, users), await watching(t, b.app, users)]
-    const closed = closes(sockets)
+for (const db of DATABASES) {
+  for (const kind of ['redis', 'postgres'] as const) {
+    t.test(`${db}, ${kind} broker restarted during a burst — every committed change reaches every socket of both instances once, in order; none is closed`, async t => {
+      const server = await restartable(t, kind, `bp_restart_${process.pid}_${db}`)
+      const { a, b } = await pair(t, db, [{ realtime: { broker: server.brokers[0] } }, {
+        realtime: { broker: server.brokers[1] }
+      }])
+      const users = USERS.map(id => `/user/${id}?populate=false`)
+      const sockets = [await watching(t, a.app, users), await watching(t, b.app, users)]
+      const closed = closes(sockets)
 
-    // The burst: each write sets a user's age to its own number, through A and B in turn.
-    const committed: number[] = []
-    const refused: string[] = []
-    let sent = 0
-    let answered = 0
-    let restart: Promise<void> | undefined
-    let away = false
-    let back = false
-    let sentAway = 0
-    let sentAfter = 0
-    const worker = async (): Promise<void> => {
-      while (!(back && sentAfter >= AFTER) && sent < 2000) {
-        const age = 100 + ++sent
-        if (back) sentAfter++
-        if (away) sentAway++
-        const instance = age % 2 === 0 ? a : b
-        const res = await instance.app.inject({ method: 'PATCH', url: `/user/${USERS[age % USERS.length]}`, payload: { age } })
-        if (res.statusCode === 200) committed.push(age)
-        else refused.push(`${age}: ${res.statusCode} ${res.body}`)
-        if (++answered === BEFORE) {
-          restart = (async () => {
-            away = true
-            await server.stop()
-            await new Promise(resolve => setTimeout(resolve, OUTAGE_MS))
-            await server.start()
-            away = false
-            back = true
-          })()
+      // The burst: each write sets a user's age to its own number, through A and B in turn.
+      const committed: number[] = []
+      const refused: string[] = []
+      let sent = 0
+      let answered = 0
+      let restart: Promise<void> | undefined
+      let away = false
+      let back = false
+      let sentAway = 0
+      let sentAfter = 0
+      const worker = async (): Promise<void> => {
+        while (!(back && sentAfter >= AFTER) && sent < 2000) {
+          const age = 100 + ++sent
+          if (back) sentAfter++
+          if (away) sentAway++
+          const instance = age % 2 === 0 ? a : b
+          const res = await instance.app.inject({
+            method: 'PATCH',
+            url: `/user/${USERS[age % USERS.length]}`,
+            payload: { age }
+          })
+          if (res.statusCode === 200) committed.push(age)
+          else refused.push(`${age}: ${res.statusCode} ${res.body}`)
+          if (++answered === BEFORE) {
+            restart = (async () => {
+              away = true
+              await server.stop()
+              await new Promise(resolve => setTimeout(resolve, OUTAGE_MS))
+              await server.start()
+              away = false
+              back = true
+            })()
+          }
         }
       }
-    }
-    await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
-    await restart
-    t.same(refused, [], 'every write commits while the broker is away')
-    t.ok(sentAway > 0, `writes went on while the broker was away (${sentAway})`)
-    t.ok(sentAfter >= AFTER, 'writes went on after it came back')
+      await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
+      await restart
+      t.same(refused, [], 'every write commits while the broker is away')
+      t.ok(sentAway > 0, `writes went on while the broker was away (${sentAway})`)
+      t.ok(sentAfter >= AFTER, 'writes went on after it came back')
 
-    // What each socket heard: every committed change once, then the sentinel, last.
-    t.equal((await a.app.inject({ method: 'PATCH', url: `/user/${USERS[0]}`, payload: { age: 99 } })).statusCode, 200)
-    await heardOnce(t, sockets, [...committed, 99], 99, notice => notice.data.data.age, HEARD_MS)
-    t.equal(closed(), 0, 'no socket closed')
-  })
+      // What each socket heard: every committed change once, then the sentinel, last.
+      t.equal((await a.app.inject({ method: 'PATCH', url: `/user/${USERS[0]}`, payload: { age: 99 } })).statusCode, 200)
+      await heardOnce(t, sockets, [...committed, 99], 99, notice => notice.data.data.age, HEARD_MS)
+      t.equal(closed(), 0, 'no socket closed')
+    })
+  }
 }

@@ -42,7 +42,6 @@ const Knot = defineEntity({
   }
 })
 
-
 for (const db of DATABASES) {
   t.test(`${db}: each column refuses what it cannot store, and stores its edges`, async t => {
     const { app } = await build(t, db, { entities: [Gauge], seed: false })
@@ -77,10 +76,20 @@ for (const db of DATABASES) {
     const { app, orm } = await build(t, db, { entities: [Ring, Knot], seed: false })
     const { buildRegistry } = await import('../../src/models/registry.ts')
     const ranks = lockRanks(buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }))
-    t.same([...ranks.values()].sort(), [0, 1], 'each model has a rank, although each is the other\'s parent')
-    for (const url of ['/ring', '/ring', '/knot', '/knot']) t.equal((await app.inject({ method: 'POST', url, payload: {} })).statusCode, 200)
-    t.same((await app.inject({ method: 'PUT', url: '/ring/1/knots/1' })).json().knots.map((k: { id: number }) => k.id), [1])
-    t.same((await app.inject({ method: 'PUT', url: '/knot/2/led', payload: { fks: [1, 2] } })).json().led.map((r: { id: number }) => r.id), [1, 2])
+    t.same([...ranks.values()].sort(), [0, 1], "each model has a rank, although each is the other's parent")
+    for (const url of ['/ring', '/ring', '/knot', '/knot']) {
+      t.equal((await app.inject({ method: 'POST', url, payload: {} })).statusCode, 200)
+    }
+    t.same(
+      (await app.inject({ method: 'PUT', url: '/ring/1/knots/1' })).json().knots.map((k: { id: number }) => k.id),
+      [1]
+    )
+    t.same(
+      (await app.inject({ method: 'PUT', url: '/knot/2/led', payload: { fks: [1, 2] } })).json().led.map((
+        r: { id: number }
+      ) => r.id),
+      [1, 2]
+    )
     t.same((await app.inject({ method: 'PATCH', url: '/knot/1', payload: { ring: 2 } })).json().ring.id, 2)
     t.equal((await app.inject({ method: 'DELETE', url: '/ring/2' })).statusCode, 200)
     t.same((await app.inject('/knot/1?populate=false')).json().ring, null, 'the child of a destroyed parent')
@@ -88,12 +97,24 @@ for (const db of DATABASES) {
 
   t.test(`${db}: a self-referencing many-to-many with a via locks both ends in one statement`, async t => {
     const { app } = await build(t, db, { entities: [Person], seed: false })
-    for (const name of ['ann', 'bob', 'cy']) t.equal((await app.inject({ method: 'POST', url: '/person', payload: { name } })).statusCode, 200)
+    for (const name of ['ann', 'bob', 'cy']) {
+      t.equal((await app.inject({ method: 'POST', url: '/person', payload: { name } })).statusCode, 200)
+    }
     const follows = (body: { following: Array<{ id: number }> }): number[] => body.following.map(x => x.id)
     t.same(follows((await app.inject({ method: 'PUT', url: '/person/1/following/2' })).json()), [2], 'add')
-    t.same(follows((await app.inject({ method: 'PUT', url: '/person/1/following/1' })).json()), [1, 2], 'following oneself')
-    t.same(follows((await app.inject({ method: 'PUT', url: '/person/1/following', payload: { fks: [3] } })).json()), [3], 'replace')
-    t.same((await app.inject('/person/3/followers')).json().map((x: { id: number }) => x.id), [1], 'seen from the other end')
+    t.same(
+      follows((await app.inject({ method: 'PUT', url: '/person/1/following/1' })).json()),
+      [1, 2],
+      'following oneself'
+    )
+    t.same(follows((await app.inject({ method: 'PUT', url: '/person/1/following', payload: { fks: [3] } })).json()), [
+      3
+    ], 'replace')
+    t.same(
+      (await app.inject('/person/3/followers')).json().map((x: { id: number }) => x.id),
+      [1],
+      'seen from the other end'
+    )
     const missing = await app.inject({ method: 'PUT', url: '/person/99/following/1' })
     t.same([missing.statusCode, missing.json().code], [404, 'BP_ERR_RECORD_NOT_FOUND'], 'a parent that does not exist')
     t.match(missing.json().message, /person .*99/)

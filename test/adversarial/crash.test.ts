@@ -90,11 +90,16 @@ function cleanups (t: Test): (step: () => unknown) => void {
     }
     if (failure !== undefined) throw failure
   })
-  return step => { steps.push(step) }
+  return step => {
+    steps.push(step)
+  }
 }
 
 /** The database both instances use: its ORM in this process, and what A is told to open. */
-interface Shared { orm: MikroORM, name: string }
+interface Shared {
+  orm: MikroORM
+  name: string
+}
 
 async function shared (db: Database, cleanup: (step: () => unknown) => void): Promise<Shared> {
   let orm: MikroORM
@@ -102,14 +107,20 @@ async function shared (db: Database, cleanup: (step: () => unknown) => void): Pr
   if (db === 'postgres') {
     orm = await createOrm(db, entities)
     name = orm.config.get('dbName') as string
-    cleanup(async () => { await destroyOrm(db, orm) })
+    cleanup(async () => {
+      await destroyOrm(db, orm)
+    })
   } else {
     // A file, not `:memory:`: the other process must open the same database.
     const dir = mkdtempSync(join(tmpdir(), 'bp-crash-'))
-    cleanup(() => { rmSync(dir, { recursive: true, force: true }) })
+    cleanup(() => {
+      rmSync(dir, { recursive: true, force: true })
+    })
     name = join(dir, 'app.sqlite')
     orm = await SqliteORM.init({ entities: entities as never[], dbName: name }) as unknown as MikroORM
-    cleanup(async () => { await orm.close(true) })
+    cleanup(async () => {
+      await orm.close(true)
+    })
     await orm.schema.create()
   }
   const em = orm.em.fork()
@@ -119,21 +130,23 @@ async function shared (db: Database, cleanup: (step: () => unknown) => void): Pr
   // committed.
   const statements = db === 'postgres'
     ? [
-        'create table crash_committed (value text not null)',
-        'create function crash_record () returns trigger language plpgsql as $$ begin insert into crash_committed (value) values (new.name); return null; end $$',
-        'create trigger crash_record after update of name on pet for each row when (old.name is distinct from new.name) execute function crash_record()'
-      ]
+      'create table crash_committed (value text not null)',
+      'create function crash_record () returns trigger language plpgsql as $$ begin insert into crash_committed (value) values (new.name); return null; end $$',
+      'create trigger crash_record after update of name on pet for each row when (old.name is distinct from new.name) execute function crash_record()'
+    ]
     : [
-        'create table crash_committed (value text not null)',
-        'create trigger crash_record after update of name on pet for each row when old.name is not new.name begin insert into crash_committed (value) values (new.name); end'
-      ]
+      'create table crash_committed (value text not null)',
+      'create trigger crash_record after update of name on pet for each row when old.name is not new.name begin insert into crash_committed (value) values (new.name); end'
+    ]
   for (const statement of statements) await orm.em.getConnection().execute(statement)
   return { orm, name }
 }
 
 /** The names whose UPDATE committed, by the trigger's table. */
 async function committedNames (orm: MikroORM): Promise<Set<string>> {
-  const rows: Array<{ value: string }> = await orm.em.fork().getConnection().execute('select value from crash_committed')
+  const rows: Array<{ value: string }> = await orm.em.fork().getConnection().execute(
+    'select value from crash_committed'
+  )
   return new Set(rows.map(row => row.value))
 }
 
@@ -143,52 +156,121 @@ type Kind = 'redis' | 'postgres'
 function brokerOf (kind: Kind, channel: string, cleanup: (step: () => unknown) => void): Broker {
   if (kind === 'postgres') return new PostgresBroker({ connection: { ...PG, database: 'postgres' }, channel })
   const client = new Redis(REDIS)
-  cleanup(() => { client.disconnect() })
+  cleanup(() => {
+    client.disconnect()
+  })
   return new RedisBroker({ client, channel })
 }
 
 /** Instance A: its port, its death, its stderr (for a failure's message). */
-interface Child { port: number, exited: Promise<string>, dead (): boolean, kill (): void, stderr (): string }
+interface Child {
+  port: number
+  exited: Promise<string>
+  dead(): boolean
+  kill(): void
+  stderr(): string
+}
 
-async function startA (db: Database, database: string, kind: Kind, channel: string, dieAt: number | undefined, cleanup: (step: () => unknown) => void): Promise<Child> {
+async function startA (
+  db: Database,
+  database: string,
+  kind: Kind,
+  channel: string,
+  dieAt: number | undefined,
+  cleanup: (step: () => unknown) => void
+): Promise<Child> {
   // A plain process: none of tap's loaders or coverage settings (a killed process writes none).
   const env: Record<string, string | undefined> = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (key !== 'NODE_OPTIONS' && key !== 'NODE_V8_COVERAGE' && !key.startsWith('TAP') && !key.startsWith('_TAPJS')) env[key] = value
+    if (key !== 'NODE_OPTIONS' && key !== 'NODE_V8_COVERAGE' && !key.startsWith('TAP') && !key.startsWith('_TAPJS')) {
+      env[key] = value
+    }
   }
-  Object.assign(env, { BP_CRASH_DB: db, BP_CRASH_DB_NAME: database, BP_CRASH_BROKER: kind, BP_CRASH_CHANNEL: channel, BP_CRASH_POLL: String(POLL) })
+  Object.assign(env, {
+    BP_CRASH_DB: db,
+    BP_CRASH_DB_NAME: database,
+    BP_CRASH_BROKER: kind,
+    BP_CRASH_CHANNEL: channel,
+    BP_CRASH_POLL: String(POLL)
+  })
   if (dieAt !== undefined) env.BP_CRASH_DIE_AT = String(dieAt)
   const child = spawn(process.execPath, [FIXTURE], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env })
   let stderr = ''
-  child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + String(chunk)).slice(-4000) })
-  const exited = new Promise<string>(resolve => { child.once('exit', (code, signal) => { resolve(signal ?? String(code)) }) })
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + String(chunk)).slice(-4000)
+  })
+  const exited = new Promise<string>(resolve => {
+    child.once('exit', (code, signal) => {
+      resolve(signal ?? String(code))
+    })
+  })
   cleanup(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     await deadline(exited, 10_000, 'A to exit')
   })
-  const ready = new Promise<number>(resolve => { child.once('message', (message: { port: number }) => { resolve(message.port) }) })
-  const died = exited.then(how => { throw new Error(`A exited (${how}) before listening: ${stderr}`) })
+  const ready = new Promise<number>(resolve => {
+    child.once('message', (message: { port: number }) => {
+      resolve(message.port)
+    })
+  })
+  const died = exited.then(how => {
+    throw new Error(`A exited (${how}) before listening: ${stderr}`)
+  })
   // Loading the plugin, MikroORM and the broker client takes a few seconds on a busy machine.
   const port = await deadline(Promise.race([ready, died]), 60_000, () => `A to listen (stderr: ${stderr})`)
   const dead = (): boolean => child.exitCode !== null || child.signalCode !== null
-  return { port, exited, dead, kill: () => { child.kill('SIGKILL') }, stderr: () => stderr }
+  return {
+    port,
+    exited,
+    dead,
+    kill: () => {
+      child.kill('SIGKILL')
+    },
+    stderr: () => stderr
+  }
 }
 
 /** One PATCH of the burst; `status` undefined: not sent (meant for A after its death), 0: no answer. */
-interface Write { readonly i: number, readonly via: 'A' | 'B', readonly value: string, status: number | undefined, error?: string }
+interface Write {
+  readonly i: number
+  readonly via: 'A' | 'B'
+  readonly value: string
+  status: number | undefined
+  error?: string
+}
 
-async function patch (agent: Agent, port: number, pet: number, name: string): Promise<{ status: number, body: string }> {
+async function patch (
+  agent: Agent,
+  port: number,
+  pet: number,
+  name: string
+): Promise<{ status: number, body: string }> {
   const payload = JSON.stringify({ name })
-  return await deadline(new Promise<{ status: number, body: string }>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method: 'PATCH', path: `/pet/${pet}`, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, res => {
-      const chunks: Buffer[] = []
-      res.on('data', (chunk: Buffer) => { chunks.push(chunk) })
-      res.on('end', () => { resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }) })
-      res.on('error', reject)
-    })
-    req.on('error', reject)
-    req.end(payload)
-  }), 15_000, `PATCH /pet/${pet} through :${port}`)
+  return await deadline(
+    new Promise<{ status: number, body: string }>((resolve, reject) => {
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        method: 'PATCH',
+        path: `/pet/${pet}`,
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+      }, res => {
+        const chunks: Buffer[] = []
+        res.on('data', (chunk: Buffer) => {
+          chunks.push(chunk)
+        })
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() })
+        })
+        res.on('error', reject)
+      })
+      req.on('error', reject)
+      req.end(payload)
+    }),
+    15_000,
+    `PATCH /pet/${pet} through :${port}`
+  )
 }
 
 /**
@@ -198,8 +280,16 @@ async function patch (agent: Agent, port: number, pet: number, name: string): Pr
  * writes go on past WRITES until A died (at most 4 × WRITES): on a loaded machine more of A's
  * writes may be refused (SQLite busy) than the draw of k allowed for.
  */
-async function burst (ports: { A: number, B: number }, tag: string, dead: () => boolean, kill?: { after: number, fn: () => void }): Promise<Write[]> {
-  const agents = { A: new Agent({ keepAlive: true, maxSockets: IN_FLIGHT }), B: new Agent({ keepAlive: true, maxSockets: IN_FLIGHT }) }
+async function burst (
+  ports: { A: number, B: number },
+  tag: string,
+  dead: () => boolean,
+  kill?: { after: number, fn: () => void }
+): Promise<Write[]> {
+  const agents = {
+    A: new Agent({ keepAlive: true, maxSockets: IN_FLIGHT }),
+    B: new Agent({ keepAlive: true, maxSockets: IN_FLIGHT })
+  }
   const writes: Write[] = []
   let next = 0
   let running = 0
@@ -222,7 +312,9 @@ async function burst (ports: { A: number, B: number }, tag: string, dead: () => 
           write.error = (err as Error).message
         }).finally(() => {
           running--
-          if (kill !== undefined && write.via === 'A' && write.status !== 0 && ++answeredByA === kill.after && !killed) {
+          if (
+            kill !== undefined && write.via === 'A' && write.status !== 0 && ++answeredByA === kill.after && !killed
+          ) {
             killed = true
             kill.fn()
           }
@@ -240,7 +332,8 @@ async function burst (ports: { A: number, B: number }, tag: string, dead: () => 
 }
 
 /** Whether a frame is the notification of a burst write (a pet's new name). */
-const isWrite = (frame: NoticeFrame): boolean => frame.event === 'pet' && frame.data?.verb === 'updated' && typeof frame.data?.data?.name === 'string'
+const isWrite = (frame: NoticeFrame): boolean =>
+  frame.event === 'pet' && frame.data?.verb === 'updated' && typeof frame.data?.data?.name === 'string'
 const nameOf = (frame: NoticeFrame): string => frame.data.data.name as string
 
 /** What breaks "strictly increasing positions, in one epoch" among `frames`, in arrival order. */
@@ -250,7 +343,9 @@ function orderProblems (frames: readonly NoticeFrame[]): string[] {
   if (epochs.size > 1) problems.push(`${epochs.size} epochs: ${[...epochs].join(', ')}`)
   frames.forEach((frame, n) => {
     if (typeof frame.position !== 'number') problems.push(`frame ${n + 1} carries no position`)
-    else if (n > 0 && typeof frames[n - 1].position === 'number' && frame.position <= (frames[n - 1].position as number)) {
+    else if (
+      n > 0 && typeof frames[n - 1].position === 'number' && frame.position <= (frames[n - 1].position as number)
+    ) {
       problems.push(`frame ${n + 1}: position ${frame.position} after ${frames[n - 1].position}`)
     }
   })
@@ -270,10 +365,15 @@ async function subscribe (t: Test, socket: TestSocket, who: string): Promise<voi
  * broker, after that write's commit (a committed change set no broker ever carries).
  */
 type When = 'answer' | 'publication'
-const WHEN: Record<When, string> = { answer: 'after its k-th answer', publication: 'between its k-th commit and its publication' }
+const WHEN: Record<When, string> = {
+  answer: 'after its k-th answer',
+  publication: 'between its k-th commit and its publication'
+}
 
-const cases: Array<{ db: Database, kind: Kind, when: When }> = DATABASES.flatMap(db => (db === 'postgres' ? ['redis', 'postgres'] as const : ['redis'] as const)
-  .flatMap(kind => (['answer', 'publication'] as const).map(when => ({ db, kind, when }))))
+const cases: Array<{ db: Database, kind: Kind, when: When }> = DATABASES.flatMap(db =>
+  (db === 'postgres' ? ['redis', 'postgres'] as const : ['redis'] as const)
+    .flatMap(kind => (['answer', 'publication'] as const).map(when => ({ db, kind, when })))
+)
 
 for (const { db, kind, when } of cases) {
   t.test(`${db}, ${kind} broker: A killed with SIGKILL mid-burst ${WHEN[when]}; B's socket hears every committed change set, in commit order, once`, async t => {
@@ -285,8 +385,19 @@ for (const { db, kind, when } of cases) {
     // B, in this process. Its warnings and errors are kept for a failure's message.
     const logs: LogLine[] = []
     const broker = brokerOf(kind, channel, cleanup)
-    const app = Fastify({ logger: { level: 'warn', stream: { write: (line: string) => { logs.push(JSON.parse(line)) } } } })
-    cleanup(async () => { await app.close() })
+    const app = Fastify({
+      logger: {
+        level: 'warn',
+        stream: {
+          write: (line: string) => {
+            logs.push(JSON.parse(line))
+          }
+        }
+      }
+    })
+    cleanup(async () => {
+      await app.close()
+    })
     await app.register(blueprints, { orm, realtime: { broker, log: { poll: POLL } } })
     await app.listen({ port: 0, host: '127.0.0.1' })
 
@@ -296,31 +407,49 @@ for (const { db, kind, when } of cases) {
     const k = 3 + Math.floor(draw() * (Math.floor(throughA * 0.75) - 2))
     const a = await startA(db, name, kind, channel, when === 'publication' ? k : undefined, cleanup)
     const onB = await connect(socketUrl(app))
-    cleanup(async () => { await onB.close() })
+    cleanup(async () => {
+      await onB.close()
+    })
     const onA = await connect(`ws://127.0.0.1:${a.port}/socket`)
     // A's death ends this socket with a connection error: expected.
     onA.ws.on('error', () => {})
-    cleanup(() => { onA.ws.terminate() })
+    cleanup(() => {
+      onA.ws.terminate()
+    })
     await subscribe(t, onB, 'B')
     await subscribe(t, onA, 'A')
 
-    const writes = await burst({ A: a.port, B: (app.server.address() as { port: number }).port }, tag, a.dead, when === 'answer' ? { after: k, fn: a.kill } : undefined)
+    const writes = await burst(
+      { A: a.port, B: (app.server.address() as { port: number }).port },
+      tag,
+      a.dead,
+      when === 'answer' ? { after: k, fn: a.kill } : undefined
+    )
     t.equal(await deadline(a.exited, 10_000, 'A to die'), 'SIGKILL', 'A was killed with SIGKILL')
 
     // Every committed write must reach B's socket; the deadline is generous (B reads the log every
     // POLL ms), the 50 ms only paces the checks.
     let committed = new Set<string>()
     const heard = (): string[] => onB.frames.filter(isWrite).map(nameOf)
-    await eventually(() => {
-      const got = new Set(heard())
-      const missing = [...committed].filter(value => !got.has(value))
-      return `B's socket to hear every committed write: ${missing.length} of ${committed.size} not heard (${missing.slice(0, 10).join(', ')}); ` +
-        `B's log: ${JSON.stringify(logs.map(line => line.msg)).slice(0, 1000)}; A's stderr: ${a.stderr().slice(-1000)}`
-    }, async () => {
-      committed = await committedNames(orm)
-      const got = new Set(heard())
-      return [...committed].every(value => got.has(value))
-    }, HEARD_MS, 50)
+    await eventually(
+      () => {
+        const got = new Set(heard())
+        const missing = [...committed].filter(value => !got.has(value))
+        return `B's socket to hear every committed write: ${missing.length} of ${committed.size} not heard (${
+          missing.slice(0, 10).join(', ')
+        }); ` +
+          `B's log: ${JSON.stringify(logs.map(line => line.msg)).slice(0, 1000)}; A's stderr: ${
+            a.stderr().slice(-1000)
+          }`
+      },
+      async () => {
+        committed = await committedNames(orm)
+        const got = new Set(heard())
+        return [...committed].every(value => got.has(value))
+      },
+      HEARD_MS,
+      50
+    )
 
     // The sentinel: B delivers in position order, so whatever B's socket was to hear of the burst
     // comes before it.
@@ -334,39 +463,74 @@ for (const { db, kind, when } of cases) {
     const names = upToSentinel.slice(0, end).filter(isWrite).map(nameOf)
     const seen = new Set<string>()
     const twice = names.filter(value => seen.has(value) || !seen.add(value))
-    t.same({
-      missing: [...committed].filter(value => !seen.has(value)),
-      uncommitted: [...seen].filter(value => !committed.has(value)),
-      twice
-    }, { missing: [], uncommitted: [], twice: [] }, 'B\'s socket heard every committed write, once, and nothing that did not commit')
-    t.same(orderProblems(upToSentinel), [], 'in commit order: positions strictly increasing, in one epoch, up to the sentinel')
+    t.same(
+      {
+        missing: [...committed].filter(value => !seen.has(value)),
+        uncommitted: [...seen].filter(value => !committed.has(value)),
+        twice
+      },
+      { missing: [], uncommitted: [], twice: [] },
+      "B's socket heard every committed write, once, and nothing that did not commit"
+    )
+    t.same(
+      orderProblems(upToSentinel),
+      [],
+      'in commit order: positions strictly increasing, in one epoch, up to the sentinel'
+    )
     t.same(upToSentinel.slice(0, end).filter(frame => !isWrite(frame)), [], 'nothing else before the sentinel')
     t.same(onB.frames.slice(end + 1), [], 'nothing after the sentinel')
-    t.equal(onB.ws.readyState, onB.ws.OPEN, 'B\'s socket is still open')
+    t.equal(onB.ws.readyState, onB.ws.OPEN, "B's socket is still open")
 
     // What the writers were told agrees with the database (else the trigger table decides nothing).
     const answered = writes.filter(write => write.status === 200)
-    t.same(answered.filter(write => !committed.has(write.value)).map(write => write.value), [], 'every write answered 200 committed')
-    const committedVia = (via: 'A' | 'B'): number => writes.filter(write => write.via === via && committed.has(write.value)).length
+    t.same(
+      answered.filter(write => !committed.has(write.value)).map(write => write.value),
+      [],
+      'every write answered 200 committed'
+    )
+    const committedVia = (via: 'A' | 'B'): number =>
+      writes.filter(write => write.via === via && committed.has(write.value)).length
     t.ok(committedVia('A') > 0 && committedVia('B') > 0, 'writes through both instances committed')
 
     // A's socket, until A died: what it heard committed, in order, once.
     const onAWrites = onA.frames.filter(isWrite).map(nameOf)
-    t.same({ uncommitted: onAWrites.filter(value => !committed.has(value)), twice: onAWrites.length - new Set(onAWrites).size, order: orderProblems(onA.frames) },
-      { uncommitted: [], twice: 0, order: [] }, 'A\'s socket, until A died: committed writes only, once, in position order')
+    t.same(
+      {
+        uncommitted: onAWrites.filter(value => !committed.has(value)),
+        twice: onAWrites.length - new Set(onAWrites).size,
+        order: orderProblems(onA.frames)
+      },
+      { uncommitted: [], twice: 0, order: [] },
+      "A's socket, until A died: committed writes only, once, in position order"
+    )
 
     // What happened, for the record: answers by status (0: cut, -: not sent), and what committed.
     const statuses = (via: 'A' | 'B'): string => {
       const counts = new Map<string, number>()
-      for (const write of writes) if (write.via === via) counts.set(String(write.status ?? '-'), (counts.get(String(write.status ?? '-')) ?? 0) + 1)
+      for (const write of writes) {
+        if (write.via === via) {
+          counts.set(String(write.status ?? '-'), (counts.get(String(write.status ?? '-')) ?? 0) + 1)
+        }
+      }
       return [...counts].map(([status, n]) => `${status} ×${n}`).join(', ')
     }
-    const unanswered = writes.filter(write => write.via === 'A' && write.status !== 200 && committed.has(write.value)).length
+    const unanswered = writes.filter(write =>
+      write.via === 'A' && write.status !== 200 && committed.has(write.value)
+    ).length
     // A died before answering the write whose change set it was about to publish.
-    if (when === 'publication') t.ok(unanswered >= 1, 'a write through A committed and was never answered (nor published by A)')
+    if (when === 'publication') {
+      t.ok(
+        unanswered >= 1,
+        'a write through A committed and was never answered (nor published by A)'
+      )
+    }
     const refused = writes.find(write => write.status !== undefined && write.status !== 0 && write.status !== 200)
-    t.comment(`A killed ${WHEN[when]}, k = ${k}; through A: ${statuses('A')}; ${committedVia('A')} committed (${unanswered} never answered); ` +
-      `through B: ${statuses('B')}; ${committedVia('B')} committed; B's socket heard ${names.length}` +
-      (refused === undefined ? '' : `; first refusal (${refused.via}): ${refused.error ?? ''}`))
+    t.comment(
+      `A killed ${WHEN[when]}, k = ${k}; through A: ${statuses('A')}; ${
+        committedVia('A')
+      } committed (${unanswered} never answered); ` +
+        `through B: ${statuses('B')}; ${committedVia('B')} committed; B's socket heard ${names.length}` +
+        (refused === undefined ? '' : `; first refusal (${refused.via}): ${refused.error ?? ''}`)
+    )
   })
 }

@@ -30,13 +30,17 @@ function broker (t: Teardown, kind: 'postgres' | 'redis', server: PostgresServer
   const client = new Redis({ ...REDIS, enableOfflineQueue: false, retryStrategy: () => 100 })
   client.on('error', () => {})
   // (After the apps, which close their brokers: teardowns run last registered first.)
-  t.teardown(() => { client.disconnect() })
+  t.teardown(() => {
+    client.disconnect()
+  })
   return new RedisBroker({ client, channel })
 }
 
 /** The names whose UPDATE committed, recorded by a trigger in the write's own transaction. */
 async function committedNames (orm: MikroORM): Promise<string[]> {
-  const rows: Array<{ value: string }> = await orm.em.fork().getConnection().execute('select value from restart_committed')
+  const rows: Array<{ value: string }> = await orm.em.fork().getConnection().execute(
+    'select value from restart_committed'
+  )
   return rows.map(row => row.value)
 }
 
@@ -49,11 +53,13 @@ for (const kind of DATABASES.includes('postgres') ? ['postgres', 'redis'] as con
       { realtime: { broker: broker(t, kind, server, channel) } },
       { realtime: { broker: broker(t, kind, server, channel) } }
     ], server.connection)
-    for (const statement of [
-      'create table restart_committed (value text not null)',
-      'create function restart_record () returns trigger language plpgsql as $$ begin insert into restart_committed (value) values (new.name); return null; end $$',
-      'create trigger restart_record after update of name on pet for each row when (old.name is distinct from new.name) execute function restart_record()'
-    ]) await orms[0].em.getConnection().execute(statement)
+    for (
+      const statement of [
+        'create table restart_committed (value text not null)',
+        'create function restart_record () returns trigger language plpgsql as $$ begin insert into restart_committed (value) values (new.name); return null; end $$',
+        'create trigger restart_record after update of name on pet for each row when (old.name is distinct from new.name) execute function restart_record()'
+      ]
+    ) await orms[0].em.getConnection().execute(statement)
     const pets = PETS.map(id => `/pet/${id}?populate=false`)
     const sockets = [await watching(t, a.app, pets), await watching(t, b.app, pets)]
     const closed = closes(sockets)
@@ -68,15 +74,23 @@ for (const kind of DATABASES.includes('postgres') ? ['postgres', 'redis'] as con
       while (!(back && okAfter >= AFTER) && sent < 3000) {
         const n = ++sent
         const instance = n % 2 === 0 ? a : b
-        const res = await instance.app.inject({ method: 'PATCH', url: `/pet/${PETS[n % PETS.length]}`, payload: { name: `restart ${n}` } })
+        const res = await instance.app.inject({
+          method: 'PATCH',
+          url: `/pet/${PETS[n % PETS.length]}`,
+          payload: { name: `restart ${n}` }
+        })
         if (res.statusCode === 200) {
           if (back) okAfter++
         } else {
           refused++
           // A 503; or, for a write whose COMMIT went out as the server went away and got no answer,
           // 504 BP_ERR_COMMIT_UNCONFIRMED (it may have committed: what committed is read back below).
-          const unconfirmed = res.statusCode === 504 && (res.json() as { code?: unknown }).code === 'BP_ERR_COMMIT_UNCONFIRMED'
-          t.ok(res.statusCode === 503 || unconfirmed, `a write refused while the server is away is a 503, or a 504 if its COMMIT went out (${res.statusCode} ${res.body})`)
+          const unconfirmed = res.statusCode === 504 &&
+            (res.json() as { code?: unknown }).code === 'BP_ERR_COMMIT_UNCONFIRMED'
+          t.ok(
+            res.statusCode === 503 || unconfirmed,
+            `a write refused while the server is away is a 503, or a 504 if its COMMIT went out (${res.statusCode} ${res.body})`
+          )
           await new Promise(resolve => setTimeout(resolve, PAUSE_MS))
         }
         if (++answered === BEFORE) {
@@ -95,7 +109,14 @@ for (const kind of DATABASES.includes('postgres') ? ['postgres', 'redis'] as con
     t.ok(okAfter >= AFTER, 'writes committed again once it was back')
 
     // The sentinel, last; then what each socket heard is compared whole with what committed.
-    t.equal((await deadline(a.app.inject({ method: 'PATCH', url: `/pet/${PETS[0]}`, payload: { name: 'sentinel' } }), 10_000, 'the sentinel write')).statusCode, 200)
+    t.equal(
+      (await deadline(
+        a.app.inject({ method: 'PATCH', url: `/pet/${PETS[0]}`, payload: { name: 'sentinel' } }),
+        10_000,
+        'the sentinel write'
+      )).statusCode,
+      200
+    )
     const committed = await committedNames(orms[0])
     t.ok(committed.includes('sentinel'), 'the sentinel committed')
     await heardOnce(t, sockets, committed, 'sentinel', notice => notice.data.data.name, HEARD_MS)

@@ -42,14 +42,18 @@ const plainProperties = {
   part: () => p.manyToOne(Part).nullable().deleteRule('restrict'),
   parts: () => p.manyToMany(Part).owner()
 }
-const Plain = defineEntity({ name: 'Plain', properties: plainProperties, checks: [{ name: 'plain_size', expression: 'size >= 0' }] } as never)
+const Plain = defineEntity(
+  { name: 'Plain', properties: plainProperties, checks: [{ name: 'plain_size', expression: 'size >= 0' }] } as never
+)
 const Stamped = defineEntity({
   name: 'Stamped',
   properties: {
     ...plainProperties,
     createdAt: createdAt(),
     updatedAt: updatedAt(),
-    mark: p.string().onCreate((_entity: unknown, em: Json) => mark(em)).onUpdate((_entity: unknown, em: Json) => mark(em))
+    mark: p.string().onCreate((_entity: unknown, em: Json) => mark(em)).onUpdate((_entity: unknown, em: Json) =>
+      mark(em)
+    )
   },
   checks: [{ name: 'stamped_size', expression: 'size >= 0' }]
 } as never)
@@ -65,13 +69,28 @@ function mark (em: Json): string {
 }
 
 /** A blueprint write route as the plugin registered it. */
-interface Route { readonly method: string, readonly url: string, readonly model: string, readonly action: string, readonly association?: string }
+interface Route {
+  readonly method: string
+  readonly url: string
+  readonly model: string
+  readonly action: string
+  readonly association?: string
+}
 
 const WRITES = new Set(['create', 'update', 'destroy', 'add', 'replace', 'remove'])
 
 /** Failures; which apply where is decided by {@link failing}. */
 const POSTGRES_FAULTS = ['serialization', 'cancel', 'terminate', 'raise'] as const
-const FAILURES = ['unique', 'check', 'notNull', 'foreignKey', 'throws', 'stray', 'generatedNull', ...POSTGRES_FAULTS] as const
+const FAILURES = [
+  'unique',
+  'check',
+  'notNull',
+  'foreignKey',
+  'throws',
+  'stray',
+  'generatedNull',
+  ...POSTGRES_FAULTS
+] as const
 type Failure = typeof FAILURES[number]
 
 interface World {
@@ -96,7 +115,9 @@ async function setup (t: Test, db: Database): Promise<World> {
   const routes: Route[] = []
   app.addHook('onRoute', route => {
     const blueprint = route.config?.blueprint as { model: string, action: string, association?: string } | undefined
-    if (blueprint !== undefined && route.method !== 'HEAD' && WRITES.has(blueprint.action)) routes.push({ method: route.method as string, url: route.url as string, ...blueprint })
+    if (blueprint !== undefined && route.method !== 'HEAD' && WRITES.has(blueprint.action)) {
+      routes.push({ method: route.method as string, url: route.url as string, ...blueprint })
+    }
   })
   await app.register(blueprints, { orm })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -104,7 +125,9 @@ async function setup (t: Test, db: Database): Promise<World> {
   if (db === 'postgres') {
     const client = new pg.Client({ ...PG, database: orm.config.get('dbName') as string })
     await client.connect()
-    t.teardown(async () => { await client.end() })
+    t.teardown(async () => {
+      await client.end()
+    })
     sql = async (text, values) => (await client.query(text, values)).rows
   } else {
     const connection = orm.em.getConnection()
@@ -132,12 +155,18 @@ async function faults (world: World): Promise<void> {
         end if;
         return coalesce(new, old);
       end $$`)
-    for (const table of TABLES) await sql(`create trigger bp_fault before insert or update or delete on "${table}" for each row execute function bp_fault()`)
+    for (const table of TABLES) {
+      await sql(
+        `create trigger bp_fault before insert or update or delete on "${table}" for each row execute function bp_fault()`
+      )
+    }
     for (const table of ['plain', 'stamped']) await sql(`alter table "${table}" alter column note set not null`)
   } else {
     for (const table of TABLES) {
       for (const event of ['insert', 'update', 'delete']) {
-        await sql(`create trigger "bp_fault_${table}_${event}" before ${event} on "${table}" when (select kind from bp_fault) = 'raise' begin select raise(abort, 'injected'); end`)
+        await sql(
+          `create trigger "bp_fault_${table}_${event}" before ${event} on "${table}" when (select kind from bp_fault) = 'raise' begin select raise(abort, 'injected'); end`
+        )
       }
     }
   }
@@ -152,7 +181,13 @@ async function state (world: World): Promise<string> {
 }
 
 /** A request over an endpoint: its status and body. */
-async function ask (world: World, endpoint: 'http' | 'ws', method: string, url: string, body?: unknown): Promise<{ status: number, body: Json }> {
+async function ask (
+  world: World,
+  endpoint: 'http' | 'ws',
+  method: string,
+  url: string,
+  body?: unknown
+): Promise<{ status: number, body: Json }> {
   if (endpoint === 'http') {
     const res = await world.app.inject({ method: method as 'GET', url, payload: body as object })
     return { status: res.statusCode, body: res.body === '' ? undefined : res.json() }
@@ -163,41 +198,71 @@ async function ask (world: World, endpoint: 'http' | 'ws', method: string, url: 
 
 /** A new record of `model` through HTTP (a valid write): its key. */
 async function created (world: World, model: string, extra: Record<string, unknown> = {}): Promise<number> {
-  const body = model === 'part' ? { name: `p${++world.next}` } : { code: `c${++world.next}`, note: 'n', size: 1, ...extra }
+  const body = model === 'part'
+    ? { name: `p${++world.next}` }
+    : { code: `c${++world.next}`, note: 'n', size: 1, ...extra }
   const res = await world.app.inject({ method: 'POST', url: `/${model}`, payload: body })
   world.t.equal(res.statusCode, 200, `POST /${model} ${JSON.stringify(body)}`)
   return res.json().id
 }
 
 /** The path of `route` for record `id` and child `fk`. */
-const path = (route: Route, id: number, fk?: number): string => route.url.replace(':id', String(id)).replace(':fk', String(fk))
+const path = (route: Route, id: number, fk?: number): string =>
+  route.url.replace(':id', String(id)).replace(':fk', String(fk))
 
 /**
  * A valid request of `route`, on records made for it: method, url, body, and how to find what it
  * stored (a check run after it).
  */
-async function valid (world: World, route: Route): Promise<{ url: string, body?: unknown, stored: () => Promise<boolean> }> {
+async function valid (
+  world: World,
+  route: Route
+): Promise<{ url: string, body?: unknown, stored: () => Promise<boolean> }> {
   const { model, action } = route
   const where = (text: string): string => world.db === 'postgres' ? text : text.replace(/\$\d/g, '?')
   if (action === 'create') {
     const body = model === 'part' ? { name: `p${++world.next}` } : { code: `c${++world.next}`, note: 'n', size: 2 }
     const key = model === 'part' ? 'name' : 'code'
-    return { url: route.url, body, stored: async () => (await world.sql(where(`select 1 from "${model}" where "${key}" = $1`), [(body as Json)[key]])).length === 1 }
+    return {
+      url: route.url,
+      body,
+      stored: async () =>
+        (await world.sql(where(`select 1 from "${model}" where "${key}" = $1`), [(body as Json)[key]])).length === 1
+    }
   }
   const id = await created(world, model)
   if (action === 'update') {
     const body = model === 'part' ? { name: `renamed${++world.next}` } : { size: 7 + ++world.next }
     const [key, value] = Object.entries(body)[0]
-    return { url: path(route, id), body, stored: async () => (await world.sql(where(`select 1 from "${model}" where id = $1 and "${key}" = $2`), [id, value])).length === 1 }
+    return {
+      url: path(route, id),
+      body,
+      stored: async () =>
+        (await world.sql(where(`select 1 from "${model}" where id = $1 and "${key}" = $2`), [id, value])).length === 1
+    }
   }
-  if (action === 'destroy') return { url: path(route, id), stored: async () => (await world.sql(where(`select 1 from "${model}" where id = $1`), [id])).length === 0 }
+  if (action === 'destroy') {
+    return {
+      url: path(route, id),
+      stored: async () => (await world.sql(where(`select 1 from "${model}" where id = $1`), [id])).length === 0
+    }
+  }
   const pivot = `${model}_${route.association as string}`
-  const links = async (): Promise<number[]> => (await world.sql(where(`select part_id from "${pivot}" where ${model}_id = $1 order by 1`), [id])).map(row => Number(row.part_id))
+  const links = async (): Promise<number[]> =>
+    (await world.sql(where(`select part_id from "${pivot}" where ${model}_id = $1 order by 1`), [id])).map(row =>
+      Number(row.part_id)
+    )
   const child = await created(world, 'part')
   if (action === 'add') return { url: path(route, id, child), stored: async () => (await links()).includes(child) }
   const other = await created(world, 'part')
   await world.app.inject({ method: 'PUT', url: `/${model}/${id}/${route.association as string}/${other}` })
-  if (action === 'replace') return { url: path(route, id), body: { fks: [child] }, stored: async () => JSON.stringify(await links()) === JSON.stringify([child]) }
+  if (action === 'replace') {
+    return {
+      url: path(route, id),
+      body: { fks: [child] },
+      stored: async () => JSON.stringify(await links()) === JSON.stringify([child])
+    }
+  }
   return { url: path(route, id, other), stored: async () => !(await links()).includes(other) }
 }
 
@@ -205,7 +270,11 @@ async function valid (world: World, route: Route): Promise<{ url: string, body?:
  * A request of `route` that fails with `failure`, set up (records made, the fault armed), or
  * `undefined` where the failure cannot happen on that route or database.
  */
-async function failing (world: World, route: Route, failure: Failure): Promise<{ url: string, body?: unknown } | undefined> {
+async function failing (
+  world: World,
+  route: Route,
+  failure: Failure
+): Promise<{ url: string, body?: unknown } | undefined> {
   const { model, action } = route
   const owner = model !== 'part'
   const writesValues = (action === 'create' || action === 'update') && owner
@@ -213,7 +282,9 @@ async function failing (world: World, route: Route, failure: Failure): Promise<{
   if ((POSTGRES_FAULTS as readonly string[]).includes(failure)) {
     if (world.db === 'sqlite' && failure !== 'raise') return undefined
     const request = await valid(world, route)
-    await world.sql(world.db === 'postgres' ? 'update bp_fault set kind = $1' : 'update bp_fault set kind = ?', [failure])
+    await world.sql(world.db === 'postgres' ? 'update bp_fault set kind = $1' : 'update bp_fault set kind = ?', [
+      failure
+    ])
     return request
   }
   const applies: Record<Failure, boolean> = {
@@ -235,19 +306,27 @@ async function failing (world: World, route: Route, failure: Failure): Promise<{
   switch (failure) {
     case 'unique': {
       const taken = (await world.sql(`select code from "${model}" where id = ${await created(world, model)}`))[0].code
-      return action === 'create' ? { url: route.url, body: { code: taken, note: 'n' } } : { url: path(route, id), body: { code: taken } }
+      return action === 'create'
+        ? { url: route.url, body: { code: taken, note: 'n' } }
+        : { url: path(route, id), body: { code: taken } }
     }
     case 'check':
-      return action === 'create' ? { url: route.url, body: { code: `c${++world.next}`, note: 'n', size: -1 } } : { url: path(route, id), body: { size: -1 } }
+      return action === 'create'
+        ? { url: route.url, body: { code: `c${++world.next}`, note: 'n', size: -1 } }
+        : { url: path(route, id), body: { size: -1 } }
     case 'notNull':
-      return action === 'create' ? { url: route.url, body: { code: `c${++world.next}` } } : { url: path(route, id), body: { note: null } }
+      return action === 'create'
+        ? { url: route.url, body: { code: `c${++world.next}` } }
+        : { url: path(route, id), body: { note: null } }
     case 'foreignKey': {
       await created(world, world.next % 2 === 0 ? 'plain' : 'stamped', { part: id })
       return { url: path(route, id) }
     }
     default:
       generator.mode = failure === 'throws' ? 'throw' : failure === 'stray' ? 'stray' : 'null'
-      return action === 'create' ? { url: route.url, body: { code: `c${++world.next}`, note: 'n' } } : { url: path(route, id), body: { size: 3 } }
+      return action === 'create'
+        ? { url: route.url, body: { code: `c${++world.next}`, note: 'n' } }
+        : { url: path(route, id), body: { size: 3 } }
   }
 }
 
@@ -264,7 +343,10 @@ async function poolIsClean (world: World, what: string): Promise<void> {
   const clients = await Promise.all(Array.from({ length: pool.options.max }, async () => await pool.connect()))
   const answers: string[] = []
   for (const client of clients) {
-    const status = await client.query('select 1 as one').then(async res => `${String(res.rows[0].one)} ${await transactionStatus(client)}`, (err: Error) => err.message)
+    const status = await client.query('select 1 as one').then(
+      async res => `${String(res.rows[0].one)} ${await transactionStatus(client)}`,
+      (err: Error) => err.message
+    )
     answers.push(status)
     client.release()
   }
@@ -275,7 +357,11 @@ async function poolIsClean (world: World, what: string): Promise<void> {
 async function aftermath (world: World, what: string, endpoint: 'http' | 'ws'): Promise<void> {
   await poolIsClean(world, what)
   const [row] = await world.orm.em.getConnection().execute('select count(*) as n from part')
-  world.t.equal(Number(row.n), Number((await world.sql('select count(*) as n from part'))[0].n), `${what}: the app's own query runs`)
+  world.t.equal(
+    Number(row.n),
+    Number((await world.sql('select count(*) as n from part'))[0].n),
+    `${what}: the app's own query runs`
+  )
   const route = world.routes.find(route => route.action === 'create' && route.model === 'stamped') as Route
   const request = await valid(world, route)
   const answer = await ask(world, endpoint, 'POST', request.url, request.body)
@@ -284,17 +370,26 @@ async function aftermath (world: World, what: string, endpoint: 'http' | 'ws'): 
 }
 
 /** No database wording in a body. */
-const DRIVER = /SQLITE_|constraint failed|violates|relation "|column "|syntax|injected|no_such_table|terminating|canceling|aborted/
+const DRIVER =
+  /SQLITE_|constraint failed|violates|relation "|column "|syntax|injected|no_such_table|terminating|canceling|aborted/
 
 /** One step of a generated sequence. */
-interface Step { readonly route: number, readonly endpoint: 'http' | 'ws', readonly failure: Failure | 'none' | 'app' }
+interface Step {
+  readonly route: number
+  readonly endpoint: 'http' | 'ws'
+  readonly failure: Failure | 'none' | 'app'
+}
 
 async function run (world: World, step: Step): Promise<void> {
   const route = world.routes[step.route % world.routes.length]
   const label = `${step.endpoint} ${route.method} ${route.url} (${step.failure})`
   if (step.failure === 'app') {
     const [row] = await world.orm.em.getConnection().execute('select count(*) as n from plain')
-    world.t.equal(Number(row.n), Number((await world.sql('select count(*) as n from plain'))[0].n), 'the app\'s own query runs')
+    world.t.equal(
+      Number(row.n),
+      Number((await world.sql('select count(*) as n from plain'))[0].n),
+      "the app's own query runs"
+    )
     return
   }
   if (step.failure === 'none') {
@@ -319,8 +414,12 @@ async function run (world: World, step: Step): Promise<void> {
   }
   // The app's own error (its generator threw) is the app's to shape: Fastify answers it as it
   // answers any error of the app's code. Every other failure is the plugin's coded error.
-  if (step.failure === 'throws') world.t.same([answer.status, answer.body?.message], [500, 'the generator failed'], `${label}: the app's error`)
-  else world.t.ok(answer.status >= 400 && String(answer.body?.code).startsWith('BP_ERR_'), `${label}: a coded error (${answer.status} ${JSON.stringify(answer.body)})`)
+  if (step.failure === 'throws') {
+    world.t.same([answer.status, answer.body?.message], [500, 'the generator failed'], `${label}: the app's error`)
+  } else {world.t.ok(
+      answer.status >= 400 && String(answer.body?.code).startsWith('BP_ERR_'),
+      `${label}: a coded error (${answer.status} ${JSON.stringify(answer.body)})`
+    )}
   world.t.notMatch(JSON.stringify(answer.body), DRIVER, `${label}: no database wording`)
   world.t.equal(await state(world), before, `${label}: nothing changed`)
   await aftermath(world, label, step.endpoint)
@@ -346,13 +445,25 @@ for (const db of DATABASES) {
       endpoint: fc.constantFrom<'http' | 'ws'>('http', 'ws'),
       failure: fc.constantFrom<Step['failure']>(...FAILURES, 'none', 'none', 'app')
     })
-    await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async steps => {
-      for (const one of steps) await run(world, one)
-    }), { numRuns: RUNS })
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async steps => {
+        for (const one of steps) await run(world, one)
+      }),
+      { numRuns: RUNS }
+    )
     // Each write route met at least one failure, and each failure at least one route.
-    for (const route of world.routes) t.ok([...world.asked.keys()].some(key => key.startsWith(`${route.method} ${route.url} `)), `${route.method} ${route.url}: failed at least once`)
+    for (const route of world.routes) {
+      t.ok(
+        [...world.asked.keys()].some(key => key.startsWith(`${route.method} ${route.url} `)),
+        `${route.method} ${route.url}: failed at least once`
+      )
+    }
     for (const failure of FAILURES) {
-      if (db === 'sqlite' && (failure === 'notNull' || failure === 'stray' || (POSTGRES_FAULTS as readonly string[]).includes(failure) && failure !== 'raise')) continue
+      if (
+        db === 'sqlite' &&
+        (failure === 'notNull' || failure === 'stray' ||
+          (POSTGRES_FAULTS as readonly string[]).includes(failure) && failure !== 'raise')
+      ) continue
       t.ok([...world.asked.keys()].some(key => key.endsWith(` ${failure}`)), `${failure}: happened`)
     }
   })

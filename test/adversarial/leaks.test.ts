@@ -42,7 +42,12 @@ const tick = (): Promise<void> => new Promise(resolve => setImmediate(resolve))
 async function within<T> (promise: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined
   try {
-    return await Promise.race([promise, new Promise<undefined>(resolve => { timer = setTimeout(() => resolve(undefined), ms) })])
+    return await Promise.race([
+      promise,
+      new Promise<undefined>(resolve => {
+        timer = setTimeout(() => resolve(undefined), ms)
+      })
+    ])
   } finally {
     clearTimeout(timer)
   }
@@ -66,7 +71,10 @@ const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(1)
  * - `read`: it waits for its two answers, then closes cleanly or is terminated;
  * - `race`: it sends its reads and closes (or is terminated) at once, without waiting.
  */
-interface Plan { kind: 'held' | 'read' | 'race', end: 'close' | 'terminate' }
+interface Plan {
+  kind: 'held' | 'read' | 'race'
+  end: 'close' | 'terminate'
+}
 const PLANS: readonly Plan[] = [
   { kind: 'held', end: 'close' },
   { kind: 'read', end: 'terminate' },
@@ -99,23 +107,40 @@ interface Tally {
 }
 
 /** The app, with hooks that count every read and hold those sent with `x-hold` until `gate` opens. */
-async function app (t: Teardown, db: Database): Promise<{ app: FastifyInstance, tally: Tally, hold: () => () => void }> {
-  const tally: Tally = { started: 0, finished: 0, held: 0, wrong: 0, errors: 0, thin: 0, peak: { sockets: 0, subscriptions: 0, records: 0, watches: 0 } }
+async function app (
+  t: Teardown,
+  db: Database
+): Promise<{ app: FastifyInstance, tally: Tally, hold: () => () => void }> {
+  const tally: Tally = {
+    started: 0,
+    finished: 0,
+    held: 0,
+    wrong: 0,
+    errors: 0,
+    thin: 0,
+    peak: { sockets: 0, subscriptions: 0, records: 0, watches: 0 }
+  }
   let gate: Promise<void> = Promise.resolve()
   const hooks = {
-    onRequest: async () => { tally.started++ },
+    onRequest: async () => {
+      tally.started++
+    },
     preHandler: async (request: FastifyRequest) => {
       if (request.headers['x-hold'] !== '1') return
       tally.held++
       await gate
     },
-    onResponse: async () => { tally.finished++ }
+    onResponse: async () => {
+      tally.finished++
+    }
   }
   const server = await listening(t, db, { plugin: { hooks } })
   /** Closes the gate for the reads to come; returns what opens it. */
   const hold = (): () => void => {
     let open!: () => void
-    gate = new Promise(resolve => { open = resolve })
+    gate = new Promise(resolve => {
+      open = resolve
+    })
     return open
   }
   return { app: server, tally, hold }
@@ -127,7 +152,9 @@ function connect (url: string, tally: Tally): Promise<WebSocket> {
     const ws = new WebSocket(url)
     ws.once('open', () => {
       ws.off('error', reject)
-      ws.on('error', () => { tally.errors++ })
+      ws.on('error', () => {
+        tally.errors++
+      })
       resolve(ws)
     })
     ws.once('error', reject)
@@ -138,16 +165,22 @@ function connect (url: string, tally: Tally): Promise<WebSocket> {
 function send (ws: WebSocket, i: number, tally: Tally, held: boolean): Promise<unknown[]> | undefined {
   const urls = readsOf(i)
   if (held) {
-    ws.on('message', () => { tally.wrong++ })
-    for (const [n, url] of urls.entries()) ws.send(JSON.stringify({ id: n, method: 'GET', url, headers: { 'x-hold': '1' } }))
+    ws.on('message', () => {
+      tally.wrong++
+    })
+    for (const [n, url] of urls.entries()) {
+      ws.send(JSON.stringify({ id: n, method: 'GET', url, headers: { 'x-hold': '1' } }))
+    }
     return undefined
   }
-  const answers = urls.map((_, n) => new Promise<unknown>(resolve => {
-    ws.on('message', data => {
-      const frame = JSON.parse(String(data)) as { id?: unknown }
-      if (frame.id === n) resolve(frame)
+  const answers = urls.map((_, n) =>
+    new Promise<unknown>(resolve => {
+      ws.on('message', data => {
+        const frame = JSON.parse(String(data)) as { id?: unknown }
+        if (frame.id === n) resolve(frame)
+      })
     })
-  }))
+  )
   for (const [n, url] of urls.entries()) ws.send(JSON.stringify({ id: n, method: 'GET', url }))
   return Promise.all(answers)
 }
@@ -171,7 +204,11 @@ function end (ws: WebSocket, how: Plan['end']): Promise<void> {
  * Runs sockets `from` … `from + count - 1` through their plans, then waits until the server
  * processed every close, opens the gate of the held reads and waits until every read finished.
  */
-async function batch (server: { app: FastifyInstance, tally: Tally, hold: () => () => void }, from: number, count: number): Promise<void> {
+async function batch (
+  server: { app: FastifyInstance, tally: Tally, hold: () => () => void },
+  from: number,
+  count: number
+): Promise<void> {
   const { app, tally } = server
   const url = socketUrl(app)
   const open = server.hold()
@@ -199,23 +236,44 @@ async function batch (server: { app: FastifyInstance, tally: Tally, hold: () => 
     if (frames === undefined || !frames.every(right)) tally.wrong++
   })
   await Promise.all(lives)
-  await eventually(() => `${2 * heldSockets} held reads (${tally.held - heldBefore} waiting)`, () => tally.held - heldBefore === 2 * heldSockets, DEADLINE, 5)
+  await eventually(
+    () => `${2 * heldSockets} held reads (${tally.held - heldBefore} waiting)`,
+    () => tally.held - heldBefore === 2 * heldSockets,
+    DEADLINE,
+    5
+  )
   // Every answered find holds 5 users and watches `user`; the held reads have subscribed nothing yet.
   const during = app.blueprints.stats()
   if (during.subscriptions < 5 * reads || during.watches < reads) tally.thin++
-  for (const key of ['sockets', 'subscriptions', 'records', 'watches'] as const) tally.peak[key] = Math.max(tally.peak[key], during[key])
+  for (const key of ['sockets', 'subscriptions', 'records', 'watches'] as const) {
+    tally.peak[key] = Math.max(tally.peak[key], during[key])
+  }
   await Promise.all(numbers.map((i, k) => {
     const ws = sockets[k]
     return ws === undefined ? undefined : end(ws, (PLANS[i % PLANS.length] as Plan).end)
   }))
   sockets = []
-  await eventually(() => `the server to process every close (${app.blueprints.stats().sockets} sockets open)`, () => app.blueprints.stats().sockets === 0, DEADLINE, 5)
+  await eventually(
+    () => `the server to process every close (${app.blueprints.stats().sockets} sockets open)`,
+    () => app.blueprints.stats().sockets === 0,
+    DEADLINE,
+    5
+  )
   open()
-  await eventually(() => `every read to finish (${tally.finished} of ${tally.started})`, () => tally.finished === tally.started, DEADLINE, 5)
+  await eventually(
+    () => `every read to finish (${tally.finished} of ${tally.started})`,
+    () => tally.finished === tally.started,
+    DEADLINE,
+    5
+  )
 }
 
 /** `count` sockets in batches; returns the milliseconds taken. */
-async function run (server: { app: FastifyInstance, tally: Tally, hold: () => () => void }, from: number, count: number): Promise<number> {
+async function run (
+  server: { app: FastifyInstance, tally: Tally, hold: () => () => void },
+  from: number,
+  count: number
+): Promise<number> {
   const start = performance.now()
   for (let done = 0; done < count; done += BATCH) await batch(server, from + done, Math.min(BATCH, count - done))
   return performance.now() - start
@@ -247,15 +305,28 @@ t.test(`${main}: ${SOCKETS} sockets read and close, a quarter while their reads 
   const stats = server.app.blueprints.stats()
   const after = await heap()
   const ratio = after / baseline
-  t.comment(`${main}: ${SOCKETS} sockets in ${(ms / 1000).toFixed(1)} s (batches of ${BATCH}); ${tally.started - startedBefore} reads, ${tally.held - heldBefore} completed after their socket closed; peak while a batch was open: ${JSON.stringify(tally.peak)}`)
+  t.comment(
+    `${main}: ${SOCKETS} sockets in ${(ms / 1000).toFixed(1)} s (batches of ${BATCH}); ${
+      tally.started - startedBefore
+    } reads, ${tally.held - heldBefore} completed after their socket closed; peak while a batch was open: ${
+      JSON.stringify(tally.peak)
+    }`
+  )
   t.comment(`${main}: heapUsed baseline ${mb(baseline)} MB, after ${mb(after)} MB, ratio ${ratio.toFixed(3)}`)
   t.same(stats, ZERO, 'after every socket closed and every read finished, stats() is all zeros')
-  t.equal(tally.wrong, 0, 'every answered read was a 200 with its records; no frame reached a socket whose reads were held')
+  t.equal(
+    tally.wrong,
+    0,
+    'every answered read was a 200 with its records; no frame reached a socket whose reads were held'
+  )
   t.equal(tally.errors, 0, 'no client socket saw an error')
   t.equal(tally.thin, 0, 'while each batch was open, its answered reads held their subscriptions and watches')
   t.equal(tally.held - heldBefore, 2 * SOCKETS / 4, `${SOCKETS / 4} sockets closed with both their reads held`)
   t.ok(tally.started - startedBefore >= certainReads(BATCH, SOCKETS), 'every held and answered read reached the route')
-  t.ok(after <= baseline * (1 + HEAP_SLACK), `heapUsed after (${mb(after)} MB) is within ${HEAP_SLACK * 100}% of the baseline (${mb(baseline)} MB)`)
+  t.ok(
+    after <= baseline * (1 + HEAP_SLACK),
+    `heapUsed after (${mb(after)} MB) is within ${HEAP_SLACK * 100}% of the baseline (${mb(baseline)} MB)`
+  )
 })
 
 if (main === 'sqlite' && DATABASES.includes('postgres')) {
@@ -263,9 +334,23 @@ if (main === 'sqlite' && DATABASES.includes('postgres')) {
     const server = await app(t, 'postgres')
     const { tally } = server
     const ms = await run(server, 0, PG_SOCKETS)
-    t.comment(`postgres: ${PG_SOCKETS} sockets in ${(ms / 1000).toFixed(1)} s; ${tally.started} reads, ${tally.held} completed after their socket closed; peak while a batch was open: ${JSON.stringify(tally.peak)}`)
-    t.same(server.app.blueprints.stats(), ZERO, 'after every socket closed and every read finished, stats() is all zeros')
-    t.equal(tally.wrong, 0, 'every answered read was a 200 with its records; no frame reached a socket whose reads were held')
+    t.comment(
+      `postgres: ${PG_SOCKETS} sockets in ${
+        (ms / 1000).toFixed(1)
+      } s; ${tally.started} reads, ${tally.held} completed after their socket closed; peak while a batch was open: ${
+        JSON.stringify(tally.peak)
+      }`
+    )
+    t.same(
+      server.app.blueprints.stats(),
+      ZERO,
+      'after every socket closed and every read finished, stats() is all zeros'
+    )
+    t.equal(
+      tally.wrong,
+      0,
+      'every answered read was a 200 with its records; no frame reached a socket whose reads were held'
+    )
     t.equal(tally.errors, 0, 'no client socket saw an error')
     t.equal(tally.thin, 0, 'while each batch was open, its answered reads held their subscriptions and watches')
     t.equal(tally.held, 2 * PG_SOCKETS / 4, `${PG_SOCKETS / 4} sockets closed with both their reads held`)

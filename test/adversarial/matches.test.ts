@@ -12,9 +12,13 @@ import { defineEntity, p } from '@mikro-orm/core'
 import { build, DATABASES, q } from '../helpers/app.ts'
 
 // The plugin's own models (app.blueprints.models shows the app a narrower description of them).
-const registryOf = (orm: Parameters<typeof buildRegistry>[0]): ModelRegistry => buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] })
+const registryOf = (orm: Parameters<typeof buildRegistry>[0]): ModelRegistry =>
+  buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] })
 
-const Counter = defineEntity({ name: 'Counter', properties: { id: p.integer().primary(), hits: p.bigint().nullable() } })
+const Counter = defineEntity({
+  name: 'Counter',
+  properties: { id: p.integer().primary(), hits: p.bigint().nullable() }
+})
 
 const WHERE: ReadonlyArray<Record<string, unknown>> = [
   {},
@@ -69,14 +73,24 @@ for (const db of DATABASES) {
       const models = registryOf(orm)
       const model = models.get('user') as Model
       const raw = (await app.inject('/user?limit=Infinity&populate=false')).json() as Array<Record<string, unknown>>
-      const populated = (await app.inject('/user?limit=Infinity&populate=bestPet')).json() as Array<Record<string, unknown>>
+      const populated = (await app.inject('/user?limit=Infinity&populate=bestPet')).json() as Array<
+        Record<string, unknown>
+      >
       for (const where of WHERE) {
         const res = await app.inject(`/user?where=${q(where)}&limit=Infinity&populate=false&select=name`)
         t.equal(res.statusCode, 200, JSON.stringify(where))
         const expected = (res.json() as Array<{ id: number }>).map(record => record.id)
         const node = buildWhere(model, where, LIMIT_DEFAULTS)
-        t.same(raw.filter(record => matches(node, record, fold)).map(record => record.id), expected, `${JSON.stringify(where)}: the records as keys`)
-        t.same(populated.filter(record => matches(node, record, fold)).map(record => record.id), expected, `${JSON.stringify(where)}: singular associations populated`)
+        t.same(
+          raw.filter(record => matches(node, record, fold)).map(record => record.id),
+          expected,
+          `${JSON.stringify(where)}: the records as keys`
+        )
+        t.same(
+          populated.filter(record => matches(node, record, fold)).map(record => record.id),
+          expected,
+          `${JSON.stringify(where)}: singular associations populated`
+        )
       }
       // A record without the attribute (a field a policy left out) matches no comparison on it.
       const node = buildWhere(model, { age: { '<': 100 } }, LIMIT_DEFAULTS)
@@ -89,11 +103,18 @@ for (const db of DATABASES) {
   t.test(`${db}: 64-bit integers (JSON texts) compare as numbers in memory as in the database`, async t => {
     const { app, orm } = await build(t, db, { entities: [Counter], seed: false })
     const models = registryOf(orm)
-    for (const hits of ['7', '-3', '9007199254740991', null]) t.equal((await app.inject({ method: 'POST', url: '/counter', payload: { hits } })).statusCode, 200)
+    for (const hits of ['7', '-3', '9007199254740991', null]) {
+      t.equal((await app.inject({ method: 'POST', url: '/counter', payload: { hits } })).statusCode, 200)
+    }
     const model = models.get('counter') as Model
     const records = (await app.inject('/counter?limit=Infinity')).json() as Array<Record<string, unknown>>
-    for (const where of [{ hits: '7' }, { hits: { '>': 5 } }, { hits: { '<=': '-3' } }, { hits: { in: ['7', '-3'] } }, { hits: { '!=': '7' } }]) {
-      const expected = ((await app.inject(`/counter?where=${q(where)}&limit=Infinity`)).json() as Array<{ id: number }>).map(r => r.id)
+    for (
+      const where of [{ hits: '7' }, { hits: { '>': 5 } }, { hits: { '<=': '-3' } }, { hits: { in: ['7', '-3'] } }, {
+        hits: { '!=': '7' }
+      }]
+    ) {
+      const expected = ((await app.inject(`/counter?where=${q(where)}&limit=Infinity`)).json() as Array<{ id: number }>)
+        .map(r => r.id)
       const node = buildWhere(model, where, LIMIT_DEFAULTS)
       t.same(records.filter(r => matches(node, r, false)).map(r => r.id), expected, JSON.stringify(where))
     }

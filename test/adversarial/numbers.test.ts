@@ -36,7 +36,8 @@ const BEYOND_NUMBERS = ['1e999', '-1e999']
 const TOO_LARGE = '"1e999" is out of range (a number holds at most ±1.7976931348623157e+308)'
 
 /** How an invalid value's message starts: the parameter, then the attribute. */
-const names = (param: string, attribute: string): RegExp => new RegExp(`^The \`${param}\` parameter has an invalid value for \`${attribute}\`: `)
+const names = (param: string, attribute: string): RegExp =>
+  new RegExp(`^The \`${param}\` parameter has an invalid value for \`${attribute}\`: `)
 
 async function rows (app: FastifyInstance): Promise<unknown> {
   return (await app.inject('/meter?limit=Infinity')).json()
@@ -50,8 +51,17 @@ async function meters (t: Test, db: Database): Promise<FastifyInstance> {
 }
 
 /** Sends a raw JSON body (so that `1e999` reaches the server as written). */
-async function write (app: FastifyInstance, method: 'POST' | 'PATCH', json: string): Promise<{ status: number, body: any }> {
-  const res = await app.inject({ method, url: method === 'POST' ? '/meter' : '/meter/1', payload: json, headers: { 'content-type': 'application/json' } })
+async function write (
+  app: FastifyInstance,
+  method: 'POST' | 'PATCH',
+  json: string
+): Promise<{ status: number, body: any }> {
+  const res = await app.inject({
+    method,
+    url: method === 'POST' ? '/meter' : '/meter/1',
+    payload: json,
+    headers: { 'content-type': 'application/json' }
+  })
   return { status: res.statusCode, body: res.json() }
 }
 
@@ -65,7 +75,11 @@ for (const db of DATABASES) {
         for (const method of ['POST', 'PATCH'] as const) {
           const answer = await write(app, method, `{"${attribute}":${value}}`)
           t.same([answer.status, answer.body.code], [400, 'BP_ERR_INVALID_VALUE'], `${method} ${attribute}: ${value}`)
-          t.match(answer.body.message, names('body', attribute), `${method} ${attribute}: ${value}: names the attribute`)
+          t.match(
+            answer.body.message,
+            names('body', attribute),
+            `${method} ${attribute}: ${value}: names the attribute`
+          )
         }
       }
     }
@@ -76,7 +90,11 @@ for (const db of DATABASES) {
     // Found by the writes fuzz: after a create that gave the largest integer key, SQLite's next
     // rowid (2^31) was stored and answered, where PostgreSQL's sequence refuses it.
     const { app } = await build(t, db, { seed: false, entities: [Meter] })
-    t.equal((await app.inject({ method: 'POST', url: '/meter', payload: { id: 2147483647 } })).statusCode, 200, 'the largest key, given')
+    t.equal(
+      (await app.inject({ method: 'POST', url: '/meter', payload: { id: 2147483647 } })).statusCode,
+      200,
+      'the largest key, given'
+    )
     const before = await rows(app)
     const res = await app.inject({ method: 'POST', url: '/meter', payload: { tally: 1 } })
     t.same([res.statusCode, res.json().code], [400, 'BP_ERR_VALUE_REJECTED'], 'the next generated key does not fit')
@@ -90,7 +108,10 @@ for (const db of DATABASES) {
     t.equal(created.body.message, `The \`body\` parameter has an invalid value for \`exact\`: ${TOO_LARGE}`)
     const updated = await write(app, 'PATCH', '{"exact":-1e999}')
     t.same([updated.status, updated.body.code], [400, 'BP_ERR_INVALID_VALUE'])
-    t.equal(updated.body.message, 'The `body` parameter has an invalid value for `exact`: -Infinity is not a finite number')
+    t.equal(
+      updated.body.message,
+      'The `body` parameter has an invalid value for `exact`: -Infinity is not a finite number'
+    )
     t.same(await rows(app), [RECORD], 'nothing was written')
   })
 
@@ -133,8 +154,12 @@ for (const db of DATABASES) {
     for (const attribute of NUMBERS) {
       const wheres: unknown[] = []
       for (const text of BEYOND_TEXTS) {
-        wheres.push({ [attribute]: text }, { [attribute]: { '<': text } }, { [attribute]: { '>=': text } }, { [attribute]: { '!=': text } })
-        wheres.push({ [attribute]: { in: [1, text] } }, { [attribute]: { nin: [text] } }, { or: [{ id: 1 }, { [attribute]: [text] }] })
+        wheres.push({ [attribute]: text }, { [attribute]: { '<': text } }, { [attribute]: { '>=': text } }, {
+          [attribute]: { '!=': text }
+        })
+        wheres.push({ [attribute]: { in: [1, text] } }, { [attribute]: { nin: [text] } }, {
+          or: [{ id: 1 }, { [attribute]: [text] }]
+        })
       }
       for (const where of wheres) {
         const res = await app.inject(`/meter?where=${q(where)}`)
@@ -143,7 +168,11 @@ for (const db of DATABASES) {
       }
       for (const number of BEYOND_NUMBERS) {
         const res = await app.inject(`/meter?where=${encodeURIComponent(`{"${attribute}":{"<":${number}}}`)}`)
-        t.same([res.statusCode, res.json().code], [400, 'BP_ERR_INVALID_VALUE'], `where ${attribute} < ${number} (a JSON number)`)
+        t.same(
+          [res.statusCode, res.json().code],
+          [400, 'BP_ERR_INVALID_VALUE'],
+          `where ${attribute} < ${number} (a JSON number)`
+        )
         t.match(res.json().message, /is not a finite number$/)
       }
       const queries = BEYOND_TEXTS.map(text => `${attribute}=${encodeURIComponent(text)}`)
@@ -170,7 +199,11 @@ for (const db of DATABASES) {
     ]
     for (const [where, ids] of cases) {
       const res = await app.inject(`/meter?where=${q(where)}&select=id`)
-      t.same([res.statusCode, res.json().map((m: { id: number }) => m.id)], [200, ids], `where ${JSON.stringify(where)}`)
+      t.same(
+        [res.statusCode, res.json().map((m: { id: number }) => m.id)],
+        [200, ids],
+        `where ${JSON.stringify(where)}`
+      )
     }
   })
 }

@@ -20,9 +20,13 @@ for (const db of DATABASES) {
     const byHeader = await refusal(url, { headers: { origin: EVIL } })
     t.equal(byHeader.status, 403, 'Origin header of a foreign page')
     const body = JSON.parse(byHeader.body)
-    t.same([body.statusCode, body.code, body.error], [403, 'BP_ERR_ORIGIN_NOT_ALLOWED', 'Forbidden'], 'the plugin\'s error body')
+    t.same(
+      [body.statusCode, body.code, body.error],
+      [403, 'BP_ERR_ORIGIN_NOT_ALLOWED', 'Forbidden'],
+      "the plugin's error body"
+    )
     t.match(body.message, /evil\.example/, 'the message names the origin')
-    t.equal((await refusal(url, { origin: EVIL })).status, 403, 'the same with ws\'s own `origin` option')
+    t.equal((await refusal(url, { origin: EVIL })).status, 403, "the same with ws's own `origin` option")
     const refused: Array<[string, string]> = [
       ['http://app.example.com', 'another scheme'],
       ['https://app.example.com:8443', 'another port'],
@@ -34,16 +38,23 @@ for (const db of DATABASES) {
     for (const [origin, what] of refused) {
       t.equal((await refusal(url, { headers: { origin } })).status, 403, `${origin}: ${what} is refused`)
     }
-    t.same(app.blueprints.stats(), { sockets: 0, subscriptions: 0, records: 0, watches: 0 }, 'no refused upgrade became a socket')
+    t.same(
+      app.blueprints.stats(),
+      { sockets: 0, subscriptions: 0, records: 0, watches: 0 },
+      'no refused upgrade became a socket'
+    )
   })
 
   t.test(`${db}: origin policy: the listed origin (host in any case) and clients without an Origin header open a socket that works`, async t => {
     const app = await listening(t, db, { plugin: { realtime: { onlyAllowOrigins: [APP] } } })
     const url = socketUrl(app)
     const sockets: Array<[string, TestSocket]> = [
-      ['the listed origin, by ws\'s origin option', await connect(url, { origin: APP })],
+      ["the listed origin, by ws's origin option", await connect(url, { origin: APP })],
       ['the listed origin, host in upper case', await connect(url, { headers: { origin: 'HTTPS://APP.example.com' } })],
-      ['the listed origin with its default port written out', await connect(url, { headers: { origin: 'https://app.example.com:443' } })],
+      [
+        'the listed origin with its default port written out',
+        await connect(url, { headers: { origin: 'https://app.example.com:443' } })
+      ],
       ['no Origin header (a non-browser client)', await open(t, app)]
     ]
     for (const [what, socket] of sockets) {
@@ -66,7 +77,9 @@ for (const db of DATABASES) {
   t.test(`${db}: origin policy: the refused upgrade's connection is closed by the server`, async t => {
     const app = await listening(t, db, { plugin: { realtime: { onlyAllowOrigins: [APP] } } })
     const upgrade = rawUpgrade(portOf(app), '/socket', { Origin: EVIL })
-    t.teardown(() => { upgrade.socket.destroy() })
+    t.teardown(() => {
+      upgrade.socket.destroy()
+    })
     const answer = await upgrade.answer
     t.equal(answer.status, 403)
     t.equal(JSON.parse(answer.body).code, 'BP_ERR_ORIGIN_NOT_ALLOWED')
@@ -79,7 +92,9 @@ for (const db of DATABASES) {
         // The app's session check: socket requests carry the upgrade's cookies.
         hooks: {
           onRequest: async request => {
-            if (!/(?:^|;\s*)session=good(?:;|$)/.test(request.headers.cookie ?? '')) throw Object.assign(new Error('log in'), { statusCode: 401, code: 'APP_AUTH' })
+            if (!/(?:^|;\s*)session=good(?:;|$)/.test(request.headers.cookie ?? '')) {
+              throw Object.assign(new Error('log in'), { statusCode: 401, code: 'APP_AUTH' })
+            }
           }
         },
         realtime: { onlyAllowOrigins: [APP] }
@@ -91,16 +106,23 @@ for (const db of DATABASES) {
     const own = await connect(url, { origin: APP, headers: { cookie } })
     t.teardown(() => own.close())
     const created = await own.request('POST', '/user', { name: 'friendly' })
-    t.same([created.statusCode, created.body.name], [200, 'friendly'], 'the session cookie works over a socket of the app\'s own page')
+    t.same(
+      [created.statusCode, created.body.name],
+      [200, 'friendly'],
+      "the session cookie works over a socket of the app's own page"
+    )
 
     // The attack: a foreign page's script opens a socket; the browser adds the visitor's cookie.
-    const attempt = await connect(url, { origin: EVIL, headers: { cookie } }).then(socket => socket, (err: Error) => err)
+    const attempt = await connect(url, { origin: EVIL, headers: { cookie } }).then(
+      socket => socket,
+      (err: Error) => err
+    )
     if (!(attempt instanceof Error)) {
       // The upgrade was accepted (the defect): do what the attacking page would.
       t.teardown(() => attempt.close())
       await attempt.request('POST', '/user', { name: 'mallory' })
     }
-    t.ok(attempt instanceof Error, 'the foreign page\'s upgrade is refused')
+    t.ok(attempt instanceof Error, "the foreign page's upgrade is refused")
     t.match((attempt as Error).message, /403/, 'with 403')
     const found = await app.inject({ url: `/user?where=${q({ name: 'mallory' })}`, headers: { cookie } })
     t.same([found.statusCode, found.json()], [200, []], 'no record was created by the foreign page')
@@ -154,13 +176,22 @@ for (const db of DATABASES) {
     try {
       for (const realtime of [undefined, true, {}, { pingInterval: 1000 }]) {
         const app = Fastify()
-        await t.rejects(async () => {
-          await app.register(blueprints, realtime === undefined ? { orm } : { orm, realtime })
-          await app.ready()
-        }, { code: 'BP_ERR_INVALID_OPTION', message: /onlyAllowOrigins/ }, `realtime: ${JSON.stringify(realtime)}`)
+        await t.rejects(
+          async () => {
+            await app.register(blueprints, realtime === undefined ? { orm } : { orm, realtime })
+            await app.ready()
+          },
+          { code: 'BP_ERR_INVALID_OPTION', message: /onlyAllowOrigins/ },
+          `realtime: ${JSON.stringify(realtime)}`
+        )
         await app.close()
       }
-      const fine: Array<BlueprintsOptions['realtime']> = [{ onlyAllowOrigins: '*' }, { onlyAllowOrigins: [APP] }, false, { path: false }]
+      const fine: Array<BlueprintsOptions['realtime']> = [
+        { onlyAllowOrigins: '*' },
+        { onlyAllowOrigins: [APP] },
+        false,
+        { path: false }
+      ]
       for (const realtime of fine) {
         const app = Fastify()
         await app.register(blueprints, { orm, realtime })

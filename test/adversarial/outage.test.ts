@@ -53,7 +53,9 @@ const STARTING = 400
 const BURST = 40
 const APP_NAME = 'bp-outage-app'
 
-const sleep = async (ms: number): Promise<void> => { await new Promise(resolve => setTimeout(resolve, ms)) }
+const sleep = async (ms: number): Promise<void> => {
+  await new Promise(resolve => setTimeout(resolve, ms))
+}
 const random = (n: number): number => Math.floor(Math.random() * n)
 
 /** One request and its answer. */
@@ -68,11 +70,17 @@ interface Outcome {
 }
 
 /** A time during which PostgreSQL refused the app: every request within it must get a 503. */
-interface Window { readonly name: string, readonly from: number, to: number }
+interface Window {
+  readonly name: string
+  readonly from: number
+  to: number
+}
 
 // Driver codes and messages that must never reach a body (the plugin's own messages say neither).
-const DRIVER_CODE = /\b(?:0[18]\d{3}|08P01|53\d{3}|57P0\d|40P01|40001|ECONN[A-Z]+|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)\b/
-const DRIVER_MESSAGE = /terminat|queryable|administrator command|starting up|shutting down|timeout exceeded|sqlstate|connection (?:error|refused|reset)|pg_|backend/i
+const DRIVER_CODE =
+  /\b(?:0[18]\d{3}|08P01|53\d{3}|57P0\d|40P01|40001|ECONN[A-Z]+|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)\b/
+const DRIVER_MESSAGE =
+  /terminat|queryable|administrator command|starting up|shutting down|timeout exceeded|sqlstate|connection (?:error|refused|reset)|pg_|backend/i
 
 t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by itself, nothing leaked', async t => {
   const began = performance.now()
@@ -85,17 +93,28 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
   const seedOrm = await createOrm('postgres', entities)
   const dbName = seedOrm.config.get('dbName') as string
   const proxy = await tcpProxy({ host: PG.host, port: PG.port })
-  const admin = new pg.Pool({ host: PG.host, port: PG.port, user: PG.user, password: PG.password, database: 'postgres', max: 1 })
+  const admin = new pg.Pool({
+    host: PG.host,
+    port: PG.port,
+    user: PG.user,
+    password: PG.password,
+    database: 'postgres',
+    max: 1
+  })
   admin.on('error', () => {})
   let app: FastifyInstance | undefined
   let orm: MikroORM | undefined
   t.teardown(async () => {
     // Bounded: when a connection leaked, closing the pool would wait for it for ever. The rest
     // is closed all the same, and the failure reported afterwards.
-    const closing = await Promise.allSettled([deadline((async () => {
-      await app?.close()
-      await orm?.close(true)
-    })(), DEADLINE, 'closing the app')])
+    const closing = await Promise.allSettled([deadline(
+      (async () => {
+        await app?.close()
+        await orm?.close(true)
+      })(),
+      DEADLINE,
+      'closing the app'
+    )])
     await proxy.close()
     await admin.end()
     await destroyOrm('postgres', seedOrm)
@@ -103,8 +122,14 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
   })
   await seed(seedOrm)
   orm = await PostgresORM.init({
-    entities: entities as never[], dbName, host: '127.0.0.1', port: proxy.port, user: PG.user, password: PG.password,
-    pool: { min: 0, max: POOL_MAX }, driverOptions: { ...SESSION_TIMEOUT, application_name: APP_NAME }
+    entities: entities as never[],
+    dbName,
+    host: '127.0.0.1',
+    port: proxy.port,
+    user: PG.user,
+    password: PG.password,
+    pool: { min: 0, max: POOL_MAX },
+    driverOptions: { ...SESSION_TIMEOUT, application_name: APP_NAME }
   }) as unknown as MikroORM
   const appOrm = orm as unknown as PostgresORM
   const pool = await appOrm.em.getConnection().getNativeClient()
@@ -116,11 +141,21 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
       level: 'error',
       stream: {
         write: (line: string) => {
-          const entry = JSON.parse(line) as { res?: { statusCode?: number }, req?: { method?: string, url?: string }, err?: { type?: string, code?: string, message?: string, cause?: { code?: string, message?: string } } }
+          const entry = JSON.parse(line) as {
+            res?: { statusCode?: number }
+            req?: { method?: string, url?: string }
+            err?: { type?: string, code?: string, message?: string, cause?: { code?: string, message?: string } }
+          }
           if (entry.res?.statusCode === 503) return
           const { err, req } = entry
-          const cause = err?.cause === undefined ? '' : ` (cause: ${String(err.cause.code)} ${String(err.cause.message)})`
-          serverErrors.push(`${String(entry.res?.statusCode)} ${String(req?.method)} ${String(req?.url)}: ${String(err?.type)} ${String(err?.code)} ${String(err?.message)}${cause}`)
+          const cause = err?.cause === undefined
+            ? ''
+            : ` (cause: ${String(err.cause.code)} ${String(err.cause.message)})`
+          serverErrors.push(
+            `${String(entry.res?.statusCode)} ${String(req?.method)} ${String(req?.url)}: ${String(err?.type)} ${
+              String(err?.code)
+            } ${String(err?.message)}${cause}`
+          )
         }
       }
     }
@@ -141,11 +176,19 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
       })
       const text = await res.text()
       let code: string | undefined
-      try { code = (JSON.parse(text) as { code?: string }).code } catch {}
+      try {
+        code = (JSON.parse(text) as { code?: string }).code
+      } catch {}
       return { what: `${what} ${method} ${url}`, start, end: performance.now(), status: res.status, code, text }
     } catch (err) {
       const hang = (err as Error).name === 'TimeoutError'
-      return { what: `${what} ${method} ${url}`, start, end: performance.now(), status: hang ? 'hang' : 'error', text: String(err) }
+      return {
+        what: `${what} ${method} ${url}`,
+        start,
+        end: performance.now(),
+        status: hang ? 'hang' : 'error',
+        text: String(err)
+      }
     }
   }
   const slugs = TAGS.map(tag => tag.slug)
@@ -163,9 +206,19 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
     if (o.status === 'error') return `the HTTP request failed: ${o.text}`
     if (o.status === 200) return undefined
     if (DRIVER_CODE.test(o.text) || DRIVER_MESSAGE.test(o.text)) return `the body carries the driver's words: ${o.text}`
-    if (o.status === 503) return o.code === 'BP_ERR_DATABASE_UNAVAILABLE' || o.code === 'BP_ERR_DATABASE_BUSY' ? undefined : `503 with code ${String(o.code)}`
-    if (o.status === 504) return o.code === 'BP_ERR_COMMIT_UNCONFIRMED' && !o.what.startsWith('find ') ? undefined : `504 with code ${String(o.code)}: ${o.what}`
-    if (o.status >= 400 && o.status < 500 && o.code !== undefined && documented.get(o.code) === o.status) return undefined
+    if (o.status === 503) {
+      return o.code === 'BP_ERR_DATABASE_UNAVAILABLE' || o.code === 'BP_ERR_DATABASE_BUSY'
+        ? undefined
+        : `503 with code ${String(o.code)}`
+    }
+    if (o.status === 504) {
+      return o.code === 'BP_ERR_COMMIT_UNCONFIRMED' && !o.what.startsWith('find ')
+        ? undefined
+        : `504 with code ${String(o.code)}: ${o.what}`
+    }
+    if (o.status >= 400 && o.status < 500 && o.code !== undefined && documented.get(o.code) === o.status) {
+      return undefined
+    }
     return `${o.status} ${o.text}`
   }
 
@@ -202,7 +255,10 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
   let cuts = 0
   let cut = 0
   const terminate = async (): Promise<void> => {
-    const res = await admin.query('SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName])
+    const res = await admin.query(
+      'SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [dbName]
+    )
     kills++
     terminated += res.rows.filter(row => row.killed === true).length
   }
@@ -213,7 +269,10 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
   const steady = Date.now() + DEADLINE
   while (outcomes.length < WORKERS && Date.now() < steady) await sleep(20)
   const baseline = outcomes.length
-  t.ok(baseline > 0 && outcomes.every(o => o.status === 200), `before any outage, every answer is 200 (${baseline} requests)`)
+  t.ok(
+    baseline > 0 && outcomes.every(o => o.status === 200),
+    `before any outage, every answer is 200 (${baseline} requests)`
+  )
 
   for (let round = 1; round <= ROUNDS; round++) {
     // 1. Backends terminated by the server (57P01), mid-query, mid-transaction, between requests.
@@ -241,13 +300,15 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
 
   if (LONG) {
     // The real server: every other client of it loses its connections too.
-    if (!existsSync('/etc/postgresql')) throw new Error('BLUEPRINTS_LONG=1 restarts the local PostgreSQL cluster: no /etc/postgresql here')
+    if (!existsSync('/etc/postgresql')) {
+      throw new Error('BLUEPRINTS_LONG=1 restarts the local PostgreSQL cluster: no /etc/postgresql here')
+    }
     const version = readdirSync('/etc/postgresql')[0]
     const cluster = async (action: string): Promise<void> => {
       await promisify(execFile)('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', action])
     }
     const ready = async (): Promise<void> => {
-      for (const until = performance.now() + 60_000; ;) {
+      for (const until = performance.now() + 60_000;;) {
         try {
           await admin.query('select 1')
           return
@@ -293,7 +354,11 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
     if (list.length < 10) list.push(`${o.what}: ${p}`)
     bad.set(key, list)
   }
-  t.same([...bad.keys()], [], 'every answer is 200, a documented 4xx, a 503 UNAVAILABLE/BUSY or a write\'s 504 UNCONFIRMED, in time, without driver words')
+  t.same(
+    [...bad.keys()],
+    [],
+    "every answer is 200, a documented 4xx, a 503 UNAVAILABLE/BUSY or a write's 504 UNCONFIRMED, in time, without driver words"
+  )
   for (const [key, list] of bad) t.comment(`${key}:\n  ${list.join('\n  ')}`)
   for (const line of serverErrors.slice(0, 5)) t.comment(`server error: ${line}`)
 
@@ -302,11 +367,17 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
     const within = outcomes.filter(o => o.start >= w.from && o.end <= w.to)
     const wrong = within.filter(o => !(o.status === 503 && o.code === 'BP_ERR_DATABASE_UNAVAILABLE'))
     const slowest = Math.max(0, ...within.map(o => o.end - o.start))
-    t.same(wrong.map(o => `${o.what}: ${o.status} ${o.text}`), [], `${w.name}: every request answered 503 BP_ERR_DATABASE_UNAVAILABLE`)
+    t.same(
+      wrong.map(o => `${o.what}: ${o.status} ${o.text}`),
+      [],
+      `${w.name}: every request answered 503 BP_ERR_DATABASE_UNAVAILABLE`
+    )
     // Requests that start and end while the database is away were answered without waiting for it
     // to come back: failing fast is shown by their being there at all (how fast is a figure).
     t.ok(within.length > 0, `${w.name}: ${within.length} requests answered while the database was away`)
-    t.comment(`${w.name}: ${within.length} requests in ${Math.round(w.to - w.from)} ms, the slowest ${Math.round(slowest)} ms`)
+    t.comment(
+      `${w.name}: ${within.length} requests in ${Math.round(w.to - w.from)} ms, the slowest ${Math.round(slowest)} ms`
+    )
   }
 
   // The kills hit the app's connections, and requests in flight felt it.
@@ -319,35 +390,60 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
   // After each recovery, a request sent afterwards got a 200 (the service came back by itself).
   const recoveredIn: string[] = []
   for (const r of recoveries) {
-    const first = outcomes.filter(o => o.start >= r.at && o.status === 200).reduce((a, o) => Math.min(a, o.end), Infinity)
+    const first = outcomes.filter(o => o.start >= r.at && o.status === 200).reduce(
+      (a, o) => Math.min(a, o.end),
+      Infinity
+    )
     t.ok(first < Infinity, `${r.name}: requests answer 200 again`)
     recoveredIn.push(`${r.name} ${Math.round(first - r.at)} ms`)
   }
 
   // The burst: all 200, with nobody having restarted or reset anything.
   const burst = await Promise.all(Array.from({ length: BURST }, request))
-  t.same(burst.filter(o => o.status !== 200).map(o => `${o.what}: ${o.status} ${o.text}`), [], `after the outages, a burst of ${BURST} requests all answer 200`)
+  t.same(
+    burst.filter(o => o.status !== 200).map(o => `${o.what}: ${o.status} ${o.text}`),
+    [],
+    `after the outages, a burst of ${BURST} requests all answer 200`
+  )
 
   // The pool is whole: no connection checked out for ever, none waiting, four run at once. (A read
   // is answered before its COMMIT's answer, and the change log polls on its own: a connection may
   // be on its way back, so it is waited for a while; a leaked one never comes back.)
-  for (let i = 0; i < 200 && pool.totalCount !== pool.idleCount; i++) await new Promise(resolve => setTimeout(resolve, 10))
+  for (let i = 0; i < 200 && pool.totalCount !== pool.idleCount; i++) {
+    await new Promise(resolve => setTimeout(resolve, 10))
+  }
   const leaked = pool.totalCount - pool.idleCount
   const poolFigures = { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }
   t.ok(pool.totalCount <= POOL_MAX, `the pool holds ${pool.totalCount} connections (at most ${POOL_MAX})`)
   t.equal(pool.waitingCount, 0, 'nobody waits for a connection')
   t.equal(leaked, 0, 'every connection is back in the pool (none leaked)')
   const sleepStart = performance.now()
-  const sleepers = await deadline(Promise.all(Array.from({ length: POOL_MAX }, async () => {
-    const rows = await appOrm.em.getConnection().execute<Array<{ pid: number }>>('select pg_backend_pid() as pid, pg_sleep(0.2)')
-    return rows[0].pid
-  })), DEADLINE, 'four concurrent queries')
+  const sleepers = await deadline(
+    Promise.all(Array.from({ length: POOL_MAX }, async () => {
+      const rows = await appOrm.em.getConnection().execute<Array<{ pid: number }>>(
+        'select pg_backend_pid() as pid, pg_sleep(0.2)'
+      )
+      return rows[0].pid
+    })),
+    DEADLINE,
+    'four concurrent queries'
+  )
   const sleepMs = Math.round(performance.now() - sleepStart)
-  t.equal(new Set(sleepers).size, POOL_MAX, `${POOL_MAX} slow queries ran at once on ${POOL_MAX} connections (${sleepMs} ms for 4 × 200 ms)`)
+  t.equal(
+    new Set(sleepers).size,
+    POOL_MAX,
+    `${POOL_MAX} slow queries ran at once on ${POOL_MAX} connections (${sleepMs} ms for 4 × 200 ms)`
+  )
   t.ok(proxy.open <= POOL_MAX, `${proxy.open} TCP connections open through the proxy`)
-  const activity = await admin.query('select count(*)::int as n from pg_stat_activity where datname = $1 and application_name = $2', [dbName, APP_NAME])
+  const activity = await admin.query(
+    'select count(*)::int as n from pg_stat_activity where datname = $1 and application_name = $2',
+    [dbName, APP_NAME]
+  )
   const connections = activity.rows[0].n as number
-  t.ok(connections > 0 && connections <= POOL_MAX, `pg_stat_activity shows ${connections} connections of the app (1 to ${POOL_MAX})`)
+  t.ok(
+    connections > 0 && connections <= POOL_MAX,
+    `pg_stat_activity shows ${connections} connections of the app (1 to ${POOL_MAX})`
+  )
 
   // The data is consistent: each user's tags and pets, as the API answers, are the database's rows.
   const direct = new pg.Client({ host: PG.host, port: PG.port, user: PG.user, password: PG.password, database: dbName })
@@ -359,8 +455,16 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
       const pivot = await direct.query('select tag_slug from user_tags where user_id = $1 order by tag_slug', [user.id])
       const owned = await direct.query('select id from pet where owner_id = $1 order by id', [user.id])
       t.same({ tags: tags.status, pets: pets.status }, { tags: 200, pets: 200 }, `user ${user.id}: tags and pets read`)
-      t.same((JSON.parse(tags.text) as Array<{ slug: string }>).map(tag => tag.slug).sort(), pivot.rows.map(row => row.tag_slug), `user ${user.id}: the tags are the pivot rows`)
-      t.same((JSON.parse(pets.text) as Array<{ id: number }>).map(pet => pet.id).sort((a, b) => a - b), owned.rows.map(row => row.id), `user ${user.id}: the pets are the rows that point at it`)
+      t.same(
+        (JSON.parse(tags.text) as Array<{ slug: string }>).map(tag => tag.slug).sort(),
+        pivot.rows.map(row => row.tag_slug),
+        `user ${user.id}: the tags are the pivot rows`
+      )
+      t.same(
+        (JSON.parse(pets.text) as Array<{ id: number }>).map(pet => pet.id).sort((a, b) => a - b),
+        owned.rows.map(row => row.id),
+        `user ${user.id}: the pets are the rows that point at it`
+      )
     }
   } finally {
     await direct.end()
@@ -368,17 +472,36 @@ t.test('postgres: outages under load — no hang, no 500, 503 fast, recovery by 
 
   // 4. The figures.
   const count = (f: (o: Outcome) => boolean): number => outcomes.filter(f).length
-  t.comment(`requests: ${outcomes.length} under load + ${BURST} in the burst; ${count(o => o.status === 200)} × 200, ` +
-    `${count(o => o.code === 'BP_ERR_DATABASE_UNAVAILABLE')} × 503 BP_ERR_DATABASE_UNAVAILABLE, ${count(o => o.code === 'BP_ERR_DATABASE_BUSY')} × 503 BP_ERR_DATABASE_BUSY, ` +
-    `${count(o => typeof o.status === 'number' && o.status >= 400 && o.status < 500)} × 4xx, ${count(o => typeof o.status === 'number' && o.status >= 500 && o.status !== 503)} × 5xx other than 503, ` +
-    `${count(o => o.status === 'hang')} hung, ${count(o => o.status === 'error')} failed HTTP requests`)
-  t.comment(`kills: ${kills} × pg_terminate_backend, ${terminated} backends terminated; ${cuts} network cuts, ${cut} connections cut; ${killed503} requests answered 503 during round 1's kills and cuts; ` +
-    `${windows.length} refusal windows (${ROUNDS} × stop/start and restart through the proxy${LONG ? ', 3 × pg_ctlcluster restart and stop/start' : ''})`)
+  t.comment(
+    `requests: ${outcomes.length} under load + ${BURST} in the burst; ${count(o => o.status === 200)} × 200, ` +
+      `${count(o => o.code === 'BP_ERR_DATABASE_UNAVAILABLE')} × 503 BP_ERR_DATABASE_UNAVAILABLE, ${
+        count(o => o.code === 'BP_ERR_DATABASE_BUSY')
+      } × 503 BP_ERR_DATABASE_BUSY, ` +
+      `${count(o => typeof o.status === 'number' && o.status >= 400 && o.status < 500)} × 4xx, ${
+        count(o => typeof o.status === 'number' && o.status >= 500 && o.status !== 503)
+      } × 5xx other than 503, ` +
+      `${count(o => o.status === 'hang')} hung, ${count(o => o.status === 'error')} failed HTTP requests`
+  )
+  t.comment(
+    `kills: ${kills} × pg_terminate_backend, ${terminated} backends terminated; ${cuts} network cuts, ${cut} connections cut; ${killed503} requests answered 503 during round 1's kills and cuts; ` +
+      `${windows.length} refusal windows (${ROUNDS} × stop/start and restart through the proxy${
+        LONG ? ', 3 × pg_ctlcluster restart and stop/start' : ''
+      })`
+  )
   const refusedOutcomes = outcomes.filter(o => windows.some(w => o.start >= w.from && o.end <= w.to))
   const latencies = refusedOutcomes.map(o => o.end - o.start).sort((a, b) => a - b)
-  t.comment(`while refused: ${refusedOutcomes.length} requests, latency median ${Math.round(latencies[latencies.length >> 1] ?? 0)} ms, max ${Math.round(latencies[latencies.length - 1] ?? 0)} ms; slowest request overall ${Math.round(Math.max(...outcomes.map(o => o.end - o.start)))} ms`)
+  t.comment(
+    `while refused: ${refusedOutcomes.length} requests, latency median ${
+      Math.round(latencies[latencies.length >> 1] ?? 0)
+    } ms, max ${Math.round(latencies[latencies.length - 1] ?? 0)} ms; slowest request overall ${
+      Math.round(Math.max(...outcomes.map(o => o.end - o.start)))
+    } ms`
+  )
   t.comment(`first 200 after: ${recoveredIn.join('; ')}`)
-  t.comment(`pool after recovery: ${JSON.stringify(poolFigures)}, leaked connections: ${leaked}; pg_stat_activity: ${connections}; ${proxy.forwarded} connections made through the proxy in all`)
+  t.comment(
+    `pool after recovery: ${
+      JSON.stringify(poolFigures)
+    }, leaked connections: ${leaked}; pg_stat_activity: ${connections}; ${proxy.forwarded} connections made through the proxy in all`
+  )
   t.comment(`run time: ${((performance.now() - began) / 1000).toFixed(1)} s`)
 })
-

@@ -19,7 +19,13 @@ const ADMIN = { 'x-role': 'admin' }
 const policy: ParseBlueprintOptions = (request, query: BlueprintQuery, { model }: QueryContext) => {
   if (request.headers['x-role'] === 'admin') return query
   if (model.identity === 'pet') return { ...query, where: { and: [query.where, { species: { '!=': 'fish' } }] } }
-  if (model.identity === 'tag') return { ...query, where: { and: [query.where, { slug: { '!=': 'admin' } }] }, omit: query.select === undefined ? ['weight'] : undefined }
+  if (model.identity === 'tag') {
+    return {
+      ...query,
+      where: { and: [query.where, { slug: { '!=': 'admin' } }] },
+      omit: query.select === undefined ? ['weight'] : undefined
+    }
+  }
   return query
 }
 
@@ -34,12 +40,18 @@ async function setup (t: Test, db: Database): Promise<Setup> {
   const orm = await createOrm(db, entities)
   await seed(orm)
   const app = Fastify()
-  t.teardown(async () => { await app.close(); await destroyOrm(db, orm) })
+  t.teardown(async () => {
+    await app.close()
+    await destroyOrm(db, orm)
+  })
   await app.register(blueprints, { orm, parseBlueprintOptions: policy })
   await app.register(blueprints, { orm, prefix: '/raw' })
   await app.listen({ port: 0, host: '127.0.0.1' })
   // User 2's best pet is the fish Nemo (pet 3).
-  t.equal((await app.inject({ method: 'PATCH', url: '/user/2', payload: { bestPet: 3 }, headers: ADMIN })).statusCode, 200)
+  t.equal(
+    (await app.inject({ method: 'PATCH', url: '/user/2', payload: { bestPet: 3 }, headers: ADMIN })).statusCode,
+    200
+  )
   return { app, guest: await open(t, app), admin: await open(t, app, ADMIN) }
 }
 
@@ -53,7 +65,11 @@ for (const db of DATABASES) {
     const both = async (method: string, url: string, body?: unknown): Promise<{ status: number, body: any }> => {
       const http = await app.inject({ method: method as 'GET', url, payload: body as object })
       const frame = await guest.request(method, url, body)
-      t.same([frame.statusCode, frame.body], [http.statusCode, http.json()], `${method} ${url}: the socket answers as HTTP does`)
+      t.same(
+        [frame.statusCode, frame.body],
+        [http.statusCode, http.json()],
+        `${method} ${url}: the socket answers as HTTP does`
+      )
       return { status: http.statusCode, body: http.json() }
     }
     const reads = async (): Promise<void> => {
@@ -63,7 +79,12 @@ for (const db of DATABASES) {
       t.same([ids(two.pets), two.bestPet], [[], null], 'populated collection and singular association')
       t.same(ids((await both('GET', '/user/2/pets')).body), [], 'populate route, collection')
       t.same((await both('GET', '/user/2/bestPet')).body.code, 'BP_ERR_ASSOCIATION_EMPTY', 'populate route, singular')
-      t.notOk((await both('GET', '/user?limit=Infinity&populate=pets')).body.some((user: { pets: Array<{ id: number }> }) => ids(user.pets).includes(3)), 'find, populated')
+      t.notOk(
+        (await both('GET', '/user?limit=Infinity&populate=pets')).body.some((user: { pets: Array<{ id: number }> }) =>
+          ids(user.pets).includes(3)
+        ),
+        'find, populated'
+      )
       t.same(ids((await both('GET', '/user/2?populate=pets')).body.pets), [], 'findOne, populate named')
       const one = (await both('GET', '/user/1')).body
       t.same(slugs(one.tags), ['beta'], 'many-to-many, populated by default')
@@ -73,15 +94,34 @@ for (const db of DATABASES) {
     await reads()
 
     const writes: Array<[string, string, unknown, (body: any) => void]> = [
-      ['PATCH', '/user/2', { age: 26 }, body => { t.same([ids(body.pets), body.bestPet], [[], null], 'update') }],
-      ['PUT', '/user/2/pets/4', undefined, body => { t.same(ids(body.pets), [4], 'add') }],
-      ['PUT', '/user/2/pets', { fks: [4] }, body => { t.same(ids(body.pets), [4], 'replace: the hidden member is not shown') }],
-      ['DELETE', '/user/2/pets/4', undefined, body => { t.same(ids(body.pets), [], 'remove') }],
-      ['PUT', '/user/1/tags/vip', undefined, body => { t.same(slugs(body.tags), ['beta', 'vip'], 'add, many-to-many'); t.notOk('weight' in body.tags[0]) }],
-      ['POST', '/user', { name: 'new', bestPet: 4 }, body => { t.same(body.bestPet.id, 4, 'create') }]
+      ['PATCH', '/user/2', { age: 26 }, body => {
+        t.same([ids(body.pets), body.bestPet], [[], null], 'update')
+      }],
+      ['PUT', '/user/2/pets/4', undefined, body => {
+        t.same(ids(body.pets), [4], 'add')
+      }],
+      ['PUT', '/user/2/pets', { fks: [4] }, body => {
+        t.same(ids(body.pets), [4], 'replace: the hidden member is not shown')
+      }],
+      ['DELETE', '/user/2/pets/4', undefined, body => {
+        t.same(ids(body.pets), [], 'remove')
+      }],
+      ['PUT', '/user/1/tags/vip', undefined, body => {
+        t.same(slugs(body.tags), ['beta', 'vip'], 'add, many-to-many')
+        t.notOk('weight' in body.tags[0])
+      }],
+      ['POST', '/user', { name: 'new', bestPet: 4 }, body => {
+        t.same(body.bestPet.id, 4, 'create')
+      }]
     ]
-    for (const [method, url, body, check] of writes) check((await app.inject({ method: method as 'GET', url, payload: body as object })).json())
-    t.same(ids((await app.inject({ url: '/user/2/pets', headers: ADMIN })).json()), [3], 'the admin sees what the guest\'s writes did: the hidden member stayed')
+    for (const [method, url, body, check] of writes) {
+      check((await app.inject({ method: method as 'GET', url, payload: body as object })).json())
+    }
+    t.same(
+      ids((await app.inject({ url: '/user/2/pets', headers: ADMIN })).json()),
+      [3],
+      "the admin sees what the guest's writes did: the hidden member stayed"
+    )
     // A hidden record is never a write's target: it is missing, and nothing is written.
     const refused: Array<[string, string, unknown, string]> = [
       ['PUT', '/user/2/pets', { fks: [3, 4] }, 'BP_ERR_CHILDREN_NOT_FOUND'],
@@ -105,7 +145,11 @@ for (const db of DATABASES) {
     const fish = await app.inject({ method: 'POST', url: '/pet', payload: { name: 'Wanda', species: 'fish' } })
     t.same([fish.statusCode, fish.json().code], [403, 'BP_ERR_OUTSIDE_POLICY'], 'a create of a record it would not see')
     t.equal((await app.inject({ url: '/pet/4', headers: ADMIN })).json().species, 'dog', 'nothing was written')
-    t.notOk((await app.inject({ url: '/pet?limit=Infinity', headers: ADMIN })).json().some((pet: { name: string }) => pet.name === 'Wanda'))
+    t.notOk(
+      (await app.inject({ url: '/pet?limit=Infinity', headers: ADMIN })).json().some((pet: { name: string }) =>
+        pet.name === 'Wanda'
+      )
+    )
     for (const [method, url, body, check] of writes.slice(0, 5)) {
       const frame = await guest.request(method, url, body)
       t.equal(frame.statusCode, 200, `socket: ${method} ${url}`)
@@ -121,7 +165,9 @@ for (const db of DATABASES) {
   t.test(`${db}: a socket's notifications are filtered by its policy`, async t => {
     const { app, guest, admin } = await setup(t, db)
     for (const socket of [guest, admin]) {
-      for (const url of ['/user?limit=Infinity&populate=pets,tags', '/pet?limit=Infinity', '/tag?limit=Infinity']) t.equal((await socket.request('GET', url)).statusCode, 200)
+      for (const url of ['/user?limit=Infinity&populate=pets,tags', '/pet?limit=Infinity', '/tag?limit=Infinity']) {
+        t.equal((await socket.request('GET', url)).statusCode, 200)
+      }
     }
     const asAdmin = async (method: string, url: string, payload?: unknown): Promise<any> => {
       const res = await app.inject({ method: method as 'GET', url, payload: payload as object, headers: ADMIN })
@@ -143,43 +189,95 @@ for (const db of DATABASES) {
     }
     const fish = await asAdmin('POST', '/pet', { name: 'Bubbles', species: 'fish', owner: 1 })
     t.same(await heard(async () => undefined), [], 'a hidden record created: no `created`, no `addedTo` on its owner')
-    t.ok(admin.notices.some(n => n.event === 'pet' && n.data.verb === 'created' && n.data.id === fish.id), 'the admin was told')
+    t.ok(
+      admin.notices.some(n => n.event === 'pet' && n.data.verb === 'created' && n.data.id === fish.id),
+      'the admin was told'
+    )
 
-    t.same(await heard(() => asAdmin('PUT', '/user/1/pets/3')), [], 'a hidden record moves between two users the guest follows: nothing')
+    t.same(
+      await heard(() => asAdmin('PUT', '/user/1/pets/3')),
+      [],
+      'a hidden record moves between two users the guest follows: nothing'
+    )
     const hiding = await heard(() => asAdmin('PATCH', '/pet/4', { species: 'fish', name: 'Goldie' }))
     t.same(hiding, [], 'a record the guest follows becomes hidden: its `updated` is not sent')
-    t.same(await heard(() => asAdmin('PATCH', '/pet/4', { name: 'Goldie II' })), [], 'and the guest no longer follows it')
+    t.same(
+      await heard(() => asAdmin('PATCH', '/pet/4', { name: 'Goldie II' })),
+      [],
+      'and the guest no longer follows it'
+    )
 
     const dog = await heard(() => asAdmin('POST', '/pet', { name: 'Rover', species: 'dog', owner: 1 }))
-    t.same(dog.map(n => [n.event, n.data.verb]), [['pet', 'created'], ['user', 'addedTo']], 'a visible record: created, and added to its owner')
+    t.same(
+      dog.map(n => [n.event, n.data.verb]),
+      [['pet', 'created'], ['user', 'addedTo']],
+      'a visible record: created, and added to its owner'
+    )
 
-    t.same(await heard(() => asAdmin('PUT', '/user/3/tags/admin')), [], 'a hidden tag linked to a user the guest follows: nothing')
+    t.same(
+      await heard(() => asAdmin('PUT', '/user/3/tags/admin')),
+      [],
+      'a hidden tag linked to a user the guest follows: nothing'
+    )
     const removed = await heard(() => asAdmin('DELETE', '/user/1/tags/admin'))
     t.same(removed, [], 'a hidden tag unlinked: nothing (the guest never saw it)')
     const unlinked = await heard(() => asAdmin('DELETE', '/user/1/tags/beta'))
-    t.same(unlinked.map(n => [n.event, n.data.verb, n.data.removedIds ?? n.data.id]), [['user', 'removedFrom', ['beta']], ['tag', 'removedFrom', [1]]], 'a visible tag unlinked: told')
+    t.same(unlinked.map(n => [n.event, n.data.verb, n.data.removedIds ?? n.data.id]), [['user', 'removedFrom', [
+      'beta'
+    ]], ['tag', 'removedFrom', [1]]], 'a visible tag unlinked: told')
 
     const relabelled = await heard(() => asAdmin('PATCH', '/tag/beta', { label: 'Beta!', weight: 7 }))
-    t.same(relabelled.map(n => [n.event, n.data.verb, n.data.data, Object.keys(n.data.previous)]), [['tag', 'updated', { label: 'Beta!' }, ['label']]], 'an `updated` shows only the fields the policy lets the socket see')
+    t.same(relabelled.map(n => [n.event, n.data.verb, n.data.data, Object.keys(n.data.previous)]), [['tag', 'updated', {
+      label: 'Beta!'
+    }, ['label']]], 'an `updated` shows only the fields the policy lets the socket see')
     const reweighed = await heard(() => asAdmin('PATCH', '/tag/beta', { weight: 8 }))
     t.same(reweighed, [], 'a change of hidden fields only: nothing')
-    t.same(admin.notices.filter(n => n.event === 'tag' && n.data.verb === 'updated').map(n => n.data.data), [{ label: 'Beta!', weight: 7 }, { weight: 8 }], 'the admin sees every field')
+    t.same(admin.notices.filter(n => n.event === 'tag' && n.data.verb === 'updated').map(n => n.data.data), [{
+      label: 'Beta!',
+      weight: 7
+    }, { weight: 8 }], 'the admin sees every field')
 
     const gone = await heard(() => asAdmin('DELETE', '/user/1'))
     const previous = gone.find(n => n.event === 'user' && n.data.verb === 'destroyed')?.data.previous
-    t.same(ids(previous.pets).includes(3) || ids(previous.pets).includes(fish.id), false, '`destroyed.previous` leaves hidden pets out')
+    t.same(
+      ids(previous.pets).includes(3) || ids(previous.pets).includes(fish.id),
+      false,
+      '`destroyed.previous` leaves hidden pets out'
+    )
     t.same(previous.bestPet?.id, 2, 'a visible best pet is there')
     const two = await heard(() => asAdmin('DELETE', '/user/2'))
-    t.same(two.find(n => n.event === 'user' && n.data.verb === 'destroyed')?.data.previous.bestPet, null, 'a hidden best pet is not')
+    t.same(
+      two.find(n => n.event === 'user' && n.data.verb === 'destroyed')?.data.previous.bestPet,
+      null,
+      'a hidden best pet is not'
+    )
 
     // A write through a registration without the policy carries the records its changes name
     // (another registration on the ORM has one): a guest under the policy is told of the new
     // record and of its link, both checked against its view.
-    const raw = await heard(async () => { t.equal((await app.inject({ method: 'POST', url: '/raw/pet', payload: { name: 'Rex II', species: 'dog', owner: 5 } })).statusCode, 200) })
-    t.same(raw.map(n => [n.event, n.data.verb]), [['pet', 'created'], ['user', 'addedTo']], 'created and addedTo are told')
-    const hiddenRaw = await heard(async () => { t.equal((await app.inject({ method: 'PATCH', url: '/raw/pet/2', payload: { species: 'fish' } })).statusCode, 200) })
+    const raw = await heard(async () => {
+      t.equal(
+        (await app.inject({ method: 'POST', url: '/raw/pet', payload: { name: 'Rex II', species: 'dog', owner: 5 } }))
+          .statusCode,
+        200
+      )
+    })
+    t.same(
+      raw.map(n => [n.event, n.data.verb]),
+      [['pet', 'created'], ['user', 'addedTo']],
+      'created and addedTo are told'
+    )
+    const hiddenRaw = await heard(async () => {
+      t.equal((await app.inject({ method: 'PATCH', url: '/raw/pet/2', payload: { species: 'fish' } })).statusCode, 200)
+    })
     t.same(hiddenRaw, [], 'a record hidden through it: not told')
-    t.same(await heard(async () => { await app.inject({ method: 'PATCH', url: '/raw/pet/2', payload: { name: 'Secret Tom' } }) }), [], 'nor its later changes')
+    t.same(
+      await heard(async () => {
+        await app.inject({ method: 'PATCH', url: '/raw/pet/2', payload: { name: 'Secret Tom' } })
+      }),
+      [],
+      'nor its later changes'
+    )
 
     // A socket that read only pets has the view of every model its notifications can name: the
     // links of a hidden tag to a user it follows (as a pet's owner) are not told to it either.
@@ -191,8 +289,14 @@ for (const db of DATABASES) {
     await asAdmin('PUT', '/user/3/tags/admin')
     await asAdmin('PATCH', '/pet/5', { name: 'Kitty II' })
     await petsOnly.until(before + 1)
-    t.same(petsOnly.notices.slice(before).map(n => [n.event, n.data.verb, n.data.addedIds ?? n.data.removedIds ?? n.data.data]), [
-      ['pet', 'updated', { name: 'Kitty II' }]
-    ], 'a hidden tag unlinked from and linked to a user it follows: nothing')
+    t.same(
+      petsOnly.notices.slice(before).map(
+        n => [n.event, n.data.verb, n.data.addedIds ?? n.data.removedIds ?? n.data.data]
+      ),
+      [
+        ['pet', 'updated', { name: 'Kitty II' }]
+      ],
+      'a hidden tag unlinked from and linked to a user it follows: nothing'
+    )
   })
 }

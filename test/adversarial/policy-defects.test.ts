@@ -12,7 +12,13 @@ import { sailsSocket } from '../helpers/sails-socket.ts'
 const VIEWER = as(4)
 
 /** An HTTP request's status, code and body. */
-async function ask (app: FastifyInstance, method: string, url: string, headers: Record<string, string>, payload?: unknown): Promise<{ status: number, code: unknown, body: any }> {
+async function ask (
+  app: FastifyInstance,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  payload?: unknown
+): Promise<{ status: number, code: unknown, body: any }> {
   const res = await app.inject({ method: method as 'GET', url, headers, payload: payload as object })
   const body = res.body === '' ? undefined : res.json()
   return { status: res.statusCode, code: body?.code, body }
@@ -22,25 +28,37 @@ for (const db of DATABASES) {
   t.test(`${db}: 1. the populate route keeps the parent's policy: a hidden parent is a missing one`, async t => {
     const { app } = await policyBoard(t, db)
     t.equal((await ask(app, 'GET', '/task/7', VIEWER)).status, 404, 'the task is hidden')
-    for (const url of ['/task/7/labels', '/task/7/assignee', '/task/7/project', '/project/2/members', '/project/2/tasks']) {
+    for (
+      const url of ['/task/7/labels', '/task/7/assignee', '/task/7/project', '/project/2/members', '/project/2/tasks']
+    ) {
       const hidden = await ask(app, 'GET', url, VIEWER)
       const missing = await ask(app, 'GET', url.replace(/\/(7|2)\//, '/99/'), VIEWER)
       t.same([hidden.status, hidden.code], [404, 'BP_ERR_RECORD_NOT_FOUND'], `${url}: not found`)
       t.same([hidden.status, hidden.code], [missing.status, missing.code], `${url}: as a missing parent`)
     }
     const seen = await ask(app, 'GET', '/project/1/members', VIEWER)
-    t.same([seen.status, seen.body.map((user: { id: number }) => user.id)], [200, [1, 2, 4]], 'a parent it sees: its children')
+    t.same(
+      [seen.status, seen.body.map((user: { id: number }) => user.id)],
+      [200, [1, 2, 4]],
+      'a parent it sees: its children'
+    )
   })
 
   for (const endpoint of ['/socket', 'socket.io'] as const) {
     t.test(`${db}: 1. over ${endpoint}, a populate read of a hidden parent subscribes the socket to nothing`, async t => {
       const { app } = await policyBoard(t, db)
-      const viewer = endpoint === '/socket' ? await open(t, app, VIEWER) : await sailsSocket(t, app, { headers: VIEWER, identities: ['task', 'project', 'user', 'label'] })
+      const viewer = endpoint === '/socket'
+        ? await open(t, app, VIEWER)
+        : await sailsSocket(t, app, { headers: VIEWER, identities: ['task', 'project', 'user', 'label'] })
       const read = async (url: string): Promise<number> => {
-        if (endpoint === '/socket') return (await (viewer as Awaited<ReturnType<typeof open>>).request('GET', url)).statusCode
+        if (endpoint === '/socket') {
+          return (await (viewer as Awaited<ReturnType<typeof open>>).request('GET', url)).statusCode
+        }
         return (await (viewer as Awaited<ReturnType<typeof sailsSocket>>).request('get', url)).statusCode
       }
-      for (const url of ['/task/10/labels', '/task/7/labels', '/task/7/project']) t.equal(await read(url), 404, `GET ${url}`)
+      for (const url of ['/task/10/labels', '/task/7/labels', '/task/7/project']) {
+        t.equal(await read(url), 404, `GET ${url}`)
+      }
       // Task 1 is one it sees: its notifications are the sentinel's way in.
       t.equal(await read('/task/1'), 200)
       const member = as(2)
@@ -54,10 +72,16 @@ for (const db of DATABASES) {
 
   t.test(`${db}: 2. an attribute the policy hides cannot be filtered, sorted, selected or counted on`, async t => {
     const { app } = await policyBoard(t, db)
-    const email = (prefix: string): string => `/user?where=${encodeURIComponent(JSON.stringify({ email: { startsWith: prefix } }))}`
+    const email = (prefix: string): string =>
+      `/user?where=${encodeURIComponent(JSON.stringify({ email: { startsWith: prefix } }))}`
     const refusals: Array<[string, string]> = [
       [email('g'), 'where'],
-      [`/user?where=${encodeURIComponent(JSON.stringify({ or: [{ name: 'Ada' }, { and: [{ email: 'grace@example.com' }] }] }))}`, 'where'],
+      [
+        `/user?where=${
+          encodeURIComponent(JSON.stringify({ or: [{ name: 'Ada' }, { and: [{ email: 'grace@example.com' }] }] }))
+        }`,
+        'where'
+      ],
       ['/user?email=grace%40example.com', 'email'],
       ['/user?sort=email%20DESC', 'sort'],
       [`${email('g')}&count=true`, 'where'],
@@ -106,6 +130,11 @@ for (const db of DATABASES) {
     const renamed = await before(viewer, sentinel(app, 'user', 2), async () => {
       t.equal((await ask(app, 'PATCH', '/user/2', admin, { name: 'Grace H', email: 'grace@example.com' })).status, 200)
     })
-    t.same(renamed.map(notice => notice.data), [{ verb: 'updated', id: 2, data: { name: 'Grace H' }, previous: { name: 'Grace' } }], 'a visible change: only what it may see')
+    t.same(renamed.map(notice => notice.data), [{
+      verb: 'updated',
+      id: 2,
+      data: { name: 'Grace H' },
+      previous: { name: 'Grace' }
+    }], 'a visible change: only what it may see')
   })
 }

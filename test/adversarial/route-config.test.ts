@@ -11,7 +11,11 @@ import { bareApp, DATABASES } from '../helpers/app.ts'
 /** `true` only when A and B are the same type (neither `any` nor a supertype passes). */
 type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false
 
-interface Seen { model: string | undefined, action: BlueprintAction | undefined, association: string | undefined }
+interface Seen {
+  model: string | undefined
+  action: BlueprintAction | undefined
+  association: string | undefined
+}
 
 /** What an app-wide policy hook reads — no cast anywhere. */
 function policyView (request: FastifyRequest): Seen {

@@ -21,7 +21,12 @@ import { connect, socketUrl, type Notice } from '../helpers/socket.ts'
 const ZERO = { sockets: 0, subscriptions: 0, records: 0, watches: 0 }
 let serial = 0
 
-const updated = (model: string, id: number, data: Record<string, unknown>, previous: Record<string, unknown>): Notice => ({ event: model, data: { verb: 'updated', id, data, previous } })
+const updated = (
+  model: string,
+  id: number,
+  data: Record<string, unknown>,
+  previous: Record<string, unknown>
+): Notice => ({ event: model, data: { verb: 'updated', id, data, previous } })
 
 /** An ioredis client made as docs/realtime.md recommends (`enableOfflineQueue: false`); closed at teardown. Not awaited: it may still be connecting. */
 function failFastClient (t: Test): Redis {
@@ -37,7 +42,11 @@ function failFastClient (t: Test): Redis {
 /** Resolves once the client is ready (fails after 5 s: Redis must be running). */
 async function ready (client: Redis): Promise<void> {
   if (client.status === 'ready') return
-  await deadline(new Promise(resolve => client.once('ready', resolve)), 5000, `Redis at ${REDIS.host}:${REDIS.port} (start it: this test needs it)`)
+  await deadline(
+    new Promise(resolve => client.once('ready', resolve)),
+    5000,
+    `Redis at ${REDIS.host}:${REDIS.port} (start it: this test needs it)`
+  )
 }
 
 for (const db of DATABASES) {
@@ -49,16 +58,24 @@ for (const db of DATABASES) {
       await app.register(blueprints, { orm, realtime: { authorize: async () => true } } as unknown as BlueprintsOptions)
       await app.ready()
     })().then(() => undefined, (err: Error & { code?: string }) => err)
-    t.equal(err?.code, 'BP_ERR_INVALID_OPTION', 'refused with the plugin\'s code')
+    t.equal(err?.code, 'BP_ERR_INVALID_OPTION', "refused with the plugin's code")
     t.match(err?.message, /`realtime\.authorize` must be synchronous/, 'the message says why')
   })
 
   t.test(`${db}: realtime.authorize: a function that returns a promise is told once in the log, and its notifications are not sent`, async t => {
     const logs: LogLine[] = []
     // Promises for pets only: notifications about users are allowed, and serve as sentinels.
-    const authorize: Authorize = (_socket, notification) => notification.model === 'pet' ? Promise.resolve(true) as unknown as boolean : true
+    const authorize: Authorize = (_socket, notification) =>
+      notification.model === 'pet' ? Promise.resolve(true) as unknown as boolean : true
     const app = await listening(t, db, {
-      logger: { level: 'info', stream: { write: (line: string) => { logs.push(JSON.parse(line)) } } },
+      logger: {
+        level: 'info',
+        stream: {
+          write: (line: string) => {
+            logs.push(JSON.parse(line))
+          }
+        }
+      },
       plugin: { realtime: { authorize } }
     })
     const told = (): LogLine[] => logs.filter(line => line.msg.includes('authorize returned a promise'))
@@ -67,11 +84,23 @@ for (const db of DATABASES) {
     t.equal((await socket.request('GET', '/pet/2?populate=false')).statusCode, 200)
     t.equal((await socket.request('GET', '/user/1?populate=false')).statusCode, 200)
     for (const [id, name] of [[1, 'Rex II'], [2, 'Tom II'], [1, 'Rex III']] as const) {
-      t.equal((await app.inject({ method: 'PATCH', url: `/pet/${id}`, payload: { name } })).statusCode, 200, `pet ${id} renamed`)
+      t.equal(
+        (await app.inject({ method: 'PATCH', url: `/pet/${id}`, payload: { name } })).statusCode,
+        200,
+        `pet ${id} renamed`
+      )
     }
-    t.equal((await app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 31 } })).statusCode, 200, 'the sentinel write')
+    t.equal(
+      (await app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 31 } })).statusCode,
+      200,
+      'the sentinel write'
+    )
     // Notifications arrive in commit order: the first one is the sentinel, so no pet one came.
-    t.same(await socket.until(1), [updated('user', 1, { age: 31 }, { age: 30 })], 'the notifications about pets were not sent')
+    t.same(
+      await socket.until(1),
+      [updated('user', 1, { age: 31 }, { age: 30 })],
+      'the notifications about pets were not sent'
+    )
     t.equal(told().length, 1, 'told once, for three refused notifications')
     t.equal(told()[0]?.level, 50, 'at level error')
   })
@@ -86,19 +115,36 @@ for (const db of DATABASES) {
     for (const client of clients) await ready(client)
     const onA = await connect(socketUrl(a.app))
     const onB = await connect(socketUrl(b.app))
-    t.teardown(async () => { await onA.close(); await onB.close() })
+    t.teardown(async () => {
+      await onA.close()
+      await onB.close()
+    })
     t.equal((await onA.request('GET', '/user/1?populate=false')).statusCode, 200)
     t.equal((await onB.request('GET', '/user/2?populate=false')).statusCode, 200)
     t.equal((await b.app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 31 } })).statusCode, 200)
     t.same(await onA.until(1), [updated('user', 1, { age: 31 }, { age: 30 })], 'a write on B reaches the socket on A')
     t.equal((await onA.request('PATCH', '/user/2', { age: 26 })).statusCode, 200)
-    t.same(await onB.until(1), [updated('user', 2, { age: 26 }, { age: 25 })], 'a socket\'s write on A reaches the socket on B')
+    t.same(
+      await onB.until(1),
+      [updated('user', 2, { age: 26 }, { age: 25 })],
+      "a socket's write on A reaches the socket on B"
+    )
     // Sentinels: the next notification of each socket is a later write, so none came twice.
     t.equal((await a.app.inject({ method: 'PATCH', url: '/user/1', payload: { age: 32 } })).statusCode, 200)
     t.equal((await b.app.inject({ method: 'PATCH', url: '/user/2', payload: { age: 27 } })).statusCode, 200)
-    t.same(await onA.until(2), [updated('user', 1, { age: 31 }, { age: 30 }), updated('user', 1, { age: 32 }, { age: 31 })], 'A: once each')
-    t.same(await onB.until(2), [updated('user', 2, { age: 26 }, { age: 25 }), updated('user', 2, { age: 27 }, { age: 26 })], 'B: once each')
-    t.same([a, b].flatMap(instance => instance.logs.filter(line => line.level >= 50).map(line => line.msg)), [], 'no errors logged')
+    t.same(await onA.until(2), [
+      updated('user', 1, { age: 31 }, { age: 30 }),
+      updated('user', 1, { age: 32 }, { age: 31 })
+    ], 'A: once each')
+    t.same(await onB.until(2), [
+      updated('user', 2, { age: 26 }, { age: 25 }),
+      updated('user', 2, { age: 27 }, { age: 26 })
+    ], 'B: once each')
+    t.same(
+      [a, b].flatMap(instance => instance.logs.filter(line => line.level >= 50).map(line => line.msg)),
+      [],
+      'no errors logged'
+    )
   })
 
   t.test(`${db}: stats() returns zeros after the sockets that subscribed have closed`, async t => {
@@ -109,7 +155,11 @@ for (const db of DATABASES) {
     t.equal((await second.request('GET', '/user/1/pets')).statusCode, 200, 'a populate')
     t.equal((await second.request('GET', '/tag/admin')).statusCode, 200, 'a findOne')
     const during = app.blueprints.stats()
-    t.same([during.sockets, during.subscriptions > 0, during.records > 0, during.watches], [2, true, true, 1], 'counted while open')
+    t.same(
+      [during.sockets, during.subscriptions > 0, during.records > 0, during.watches],
+      [2, true, true, 1],
+      'counted while open'
+    )
     await first.close()
     await second.close()
     t.same(await settled(app, 0), ZERO)
@@ -117,12 +167,24 @@ for (const db of DATABASES) {
 
   t.test(`${db}: stats() returns zeros after a socket closed while its reads were still running`, async t => {
     let release = (): void => {}
-    const gate = new Promise<void>(resolve => { release = resolve })
+    const gate = new Promise<void>(resolve => {
+      release = resolve
+    })
     const entered: Array<() => void> = []
-    const inside = (count: number): Promise<void> => new Promise(resolve => { entered.push(() => { if (--count === 0) resolve() }) })
+    const inside = (count: number): Promise<void> =>
+      new Promise(resolve => {
+        entered.push(() => {
+          if (--count === 0) resolve()
+        })
+      })
     const reachedHandlers = inside(2)
     const sent: Array<() => void> = []
-    const answered = (count: number): Promise<void> => new Promise(resolve => { sent.push(() => { if (--count === 0) resolve() }) })
+    const answered = (count: number): Promise<void> =>
+      new Promise(resolve => {
+        sent.push(() => {
+          if (--count === 0) resolve()
+        })
+      })
     const readsDone = answered(2)
     const app = await listening(t, db, {
       plugin: {
@@ -134,7 +196,7 @@ for (const db of DATABASES) {
           },
           // After the handler, which subscribes the socket to what it read.
           onSend: async (request, _reply, payload) => {
-            if (request.headers['x-slow'] === 'yes') for (const tell of sent) tell()
+            if (request.headers['x-slow'] === 'yes') { for (const tell of sent) tell() }
             return payload
           }
         }
@@ -160,7 +222,12 @@ for (const db of DATABASES) {
     const socket = await open(t, app)
     for (const id of ['1e309', '-1e309']) {
       const answer = await socket.raw(`{"id":${id},"method":"GET","url":"/user"}`)
-      t.same([answer.id, answer.statusCode, answer.body.statusCode, answer.body.code], [null, 400, 400, 'BP_ERR_INVALID_FRAME'], `id ${id}`)
+      t.same([answer.id, answer.statusCode, answer.body.statusCode, answer.body.code], [
+        null,
+        400,
+        400,
+        'BP_ERR_INVALID_FRAME'
+      ], `id ${id}`)
       t.match(answer.body.message, /`id`/, `id ${id}: the message names the id`)
     }
     const later = await socket.request('GET', '/user/1?populate=false')

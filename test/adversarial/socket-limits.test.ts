@@ -23,14 +23,23 @@ import { rawIo } from '../helpers/raw-io.ts'
 
 for (const db of DATABASES) {
   /** A listening app with both endpoints and `/echo` (its requests counted), with `server` options. */
-  async function app (t: Test, server: { http?: ServerOptions } = {}): Promise<{ app: FastifyInstance, echoed: () => number }> {
+  async function app (
+    t: Test,
+    server: { http?: ServerOptions } = {}
+  ): Promise<{ app: FastifyInstance, echoed: () => number }> {
     const orm = await createOrm(db, entities)
     await seed(orm)
     const app = Fastify(server)
-    t.teardown(async () => { await app.close(); await destroyOrm(db, orm) })
+    t.teardown(async () => {
+      await app.close()
+      await destroyOrm(db, orm)
+    })
     await app.register(blueprints, { orm, realtime: { sailsIo: true } })
     let echoed = 0
-    app.get('/echo', async request => { echoed++; return { headers: request.headers } })
+    app.get('/echo', async request => {
+      echoed++
+      return { headers: request.headers }
+    })
     await app.listen({ port: 0, host: '127.0.0.1' })
     return { app, echoed: () => echoed }
   }
@@ -44,9 +53,13 @@ for (const db of DATABASES) {
     return new Promise((resolve, reject) => {
       const socket = net.connect(port, '127.0.0.1')
       let answer = ''
-      socket.on('data', chunk => { answer += String(chunk) })
+      socket.on('data', chunk => {
+        answer += String(chunk)
+      })
       socket.on('error', reject)
-      socket.on('close', () => { resolve(Number(answer.split(' ')[1])) })
+      socket.on('close', () => {
+        resolve(Number(answer.split(' ')[1]))
+      })
       const lines = Object.entries(headers).map(([name, value]) => `${name}: ${String(value)}\r\n`).join('')
       socket.end(`GET ${url} HTTP/1.1\r\n${lines}\r\n`)
     })
@@ -54,11 +67,16 @@ for (const db of DATABASES) {
 
   /** How Node counts a head: the url's bytes, and each header's name and value. */
   function headBytes (url: string, headers: Record<string, unknown>): number {
-    return Buffer.byteLength(url) + Object.entries(headers).reduce((sum, [name, value]) => sum + name.length + String(value).length, 0)
+    return Buffer.byteLength(url) +
+      Object.entries(headers).reduce((sum, [name, value]) => sum + name.length + String(value).length, 0)
   }
 
   const tooLarge = (answer: { statusCode: number, body: any }, mentions: RegExp, what: string, t: Test): void => {
-    t.same([answer.statusCode, answer.body.code, answer.body.error], [431, 'BP_ERR_HEADERS_TOO_LARGE', 'Request Header Fields Too Large'], what)
+    t.same([answer.statusCode, answer.body.code, answer.body.error], [
+      431,
+      'BP_ERR_HEADERS_TOO_LARGE',
+      'Request Header Fields Too Large'
+    ], what)
     t.match(answer.body.message, mentions, `${what}: the message says which limit`)
   }
 
@@ -70,14 +88,28 @@ for (const db of DATABASES) {
     // A url that brings the head to the limit: one byte less is what Node lets through.
     const own = { 'x-extra': 'yes', connection: 'close' }
     const at = (bytes: number): string => `/echo?${'a'.repeat(bytes - headBytes('/echo?', { ...seen, ...own }))}`
-    const limit = /url and headers take 16384 bytes; this server's maxHeaderSize lets an HTTP request have at most 16383/
+    const limit =
+      /url and headers take 16384 bytes; this server's maxHeaderSize lets an HTTP request have at most 16383/
     tooLarge(await socket.request('GET', at(16384), undefined, own), limit, 'at maxHeaderSize', t)
     t.equal((await socket.request('GET', at(16383), undefined, own)).statusCode, 200, 'one byte below it')
-    const http = [await overHttp(server, at(16384), { ...seen, ...own }), await overHttp(server, at(16383), { ...seen, ...own })]
+    const http = [
+      await overHttp(server, at(16384), { ...seen, ...own }),
+      await overHttp(server, at(16383), { ...seen, ...own })
+    ]
     t.same(http, [431, 200], 'Node answers the same heads over HTTP alike')
-    tooLarge(await socket.request('GET', `/echo?${'a'.repeat(900_000)}`), /url and headers take 9000\d\d bytes/, 'a 900 KB url', t)
+    tooLarge(
+      await socket.request('GET', `/echo?${'a'.repeat(900_000)}`),
+      /url and headers take 9000\d\d bytes/,
+      'a 900 KB url',
+      t
+    )
     const many = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`x-h${i}`, '1']))
-    tooLarge(await socket.request('GET', '/echo', undefined, many), /url and headers take \d+ bytes/, '5,000 headers', t)
+    tooLarge(
+      await socket.request('GET', '/echo', undefined, many),
+      /url and headers take \d+ bytes/,
+      '5,000 headers',
+      t
+    )
     const big = await socket.request('POST', '/echo', { a: 1 }, { 'x-big': 'b'.repeat(16_400) })
     tooLarge(big, /maxHeaderSize/, 'a POST whose header is too large', t)
     t.equal(echoed(), 3, 'none of them reached the route (the one below the limit did, by socket and over HTTP)')
@@ -96,13 +128,20 @@ for (const db of DATABASES) {
     const limit = /it has 1001 headers; this server's maxHeadersCount lets an HTTP request have at most 1000/
     tooLarge(await socket.request('GET', '/echo', undefined, headers(room + 1)), limit, 'the 1001st header', t)
     t.equal((await socket.request('GET', '/echo', undefined, headers(room))).statusCode, 200, '1000 headers')
-    const http = [await overHttp(server, '/echo', { ...seen, ...headers(room + 1) }), await overHttp(server, '/echo', { ...seen, ...headers(room) })]
+    const http = [
+      await overHttp(server, '/echo', { ...seen, ...headers(room + 1) }),
+      await overHttp(server, '/echo', { ...seen, ...headers(room) })
+    ]
     t.same(http, [431, 200], 'as Node counts over HTTP')
     server.server.maxHeadersCount = 50
     const fifty = await socket.request('GET', '/echo', undefined, headers(50 - Object.keys(seen).length))
     tooLarge(fifty, /it has 51 headers; .* at most 50/, 'a server with maxHeadersCount 50', t)
     server.server.maxHeadersCount = 0
-    t.equal((await socket.request('GET', '/echo', undefined, headers(1500))).statusCode, 200, 'maxHeadersCount 0: no count limit')
+    t.equal(
+      (await socket.request('GET', '/echo', undefined, headers(1500))).statusCode,
+      200,
+      'maxHeadersCount 0: no count limit'
+    )
     t.equal(echoed(), 4, 'the refused requests did not reach the route (the one over HTTP did)')
   })
 
@@ -127,14 +166,23 @@ for (const db of DATABASES) {
       t.same([jwr.statusCode, jwr.body.code], [400, 'BP_ERR_INVALID_FRAME'], `socket.io: ${JSON.stringify(url)}`)
     }
     t.equal(echoed(), 0)
-    t.equal((await socket.request('GET', '/echo?a=%0D%0A')).statusCode, 200, 'the same characters escaped are a url like any')
+    t.equal(
+      (await socket.request('GET', '/echo?a=%0D%0A')).statusCode,
+      200,
+      'the same characters escaped are a url like any'
+    )
   })
 
   t.test(`${db}: socket.io endpoint: a sails.io.js request meets the same limits, its query data included`, async t => {
     const { app: server, echoed } = await app(t)
     const sails: SailsTestSocket = await sailsSocket(t, server)
     tooLarge(await sails.request('get', `/echo?${'a'.repeat(900_000)}`), /url and headers take/, 'a 900 KB url', t)
-    tooLarge(await sails.request('get', '/echo', { where: 'x'.repeat(20_000) }), /url and headers take/, 'a get whose data make a url too long', t)
+    tooLarge(
+      await sails.request('get', '/echo', { where: 'x'.repeat(20_000) }),
+      /url and headers take/,
+      'a get whose data make a url too long',
+      t
+    )
     const many = Object.fromEntries(Array.from({ length: 1500 }, (_, i) => [`h${i}`, '1']))
     tooLarge(await sails.request('get', '/echo', undefined, many), /it has 1\d{3} headers/, '1,500 headers', t)
     t.equal(echoed(), 0, 'nothing reached the route')
@@ -156,7 +204,11 @@ for (const db of DATABASES) {
     io.packet('52-2["post",{"url":"/user","extra":[{"_placeholder":true,"num":0},{"_placeholder":true,"num":1}]}]')
     const [anywhere] = await io.ack(2) as [{ statusCode: number, body: { message: string } }]
     const refusal = [400, 'Invalid frame: binary attachments are not accepted; send JSON']
-    t.same([anywhere.statusCode, anywhere.body.message], refusal, 'an attachment in a field that is not read: refused all the same')
+    t.same(
+      [anywhere.statusCode, anywhere.body.message],
+      refusal,
+      'an attachment in a field that is not read: refused all the same'
+    )
     t.equal((await server.inject('/user?where={"name":"binary"}')).json().length, 0, 'nothing was created')
   })
 
@@ -166,7 +218,9 @@ for (const db of DATABASES) {
     stray.binary(Buffer.from('no packet announced me'))
     await stray.closed()
     const early = await rawIo(t, server)
-    early.packet('52-0["post",{"url":"/user","data":{"a":{"_placeholder":true,"num":0},"b":{"_placeholder":true,"num":1}}}]')
+    early.packet(
+      '52-0["post",{"url":"/user","data":{"a":{"_placeholder":true,"num":0},"b":{"_placeholder":true,"num":1}}}]'
+    )
     t.equal((await early.ack(0) as [{ statusCode: number }])[0].statusCode, 400)
     early.binary(Buffer.from('one of two'))
     early.packet('21["get",{"url":"/user/1"}]')
@@ -180,7 +234,7 @@ for (const db of DATABASES) {
    * yet. (Memory that is kept is never freed: the wait only ends early.)
    */
   async function collected (gc: () => void, under: number): Promise<number> {
-    for (let round = 0; ; round++) {
+    for (let round = 0;; round++) {
       gc()
       const held = process.memoryUsage().arrayBuffers
       if (held < under || round === 150) return held
@@ -198,10 +252,16 @@ for (const db of DATABASES) {
     const attachment = Buffer.alloc(1_000_000, 7)
     for (const io of sockets) {
       // Ten announced, nine sent: socket.io's decoder would hold the nine until the tenth came.
-      io.packet(`510-["post",{"url":"/user","data":{"files":[${Array.from({ length: 10 }, (_, i) => `{"_placeholder":true,"num":${i}}`).join(',')}]}}]`)
+      io.packet(
+        `510-["post",{"url":"/user","data":{"files":[${
+          Array.from({ length: 10 }, (_, i) => `{"_placeholder":true,"num":${i}}`).join(',')
+        }]}}]`
+      )
       for (let i = 0; i < 9; i++) io.binary(attachment)
     }
-    await Promise.all(sockets.map(async io => { await io.handled() }))
+    await Promise.all(sockets.map(async io => {
+      await io.handled()
+    }))
     const kept = await collected(gc, before + 8_000_000) - before
     t.ok(kept < 8_000_000, `the server kept ${(kept / 1e6).toFixed(1)} MB of the 45 MB sent (less than 8)`)
     for (const io of sockets) t.equal(io.ws.readyState, io.ws.OPEN, 'the connection is still open')

@@ -24,7 +24,16 @@ for (const db of DATABASES) {
     headers: Record<string, unknown>
   }
 
-  const NAMES = ['host', 'origin', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', 'x-real-ip']
+  const NAMES = [
+    'host',
+    'origin',
+    'forwarded',
+    'x-forwarded-for',
+    'x-forwarded-host',
+    'x-forwarded-proto',
+    'x-forwarded-port',
+    'x-real-ip'
+  ]
 
   function whereabouts (request: FastifyRequest): Whereabouts {
     const headers: Record<string, unknown> = {}
@@ -61,11 +70,21 @@ for (const db of DATABASES) {
   async function behindProxy (t: Test): Promise<{ app: FastifyInstance, upgrades: Whereabouts[] }> {
     const orm = await createOrm(db, entities)
     const app = Fastify({ trustProxy: '127.0.0.1' })
-    t.teardown(async () => { await app.close(); await destroyOrm(db, orm) })
+    t.teardown(async () => {
+      await app.close()
+      await destroyOrm(db, orm)
+    })
     const upgrades: Whereabouts[] = []
     await app.register(blueprints, {
       orm,
-      realtime: { sailsIo: true, hooks: { onRequest: async request => { upgrades.push(whereabouts(request)) } } }
+      realtime: {
+        sailsIo: true,
+        hooks: {
+          onRequest: async request => {
+            upgrades.push(whereabouts(request))
+          }
+        }
+      }
     })
     app.get('/whereabouts', async request => whereabouts(request))
     await app.listen({ port: 0, host: '127.0.0.1' })
@@ -85,18 +104,26 @@ for (const db of DATABASES) {
 
   const ENDPOINTS: Array<{ name: string, open: (t: Test, app: FastifyInstance) => Promise<Ask> }> = [
     {
-      name: 'websocket endpoint: ip, ips, host, protocol and the proxy\'s headers come from the upgrade, not from a frame',
+      name:
+        "websocket endpoint: ip, ips, host, protocol and the proxy's headers come from the upgrade, not from a frame",
       open: async (t, app) => {
         const socket = await connect(socketUrl(app), { headers: PROXIED })
         t.teardown(() => socket.close())
-        return async (path, headers) => { const frame = await socket.request('GET', path, undefined, headers); return [frame.statusCode, frame.body] }
+        return async (path, headers) => {
+          const frame = await socket.request('GET', path, undefined, headers)
+          return [frame.statusCode, frame.body]
+        }
       }
     },
     {
-      name: 'socket.io endpoint: a sails.io.js request cannot choose its ip, ips, host, protocol or the proxy\'s headers',
+      name:
+        "socket.io endpoint: a sails.io.js request cannot choose its ip, ips, host, protocol or the proxy's headers",
       open: async (t, app) => {
         const socket = await sailsSocket(t, app, { headers: PROXIED })
-        return async (path, headers) => { const jwr = await socket.request('get', path, undefined, headers); return [jwr.statusCode, jwr.body] }
+        return async (path, headers) => {
+          const jwr = await socket.request('get', path, undefined, headers)
+          return [jwr.statusCode, jwr.body]
+        }
       }
     }
   ]
@@ -106,7 +133,7 @@ for (const db of DATABASES) {
       const { app, upgrades } = await behindProxy(t)
       const ask = await open(t, app)
       t.same(upgrades, [EXPECTED], 'the upgrade request, as the proxy passed it on')
-      t.same(await ask('/whereabouts'), [200, EXPECTED], 'a request without headers: the upgrade\'s view')
+      t.same(await ask('/whereabouts'), [200, EXPECTED], "a request without headers: the upgrade's view")
       t.same(await ask('/whereabouts', FORGED), [200, EXPECTED], 'a request that sends its own: the same')
     })
   }

@@ -11,20 +11,35 @@ import { buildBoard } from '../../examples/board/app.ts'
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const SHOTS = new URL('./screenshots/', import.meta.url)
 // The flags that work on a machine with a closed network, as root (DEPENDENCIES.md).
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+const ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run'
+]
 
 const missing = !existsSync(CHROMIUM)
-if (missing && process.env.CI === 'true') throw new Error(`chromium is not at ${CHROMIUM}: .ci/run installs it (apt-get install chromium)`)
+if (missing && process.env.CI === 'true') {
+  throw new Error(`chromium is not at ${CHROMIUM}: .ci/run installs it (apt-get install chromium)`)
+}
 
-const skip = missing ? `chromium is not installed at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)` : false
+const skip = missing
+  ? `chromium is not installed at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`
+  : false
 
 /** The board, listening on a free port, and a browser; both closed at teardown. */
 async function boardAndBrowser (t: Test): Promise<{ base: string, browser: Browser }> {
   const app = await buildBoard({ logger: false, origins: '*' })
-  t.teardown(async () => { await app.close() })
+  t.teardown(async () => {
+    await app.close()
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS })
-  t.teardown(async () => { await browser.close() })
+  t.teardown(async () => {
+    await browser.close()
+  })
   return { base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`, browser }
 }
 
@@ -39,7 +54,9 @@ async function twoPages (t: Test): Promise<{ a: Page, b: Page, errors: string[] 
   const errors: string[] = []
   const page = async (): Promise<Page> => {
     const opened = await context.newPage()
-    opened.on('pageerror', error => { errors.push(error.message) })
+    opened.on('pageerror', error => {
+      errors.push(error.message)
+    })
     await opened.goto(base)
     await opened.locator('#status', { hasText: 'socket open' }).waitFor()
     await opened.locator('tr.task').first().waitFor()
@@ -69,11 +86,18 @@ t.test('two pages of the board: a change in one shows in the other', { skip }, a
 
   await b.locator('#next').click()
   await b.locator('#page', { hasText: 'page 2 of 3' }).waitFor()
-  const ids = await b.locator('tr.task').evaluateAll(rows => rows.map(row => (row as unknown as { dataset: { id?: string } }).dataset.id))
+  const ids = await b.locator('tr.task').evaluateAll(rows =>
+    rows.map(row => (row as unknown as { dataset: { id?: string } }).dataset.id)
+  )
   t.same(ids, ['6', '7', '8', '9', '10'], 'the second page')
 
-  const users = ['nobody (read only)', 'Ada (member of Website)', 'Grace (member of Website, Mobile app)', 'Linus (member of Mobile app)',
-    'Viv (viewer, read only)']
+  const users = [
+    'nobody (read only)',
+    'Ada (member of Website)',
+    'Grace (member of Website, Mobile app)',
+    'Linus (member of Mobile app)',
+    'Viv (viewer, read only)'
+  ]
   t.same(await b.locator('#user option').allTextContents(), users, 'the page says who may write where')
   await b.getByLabel('done: Offline mode').check()
   await b.locator('#error', { hasText: '403: Ada is not a member of project 2' }).waitFor({ timeout: 10_000 })
@@ -82,30 +106,41 @@ t.test('two pages of the board: a change in one shows in the other', { skip }, a
   t.same(errors, [], 'no error in either page')
 })
 
-t.test('two pages of the board: ticking a task in one moves it between the followed lists of the other', { skip }, async t => {
-  const { a, b, errors } = await twoPages(t)
-  const ids = async (list: string): Promise<string[]> => await b.locator(`#${list} li`).evaluateAll(items => items.map(item => (item as unknown as { dataset: { id?: string } }).dataset.id as string))
-  t.same(await ids('open'), ['2', '3', '5', '11', '12'], 'the open tasks of the website')
-  t.same(await ids('done'), ['1', '4'], 'its done tasks')
+t.test(
+  'two pages of the board: ticking a task in one moves it between the followed lists of the other',
+  { skip },
+  async t => {
+    const { a, b, errors } = await twoPages(t)
+    const ids = async (list: string): Promise<string[]> =>
+      await b.locator(`#${list} li`).evaluateAll(items =>
+        items.map(item => (item as unknown as { dataset: { id?: string } }).dataset.id as string)
+      )
+    t.same(await ids('open'), ['2', '3', '5', '11', '12'], 'the open tasks of the website')
+    t.same(await ids('done'), ['1', '4'], 'its done tasks')
 
-  // A click, not check(): the box's item leaves the list as it is ticked.
-  await a.getByLabel('close: Fix the broken footer links').click()
-  await b.locator('#done li[data-id="2"]').waitFor({ timeout: 10_000 })
-  t.same(await ids('done'), ['1', '2', '4'], 'task 2 entered the done list of page B in its place')
-  t.same(await ids('open'), ['3', '5', '11', '12'], 'and left its open list')
+    // A click, not check(): the box's item leaves the list as it is ticked.
+    await a.getByLabel('close: Fix the broken footer links').click()
+    await b.locator('#done li[data-id="2"]').waitFor({ timeout: 10_000 })
+    t.same(await ids('done'), ['1', '2', '4'], 'task 2 entered the done list of page B in its place')
+    t.same(await ids('open'), ['3', '5', '11', '12'], 'and left its open list')
 
-  await a.getByLabel('reopen: Sketch the home page').click()
-  await b.locator('#open li[data-id="1"]').waitFor({ timeout: 10_000 })
-  t.same(await ids('open'), ['1', '3', '5', '11', '12'], 'task 1, reopened in page A, entered the open list of page B first')
+    await a.getByLabel('reopen: Sketch the home page').click()
+    await b.locator('#open li[data-id="1"]').waitFor({ timeout: 10_000 })
+    t.same(
+      await ids('open'),
+      ['1', '3', '5', '11', '12'],
+      'task 1, reopened in page A, entered the open list of page B first'
+    )
 
-  await b.locator('#project').selectOption({ label: 'Mobile app' })
-  await b.locator('#open li[data-id="6"]').waitFor({ timeout: 10_000 })
-  t.same(await ids('open'), ['6', '7', '8', '9', '10'], 'another project followed')
-  t.same(await ids('done'), [])
-  mkdirSync(SHOTS, { recursive: true })
-  await b.screenshot({ path: new URL('board-lists.png', SHOTS).pathname, fullPage: true })
-  t.same(errors, [], 'no error in either page')
-})
+    await b.locator('#project').selectOption({ label: 'Mobile app' })
+    await b.locator('#open li[data-id="6"]').waitFor({ timeout: 10_000 })
+    t.same(await ids('open'), ['6', '7', '8', '9', '10'], 'another project followed')
+    t.same(await ids('done'), [])
+    mkdirSync(SHOTS, { recursive: true })
+    await b.screenshot({ path: new URL('board-lists.png', SHOTS).pathname, fullPage: true })
+    t.same(errors, [], 'no error in either page')
+  }
+)
 
 t.test('a label colour that is no plain #rrggbb never reaches a style, whatever the socket says', { skip }, async t => {
   const { base, browser } = await boardAndBrowser(t)

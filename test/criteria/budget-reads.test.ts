@@ -44,7 +44,8 @@ const SHAPES: ReadonlyArray<{ url: string, wide?: string }> = [
 const BUDGETS = [1, 2, 5, 9, 14, 20, 30, 45]
 
 /** Whether a value is a record (a JSON attribute holds objects and arrays of its own). */
-const isRecord = (value: unknown): value is Tree => typeof value === 'object' && value !== null && !Array.isArray(value) && ('id' in value || 'slug' in value)
+const isRecord = (value: unknown): value is Tree =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && ('id' in value || 'slug' in value)
 
 /** Every record in an answer, populated ones included, each time it appears. */
 function nodes (value: unknown): number {
@@ -59,15 +60,20 @@ function nodes (value: unknown): number {
 function floor (value: unknown): number {
   const records = (Array.isArray(value) ? value : [value]) as Tree[]
   let n = records.length
-  for (const record of records) for (const field of Object.values(record)) if (Array.isArray(field)) n += field.filter(isRecord).length
+  for (const record of records) {
+    for (const field of Object.values(record)) if (Array.isArray(field)) n += field.filter(isRecord).length
+  }
   return n
 }
 
 // Data written before each case: pets (some without owner), friendships.
-const writes = fc.array(fc.oneof(
-  fc.record({ pet: fc.integer({ min: 0, max: 10 }) }),
-  fc.record({ user: fc.integer({ min: 1, max: 10 }), friend: fc.integer({ min: 1, max: 10 }) })
-), { maxLength: 6 })
+const writes = fc.array(
+  fc.oneof(
+    fc.record({ pet: fc.integer({ min: 0, max: 10 }) }),
+    fc.record({ user: fc.integer({ min: 1, max: 10 }), friend: fc.integer({ min: 1, max: 10 }) })
+  ),
+  { maxLength: 6 }
+)
 
 for (const db of DATABASES) {
   t.test(`${db}: a find without a bound is read within limits.maxRecords, or refused`, async t => {
@@ -83,31 +89,44 @@ for (const db of DATABASES) {
     }
     let pets = 100
     const counted = { answered: 0, refused: 0 }
-    await fc.assert(fc.asyncProperty(writes, fc.constantFrom(...SHAPES), fc.constantFrom(...BUDGETS), async (changes, shape, max) => {
-      for (const change of changes) {
-        const done = 'pet' in change
-          ? await reference.inject({ method: 'POST', url: '/pet', payload: { name: `p${++pets}`, species: 'dog', owner: change.pet === 0 ? null : change.pet } })
-          : await reference.inject({ method: 'PUT', url: `/user/${change.user}/friends/${change.friend}` })
-        assert.equal(done.statusCode, 200, 'written')
-      }
-      const expected = await reference.inject(shape.url)
-      assert.equal(expected.statusCode, 200, shape.url)
-      const wide = shape.wide === undefined ? expected : await reference.inject(shape.wide)
-      const answer = await (budgeted.get(max) as FastifyInstance).inject(shape.url)
-      const route = shape.url.includes('/friends?') || shape.url.includes('/pets?')
-      if (answer.statusCode === 200) {
-        assert.deepEqual(answer.json(), expected.json(), `${shape.url} within ${max}`)
-        assert.ok(floor(expected.json()) <= max, `${shape.url}: answered within ${max} though it must read ${floor(expected.json())}`)
-      } else {
-        assert.equal(answer.statusCode, 400, `${shape.url} beyond ${max}`)
-        const { code, message } = answer.json()
-        assert.equal(code, 'BP_ERR_LIMIT_EXCEEDED')
-        assert.match(message, route ? /^The `limit` parameter/ : /^The `(limit|populate)` parameter/)
-        assert.ok(message.includes(`more than ${max} records (limits.maxRecords)`), message)
-        assert.ok(nodes(wide.json()) > max, `${shape.url}: refused within ${max} though it reads at most ${nodes(wide.json())}`)
-      }
-      counted[answer.statusCode === 200 ? 'answered' : 'refused']++
-    }), { numRuns: 80 })
+    await fc.assert(
+      fc.asyncProperty(writes, fc.constantFrom(...SHAPES), fc.constantFrom(...BUDGETS), async (changes, shape, max) => {
+        for (const change of changes) {
+          const done = 'pet' in change
+            ? await reference.inject({
+              method: 'POST',
+              url: '/pet',
+              payload: { name: `p${++pets}`, species: 'dog', owner: change.pet === 0 ? null : change.pet }
+            })
+            : await reference.inject({ method: 'PUT', url: `/user/${change.user}/friends/${change.friend}` })
+          assert.equal(done.statusCode, 200, 'written')
+        }
+        const expected = await reference.inject(shape.url)
+        assert.equal(expected.statusCode, 200, shape.url)
+        const wide = shape.wide === undefined ? expected : await reference.inject(shape.wide)
+        const answer = await (budgeted.get(max) as FastifyInstance).inject(shape.url)
+        const route = shape.url.includes('/friends?') || shape.url.includes('/pets?')
+        if (answer.statusCode === 200) {
+          assert.deepEqual(answer.json(), expected.json(), `${shape.url} within ${max}`)
+          assert.ok(
+            floor(expected.json()) <= max,
+            `${shape.url}: answered within ${max} though it must read ${floor(expected.json())}`
+          )
+        } else {
+          assert.equal(answer.statusCode, 400, `${shape.url} beyond ${max}`)
+          const { code, message } = answer.json()
+          assert.equal(code, 'BP_ERR_LIMIT_EXCEEDED')
+          assert.match(message, route ? /^The `limit` parameter/ : /^The `(limit|populate)` parameter/)
+          assert.ok(message.includes(`more than ${max} records (limits.maxRecords)`), message)
+          assert.ok(
+            nodes(wide.json()) > max,
+            `${shape.url}: refused within ${max} though it reads at most ${nodes(wide.json())}`
+          )
+        }
+        counted[answer.statusCode === 200 ? 'answered' : 'refused']++
+      }),
+      { numRuns: 80 }
+    )
     // Both sides of the law were met.
     t.ok(counted.answered > 0 && counted.refused > 0, `answered ${counted.answered}, refused ${counted.refused}`)
   })

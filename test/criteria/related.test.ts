@@ -131,7 +131,9 @@ for (const db of DATABASES) {
  */
 const policy: ParseBlueprintOptions = (request, query, { model }) => {
   const view = request.headers['x-view']
-  if (model.identity === 'pet' && view === 'nocats') return { ...query, where: { and: [query.where, { species: { '!=': 'cat' } }] } }
+  if (model.identity === 'pet' && view === 'nocats') {
+    return { ...query, where: { and: [query.where, { species: { '!=': 'cat' } }] } }
+  }
   if (model.identity === 'pet' && view === 'keys') return { ...query, omit: ['owner'] }
   if (model.identity === 'user' && view !== 'keys' && query.select === undefined) return { ...query, omit: ['age'] }
   return query
@@ -140,16 +142,26 @@ const policy: ParseBlueprintOptions = (request, query, { model }) => {
 const ids = async (app: FastifyInstance, url: string, view?: string): Promise<unknown> => {
   const res = await app.inject({ method: 'GET', url, headers: view === undefined ? {} : { 'x-view': view } })
   const body = res.json()
-  return res.statusCode === 200 ? body.map((r: { id: number }) => r.id) : `${res.statusCode} ${body.code as string}: ${body.message as string}`
+  return res.statusCode === 200
+    ? body.map((r: { id: number }) => r.id)
+    : `${res.statusCode} ${body.code as string}: ${body.message as string}`
 }
 
 // Queries whose answers a hidden record must not change from what they would be without it.
 const THROUGH_HIDDEN = [
-  u({ pets: { some: CAT } }), u({ pets: { none: CAT } }), u({ pets: { every: CAT } }), u({ pets: { some: {} } }),
-  u({ pets: { none: {} } }), u({ pets: { every: { species: 'dog' } } }), u({ bestPet: { is: {} } }), u({ bestPet: { isNot: { species: 'dog' } } }),
-  u({ friends: { some: { pets: { some: {} } } } }), u({ friends: { some: { pets: { none: {} } } } }),
+  u({ pets: { some: CAT } }),
+  u({ pets: { none: CAT } }),
+  u({ pets: { every: CAT } }),
+  u({ pets: { some: {} } }),
+  u({ pets: { none: {} } }),
+  u({ pets: { every: { species: 'dog' } } }),
+  u({ bestPet: { is: {} } }),
+  u({ bestPet: { isNot: { species: 'dog' } } }),
+  u({ friends: { some: { pets: { some: {} } } } }),
+  u({ friends: { some: { pets: { none: {} } } } }),
   u({ or: [{ pets: { every: { name: { '<': 'S' } } } }, { bestPet: { is: { name: 'Tom' } } }] }),
-  '/user/1/friends?populate=false&where=' + q({ pets: { some: {} } }), '/user/1/friends?populate=false&where=' + q({ pets: { every: { species: 'fish' } } })
+  '/user/1/friends?populate=false&where=' + q({ pets: { some: {} } }),
+  '/user/1/friends?populate=false&where=' + q({ pets: { every: { species: 'fish' } } })
 ]
 
 for (const db of DATABASES) {
@@ -157,9 +169,17 @@ for (const db of DATABASES) {
     const { app } = await build(t, db, { plugin: { parseBlueprintOptions: policy } })
     const { app: without } = await build(t, db)
     // The law: a record the policy hides is, to a relation filter, a record that does not exist.
-    for (const id of [2, 5]) t.equal((await without.inject({ method: 'DELETE', url: `/pet/${id}` })).statusCode, 200, `cat ${id} destroyed`)
-    for (const url of THROUGH_HIDDEN) t.same(await ids(app, url, 'nocats'), await ids(without, url), `${url}: hidden cats are missing cats`)
-    const counted = await app.inject({ method: 'GET', url: `${u({ pets: { some: {} } })}&count=true`, headers: { 'x-view': 'nocats' } })
+    for (const id of [2, 5]) {
+      t.equal((await without.inject({ method: 'DELETE', url: `/pet/${id}` })).statusCode, 200, `cat ${id} destroyed`)
+    }
+    for (const url of THROUGH_HIDDEN) {
+      t.same(await ids(app, url, 'nocats'), await ids(without, url), `${url}: hidden cats are missing cats`)
+    }
+    const counted = await app.inject({
+      method: 'GET',
+      url: `${u({ pets: { some: {} } })}&count=true`,
+      headers: { 'x-view': 'nocats' }
+    })
     t.equal(counted.headers['x-total-count'], '2', 'counted as found')
     const refused: Array<[string, string | undefined, string]> = [
       [p({ owner: { is: { age: 30 } } }), undefined, 'age'],
@@ -174,6 +194,10 @@ for (const db of DATABASES) {
       t.same([res.statusCode, res.json().code], [400, 'BP_ERR_ATTRIBUTE_NOT_ALLOWED'], `${url}: refused`)
       t.match(res.json().message, `\`${name}\``, `${url}: names ${name}`)
     }
-    t.same(await ids(app, u({ friends: { some: { age: 30 } } }), 'keys'), [3], 'an attribute the view shows can be filtered on')
+    t.same(
+      await ids(app, u({ friends: { some: { age: 30 } } }), 'keys'),
+      [3],
+      'an attribute the view shows can be filtered on'
+    )
   })
 }

@@ -132,12 +132,13 @@ for (const db of DATABASES) {
     const { app } = await build(t, db)
     t.test('modifiers, predicates and attribute parameters', t => expectIds(t, app, CASES))
     t.test('invalid where → coded 400', t => expectErrors(t, app, ERRORS))
-    t.test('a string primary key with a custom name', t => expectIds(t, app, [
-      ['/tag?slug=beta', ['beta']],
-      [`/tag?where=${q({ slug: { in: ['vip', 'admin'] } })}`, ['admin', 'vip']],
-      [`/tag?where=${q(JSON.stringify('vip'))}`, ['vip']],
-      [`/tag?where=${q({ weight: { '>': 6 } })}&sort=weight DESC`, ['admin', 'vip']]
-    ], 'slug'))
+    t.test('a string primary key with a custom name', t =>
+      expectIds(t, app, [
+        ['/tag?slug=beta', ['beta']],
+        [`/tag?where=${q({ slug: { in: ['vip', 'admin'] } })}`, ['admin', 'vip']],
+        [`/tag?where=${q(JSON.stringify('vip'))}`, ['vip']],
+        [`/tag?where=${q({ weight: { '>': 6 } })}&sort=weight DESC`, ['admin', 'vip']]
+      ], 'slug'))
   })
 
   t.test(`${db}: caseInsensitive folds ASCII letters only, on every database`, async t => {
@@ -157,7 +158,12 @@ for (const db of DATABASES) {
   t.test(`${db}: past MAX_SHAPES shapes of where the kept statements start over, and every find still returns its rows`, async t => {
     const { app } = await build(t, db)
     // Distinct shapes: an `or` of i equal constraints and an `or` of j; every one means age 30.
-    const shape = (i: number, j: number): string => w({ and: [{ or: Array.from({ length: i }, () => ({ age: 30 })) }, { or: Array.from({ length: j }, () => ({ age: { '>': 0 } })) }] })
+    const shape = (i: number, j: number): string =>
+      w({
+        and: [{ or: Array.from({ length: i }, () => ({ age: 30 })) }, {
+          or: Array.from({ length: j }, () => ({ age: { '>': 0 } }))
+        }]
+      })
     const side = Math.ceil(Math.sqrt(MAX_SHAPES + 1))
     let wrong = 0
     for (let i = 1; i <= side; i++) {
@@ -167,6 +173,10 @@ for (const db of DATABASES) {
       }
     }
     t.equal(wrong, 0, `${side * side} shapes, each the right rows`)
-    t.same((await get(app, shape(1, 1))).body.map((user: { id: number }) => user.id), [1, 6], 'a shape from before the restart')
+    t.same(
+      (await get(app, shape(1, 1))).body.map((user: { id: number }) => user.id),
+      [1, 6],
+      'a shape from before the restart'
+    )
   })
 }

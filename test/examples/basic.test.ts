@@ -8,7 +8,10 @@ import { buildApp } from '../../examples/basic/app.ts'
 t.test('the example app answers the URLs it prints', async t => {
   const { app } = await buildApp({ logger: false })
   t.teardown(() => app.close())
-  const books = await app.inject('/book?where=' + encodeURIComponent('{"year":{">=":1960},"pages":{"<":300}}') + '&sort=year DESC&limit=3&populate=false')
+  const books = await app.inject(
+    '/book?where=' + encodeURIComponent('{"year":{">=":1960},"pages":{"<":300}}') +
+      '&sort=year DESC&limit=3&populate=false'
+  )
   t.equal(books.statusCode, 200)
   t.equal(books.json().length, 3)
   const genre = await app.inject({ method: 'POST', url: '/genre', payload: { name: 'Essays' } })
@@ -16,7 +19,16 @@ t.test('the example app answers the URLs it prints', async t => {
   t.equal((await app.inject({ method: 'PUT', url: '/book/3/genres', payload: { fks: [2, 3] } })).statusCode, 200)
   t.equal((await app.inject({ method: 'PATCH', url: '/book/3', payload: { pages: 321 } })).json().pages, 321)
   t.equal((await app.inject({ method: 'PUT', url: `/book/3/genres/${genre.json().id as number}` })).statusCode, 200)
-  for (const url of ['/author', '/book/3', '/book/3?populate=false', '/author/1/books?sort=year ASC', '/book/6/author', '/genre/3/books?select=title,year']) {
+  for (
+    const url of [
+      '/author',
+      '/book/3',
+      '/book/3?populate=false',
+      '/author/1/books?sort=year ASC',
+      '/book/6/author',
+      '/genre/3/books?select=title,year'
+    ]
+  ) {
     t.equal((await app.inject(url)).statusCode, 200, url)
   }
 })

@@ -23,7 +23,11 @@ export interface BuildOptions {
   routes?: (app: FastifyInstance) => void
 }
 
-export async function build (t: Teardown, db: Database, options: BuildOptions = {}): Promise<{ app: FastifyInstance, orm: MikroORM }> {
+export async function build (
+  t: Teardown,
+  db: Database,
+  options: BuildOptions = {}
+): Promise<{ app: FastifyInstance, orm: MikroORM }> {
   const { app, orm } = await bareApp(t, db, options)
   await app.register(blueprints, { orm, ...options.plugin })
   options.routes?.(app)
@@ -35,7 +39,11 @@ export async function build (t: Teardown, db: Database, options: BuildOptions = 
  * A Fastify app without the plugin, and a fresh, seeded ORM for it (both closed at teardown): for
  * tests that add their own hooks first, or register the plugin their own way.
  */
-export async function bareApp (t: Teardown, db: Database, options: Pick<BuildOptions, 'entities' | 'seed' | 'logger'> = {}): Promise<{ app: FastifyInstance, orm: MikroORM }> {
+export async function bareApp (
+  t: Teardown,
+  db: Database,
+  options: Pick<BuildOptions, 'entities' | 'seed' | 'logger'> = {}
+): Promise<{ app: FastifyInstance, orm: MikroORM }> {
   const orm = await createOrm(db, options.entities ?? defaultEntities)
   if (options.seed !== false) await (options.seed ?? seed)(orm)
   const app = Fastify({ logger: options.logger ?? false })
@@ -61,15 +69,26 @@ export function q (value: unknown): string {
 export const ids = (list: Array<Record<string, unknown>>, pk = 'id'): unknown[] => list.map(x => x[pk])
 
 /** A change as listeners receive it, for comparing with `t.same` (the message as written). */
-export const change = (model: string, message: Record<string, unknown>): Change => ({ model, message } as unknown as Change)
+export const change = (
+  model: string,
+  message: Record<string, unknown>
+): Change => ({ model, message } as unknown as Change)
 
 /** An answer with the changes that listeners received for its request. */
-export interface ChangeCall { status: number, body: any, changes: Change[] | undefined }
+export interface ChangeCall {
+  status: number
+  body: any
+  changes: Change[] | undefined
+}
 
 /** Sends requests and reports, with each answer, the change set emitted for it (if any). */
-export function changeClient (app: FastifyInstance): (method: 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown) => Promise<ChangeCall> {
+export function changeClient (
+  app: FastifyInstance
+): (method: 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown) => Promise<ChangeCall> {
   let last: Change[] | undefined
-  app.blueprints.onChange(changes => { last = [...changes] })
+  app.blueprints.onChange(changes => {
+    last = [...changes]
+  })
   return async (method, url, payload) => {
     last = undefined
     const res = await app.inject({ method, url, payload: payload as string })

@@ -11,7 +11,6 @@ import { PROJECTS, seed } from '../../examples/board/seed.ts'
 import { bareApp, type Database } from './app.ts'
 import type { Teardown } from './wait.ts'
 
-
 /** The user a request names (`who=<id>`, strictly), or undefined. */
 export function requester (request: FastifyRequest): number | undefined {
   const value = /(?:^|;\s*)who=(\d+)(?:;|$)/.exec(request.headers.cookie ?? '')?.[1]
@@ -35,7 +34,9 @@ export const boardPolicy: ParseBlueprintOptions = (request, query, { model }) =>
   if (model.identity === 'task') return and(query, { project: { in: projectsOf(me) } })
   if (model.identity === 'project') return and(query, { id: { in: projectsOf(me) } })
   if (model.identity === 'user' && me !== 1) {
-    return query.select === undefined ? { ...query, omit: [...(query.omit ?? []), 'email'] } : { ...query, select: query.select.filter(name => name !== 'email') }
+    return query.select === undefined
+      ? { ...query, omit: [...(query.omit ?? []), 'email'] }
+      : { ...query, select: query.select.filter(name => name !== 'email') }
   }
   return query
 }
@@ -45,7 +46,9 @@ async function seeded (orm: MikroORM): Promise<void> {
   await seed(orm)
   if (orm.config.get('dbName') === ':memory:') return
   for (const table of ['user', 'project', 'task', 'label']) {
-    await orm.em.getConnection().execute(`select setval(pg_get_serial_sequence('"${table}"', 'id'), (select max(id) from "${table}"))`)
+    await orm.em.getConnection().execute(
+      `select setval(pg_get_serial_sequence('"${table}"', 'id'), (select max(id) from "${table}"))`
+    )
   }
 }
 

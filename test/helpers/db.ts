@@ -43,10 +43,17 @@ export const SCHEMA_GENERATOR = { skipTables: ['blueprints_log', 'blueprints_log
 export const SESSION_TIMEOUT = process.env.BLUEPRINTS_PG_SESSION_TIMEOUT === 'none' ? {} : { statement_timeout: 10_000 }
 
 export async function createOrm (
-  db: Database, entities: unknown[], server: PostgresServerSettings = PG, driverOptions: Record<string, unknown> = {}
+  db: Database,
+  entities: unknown[],
+  server: PostgresServerSettings = PG,
+  driverOptions: Record<string, unknown> = {}
 ): Promise<MikroORM> {
   if (db === 'sqlite') {
-    const orm = await SqliteORM.init({ entities: entities as never[], dbName: ':memory:', schemaGenerator: SCHEMA_GENERATOR })
+    const orm = await SqliteORM.init({
+      entities: entities as never[],
+      dbName: ':memory:',
+      schemaGenerator: SCHEMA_GENERATOR
+    })
     await orm.schema.create()
     return orm as unknown as MikroORM
   }
@@ -56,11 +63,20 @@ export async function createOrm (
   let orm: PostgresORM
   try {
     orm = await PostgresORM.init({
-      entities: entities as never[], dbName, ...server, pool: { min: 0, max: 4 }, driverOptions: { ...SESSION_TIMEOUT, ...driverOptions }, schemaGenerator: SCHEMA_GENERATOR
+      entities: entities as never[],
+      dbName,
+      ...server,
+      pool: { min: 0, max: 4 },
+      driverOptions: { ...SESSION_TIMEOUT, ...driverOptions },
+      schemaGenerator: SCHEMA_GENERATOR
     })
     await orm.schema.ensureDatabase()
   } catch (err) {
-    throw new Error(`PostgreSQL at ${server.host}:${server.port} cannot be reached (${(err as Error).message}). Start it, or run the SQLite half only with BLUEPRINTS_DB=sqlite.`)
+    throw new Error(
+      `PostgreSQL at ${server.host}:${server.port} cannot be reached (${
+        (err as Error).message
+      }). Start it, or run the SQLite half only with BLUEPRINTS_DB=sqlite.`
+    )
   }
   await orm.schema.create()
   return orm as unknown as MikroORM
@@ -74,16 +90,24 @@ export async function createOrm (
  * that the pool raises again as an 'error' event of its own.
  */
 export async function poolOnNewDatabase (
-  t: { teardown (fn: () => Promise<void>): void }, entities: unknown[], config: pg.PoolConfig = {}
+  t: { teardown(fn: () => Promise<void>): void },
+  entities: unknown[],
+  config: pg.PoolConfig = {}
 ): Promise<pg.Pool> {
   const orm = await createOrm('postgres', entities)
   const pool = new pg.Pool({ ...PG, database: orm.config.get('dbName') as string, max: 1, ...config })
   const open = new Set<pg.PoolClient>()
-  pool.on('connect', client => { open.add(client) })
-  pool.on('remove', client => { open.delete(client) })
+  pool.on('connect', client => {
+    open.add(client)
+  })
+  pool.on('remove', client => {
+    open.delete(client)
+  })
   t.teardown(async () => {
     const closed = new Promise<void>(resolve => {
-      const check = (): void => { if (open.size === 0) resolve() }
+      const check = (): void => {
+        if (open.size === 0) resolve()
+      }
       pool.on('remove', check)
       check()
     })
@@ -102,7 +126,13 @@ export async function destroyOrm (db: Database, orm: MikroORM, server: PostgresS
   }
   const dbName = orm.config.get('dbName') as string
   await orm.close(true)
-  const admin = await PostgresORM.init({ entities: [], dbName: 'postgres', ...server, discovery: { warnWhenNoEntities: false }, pool: { min: 0, max: 1 } })
+  const admin = await PostgresORM.init({
+    entities: [],
+    dbName: 'postgres',
+    ...server,
+    discovery: { warnWhenNoEntities: false },
+    pool: { min: 0, max: 1 }
+  })
   await admin.em.getConnection().execute(`drop database if exists "${dbName}" with (force)`)
   await admin.close(true)
 }
@@ -120,36 +150,54 @@ const BACKGROUND = /FROM "blueprints_log"|WITH l AS \(SELECT pg_advisory_xact_lo
  * statements of its database handle, on PostgreSQL the queries `pg` clients connected to its
  * database are given (`client.query()`, which the pool's `query()` calls too).
  */
-export async function countStatements (t: { teardown (fn: () => void): void }, orm: MikroORM): Promise<() => number> {
+export async function countStatements (t: { teardown(fn: () => void): void }, orm: MikroORM): Promise<() => number> {
   let statements = 0
-  const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<unknown> }).getNativeClient() as { prepare?: (sql: string) => object }
+  const native = await (orm.em.getConnection() as unknown as { getNativeClient(): Promise<unknown> })
+    .getNativeClient() as { prepare?: (sql: string) => object }
   type Self = { database?: unknown, source?: string }
   type Method = (this: Self, ...args: unknown[]) => unknown
-  const wrap = (target: Record<string, Method>, names: string[], counts: (self: Self, args: unknown[]) => boolean): void => {
+  const wrap = (
+    target: Record<string, Method>,
+    names: string[],
+    counts: (self: Self, args: unknown[]) => boolean
+  ): void => {
     for (const name of names) {
       const original = target[name]
       target[name] = function (...args) {
         if (counts(this, args)) statements++
         return original.apply(this, args)
       }
-      t.teardown(() => { target[name] = original })
+      t.teardown(() => {
+        target[name] = original
+      })
     }
   }
   const request = (sql: unknown): boolean => typeof sql !== 'string' || !BACKGROUND.test(sql)
   // One prototype for every statement or client of the process: only this database's count.
   if (typeof native.prepare === 'function') {
-    wrap(Object.getPrototypeOf(native.prepare('SELECT 1')), ['all', 'run', 'get'], self => self.database === native && request(self.source))
+    wrap(
+      Object.getPrototypeOf(native.prepare('SELECT 1')),
+      ['all', 'run', 'get'],
+      self => self.database === native && request(self.source)
+    )
     return () => statements
   }
   const database = orm.config.get('dbName')
-  wrap(pg.Client.prototype as unknown as Record<string, Method>, ['query'], (self, [config]) =>
-    self.database === database && request(typeof config === 'string' ? config : (config as { text?: unknown }).text))
+  wrap(
+    pg.Client.prototype as unknown as Record<string, Method>,
+    ['query'],
+    (self, [config]) =>
+      self.database === database && request(typeof config === 'string' ? config : (config as { text?: unknown }).text)
+  )
   return () => statements
 }
 
 /** The installed `pg`'s version, as numbers (the peer-version matrix runs the suite on several). */
-export const PG_VERSION: readonly number[] = (JSON.parse(readFileSync(new URL('../../node_modules/pg/package.json', import.meta.url), 'utf8')) as { version: string })
-  .version.split('.').map(Number)
+export const PG_VERSION: readonly number[] =
+  (JSON.parse(readFileSync(new URL('../../node_modules/pg/package.json', import.meta.url), 'utf8')) as {
+    version: string
+  })
+    .version.split('.').map(Number)
 
 /** Whether the installed `pg` is at least `major.minor`. */
 export function pgAtLeast (major: number, minor: number): boolean {
@@ -163,7 +211,7 @@ export function pgAtLeast (major: number, minor: number): boolean {
  */
 export async function transactionStatus (client: pg.ClientBase): Promise<string> {
   if (typeof (client as { getTransactionStatus?: unknown }).getTransactionStatus === 'function') {
-    return String((client as unknown as { getTransactionStatus (): string | null }).getTransactionStatus())
+    return String((client as unknown as { getTransactionStatus(): string | null }).getTransactionStatus())
   }
   try {
     const { rows: [row] } = await client.query('SELECT now() = statement_timestamp() AS fresh')

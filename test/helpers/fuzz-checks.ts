@@ -4,7 +4,8 @@ import { STATUS_CODES } from 'node:http'
 import type { MikroORM } from '@mikro-orm/core'
 
 /** Words of PostgreSQL's, SQLite's and the drivers' own messages, never to reach a client. */
-export const DRIVER_WORDING = /invalid byte sequence|syntax error|violates|relation "|SQLITE_|sqlite3|duplicate key|null value in column|out of range for type|invalid input syntax|operator does not exist|could not (identify|determine|convert)|constraint failed|no such (table|column)|SQLSTATE|integer out of range|value too long|numeric field overflow|bind message|prepared statement|too many (SQL )?variables|Expression tree is too large|string or blob too big|parser stack overflow/i
+export const DRIVER_WORDING =
+  /invalid byte sequence|syntax error|violates|relation "|SQLITE_|sqlite3|duplicate key|null value in column|out of range for type|invalid input syntax|operator does not exist|could not (identify|determine|convert)|constraint failed|no such (table|column)|SQLSTATE|integer out of range|value too long|numeric field overflow|bind message|prepared statement|too many (SQL )?variables|Expression tree is too large|string or blob too big|parser stack overflow/i
 
 /** A SQLSTATE: five digits or upper-case letters (`22021`, `23505`, `42P01`). */
 const SQLSTATE = /^[0-9A-Z]{5}$/
@@ -19,7 +20,7 @@ function isRouteNotFound (status: number, body: Record<string, unknown>): boolea
 
 /** Strings anywhere in a JSON value that look like a SQLSTATE under a `code`-like key. */
 function sqlstates (value: unknown, found: string[] = []): string[] {
-  if (Array.isArray(value)) for (const item of value) sqlstates(item, found)
+  if (Array.isArray(value)) { for (const item of value) sqlstates(item, found) }
   else if (typeof value === 'object' && value !== null) {
     for (const [key, item] of Object.entries(value)) {
       if (/code|state/i.test(key) && typeof item === 'string' && SQLSTATE.test(item)) found.push(`${key}: ${item}`)
@@ -44,11 +45,15 @@ export function answerProblems (status: number, body: unknown, text: string): st
   }
   const error = body as Record<string, unknown>
   if (!isRouteNotFound(status, error)) {
-    if (error.statusCode !== status) problems.push(`statusCode ${JSON.stringify(error.statusCode)} is not the status ${status}`)
+    if (error.statusCode !== status) {
+      problems.push(`statusCode ${JSON.stringify(error.statusCode)} is not the status ${status}`)
+    }
     if (typeof error.code !== 'string' || error.code === '') problems.push('no code')
     else if (SQLSTATE.test(error.code)) problems.push(`a SQLSTATE as the code (${error.code})`)
     if (typeof error.error !== 'string') problems.push('no error')
-    else if (error.error !== STATUS_CODES[status]) problems.push(`error ${JSON.stringify(error.error)} is not the reason phrase of ${status}`)
+    else if (error.error !== STATUS_CODES[status]) {
+      problems.push(`error ${JSON.stringify(error.error)} is not the reason phrase of ${status}`)
+    }
     if (typeof error.message !== 'string' || error.message === '') problems.push('no message')
     const extra = Object.keys(error).filter(key => !ERROR_KEYS.has(key))
     if (extra.length > 0) problems.push(`fields besides statusCode, code, error, message: ${extra.join(', ')}`)
@@ -76,11 +81,23 @@ export function parseBody (text: string): { body: unknown, problem?: string } {
  */
 export async function snapshot (orm: MikroORM): Promise<string> {
   const connection = orm.em.getConnection()
-  const tables = [...new Set([...orm.getMetadata().getAll().values()].map(meta => meta.tableName).filter((name): name is string => typeof name === 'string'))].sort()
+  const tables = [
+    ...new Set(
+      [...orm.getMetadata().getAll().values()].map(meta => meta.tableName).filter((name): name is string =>
+        typeof name === 'string'
+      )
+    )
+  ].sort()
   const parts: string[] = []
   for (const table of tables) {
     const rows = await connection.execute(`select * from "${table}"`) as unknown[]
-    parts.push(`${table}: ${rows.map(row => JSON.stringify(row, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)).sort().join('\n')}`)
+    parts.push(
+      `${table}: ${
+        rows.map(row =>
+          JSON.stringify(row, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
+        ).sort().join('\n')
+      }`
+    )
   }
   return parts.join('\n')
 }

@@ -21,7 +21,16 @@ export class Refused extends Error {}
 export class Unsure extends Error {}
 
 /** The limits of docs/errors.md#bp_err_limit_exceeded (the plugin's defaults). */
-export const LIMITS = { maxValues: 10_000, maxConstraints: 256, maxDepth: 16, maxPattern: 10_000, maxPatternLength: 1_000, maxRelationDepth: 3, maxWeight: 1_024, maxRecords: 100_000 }
+export const LIMITS = {
+  maxValues: 10_000,
+  maxConstraints: 256,
+  maxDepth: 16,
+  maxPattern: 10_000,
+  maxPatternLength: 1_000,
+  maxRelationDepth: 3,
+  maxWeight: 1_024,
+  maxRecords: 100_000
+}
 
 /**
  * Every record of every model and every collection's members (keys by `model/pk/collection`):
@@ -35,7 +44,8 @@ export interface World {
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/
 const DIGITS = /^[+-]?\d+$/
 // ISO 8601 / RFC 3339: a date, or a date and a time with `Z` or an hh:mm offset.
-const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2}|[+-]\d{2}\d{2}|[+-]\d{2})?)?$/
+const ISO =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2}|[+-]\d{2}\d{2}|[+-]\d{2})?)?$/
 const FIRST = Date.parse('0001-01-01T00:00:00.000Z')
 const LAST = Date.parse('9999-12-31T23:59:59.999Z')
 
@@ -80,7 +90,9 @@ function read (kind: Kind, value: unknown): number | string | boolean {
       if (typeof value === 'number' && Number.isFinite(value)) n = value
       else if (typeof value === 'string' && DECIMAL.test(value)) n = Number(value)
       else if (typeof value === 'boolean') n = value ? 1 : 0
-      if (n === undefined || !Number.isFinite(n)) throw new Refused(`not a number: ${typeof value === 'string' ? value.slice(0, 40) : typeof value}`)
+      if (n === undefined || !Number.isFinite(n)) {
+        throw new Refused(`not a number: ${typeof value === 'string' ? value.slice(0, 40) : typeof value}`)
+      }
       if (Math.abs(n) > Number.MAX_SAFE_INTEGER) throw new Refused('beyond 2^53')
       return n
     }
@@ -102,7 +114,11 @@ function read (kind: Kind, value: unknown): number | string | boolean {
         if (value.includes('\u0000') || !value.isWellFormed()) throw new Refused('not storable text')
         ms = DIGITS.test(value) ? Number(value) : isoDate(value)
       } else throw new Refused(`not a date: ${typeof value === 'string' ? value.slice(0, 40) : typeof value}`)
-      if (!Number.isFinite(ms) || ms < FIRST || ms > LAST) throw new Refused(`not a date from year 1 to 9999: ${typeof value === 'string' ? value.slice(0, 40) : typeof value}`)
+      if (!Number.isFinite(ms) || ms < FIRST || ms > LAST) {
+        throw new Refused(
+          `not a date from year 1 to 9999: ${typeof value === 'string' ? value.slice(0, 40) : typeof value}`
+        )
+      }
       return new Date(ms).getTime()
     }
     case 'json':
@@ -177,7 +193,12 @@ function likeMatches (tokens: readonly LikeToken[], text: string): boolean {
 type Test = (row: Row) => boolean
 
 /** What a document has used of the limits so far. */
-interface Budget { constraints: number, values: number, patternLength: number, weight: number }
+interface Budget {
+  constraints: number
+  values: number
+  patternLength: number
+  weight: number
+}
 
 /** Counts `n` constraints inside `related` relation filters: their number, and their weight (4 per filter around them, multiplied). */
 function count (budget: Budget, related: number, n = 1): void {
@@ -189,7 +210,13 @@ function count (budget: Budget, related: number, n = 1): void {
 
 /** Builds the test of one `where` dictionary (throws {@link Refused} when it is not valid). */
 export function whereTest (
-  model: ModelName, where: unknown, ci: boolean, budget: Budget = { constraints: 0, values: 0, patternLength: 0, weight: 0 }, depth = 0, world?: World, related = 0
+  model: ModelName,
+  where: unknown,
+  ci: boolean,
+  budget: Budget = { constraints: 0, values: 0, patternLength: 0, weight: 0 },
+  depth = 0,
+  world?: World,
+  related = 0
 ): Test {
   if (typeof where !== 'object' || where === null || Array.isArray(where)) throw new Refused('not a dictionary')
   if (depth > LIMITS.maxDepth) throw new Refused(`and/or nested deeper than ${LIMITS.maxDepth}`)
@@ -207,27 +234,40 @@ export function whereTest (
   return row => tests.every(test => test(row))
 }
 
-const isDictionary = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+const isDictionary = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /**
  * A relation filter (docs/criteria.md#related-records): each quantifier a constraint, its
  * dictionary a where of the target, under the same limits.
  */
 function relation (
-  model: ModelName, name: string, value: Record<string, unknown>, quantifiers: readonly string[], ci: boolean, budget: Budget, depth: number,
-  world: World | undefined, related: number
+  model: ModelName,
+  name: string,
+  value: Record<string, unknown>,
+  quantifiers: readonly string[],
+  ci: boolean,
+  budget: Budget,
+  depth: number,
+  world: World | undefined,
+  related: number
 ): Test {
   const entries = Object.entries(value)
   if (entries.length === 0) throw new Refused('empty relation filter')
   const spec = MODELS[model]
-  const target = (spec.collections as Record<string, ModelName>)[name] ?? spec.fields.find(f => f.name === name)?.target as ModelName
+  const target = (spec.collections as Record<string, ModelName>)[name] ??
+    spec.fields.find(f => f.name === name)?.target as ModelName
   const tests = entries.map(([quantifier, inner]): Test => {
     if (!quantifiers.includes(quantifier)) throw new Refused(`${quantifier} is not a quantifier of ${name}`)
     count(budget, related)
     if (related >= LIMITS.maxRelationDepth) throw new Refused('relation filters nested too deep')
     if (!isDictionary(inner)) throw new Refused(`${quantifier} takes a dictionary`)
     const test = whereTest(target, inner, ci, budget, depth + 1, world, related + 1)
-    if (world === undefined) return () => { throw new Unsure('relation filters need every record') }
+    if (world === undefined) {
+      return () => {
+        throw new Unsure('relation filters need every record')
+      }
+    }
     const targetPk = MODELS[target].pk
     if (quantifier === 'is' || quantifier === 'isNot') {
       const byKey = new Map(world.rows[target].map(row => [row[targetPk], row]))
@@ -248,7 +288,16 @@ function relation (
   return row => tests.every(test => test(row))
 }
 
-function constraint (model: ModelName, name: string, value: unknown, ci: boolean, budget: Budget, depth = 0, world?: World, related = 0): Test {
+function constraint (
+  model: ModelName,
+  name: string,
+  value: unknown,
+  ci: boolean,
+  budget: Budget,
+  depth = 0,
+  world?: World,
+  related = 0
+): Test {
   if (Object.hasOwn(MODELS[model].collections, name)) {
     if (!isDictionary(value)) throw new Refused(`${name} is a collection`)
     return relation(model, name, value, ['some', 'none', 'every'], ci, budget, depth, world, related)
@@ -277,10 +326,19 @@ function constraint (model: ModelName, name: string, value: unknown, ci: boolean
   count(budget, related)
   if (kind === 'json') throw new Refused('a JSON attribute compares with null only')
   const wanted = read(kind, value)
-  return row => { const v = get(row); return v !== null && compare(v, wanted) === 0 }
+  return row => {
+    const v = get(row)
+    return v !== null && compare(v, wanted) === 0
+  }
 }
 
-function membership (kind: Kind, get: (row: Row) => number | string | boolean | null, values: unknown[], negate: boolean, budget: Budget): Test {
+function membership (
+  kind: Kind,
+  get: (row: Row) => number | string | boolean | null,
+  values: unknown[],
+  negate: boolean,
+  budget: Budget
+): Test {
   // The limit counts the values of every list of the document together.
   budget.values += values.length
   if (budget.values > LIMITS.maxValues) throw new Refused(`more than ${LIMITS.maxValues} values`)
@@ -295,9 +353,19 @@ function membership (kind: Kind, get: (row: Row) => number | string | boolean | 
   }
 }
 
-function modified (kind: Kind, get: (row: Row) => number | string | boolean | null, modifier: string, operand: unknown, ci: boolean, budget: Budget): Test {
+function modified (
+  kind: Kind,
+  get: (row: Row) => number | string | boolean | null,
+  modifier: string,
+  operand: unknown,
+  ci: boolean,
+  budget: Budget
+): Test {
   switch (modifier) {
-    case '<': case '<=': case '>': case '>=': {
+    case '<':
+    case '<=':
+    case '>':
+    case '>=': {
       if (kind === 'boolean' || kind === 'json') throw new Refused(`${modifier} on ${kind}`)
       if (operand === null) throw new Refused(`${modifier} null`)
       const wanted = read(kind, operand)
@@ -312,24 +380,35 @@ function modified (kind: Kind, get: (row: Row) => number | string | boolean | nu
       if (operand === null) return row => get(row) !== null
       if (Array.isArray(operand)) return membership(kind, get, operand, true, budget)
       const wanted = read(kind, operand)
-      return row => { const v = get(row); return v === null || compare(v, wanted) !== 0 }
+      return row => {
+        const v = get(row)
+        return v === null || compare(v, wanted) !== 0
+      }
     }
     case 'in':
     case 'nin':
       if (!Array.isArray(operand)) throw new Refused(`${modifier} without a list`)
       return membership(kind, get, operand, modifier === 'nin', budget)
-    case 'contains': case 'startsWith': case 'endsWith': case 'like': {
+    case 'contains':
+    case 'startsWith':
+    case 'endsWith':
+    case 'like': {
       if (kind !== 'string') throw new Refused(`${modifier} on ${kind}`)
       const text = typeof operand === 'number' && Number.isFinite(operand) ? String(operand) : operand
       if (typeof text !== 'string') throw new Refused(`${modifier} without a string`)
       read('string', text)
       if (text.length > LIMITS.maxPattern) throw new Refused(`a pattern of more than ${LIMITS.maxPattern} characters`)
       budget.patternLength += text.length
-      if (budget.patternLength > LIMITS.maxPatternLength) throw new Refused(`patterns of more than ${LIMITS.maxPatternLength} characters together`)
+      if (budget.patternLength > LIMITS.maxPatternLength) {
+        throw new Refused(`patterns of more than ${LIMITS.maxPatternLength} characters together`)
+      }
       if (modifier === 'like') {
         if (text === '') throw new Refused('empty like')
         const tokens = likeTokens(text, ci)
-        return row => { const v = get(row); return v !== null && likeMatches(tokens, fold(v as string, ci)) }
+        return row => {
+          const v = get(row)
+          return v !== null && likeMatches(tokens, fold(v as string, ci))
+        }
       }
       if (text === '') return () => true
       const wanted = fold(text, ci)
@@ -337,7 +416,11 @@ function modified (kind: Kind, get: (row: Row) => number | string | boolean | nu
         const v = get(row)
         if (v === null) return false
         const folded = fold(v as string, ci)
-        return modifier === 'contains' ? folded.includes(wanted) : modifier === 'startsWith' ? folded.startsWith(wanted) : folded.endsWith(wanted)
+        return modifier === 'contains'
+          ? folded.includes(wanted)
+          : modifier === 'startsWith'
+          ? folded.startsWith(wanted)
+          : folded.endsWith(wanted)
       }
     }
     default:
@@ -367,12 +450,22 @@ export function whereOfParams (params: ReadonlyArray<{ key: string, value: strin
   const where: Record<string, unknown> = {}
   const seen = new Map<string, string[]>()
   for (const { key, value } of params) seen.set(key, [...(seen.get(key) ?? []), value])
-  for (const [key, values] of seen) Object.defineProperty(where, key, { value: values.length === 1 ? values[0] : values, enumerable: true, writable: true, configurable: true })
+  for (const [key, values] of seen) {
+    Object.defineProperty(where, key, {
+      value: values.length === 1 ? values[0] : values,
+      enumerable: true,
+      writable: true,
+      configurable: true
+    })
+  }
   return where
 }
 
 /** One sort key: an attribute (or singular association) and a direction. */
-export interface SortKey { readonly attribute: string, readonly direction: 'ASC' | 'DESC' }
+export interface SortKey {
+  readonly attribute: string
+  readonly direction: 'ASC' | 'DESC'
+}
 
 /**
  * The order docs/criteria.md#same-rows describes: by each key in turn (nulls first ascending,
@@ -399,7 +492,14 @@ export function order (model: ModelName, sort: readonly SortKey[]): (a: Row, b: 
 
 /** What a find returns, as primary keys: the rows the where selects, in order, one page. */
 export function expectedPage (
-  model: ModelName, rows: readonly Row[], where: unknown, ci: boolean, sort: readonly SortKey[], skip: number, limit: number, world?: World
+  model: ModelName,
+  rows: readonly Row[],
+  where: unknown,
+  ci: boolean,
+  sort: readonly SortKey[],
+  skip: number,
+  limit: number,
+  world?: World
 ): Array<string | number> {
   const test = whereTest(model, where, ci, undefined, 0, world)
   // Nothing populated: the records read are the limit's (limits.maxRecords).
@@ -415,7 +515,9 @@ function badJson (value: unknown, depth = 0): boolean {
   if (typeof value === 'string') return value.includes('\u0000') || !value.isWellFormed()
   if (typeof value !== 'object' || value === null) return false
   if (depth >= 32) return true
-  return Object.entries(value).some(([key, item]) => key.includes('\u0000') || !key.isWellFormed() || badJson(item, depth + 1))
+  return Object.entries(value).some(([key, item]) =>
+    key.includes('\u0000') || !key.isWellFormed() || badJson(item, depth + 1)
+  )
 }
 
 /**
@@ -424,7 +526,11 @@ function badJson (value: unknown, depth = 0): boolean {
  * hold 32 bits, `string` ones 255 characters; singular associations answer the record populated).
  * Throws {@link Refused} for a value the documentation refuses, {@link Unsure} when it is silent.
  */
-export function expectedStored (model: ModelName, key: string, value: unknown): { value: unknown } | { record: unknown } {
+export function expectedStored (
+  model: ModelName,
+  key: string,
+  value: unknown
+): { value: unknown } | { record: unknown } {
   // A collection's members (a create may link children): not one stored value; the state the
   // write left is compared across databases, and its answer is the write's own.
   if (key in MODELS[model].collections) throw new Unsure(`the members of ${key}`)
@@ -446,7 +552,9 @@ export function expectedStored (model: ModelName, key: string, value: unknown): 
     if ((read_ as number) < INT4.min || (read_ as number) > INT4.max) throw new Refused('beyond a 32-bit integer')
     return field.target === undefined ? { value: read_ } : { record: read_ }
   }
-  if (field.kind === 'string' && Array.from(read_ as string).length > 255) throw new Refused('longer than 255 characters')
+  if (field.kind === 'string' && Array.from(read_ as string).length > 255) {
+    throw new Refused('longer than 255 characters')
+  }
   if (field.kind === 'date') return { value: new Date(read_ as number).toISOString() }
   return { value: read_ }
 }

@@ -5,9 +5,18 @@
 // test can fail on it.
 import WebSocket from 'ws'
 
-export interface Answer { id: unknown, statusCode: unknown, headers: unknown, body: unknown, [key: string]: unknown }
+export interface Answer {
+  id: unknown
+  statusCode: unknown
+  headers: unknown
+  body: unknown
+  [key: string]: unknown
+}
 
-export interface OutgoingFrame { readonly data: string | Buffer, readonly binary: boolean }
+export interface OutgoingFrame {
+  readonly data: string | Buffer
+  readonly binary: boolean
+}
 
 export interface FrameClient {
   readonly ws: WebSocket
@@ -21,33 +30,51 @@ export interface FrameClient {
    * Sends the frames at once and resolves with the next `frames.length` response frames; rejects
    * after `ms` (with what came) or when the socket closes.
    */
-  exchange (frames: readonly OutgoingFrame[], ms?: number): Promise<Answer[]>
-  close (): Promise<void>
+  exchange(frames: readonly OutgoingFrame[], ms?: number): Promise<Answer[]>
+  close(): Promise<void>
 }
 
 export async function frameClient (url: string): Promise<FrameClient> {
   const ws = new WebSocket(url)
   const unexpected: string[] = []
-  let batch: { answers: Answer[], expected: number, resolve: (answers: Answer[]) => void, reject: (err: Error) => void } | undefined
+  let batch:
+    | { answers: Answer[], expected: number, resolve: (answers: Answer[]) => void, reject: (err: Error) => void }
+    | undefined
   const client: FrameClient = {
     ws,
     unexpected,
     notifications: 0,
     closed: undefined,
     exchange (frames, ms = 10_000) {
-      if (ws.readyState !== WebSocket.OPEN) return Promise.reject(new Error(`the socket is not open (readyState ${ws.readyState}, closed: ${client.closed ?? '?'})`))
+      if (ws.readyState !== WebSocket.OPEN) {
+        return Promise.reject(
+          new Error(`the socket is not open (readyState ${ws.readyState}, closed: ${client.closed ?? '?'})`)
+        )
+      }
       if (batch !== undefined) return Promise.reject(new Error('a batch is already waiting for its answers'))
       return new Promise<Answer[]>((resolve, reject) => {
         const answers: Answer[] = []
         const timer = setTimeout(() => {
           batch = undefined
-          reject(new Error(`${answers.length} answers of ${frames.length} within ${ms} ms: ${JSON.stringify(answers).slice(0, 1000)}`))
+          reject(
+            new Error(
+              `${answers.length} answers of ${frames.length} within ${ms} ms: ${JSON.stringify(answers).slice(0, 1000)}`
+            )
+          )
         }, ms)
         batch = {
           answers,
           expected: frames.length,
-          resolve: all => { clearTimeout(timer); batch = undefined; resolve(all) },
-          reject: err => { clearTimeout(timer); batch = undefined; reject(err) }
+          resolve: all => {
+            clearTimeout(timer)
+            batch = undefined
+            resolve(all)
+          },
+          reject: err => {
+            clearTimeout(timer)
+            batch = undefined
+            reject(err)
+          }
         }
         for (const frame of frames) ws.send(frame.data, { binary: frame.binary })
       })
@@ -91,6 +118,8 @@ export async function frameClient (url: string): Promise<FrameClient> {
     ws.once('open', () => resolve())
     ws.once('error', reject)
   })
-  ws.on('error', err => { batch?.reject(err) })
+  ws.on('error', err => {
+    batch?.reject(err)
+  })
   return client
 }

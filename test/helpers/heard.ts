@@ -22,7 +22,11 @@ export async function watching (t: Test, app: FastifyInstance, urls: readonly st
 /** How many of `sockets` have closed so far. */
 export function closes (sockets: readonly TestSocket[]): () => number {
   let closed = 0
-  for (const socket of sockets) socket.ws.once('close', () => { closed++ })
+  for (const socket of sockets) {
+    socket.ws.once('close', () => {
+      closed++
+    })
+  }
   return () => closed
 }
 
@@ -31,7 +35,12 @@ export function closes (sockets: readonly TestSocket[]): () => number {
  * the others, which must come last — in commit order (positions growing), within `ms`.
  */
 export async function heardOnce (
-  t: Test, sockets: readonly TestSocket[], committed: readonly unknown[], sentinel: unknown, value: (notice: Notice) => unknown, ms: number
+  t: Test,
+  sockets: readonly TestSocket[],
+  committed: readonly unknown[],
+  sentinel: unknown,
+  value: (notice: Notice) => unknown,
+  ms: number
 ): Promise<void> {
   const sorted = (values: readonly unknown[]): string[] => values.map(String).sort()
   for (const [i, socket] of sockets.entries()) {

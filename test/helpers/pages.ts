@@ -3,7 +3,12 @@
 import type { FastifyInstance } from 'fastify'
 
 /** A find's answer: its status, body, `Link` header's URLs by rel and `X-Total-Count`. */
-export interface PageAnswer { status: number, body: any, links: Record<string, string>, total?: string }
+export interface PageAnswer {
+  status: number
+  body: any
+  links: Record<string, string>
+  total?: string
+}
 
 /** A find's answer and its `Link` header's URLs by rel. */
 export async function page (app: FastifyInstance, url: string): Promise<PageAnswer> {
@@ -18,7 +23,12 @@ export async function page (app: FastifyInstance, url: string): Promise<PageAnsw
  *
  * @throws for a page that is not a 200, or more than `most` pages (a walk that would not end).
  */
-export async function walk (app: FastifyInstance, first: string, rel: 'next' | 'prev', most = 50): Promise<unknown[][]> {
+export async function walk (
+  app: FastifyInstance,
+  first: string,
+  rel: 'next' | 'prev',
+  most = 50
+): Promise<unknown[][]> {
   const pages: unknown[][] = []
   let url: string | undefined = first
   while (url !== undefined) {

@@ -13,9 +13,12 @@ import { seed } from '../fixtures/seed.ts'
 import { createOrm, destroyOrm, PG, type Database, type PostgresServerSettings } from './db.ts'
 import type { Teardown } from './wait.ts'
 
-
 /** A log line of an app (pino's JSON). */
-export interface LogLine { level: number, msg: string, [key: string]: unknown }
+export interface LogLine {
+  level: number
+  msg: string
+  [key: string]: unknown
+}
 
 export interface Instance {
   readonly app: FastifyInstance
@@ -28,13 +31,16 @@ export interface Pair {
   /** The ORMs of A and B (one on SQLite, whose instances share it). */
   readonly orms: readonly [MikroORM, MikroORM]
   /** Closes both apps and the ORMs, and drops the database (also done at teardown; once). */
-  close (): Promise<void>
+  close(): Promise<void>
 }
 
 type PluginOptions = Omit<BlueprintsOptions, 'orm'>
 
 export async function pair (
-  t: Teardown, db: Database, plugins: readonly [PluginOptions, PluginOptions], server: PostgresServerSettings = PG
+  t: Teardown,
+  db: Database,
+  plugins: readonly [PluginOptions, PluginOptions],
+  server: PostgresServerSettings = PG
 ): Promise<Pair> {
   const orm = await createOrm(db, entities, server)
   const apps: FastifyInstance[] = []
@@ -53,11 +59,25 @@ export async function pair (
   await seed(orm)
   if (db === 'postgres') {
     const dbName = orm.config.get('dbName') as string
-    second = await PostgresORM.init({ entities: entities as never[], dbName, ...server, pool: { min: 0, max: 4 } }) as unknown as MikroORM
+    second = await PostgresORM.init({
+      entities: entities as never[],
+      dbName,
+      ...server,
+      pool: { min: 0, max: 4 }
+    }) as unknown as MikroORM
   }
   const instance = async (plugin: PluginOptions, own: MikroORM): Promise<Instance> => {
     const logs: LogLine[] = []
-    const app = Fastify({ logger: { level: 'info', stream: { write: (line: string) => { logs.push(JSON.parse(line)) } } } })
+    const app = Fastify({
+      logger: {
+        level: 'info',
+        stream: {
+          write: (line: string) => {
+            logs.push(JSON.parse(line))
+          }
+        }
+      }
+    })
     apps.push(app)
     await app.register(blueprints, { orm: own, ...plugin })
     await app.listen({ port: 0, host: '127.0.0.1' })

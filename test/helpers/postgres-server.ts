@@ -17,9 +17,9 @@ export interface PostgresServer {
   /** Connection settings (user `postgres`, database `postgres`). */
   readonly connection: { host: string, port: number, user: string, database: string }
   /** Stops the server (fast mode) and waits until it is down. */
-  stop (): Promise<void>
+  stop(): Promise<void>
   /** Starts it again and waits until it accepts connections. */
-  start (): Promise<void>
+  start(): Promise<void>
 }
 
 export async function postgresServer (t: Teardown): Promise<PostgresServer> {

@@ -5,34 +5,41 @@ import WebSocket from 'ws'
 import type { FastifyInstance } from 'fastify'
 import { deadline, type Teardown } from './wait.ts'
 
-
 export interface RawIo {
   readonly ws: WebSocket
   /** Sends a socket.io packet (its text: `2["get",…]`) as an Engine.IO message. */
-  packet (text: string): void
+  packet(text: string): void
   /** Sends binary data (an attachment) as an Engine.IO message. */
-  binary (data: Buffer): void
+  binary(data: Buffer): void
   /** Resolves with the arguments of the acknowledgement with this id (fails after 5 s). */
-  ack (id: number): Promise<unknown[]>
+  ack(id: number): Promise<unknown[]>
   /**
    * Pings the server and resolves on its pong: Engine.IO handles a connection's messages in order,
    * so everything sent before the ping has been handled then.
    */
-  handled (): Promise<void>
+  handled(): Promise<void>
   /** Resolves when the server closed the connection (fails after 5 s). */
-  closed (): Promise<void>
+  closed(): Promise<void>
 }
 
 /** Connects to the socket.io endpoint of a listening app, as an SDK 1.2.1 client; closed at teardown. */
 export async function rawIo (t: Teardown, app: FastifyInstance, path = '/socket.io'): Promise<RawIo> {
   const { port } = app.server.address() as { port: number }
   const ws = new WebSocket(`ws://127.0.0.1:${port}${path}/?EIO=3&transport=websocket&__sails_io_sdk_version=1.2.1`)
-  t.teardown(() => { ws.terminate() })
+  t.teardown(() => {
+    ws.terminate()
+  })
   const acks = new Map<number, (args: unknown[]) => void>()
   const pongs: Array<() => void> = []
   let connected: () => void = () => {}
-  const ready = new Promise<void>(resolve => { connected = resolve })
-  const gone = new Promise<void>(resolve => { ws.once('close', () => { resolve() }) })
+  const ready = new Promise<void>(resolve => {
+    connected = resolve
+  })
+  const gone = new Promise<void>(resolve => {
+    ws.once('close', () => {
+      resolve()
+    })
+  })
   ws.on('message', (data, isBinary) => {
     const text = String(data)
     if (isBinary) return
@@ -47,16 +54,30 @@ export async function rawIo (t: Teardown, app: FastifyInstance, path = '/socket.
   await deadline(ready, 5000, 'the socket.io connection')
   return {
     ws,
-    packet (text) { ws.send(`4${text}`) },
-    binary (data) { ws.send(Buffer.concat([Buffer.from([4]), data]), { binary: true }) },
+    packet (text) {
+      ws.send(`4${text}`)
+    },
+    binary (data) {
+      ws.send(Buffer.concat([Buffer.from([4]), data]), { binary: true })
+    },
     async ack (id) {
-      return await deadline(new Promise<unknown[]>(resolve => { acks.set(id, resolve) }), 5000, `the acknowledgement ${id}`)
+      return await deadline(
+        new Promise<unknown[]>(resolve => {
+          acks.set(id, resolve)
+        }),
+        5000,
+        `the acknowledgement ${id}`
+      )
     },
     async handled () {
-      const pong = new Promise<void>(resolve => { pongs.push(resolve) })
+      const pong = new Promise<void>(resolve => {
+        pongs.push(resolve)
+      })
       ws.send('2')
       await deadline(pong, 5000, 'the pong')
     },
-    async closed () { await deadline(gone, 5000, 'the server to close the connection') }
+    async closed () {
+      await deadline(gone, 5000, 'the server to close the connection')
+    }
   }
 }

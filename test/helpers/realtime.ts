@@ -7,7 +7,6 @@ import { build, type BuildOptions, type Database } from './app.ts'
 import { connect, socketUrl, type Notice, type TestSocket } from './socket.ts'
 import type { Teardown } from './wait.ts'
 
-
 /** `build()`, then listen on a free loopback port. */
 export async function listening (t: Teardown, db: Database, options: BuildOptions = {}): Promise<FastifyInstance> {
   const { app } = await build(t, db, options)
@@ -18,12 +17,17 @@ export async function listening (t: Teardown, db: Database, options: BuildOption
 /** What `before` needs of a socket of either endpoint (TestSocket, SailsTestSocket). */
 export interface Hearing {
   readonly notices: Notice[]
-  until (count: number): Promise<Notice[]>
-  upTo (from: number, is: (notice: Notice) => boolean, ms?: number): Promise<Notice[]>
+  until(count: number): Promise<Notice[]>
+  upTo(from: number, is: (notice: Notice) => boolean, ms?: number): Promise<Notice[]>
 }
 
 /** A socket to the app's endpoint, closed at teardown. */
-export async function open (t: Teardown, app: FastifyInstance, headers?: Record<string, string>, path?: string): Promise<TestSocket> {
+export async function open (
+  t: Teardown,
+  app: FastifyInstance,
+  headers?: Record<string, string>,
+  path?: string
+): Promise<TestSocket> {
   const socket = await connect(socketUrl(app, path), { headers })
   t.teardown(() => socket.close())
   return socket
@@ -32,9 +36,9 @@ export async function open (t: Teardown, app: FastifyInstance, headers?: Record<
 /** A change whose notification a socket must get: see {@link sentinel}. */
 export interface Sentinel {
   /** Makes the change. */
-  run (): Promise<unknown>
+  run(): Promise<unknown>
   /** Whether a notification is the one the change brings. */
-  is (notice: Notice): boolean
+  is(notice: Notice): boolean
 }
 
 let sentinels = 0
@@ -62,7 +66,13 @@ export function sentinel (app: FastifyInstance, identity: string, id: string | n
  * Across instances, take the sentinel of the instance that wrote: its changes and its sentinel
  * go out through its broker in that order (another instance's sentinel could overtake them).
  */
-export async function before (socket: Hearing, sentinel: Sentinel, write?: () => Promise<unknown>, from = socket.notices.length, ms?: number): Promise<Notice[]> {
+export async function before (
+  socket: Hearing,
+  sentinel: Sentinel,
+  write?: () => Promise<unknown>,
+  from = socket.notices.length,
+  ms?: number
+): Promise<Notice[]> {
   await write?.()
   await sentinel.run()
   // Earlier sentinels (another socket's, on a record this one follows too) are no result.
@@ -72,7 +82,8 @@ export async function before (socket: Hearing, sentinel: Sentinel, write?: () =>
 /** Whether a notification is a sentinel's (see {@link sentinel}). */
 function isSentinel (notice: Notice): boolean {
   const data = notice.data as { sentinel?: unknown } | null
-  return typeof data === 'object' && data !== null && Object.keys(data).length === 1 && typeof data.sentinel === 'number'
+  return typeof data === 'object' && data !== null && Object.keys(data).length === 1 &&
+    typeof data.sentinel === 'number'
 }
 
 /**
@@ -80,8 +91,13 @@ function isSentinel (notice: Notice): boolean {
  * returns the stats. The 20 ms polls only pace the checks, for 5 s at the most: the result is the
  * server's count, compared whole by the caller (a count never reached shows in its diff).
  */
-export async function settled (app: FastifyInstance, sockets: number): Promise<ReturnType<FastifyInstance['blueprints']['stats']>> {
-  for (let i = 0; i < 250 && app.blueprints.stats().sockets !== sockets; i++) await new Promise(resolve => setTimeout(resolve, 20))
+export async function settled (
+  app: FastifyInstance,
+  sockets: number
+): Promise<ReturnType<FastifyInstance['blueprints']['stats']>> {
+  for (let i = 0; i < 250 && app.blueprints.stats().sockets !== sockets; i++) {
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
   return app.blueprints.stats()
 }
 

@@ -10,9 +10,9 @@ export interface RedisServer {
   readonly host: string
   readonly port: number
   /** Stops the server (SIGTERM, nothing saved) and waits for it to exit. */
-  stop (): Promise<void>
+  stop(): Promise<void>
   /** Starts it again on the same port and waits until it answers PING. */
-  start (): Promise<void>
+  start(): Promise<void>
 }
 
 const HOST = '127.0.0.1'
@@ -29,7 +29,11 @@ export async function redisServer (t: Teardown): Promise<RedisServer> {
     await deadline(exited, 10_000, `the test's redis-server on port ${port} to exit`)
   }
   const start = async (): Promise<void> => {
-    const started = spawn('redis-server', ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+    const started = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' }
+    )
     child = started
     const failed = new Promise<never>((_resolve, reject) => started.once('error', reject))
     failed.catch(() => {})

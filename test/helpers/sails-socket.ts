@@ -15,22 +15,30 @@ io.sails.autoConnect = false
 io.sails.environment = 'production'
 
 /** What a sails.io.js callback gets: the body and the JWR. */
-export interface Jwr { body: any, headers: Record<string, unknown>, statusCode: number, error?: Error }
+export interface Jwr {
+  body: any
+  headers: Record<string, unknown>
+  statusCode: number
+  error?: Error
+}
 
 interface RawSocket {
-  on (event: string, handler: (...args: any[]) => void): unknown
-  emit (event: string, ...args: unknown[]): unknown
+  on(event: string, handler: (...args: any[]) => void): unknown
+  emit(event: string, ...args: unknown[]): unknown
 }
 interface SailsSocket {
-  request (options: { method: string, url: string, data?: unknown, params?: unknown, headers?: Record<string, string> }, cb: (body: unknown, jwr: Jwr) => void): void
-  get (url: string, data: unknown, cb: (body: unknown, jwr: Jwr) => void): void
-  on (event: string, handler: (data: any) => void): unknown
-  disconnect (): void
-  isConnected (): boolean
+  request(
+    options: { method: string, url: string, data?: unknown, params?: unknown, headers?: Record<string, string> },
+    cb: (body: unknown, jwr: Jwr) => void
+  ): void
+  get(url: string, data: unknown, cb: (body: unknown, jwr: Jwr) => void): void
+  on(event: string, handler: (data: any) => void): unknown
+  disconnect(): void
+  isConnected(): boolean
   _raw: RawSocket
 }
 interface SailsIo {
-  sails: Record<string, unknown> & { connect (url: string, options?: Record<string, unknown>): SailsSocket }
+  sails: Record<string, unknown> & { connect(url: string, options?: Record<string, unknown>): SailsSocket }
 }
 
 /** One sails.io.js socket, with what it heard (model events) recorded in order. */
@@ -51,29 +59,47 @@ export class SailsTestSocket {
 
   /** Sends a request as `io.socket.request()` does and resolves with its JWR (fails after 5 s). */
   async request (method: string, url: string, data?: unknown, headers?: Record<string, string>): Promise<Jwr> {
-    return await deadline(new Promise(resolve => {
-      this.socket.request({ method, url, data, headers }, (_body, jwr) => { resolve(jwr) })
-    }), 5000, `the answer to ${method} ${url}`)
+    return await deadline(
+      new Promise(resolve => {
+        this.socket.request({ method, url, data, headers }, (_body, jwr) => {
+          resolve(jwr)
+        })
+      }),
+      5000,
+      `the answer to ${method} ${url}`
+    )
   }
 
   /** Resolves once `count` notices in all have arrived (fails after 5 s). */
   async until (count: number): Promise<Notice[]> {
-    await this.#reach(() => this.notices.length >= count, `${count} notifications (got ${JSON.stringify(this.notices).slice(0, 500)})`)
+    await this.#reach(
+      () => this.notices.length >= count,
+      `${count} notifications (got ${JSON.stringify(this.notices).slice(0, 500)})`
+    )
     return this.notices
   }
 
   /** The notices from index `from` up to the first that `is` matches (left out), once it arrived. */
   async upTo (from: number, is: (notice: Notice) => boolean): Promise<Notice[]> {
     const found = (): number => this.notices.findIndex((notice, i) => i >= from && is(notice))
-    await this.#reach(() => found() !== -1, `the sentinel notification (got ${JSON.stringify(this.notices.slice(from)).slice(0, 500)})`)
+    await this.#reach(
+      () => found() !== -1,
+      `the sentinel notification (got ${JSON.stringify(this.notices.slice(from)).slice(0, 500)})`
+    )
     return this.notices.slice(from, found())
   }
 
   async #reach (done: () => boolean, what: string): Promise<void> {
-    await deadline(new Promise<void>(resolve => {
-      if (done()) return resolve()
-      this.#waiter = () => { if (done()) resolve() }
-    }), 5000, what)
+    await deadline(
+      new Promise<void>(resolve => {
+        if (done()) return resolve()
+        this.#waiter = () => {
+          if (done()) resolve()
+        }
+      }),
+      5000,
+      what
+    )
   }
 }
 
@@ -96,7 +122,11 @@ export interface SailsSocketOptions {
  * Connects a sails.io.js socket to `app` (listening) and waits until it is connected; closed at
  * teardown.
  */
-export async function sailsSocket (t: Teardown, app: FastifyInstance, options: SailsSocketOptions = {}): Promise<SailsTestSocket> {
+export async function sailsSocket (
+  t: Teardown,
+  app: FastifyInstance,
+  options: SailsSocketOptions = {}
+): Promise<SailsTestSocket> {
   const { socket, connected } = sailsConnecting(t, app, options)
   await connected
   return socket
@@ -107,7 +137,11 @@ export async function sailsSocket (t: Teardown, app: FastifyInstance, options: S
  * before it is connected are queued by sails.io.js, as a page's are), and its connection, which
  * rejects with the `connect_error`; closed at teardown.
  */
-export function sailsConnecting (t: Teardown, app: FastifyInstance, options: SailsSocketOptions = {}): { socket: SailsTestSocket, connected: Promise<void> } {
+export function sailsConnecting (
+  t: Teardown,
+  app: FastifyInstance,
+  options: SailsSocketOptions = {}
+): { socket: SailsTestSocket, connected: Promise<void> } {
   const raw = io.sails.connect(baseUrl(app), {
     multiplex: false,
     reconnection: false,
@@ -116,11 +150,19 @@ export function sailsConnecting (t: Teardown, app: FastifyInstance, options: Sai
     ...(options.path === undefined ? {} : { path: options.path })
   })
   const socket = new SailsTestSocket(raw, options.identities ?? ['user', 'pet', 'tag'])
-  t.teardown(() => { if (raw.isConnected()) raw.disconnect() })
+  t.teardown(() => {
+    if (raw.isConnected()) raw.disconnect()
+  })
   const connected = new Promise<void>((resolve, reject) => {
-    raw._raw.on('connect', () => { resolve() })
-    raw._raw.on('connect_error', (err: Error) => { reject(err) })
-    raw._raw.on('error', (err: unknown) => { reject(err instanceof Error ? err : new Error(String(err))) })
+    raw._raw.on('connect', () => {
+      resolve()
+    })
+    raw._raw.on('connect_error', (err: Error) => {
+      reject(err)
+    })
+    raw._raw.on('error', (err: unknown) => {
+      reject(err instanceof Error ? err : new Error(String(err)))
+    })
   })
   // A refusal that the test does not wait for is no unhandled rejection.
   connected.catch(() => {})

@@ -13,28 +13,34 @@ export interface Frame {
   /** How many notifications had arrived before this answer (not enumerable: frames compare without it). */
   readonly noticesBefore?: number
 }
-export interface Notice { event: string, data: any }
+export interface Notice {
+  event: string
+  data: any
+}
 /** A notification frame whole: with a change log, its `position` and `epoch` too. */
-export interface NoticeFrame extends Notice { position?: number, epoch?: string }
+export interface NoticeFrame extends Notice {
+  position?: number
+  epoch?: string
+}
 
 export interface TestSocket {
   readonly ws: WebSocket
   /** Sends a request frame and resolves with its response frame (fails after `ms`, default 5 s). */
-  request (method: string, url: string, body?: unknown, headers?: Record<string, string>, ms?: number): Promise<Frame>
+  request(method: string, url: string, body?: unknown, headers?: Record<string, string>, ms?: number): Promise<Frame>
   /** Sends raw text and resolves with the next frame that is not a notification. */
-  raw (text: string | Buffer, binary?: boolean): Promise<Frame>
+  raw(text: string | Buffer, binary?: boolean): Promise<Frame>
   /** Notifications received so far (and from now on), as `{ event, data }`. */
   readonly notices: Notice[]
   /** The same notification frames whole (with their `position` and `epoch`). */
   readonly frames: NoticeFrame[]
   /** Resolves once `count` notifications in all have arrived (fails after `ms`). */
-  until (count: number, ms?: number): Promise<Notice[]>
+  until(count: number, ms?: number): Promise<Notice[]>
   /**
    * Resolves with the notifications from index `from` up to the first one after it that `is`
    * matches (left out), once that one has arrived (fails after `ms`).
    */
-  upTo (from: number, is: (notice: Notice) => boolean, ms?: number): Promise<Notice[]>
-  close (): Promise<void>
+  upTo(from: number, is: (notice: Notice) => boolean, ms?: number): Promise<Notice[]>
+  close(): Promise<void>
 }
 
 /** The ws:// address of a listening app's endpoint. */
@@ -44,7 +50,11 @@ export function socketUrl (app: FastifyInstance, path = '/socket'): string {
 }
 
 /** Opens a socket to a listening app (asking for `protocols`, the websocket subprotocols, if any). */
-export async function connect (url: string, options: WebSocket.ClientOptions = {}, protocols?: string[]): Promise<TestSocket> {
+export async function connect (
+  url: string,
+  options: WebSocket.ClientOptions = {},
+  protocols?: string[]
+): Promise<TestSocket> {
   const ws = protocols === undefined ? new WebSocket(url, options) : new WebSocket(url, protocols, options)
   const notices: Notice[] = []
   const frames: NoticeFrame[] = []
@@ -94,18 +104,30 @@ export async function connect (url: string, options: WebSocket.ClientOptions = {
     async until (count, ms = 5000) {
       const reached = new Promise<void>(resolve => {
         if (notices.length >= count) return resolve()
-        noticeWaiter = () => { if (notices.length >= count) resolve() }
+        noticeWaiter = () => {
+          if (notices.length >= count) resolve()
+        }
       })
-      await deadline(reached, ms, `${count} notifications (got ${notices.length}: ${JSON.stringify(notices).slice(0, 500)})`)
+      await deadline(
+        reached,
+        ms,
+        `${count} notifications (got ${notices.length}: ${JSON.stringify(notices).slice(0, 500)})`
+      )
       return notices
     },
     async upTo (from, is, ms = 5000) {
       const found = (): number => notices.findIndex((notice, i) => i >= from && is(notice))
       const reached = new Promise<void>(resolve => {
         if (found() !== -1) return resolve()
-        noticeWaiter = () => { if (found() !== -1) resolve() }
+        noticeWaiter = () => {
+          if (found() !== -1) resolve()
+        }
       })
-      await deadline(reached, ms, `the sentinel notification (got ${JSON.stringify(notices.slice(from)).slice(0, 500)})`)
+      await deadline(
+        reached,
+        ms,
+        `the sentinel notification (got ${JSON.stringify(notices.slice(from)).slice(0, 500)})`
+      )
       return notices.slice(from, found())
     },
     async close () {

@@ -26,20 +26,23 @@ export interface TcpProxy {
   /** Connections accepted and forwarded since the start. */
   readonly forwarded: number
   /** Local ports of the proxy's current connections to the target (PostgreSQL's `client_port`). */
-  upstreamPorts (): number[]
+  upstreamPorts(): number[]
   /** Breaks every open connection on both sides; returns how many there were. */
-  kill (options?: { reset?: boolean }): number
+  kill(options?: { reset?: boolean }): number
   /** Forwards the connections made from now on to `next` (a client moved to another server). */
-  retarget (next: { host: string, port: number }): void
+  retarget(next: { host: string, port: number }): void
   /** Kills the open connections and refuses new ones until resume(). */
-  refuse (how: Refusal): Promise<void>
+  refuse(how: Refusal): Promise<void>
   /** Forwards new connections again. */
-  resume (): Promise<void>
+  resume(): Promise<void>
   /** Stops listening and kills every connection. */
-  close (): Promise<void>
+  close(): Promise<void>
 }
 
-interface Pair { client: net.Socket, upstream: net.Socket }
+interface Pair {
+  client: net.Socket
+  upstream: net.Socket
+}
 
 /** Starts a proxy to `target` on a free port of 127.0.0.1. */
 export async function tcpProxy (first: { host: string, port: number }): Promise<TcpProxy> {
@@ -57,7 +60,9 @@ export async function tcpProxy (first: { host: string, port: number }): Promise<
     }
     if (refusal === 'starting') {
       client.on('error', () => {})
-      client.once('data', () => { client.end(startingUp()) })
+      client.once('data', () => {
+        client.end(startingUp())
+      })
       return
     }
     forwarded++
@@ -81,7 +86,10 @@ export async function tcpProxy (first: { host: string, port: number }): Promise<
     s.on('error', () => {})
     await new Promise<void>((resolve, reject) => {
       s.once('error', reject)
-      s.listen(port, '127.0.0.1', () => { s.off('error', reject); resolve() })
+      s.listen(port, '127.0.0.1', () => {
+        s.off('error', reject)
+        resolve()
+      })
     })
     port = (s.address() as net.AddressInfo).port
     server = s
@@ -107,9 +115,15 @@ export async function tcpProxy (first: { host: string, port: number }): Promise<
   await listen()
 
   return {
-    get port () { return port },
-    get open () { return pairs.size },
-    get forwarded () { return forwarded },
+    get port () {
+      return port
+    },
+    get open () {
+      return pairs.size
+    },
+    get forwarded () {
+      return forwarded
+    },
     upstreamPorts: () => [...pairs].map(pair => pair.upstream.localPort).filter((p): p is number => p !== undefined),
     kill,
     retarget (next) {
@@ -136,7 +150,10 @@ export async function tcpProxy (first: { host: string, port: number }): Promise<
 /** PostgreSQL's answer to a connection while it starts: ErrorResponse, FATAL 57P03. */
 function startingUp (): Buffer {
   const fields = [['S', 'FATAL'], ['V', 'FATAL'], ['C', '57P03'], ['M', 'the database system is starting up']]
-  const body = Buffer.concat([...fields.map(([type, value]) => Buffer.from(`${type}${value}\0`, 'utf8')), Buffer.from([0])])
+  const body = Buffer.concat([
+    ...fields.map(([type, value]) => Buffer.from(`${type}${value}\0`, 'utf8')),
+    Buffer.from([0])
+  ])
   const head = Buffer.alloc(5)
   head.write('E', 0, 'ascii')
   head.writeInt32BE(body.length + 4, 1)

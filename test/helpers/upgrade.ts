@@ -7,7 +7,11 @@ import type { FastifyInstance } from 'fastify'
 import WebSocket from 'ws'
 
 /** An HTTP answer to an upgrade request. */
-export interface Answer { status: number, headers: Record<string, string>, body: string }
+export interface Answer {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
 
 export interface RawUpgrade {
   readonly socket: net.Socket
@@ -19,7 +23,7 @@ export interface RawUpgrade {
    * then destroys it, so that nothing waits on it any more). `ms` is a deadline: the tests expect
    * the close, and 'still open' is their failure; no test passes on it.
    */
-  closedByServer (ms?: number): Promise<'end' | 'close' | 'still open'>
+  closedByServer(ms?: number): Promise<'end' | 'close' | 'still open'>
 }
 
 /** The port of a listening app. */
@@ -37,12 +41,18 @@ export function rawUpgrade (port: number, path: string, extra: Record<string, st
     ended = how
     for (const waiter of endWaiters.splice(0)) waiter(how)
   }
-  socket.on('end', () => { seeEnd('end') })
-  socket.on('close', () => { seeEnd('close') })
+  socket.on('end', () => {
+    seeEnd('end')
+  })
+  socket.on('close', () => {
+    seeEnd('close')
+  })
   socket.on('error', () => {})
   let received = Buffer.alloc(0)
   const answer = new Promise<Answer>((resolve, reject) => {
-    const timer = setTimeout(() => { reject(new Error(`no complete answer to the upgrade of ${path} (got ${JSON.stringify(received.toString())})`)) }, 5000)
+    const timer = setTimeout(() => {
+      reject(new Error(`no complete answer to the upgrade of ${path} (got ${JSON.stringify(received.toString())})`))
+    }, 5000)
     const tryParse = (): void => {
       const text = received.toString('latin1')
       const headEnd = text.indexOf('\r\n\r\n')
@@ -99,17 +109,25 @@ export function rawUpgrade (port: number, path: string, extra: Record<string, st
  * when the upgrade is refused; rejects when the socket opens (the socket is then passed in the
  * error as `ws`, open, for the caller to use or close) or nothing comes within 5 s.
  */
-export function refusal (url: string, options: WebSocket.ClientOptions = {}): Promise<{ status: number, body: string }> {
+export function refusal (
+  url: string,
+  options: WebSocket.ClientOptions = {}
+): Promise<{ status: number, body: string }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, options)
-    const timer = setTimeout(() => { ws.terminate(); reject(new Error('no answer to the upgrade within 5 s')) }, 5000)
+    const timer = setTimeout(() => {
+      ws.terminate()
+      reject(new Error('no answer to the upgrade within 5 s'))
+    }, 5000)
     ws.once('open', () => {
       clearTimeout(timer)
       reject(Object.assign(new Error('the upgrade was accepted'), { ws }))
     })
     ws.once('unexpected-response', (_request, response) => {
       const chunks: Buffer[] = []
-      response.on('data', (chunk: Buffer) => { chunks.push(chunk) })
+      response.on('data', (chunk: Buffer) => {
+        chunks.push(chunk)
+      })
       response.once('end', () => {
         clearTimeout(timer)
         resolve({ status: response.statusCode as number, body: Buffer.concat(chunks).toString() })

@@ -2,7 +2,9 @@
 // for, instead of hanging it until tap's timeout.
 
 /** What a helper that registers cleanup needs of a tap test. */
-export interface Teardown { teardown (fn: () => unknown): void }
+export interface Teardown {
+  teardown(fn: () => unknown): void
+}
 
 /**
  * `promise`, or a rejection "timed out waiting for `what`" after `ms`. The timer is cleared when
@@ -11,7 +13,9 @@ export interface Teardown { teardown (fn: () => unknown): void }
 export async function deadline<T> (promise: Promise<T>, ms: number, what: string | (() => string)): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => { reject(new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`)) }, ms).unref()
+    timer = setTimeout(() => {
+      reject(new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`))
+    }, ms).unref()
   })
   try {
     return await Promise.race([promise, late])
@@ -26,13 +30,18 @@ export async function deadline<T> (promise: Promise<T>, ms: number, what: string
  * `check` saw, never the time that passed.
  */
 export async function eventually<T> (
-  what: string | (() => string), check: () => T | undefined | false | Promise<T | undefined | false>, ms = 5000, every = 10
+  what: string | (() => string),
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  ms = 5000,
+  every = 10
 ): Promise<T> {
   const end = Date.now() + ms
   for (;;) {
     const value = await check()
     if (value !== undefined && value !== false) return value
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'string' ? what : what()}`)
+    if (Date.now() > end) {
+      throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'string' ? what : what()}`)
+    }
     await new Promise(resolve => setTimeout(resolve, every))
   }
 }

@@ -14,17 +14,21 @@ if (DATABASES.includes('postgres') && !pgAtLeast(8, 23)) {
   t.test(`postgres: pg ${PG_VERSION.join('.')} has no pipeline mode: the probe says so`, async t => {
     const pool = await poolOnNewDatabase(t, entities)
     const client = await pool.connect()
-    t.equal(pipelineOf(client as unknown as PipelineClient), undefined, 'nothing to switch: statements go one after the other')
+    t.equal(
+      pipelineOf(client as unknown as PipelineClient),
+      undefined,
+      'nothing to switch: statements go one after the other'
+    )
     client.release()
   })
 }
 
 if (DATABASES.includes('postgres') && pgAtLeast(8, 23)) {
-  t.test('postgres: pg\'s pipeline mode switched on for a transaction and back, the socket corked for a turn', async t => {
+  t.test("postgres: pg's pipeline mode switched on for a transaction and back, the socket corked for a turn", async t => {
     const pool = await poolOnNewDatabase(t, entities)
     const client = await pool.connect()
     const fenced = client as unknown as PipelineClient
-    t.equal(fenced.pipeline, false, 'the pool\'s client is in the default mode')
+    t.equal(fenced.pipeline, false, "the pool's client is in the default mode")
     const back = pipelineOf(fenced)
     t.type(back, 'function', 'the probe holds: the mode can be switched')
     t.equal(fenced.pipeline, true, 'switched on')
@@ -33,7 +37,11 @@ if (DATABASES.includes('postgres') && pgAtLeast(8, 23)) {
     turn?.()
     turn?.()
     const answers = await Promise.all([client.query('SELECT 1 AS n'), client.query('SELECT 2 AS n')])
-    t.same(answers.map(answer => answer.rows), [[{ n: 1 }], [{ n: 2 }]], 'two statements sent without waiting, answered in order')
+    t.same(
+      answers.map(answer => answer.rows),
+      [[{ n: 1 }], [{ n: 2 }]],
+      'two statements sent without waiting, answered in order'
+    )
     back?.()
     t.equal(fenced.pipeline, false, 'given back its mode')
     t.same((await client.query('SELECT 3 AS n')).rows, [{ n: 3 }], 'and it serves on')

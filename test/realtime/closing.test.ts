@@ -18,7 +18,11 @@ import { deadline } from '../helpers/wait.ts'
 
 const require = createRequire(import.meta.url)
 const ioV2 = require('socket.io-client') as (url: string, options: Record<string, unknown>) => IoSocket
-interface IoSocket { on (event: string, handler: (...args: any[]) => void): unknown, emit (event: string, ...args: unknown[]): unknown, close (): unknown }
+interface IoSocket {
+  on(event: string, handler: (...args: any[]) => void): unknown
+  emit(event: string, ...args: unknown[]): unknown
+  close(): unknown
+}
 const SDK = '__sails_io_sdk_version=1.2.1&__sails_io_sdk_platform=node&__sails_io_sdk_language=javascript'
 
 /** What a test needs to hold a write in its hook and to see the app start closing. */
@@ -43,10 +47,18 @@ async function heldApp (t: Test, options: FastifyServerOptions = {}): Promise<He
   let reach!: () => void
   let start!: () => void
   let finish!: () => void
-  const held = new Promise<void>(resolve => { release = resolve })
-  const reached = new Promise<void>(resolve => { reach = resolve })
-  const closingStarted = new Promise<void>(resolve => { start = resolve })
-  const finished = new Promise<void>(resolve => { finish = resolve })
+  const held = new Promise<void>(resolve => {
+    release = resolve
+  })
+  const reached = new Promise<void>(resolve => {
+    reach = resolve
+  })
+  const closingStarted = new Promise<void>(resolve => {
+    start = resolve
+  })
+  const finished = new Promise<void>(resolve => {
+    finish = resolve
+  })
   // The held write ends before the ORM closes, whatever the test did.
   t.teardown(async () => {
     release()
@@ -55,13 +67,22 @@ async function heldApp (t: Test, options: FastifyServerOptions = {}): Promise<He
     await destroyOrm('sqlite', orm)
   })
   // The app's own preClose hook runs before the plugin's (the root's hooks first).
-  app.addHook('preClose', async () => { start() })
+  app.addHook('preClose', async () => {
+    start()
+  })
   await app.register(blueprints, {
     orm,
     realtime: { sailsIo: true },
     hooks: {
-      preHandler: async request => { if (request.method === 'POST') { reach(); await held } },
-      onResponse: async request => { if (request.method === 'POST') finish() }
+      preHandler: async request => {
+        if (request.method === 'POST') {
+          reach()
+          await held
+        }
+      },
+      onResponse: async request => {
+        if (request.method === 'POST') finish()
+      }
     }
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -69,7 +90,10 @@ async function heldApp (t: Test, options: FastifyServerOptions = {}): Promise<He
 }
 
 async function names (orm: MikroORM): Promise<string[]> {
-  const rows: Array<{ name: string }> = await orm.em.fork().getConnection().execute('SELECT name FROM user WHERE name = ?', ['held'])
+  const rows: Array<{ name: string }> = await orm.em.fork().getConnection().execute(
+    'SELECT name FROM user WHERE name = ?',
+    ['held']
+  )
   return rows.map(row => row.name)
 }
 
@@ -89,7 +113,9 @@ async function closeWithAWriteInFlight (t: Test, held: Held, endpoint: Endpoint)
   const pending = endpoint.write()
   await held.reached
   let closed = false
-  const closing = held.app.close().then(() => { closed = true })
+  const closing = held.app.close().then(() => {
+    closed = true
+  })
   await held.closingStarted
   t.equal(await endpoint.read(), 503, 'a request that arrives while the app closes: 503')
   t.equal(closed, false, 'close waits for the write in flight (shown after the 503 came back)')
@@ -98,7 +124,11 @@ async function closeWithAWriteInFlight (t: Test, held: Held, endpoint: Endpoint)
   await closing
   t.equal(await endpoint.closed, endpoint.closedAs, 'then the sockets close')
   t.same(await names(held.orm), ['held'], 'the write landed, before close resolved')
-  t.match(await endpoint.heard, [{ verb: 'created', data: { name: 'held' } }], 'another socket heard the write before its socket closed')
+  t.match(
+    await endpoint.heard,
+    [{ verb: 'created', data: { name: 'held' } }],
+    'another socket heard the write before its socket closed'
+  )
 }
 
 t.test('/socket: closing answers the requests in flight, refuses new ones with 503, then closes the sockets with 1001', async t => {
@@ -107,42 +137,91 @@ t.test('/socket: closing answers the requests in flight, refuses new ones with 5
   const other = await open(t, held.app)
   t.equal((await other.request('GET', '/user')).statusCode, 200, 'the other socket watches users')
   await closeWithAWriteInFlight(t, held, {
-    write: async () => { const { statusCode, body } = await writer.request('POST', '/user', { name: 'held' }); return { statusCode, name: body.name } },
+    write: async () => {
+      const { statusCode, body } = await writer.request('POST', '/user', { name: 'held' })
+      return { statusCode, name: body.name }
+    },
     read: async () => (await other.request('GET', '/user/1')).statusCode,
-    closed: new Promise<number>(resolve => { writer.ws.once('close', resolve) }),
+    closed: new Promise<number>(resolve => {
+      writer.ws.once('close', resolve)
+    }),
     closedAs: 1001,
-    heard: new Promise(resolve => { other.ws.once('close', () => { resolve(other.notices.map(notice => notice.data)) }) })
+    heard: new Promise(resolve => {
+      other.ws.once('close', () => {
+        resolve(other.notices.map(notice => notice.data))
+      })
+    })
   })
 })
 
 t.test('socket.io: closing answers the requests in flight, refuses new ones with 503, then closes the transports', async t => {
   const held = await heldApp(t)
   const connected = async (): Promise<IoSocket> => {
-    const socket = ioV2(`${baseUrl(held.app)}?${SDK}`, { transports: ['websocket'], forceNew: true, reconnection: false })
-    t.teardown(() => { socket.close() })
-    await deadline(new Promise<void>(resolve => { socket.on('connect', () => { resolve() }) }), 5000, 'the connection')
+    const socket = ioV2(`${baseUrl(held.app)}?${SDK}`, {
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false
+    })
+    t.teardown(() => {
+      socket.close()
+    })
+    await deadline(
+      new Promise<void>(resolve => {
+        socket.on('connect', () => {
+          resolve()
+        })
+      }),
+      5000,
+      'the connection'
+    )
     return socket
   }
-  const ask = async (socket: IoSocket, event: string, payload: unknown): Promise<any> => await deadline(new Promise(resolve => { socket.emit(event, payload, resolve) }), 5000, `the ack of ${event}`)
+  const ask = async (socket: IoSocket, event: string, payload: unknown): Promise<any> =>
+    await deadline(
+      new Promise(resolve => {
+        socket.emit(event, payload, resolve)
+      }),
+      5000,
+      `the ack of ${event}`
+    )
   const writer = await connected()
   const other = await connected()
   const heard: unknown[] = []
-  other.on('user', (message: unknown) => { heard.push(message) })
+  other.on('user', (message: unknown) => {
+    heard.push(message)
+  })
   t.equal((await ask(other, 'get', { url: '/user' })).statusCode, 200, 'the other socket watches users')
   await closeWithAWriteInFlight(t, held, {
-    write: async () => { const { statusCode, body } = await ask(writer, 'post', { url: '/user', data: { name: 'held' } }); return { statusCode, name: body.name } },
+    write: async () => {
+      const { statusCode, body } = await ask(writer, 'post', { url: '/user', data: { name: 'held' } })
+      return { statusCode, name: body.name }
+    },
     read: async () => (await ask(other, 'get', { url: '/user/1' })).statusCode,
-    closed: new Promise<string>(resolve => { writer.on('disconnect', resolve) }),
+    closed: new Promise<string>(resolve => {
+      writer.on('disconnect', resolve)
+    }),
     closedAs: 'transport close',
-    heard: new Promise(resolve => { other.on('disconnect', () => { resolve(heard) }) })
+    heard: new Promise(resolve => {
+      other.on('disconnect', () => {
+        resolve(heard)
+      })
+    })
   })
 })
 
 t.test('a socket that went away is not waited for, nor is anything with forceCloseConnections', async t => {
-  for (const [what, options, leave] of [['the writer closed its socket', {}, true], ['forceCloseConnections: true', { forceCloseConnections: true }, false]] as const) {
+  for (
+    const [what, options, leave] of [['the writer closed its socket', {}, true], ['forceCloseConnections: true', {
+      forceCloseConnections: true
+    }, false]] as const
+  ) {
     const held = await heldApp(t, options)
     const writer = await open(t, held.app)
-    const gone = new Promise<void>(resolve => { writer.ws.once('close', () => { resolve() }) })
+    const gone = new Promise<void>(resolve => {
+      writer.ws.once('close', () => {
+        resolve()
+      })
+    })
     void writer.request('POST', '/user', { name: 'held' }).catch(() => {})
     await held.reached
     if (leave) writer.ws.close()

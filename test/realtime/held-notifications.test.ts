@@ -55,8 +55,10 @@ for (const db of DATABASES) {
     gate.release(two)
     const answer = await second
     t.equal(answer.noticesBefore, from, 'the second answer: still nothing before it (the change waited for both)')
-    t.same(await before(socket, sentinel(app, 'user', 1), undefined, from), [{ event: 'user', data: { verb: 'updated', id: 1, data: { age: 61 }, previous: { age: 30 } } }],
-      'then the change')
+    t.same(await before(socket, sentinel(app, 'user', 1), undefined, from), [{
+      event: 'user',
+      data: { verb: 'updated', id: 1, data: { age: 61 }, previous: { age: 30 } }
+    }], 'then the change')
   })
 
   t.test(`${db}: notifications held for a socket that goes away meanwhile are dropped with it`, async t => {

@@ -18,12 +18,16 @@ for (const db of DATABASES) {
     const app = await listening(t, db, { plugin: { realtime: { maxBufferedBytes: LIMIT } } })
     const reader = await open(t, app)
     const stalled = await connect(socketUrl(app))
-    t.teardown(() => { stalled.ws.terminate() })
+    t.teardown(() => {
+      stalled.ws.terminate()
+    })
     for (const socket of [reader, stalled]) await socket.request('GET', '/user/1?populate=false')
     let closeCode: number | undefined
-    stalled.ws.once('close', code => { closeCode = code })
+    stalled.ws.once('close', code => {
+      closeCode = code
+    })
     // Stop reading from the TCP socket: what the server writes piles up in its buffers.
-    const tcp = (stalled.ws as unknown as { _socket: { pause (): void, resume (): void } })._socket
+    const tcp = (stalled.ws as unknown as { _socket: { pause(): void, resume(): void } })._socket
     tcp.pause()
 
     // Each message goes out once the reading socket has the one before: a healthy reader keeps
@@ -34,11 +38,21 @@ for (const db of DATABASES) {
       await reader.until(sent + 1)
       if (app.blueprints.stats().sockets === 1) after--
     }
-    t.same(await settled(app, 1), { sockets: 1, subscriptions: 1, records: 1, watches: 0 }, `the stalled socket was dropped (${sent} messages sent) and its subscription released`)
-    t.ok(reader.notices.every((n, i) => n.data.i === i) && reader.notices.length === sent, 'the reading socket got every notification, in order')
+    t.same(
+      await settled(app, 1),
+      { sockets: 1, subscriptions: 1, records: 1, watches: 0 },
+      `the stalled socket was dropped (${sent} messages sent) and its subscription released`
+    )
+    t.ok(
+      reader.notices.every((n, i) => n.data.i === i) && reader.notices.length === sent,
+      'the reading socket got every notification, in order'
+    )
 
     tcp.resume()
-    await new Promise<void>(resolve => { if (closeCode !== undefined) resolve(); else stalled.ws.once('close', () => resolve()) })
+    await new Promise<void>(resolve => {
+      if (closeCode !== undefined) resolve()
+      else stalled.ws.once('close', () => resolve())
+    })
     t.equal(closeCode, 1006, 'the stalled peer finds its connection cut (its client reconnects and re-fetches)')
     t.ok(stalled.notices.length < sent - 20, `it had received only ${stalled.notices.length} of ${sent} messages`)
     t.equal(stalled.ws.readyState, WebSocket.CLOSED)

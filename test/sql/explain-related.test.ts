@@ -15,7 +15,11 @@ import { seed } from '../../bench/seed.ts'
 import { createOrm, destroyOrm, DATABASES, type Database } from '../helpers/db.ts'
 import { q } from '../helpers/app.ts'
 
-interface PlanNode { 'Node Type': string, 'Relation Name'?: string, Plans?: PlanNode[] }
+interface PlanNode {
+  'Node Type': string
+  'Relation Name'?: string
+  Plans?: PlanNode[]
+}
 
 /** The tables a plan reads with a sequential scan. */
 function scanned (node: PlanNode, into: string[] = []): string[] {
@@ -32,43 +36,60 @@ const CASES: Array<[url: string, related: string[]]> = [
   [`/user?limit=30&populate=false&sort=name%20ASC&where=${q({ pets: { some: CAT }, age: { '>': 30 } })}`, ['pet']],
   [`/pet?limit=30&populate=false&where=${q({ tags: { some: { id: { '<': 100 } } } })}`, ['pet_tags', 'tag']],
   [`/pet?limit=30&populate=false&where=${q({ owner: { is: { age: { '>': 60 } } } })}`, ['user']],
-  [`/user?limit=30&populate=false&where=${q({ pets: { some: { tags: { some: { id: 7 } } } } })}`, ['pet', 'pet_tags', 'tag']],
+  [`/user?limit=30&populate=false&where=${q({ pets: { some: { tags: { some: { id: 7 } } } } })}`, [
+    'pet',
+    'pet_tags',
+    'tag'
+  ]],
   [`/tag?limit=30&populate=false&where=${q({ pets: { some: { owner: 3 } } })}`, ['pet', 'pet_tags']]
 ]
 
 /** The statements with EXISTS that `orm`'s database is sent from now on, with their values. */
 async function capture (t: Tap, orm: MikroORM): Promise<Array<{ text: string, values: unknown[] }>> {
   const sent: Array<{ text: string, values: unknown[] }> = []
-  const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<unknown> }).getNativeClient() as { prepare?: (sql: string) => object }
+  const native = await (orm.em.getConnection() as unknown as { getNativeClient(): Promise<unknown> })
+    .getNativeClient() as { prepare?: (sql: string) => object }
   if (typeof native.prepare === 'function') {
-    const proto = Object.getPrototypeOf(native.prepare('SELECT 1')) as { all: (...args: unknown[]) => unknown, source: string }
+    const proto = Object.getPrototypeOf(native.prepare('SELECT 1')) as {
+      all: (...args: unknown[]) => unknown
+      source: string
+    }
     const all = proto.all
     proto.all = function (this: { source: string }, ...args: unknown[]) {
-      if (this.source.includes('EXISTS') && !this.source.startsWith('EXPLAIN')) sent.push({ text: this.source, values: args[0] as unknown[] })
+      if (this.source.includes('EXISTS') && !this.source.startsWith('EXPLAIN')) {
+        sent.push({ text: this.source, values: args[0] as unknown[] })
+      }
       return all.apply(this, args)
     }
-    t.teardown(() => { proto.all = all })
+    t.teardown(() => {
+      proto.all = all
+    })
     return sent
   }
   const original = pg.Client.prototype.query
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     const query = args[0] as { text?: string, values?: unknown[] } | string
-    if (typeof query === 'object' && query?.text?.includes('EXISTS') === true) sent.push({ text: query.text, values: query.values ?? [] })
+    if (typeof query === 'object' && query?.text?.includes('EXISTS') === true) {
+      sent.push({ text: query.text, values: query.values ?? [] })
+    }
     return (original as (...a: unknown[]) => unknown).apply(this, args)
   } as typeof original
-  t.teardown(() => { pg.Client.prototype.query = original })
+  t.teardown(() => {
+    pg.Client.prototype.query = original
+  })
   return sent
 }
 
 /** The tables (by alias on SQLite: `t` the model's, `tr…` the related ones) that a statement's plan reads whole. */
 async function scans (db: Database, orm: MikroORM, statement: { text: string, values: unknown[] }): Promise<string[]> {
-  const native = await (orm.em.getConnection() as unknown as { getNativeClient (): Promise<unknown> }).getNativeClient()
+  const native = await (orm.em.getConnection() as unknown as { getNativeClient(): Promise<unknown> }).getNativeClient()
   if (db === 'sqlite') {
     const plan = (native as { prepare: (sql: string) => { all: (values: unknown[]) => Array<{ detail: string }> } })
       .prepare(`EXPLAIN QUERY PLAN ${statement.text}`).all(statement.values)
     return plan.map(row => /^SCAN (\S+)/.exec(row.detail)?.[1]).filter((alias): alias is string => alias !== undefined)
   }
-  const [{ 'QUERY PLAN': [plan] }] = (await (native as pg.Pool).query(`EXPLAIN (FORMAT JSON) ${statement.text}`, statement.values)).rows
+  const [{ 'QUERY PLAN': [plan] }] =
+    (await (native as pg.Pool).query(`EXPLAIN (FORMAT JSON) ${statement.text}`, statement.values)).rows
   return scanned(plan.Plan)
 }
 

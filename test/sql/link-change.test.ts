@@ -21,9 +21,12 @@ t.test('texts: code-point order, where UTF-16 order differs too', async t => {
   t.equal(ascending('vip', 'vip'), 0)
   // Collected, then asserted once: generated texts make poor assertion names.
   const disagreements: Array<[string, string]> = []
-  fc.assert(fc.property(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (a, b) => {
-    if (Math.sign(ascending(a, b)) !== Math.sign(byCodePoints(a, b))) disagreements.push([a, b])
-  }), { numRuns: 500 })
+  fc.assert(
+    fc.property(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (a, b) => {
+      if (Math.sign(ascending(a, b)) !== Math.sign(byCodePoints(a, b))) disagreements.push([a, b])
+    }),
+    { numRuns: 500 }
+  )
   t.same(disagreements, [], '500 generated pairs ordered by code point')
 })
 

@@ -26,20 +26,24 @@ const runner = (transaction: OpenTransaction): Run => {
 interface Setup {
   readonly pool: pg.Pool
   readonly open: ReturnType<typeof openOnPool>
-  count (): Promise<number>
+  count(): Promise<number>
   /** Clients released as broken so far (the pool destroys them). */
-  removed (): number
+  removed(): number
   /** The transaction status of every client the pool holds idle. */
-  statuses (): Promise<string[]>
+  statuses(): Promise<string[]>
   /** The pipeline mode of every client the pool holds idle. */
-  pipelines (): unknown[]
+  pipelines(): unknown[]
 }
 
 /** How the pool's clients send statements: see the file's comment. */
 type Mode = 'pipelined by the app' | 'pipelined by the transaction' | 'one by one'
 
 async function setUp (t: Test, mode: Mode, options: pg.PoolConfig = {}): Promise<Setup> {
-  const pool = await poolOnNewDatabase(t, entities, { pipeline: mode === 'pipelined by the app', ...options } as pg.PoolConfig)
+  const pool = await poolOnNewDatabase(
+    t,
+    entities,
+    { pipeline: mode === 'pipelined by the app', ...options } as pg.PoolConfig
+  )
   // As the ORM does: a client's connection that breaks while it is lent is an 'error' event of
   // the client, fatal without a listener.
   const clients = new Set<pg.PoolClient>()
@@ -71,20 +75,27 @@ async function setUp (t: Test, mode: Mode, options: pg.PoolConfig = {}): Promise
   }
 }
 
-const insert = (slug: string, name = 'insert-tag'): { name: string, text: string, values: unknown[] } =>
-  ({ name, text: 'INSERT INTO "tag" ("slug", "label") VALUES ($1, $1) RETURNING "slug"', values: [slug] })
+const insert = (slug: string, name = 'insert-tag'): { name: string, text: string, values: unknown[] } => ({
+  name,
+  text: 'INSERT INTO "tag" ("slug", "label") VALUES ($1, $1) RETURNING "slug"',
+  values: [slug]
+})
 
-const caught = async (work: Promise<unknown>): Promise<unknown> => await work.then(() => undefined, (err: unknown) => err)
+const caught = async (work: Promise<unknown>): Promise<unknown> =>
+  await work.then(() => undefined, (err: unknown) => err)
 
 if (DATABASES.includes('postgres')) {
   for (const mode of ['pipelined by the app', 'pipelined by the transaction', 'one by one'] as const) {
-
     t.test(`postgres, ${mode}: the statements commit together at COMMIT, and not before`, async t => {
       const { pool, open, count, statuses, pipelines } = await setUp(t, mode, { max: 2 })
       const seen = await open(async transaction => {
         const run = runner(transaction)
         const [a, b] = await Promise.all([run(insert('a')), run(insert('b'))])
-        t.same([a.rows, b.rows], [[{ slug: 'a' }], [{ slug: 'b' }]], 'each statement answers with its own rows, in order')
+        t.same(
+          [a.rows, b.rows],
+          [[{ slug: 'a' }], [{ slug: 'b' }]],
+          'each statement answers with its own rows, in order'
+        )
         const outside = Number((await pool.query('SELECT count(*) AS n FROM "tag"')).rows[0].n)
         await transaction.commit()
         return outside
@@ -122,7 +133,11 @@ if (DATABASES.includes('postgres')) {
         await first
         const failure = await caught(failing) as { code?: string }
         t.equal(failure.code, '23505', 'the unique violation, from the server')
-        t.equal((await caught(behind) as { code?: string }).code, '25P02', 'issued behind it: the transaction is aborted')
+        t.equal(
+          (await caught(behind) as { code?: string }).code,
+          '25P02',
+          'issued behind it: the transaction is aborted'
+        )
         t.equal(await caught(transaction.commit()), failure, 'the commit fails with the first error')
       })
       t.equal(await count(), 0, 'the first insert was rolled back too')
@@ -133,15 +148,21 @@ if (DATABASES.includes('postgres')) {
 
     t.test(`postgres, ${mode}: work that throws without ending the transaction: rolled back, the client clean`, async t => {
       const { open, count, statuses, removed } = await setUp(t, mode)
-      await t.rejects(open(async transaction => {
-        await runner(transaction)(insert('thrown'))
-        throw new Error('the app failed')
-      }), { message: 'the app failed' })
-      await t.rejects(open(async transaction => {
-        await caught(runner(transaction)(insert('x')))
-        await caught(runner(transaction)(insert('x')))
-        throw new Error('failed in an aborted transaction')
-      }), { message: 'failed in an aborted transaction' })
+      await t.rejects(
+        open(async transaction => {
+          await runner(transaction)(insert('thrown'))
+          throw new Error('the app failed')
+        }),
+        { message: 'the app failed' }
+      )
+      await t.rejects(
+        open(async transaction => {
+          await caught(runner(transaction)(insert('x')))
+          await caught(runner(transaction)(insert('x')))
+          throw new Error('failed in an aborted transaction')
+        }),
+        { message: 'failed in an aborted transaction' }
+      )
       t.equal(await count(), 0)
       t.same(await statuses(), ['I'], 'idle outside a transaction')
       t.equal(removed(), 0, 'kept')
@@ -154,7 +175,11 @@ if (DATABASES.includes('postgres')) {
       await open(async transaction => {
         const run = runner(transaction)
         await run(insert('before'))
-        await t.rejects(run({ name: 'bind-json', text: 'SELECT $1::json AS j', values: [circular] }), TypeError, 'refused by pg')
+        await t.rejects(
+          run({ name: 'bind-json', text: 'SELECT $1::json AS j', values: [circular] }),
+          TypeError,
+          'refused by pg'
+        )
         await caught(transaction.commit())
       })
       t.equal(removed(), 1, 'an error of the driver, not of the server: the client is destroyed')
@@ -174,24 +199,30 @@ if (DATABASES.includes('postgres')) {
           t.equal(transaction.context(), kysely, 'made once')
           await runner(transaction)(insert(`plugin-${String(commit)}`))
           await kyselySql`SAVEPOINT s`.execute(kysely)
-          await kyselySql`INSERT INTO "tag" ("slug", "label") VALUES (${`orm-${String(commit)}`}, 'orm')`.execute(kysely)
+          await kyselySql`INSERT INTO "tag" ("slug", "label") VALUES (${`orm-${String(commit)}`}, 'orm')`.execute(
+            kysely
+          )
           await kyselySql`RELEASE SAVEPOINT s`.execute(kysely)
           await (commit ? transaction.commit() : transaction.rollback())
         })
       }
-      t.equal(await count(), 2, 'the committed one\'s two inserts; none of the rolled back one')
+      t.equal(await count(), 2, "the committed one's two inserts; none of the rolled back one")
     })
 
     t.test(`postgres, ${mode}: a statement the entity manager sends and nobody waits for: in the transaction, or refused after its end`, async t => {
       const { open, count, statuses, removed } = await setUp(t, mode)
-      await t.rejects(open(async transaction => {
-        const run = runner(transaction)
-        await run(insert('unnoticed'))
-        kyselySql`SELECT 1 / 0`.execute(transaction.context() as Kysely<never>).catch(() => {})
-        // Kysely sends it a few steps later: once it is sent, it aborts the transaction.
-        await new Promise(resolve => setImmediate(resolve))
-        await transaction.commit()
-      }), { code: '22012' }, 'the commit fails with the stray statement\'s error')
+      await t.rejects(
+        open(async transaction => {
+          const run = runner(transaction)
+          await run(insert('unnoticed'))
+          kyselySql`SELECT 1 / 0`.execute(transaction.context() as Kysely<never>).catch(() => {})
+          // Kysely sends it a few steps later: once it is sent, it aborts the transaction.
+          await new Promise(resolve => setImmediate(resolve))
+          await transaction.commit()
+        }),
+        { code: '22012' },
+        "the commit fails with the stray statement's error"
+      )
       t.equal(await count(), 0, 'nothing written')
       let stray: unknown
       await open(async transaction => {
@@ -199,7 +230,11 @@ if (DATABASES.includes('postgres')) {
         stray = kyselySql`SELECT 1 / 0`.execute(transaction.context() as Kysely<never>).catch((err: unknown) => err)
         await transaction.commit()
       })
-      t.match(await stray, { message: 'fastify-blueprints: a statement was issued after its transaction ended' }, 'sent once COMMIT was: refused')
+      t.match(
+        await stray,
+        { message: 'fastify-blueprints: a statement was issued after its transaction ended' },
+        'sent once COMMIT was: refused'
+      )
       t.equal(await count(), 1, 'the transaction committed without it')
       t.same(await statuses(), ['I'])
       t.equal(removed(), 0)
@@ -211,7 +246,9 @@ if (DATABASES.includes('postgres')) {
         const run = runner(transaction)
         await transaction.commit()
         await t.rejects(transaction.commit(), { message: 'fastify-blueprints: the transaction has ended' })
-        await t.rejects(run({ text: 'SELECT 1' }), { message: 'fastify-blueprints: a statement was issued after its transaction ended' })
+        await t.rejects(run({ text: 'SELECT 1' }), {
+          message: 'fastify-blueprints: a statement was issued after its transaction ended'
+        })
       })
     })
 
@@ -236,12 +273,15 @@ if (DATABASES.includes('postgres')) {
 
     t.test(`postgres, ${mode}: a statement past pg's query_timeout: the client is destroyed`, async t => {
       const { open, count, removed } = await setUp(t, mode, { query_timeout: 100 })
-      await t.rejects(open(async transaction => {
-        const run = runner(transaction)
-        await run(insert('slow'))
-        await run({ text: 'SELECT pg_sleep(2)' })
-        await transaction.commit()
-      }), /timeout/i)
+      await t.rejects(
+        open(async transaction => {
+          const run = runner(transaction)
+          await run(insert('slow'))
+          await run({ text: 'SELECT pg_sleep(2)' })
+          await transaction.commit()
+        }),
+        /timeout/i
+      )
       t.equal(removed(), 1, 'its state unknown, the client left the pool')
       t.equal(await count(), 0, 'nothing committed')
     })
@@ -250,7 +290,9 @@ if (DATABASES.includes('postgres')) {
       const { open } = await setUp(t, mode)
       const levels = await open(async transaction => {
         const { rows } = await runner(transaction)('SHOW transaction_isolation')
-        const { rows: [orm] } = await kyselySql<{ transaction_isolation: string }>`SHOW transaction_isolation`.execute(transaction.context() as Kysely<never>)
+        const { rows: [orm] } = await kyselySql<{ transaction_isolation: string }>`SHOW transaction_isolation`.execute(
+          transaction.context() as Kysely<never>
+        )
         await transaction.commit()
         return [rows[0].transaction_isolation, orm.transaction_isolation]
       }, true)
@@ -264,8 +306,18 @@ if (DATABASES.includes('postgres')) {
     await ended.connect()
     await ended.end()
     let released: unknown = 'not released'
-    const gone = { connect: async () => Object.assign(ended, { release (err?: Error) { released = err } }) } as unknown as NativePool
-    await t.rejects(openOnPool(gone)(async transaction => await runner(transaction)({ text: 'SELECT 1' })), /not queryable|closed/)
+    const gone = {
+      connect: async () =>
+        Object.assign(ended, {
+          release (err?: Error) {
+            released = err
+          }
+        })
+    } as unknown as NativePool
+    await t.rejects(
+      openOnPool(gone)(async transaction => await runner(transaction)({ text: 'SELECT 1' })),
+      /not queryable|closed/
+    )
     t.type(released, Error, 'released as broken')
   })
 
@@ -274,7 +326,9 @@ if (DATABASES.includes('postgres')) {
     const hidden = {
       connect: async () => {
         const client = await pool.connect()
-        return new Proxy(client, { get: (target, key) => key === 'getTransactionStatus' ? undefined : Reflect.get(target, key) })
+        return new Proxy(client, {
+          get: (target, key) => key === 'getTransactionStatus' ? undefined : Reflect.get(target, key)
+        })
       }
     } as unknown as NativePool
     const open = openOnPool(hidden)
@@ -282,39 +336,50 @@ if (DATABASES.includes('postgres')) {
       await runner(transaction)(insert('committed'))
       await transaction.commit()
     })
-    await t.rejects(open(async transaction => {
-      await runner(transaction)(insert('left'))
-      throw new Error('left open')
-    }), { message: 'left open' })
+    await t.rejects(
+      open(async transaction => {
+        await runner(transaction)(insert('left'))
+        throw new Error('left open')
+      }),
+      { message: 'left open' }
+    )
     t.equal(await count(), 1, 'the second was rolled back')
     t.same(await statuses(), ['I'], 'the client is idle outside a transaction')
     t.equal(removed(), 0, 'and kept')
   })
 
-  t.test('postgres: a connection lost before the end\'s ROLLBACK: the client is destroyed', async t => {
+  t.test("postgres: a connection lost before the end's ROLLBACK: the client is destroyed", async t => {
     const { pool, open, count, removed } = await setUp(t, 'one by one')
     const admin = new pg.Client({ ...PG, database: pool.options.database })
     await admin.connect()
-    t.teardown(async () => { await admin.end() })
-    await t.rejects(open(async transaction => {
-      const run = runner(transaction)
-      await run(insert('orphan'))
-      const { rows: [{ pid }] } = await run({ text: 'SELECT pg_backend_pid() AS pid' })
-      await admin.query('SELECT pg_terminate_backend($1)', [pid])
-      throw new Error('left open, its connection gone')
-    }), { message: 'left open, its connection gone' })
+    t.teardown(async () => {
+      await admin.end()
+    })
+    await t.rejects(
+      open(async transaction => {
+        const run = runner(transaction)
+        await run(insert('orphan'))
+        const { rows: [{ pid }] } = await run({ text: 'SELECT pg_backend_pid() AS pid' })
+        await admin.query('SELECT pg_terminate_backend($1)', [pid])
+        throw new Error('left open, its connection gone')
+      }),
+      { message: 'left open, its connection gone' }
+    )
     t.equal(removed(), 1, 'released as broken')
     t.equal(await count(), 0)
   })
 
   t.test('postgres: a driver that says null, or still in a transaction after ROLLBACK, is believed', async t => {
     const { pool, count, removed } = await setUp(t, 'one by one')
-    const lying = (status: string | null): NativePool => ({
-      connect: async () => {
-        const client = await pool.connect()
-        return new Proxy(client, { get: (target, key) => key === 'getTransactionStatus' ? () => status : Reflect.get(target, key) })
-      }
-    }) as unknown as NativePool
+    const lying = (status: string | null): NativePool =>
+      ({
+        connect: async () => {
+          const client = await pool.connect()
+          return new Proxy(client, {
+            get: (target, key) => key === 'getTransactionStatus' ? () => status : Reflect.get(target, key)
+          })
+        }
+      }) as unknown as NativePool
     await openOnPool(lying(null))(async transaction => {
       await runner(transaction)(insert('null-status'))
       await transaction.commit()
@@ -328,7 +393,7 @@ if (DATABASES.includes('postgres')) {
     t.equal(await count(), 2, 'both committed')
   })
 
-  t.test('postgres: a server that answers in another language: its errors are still the server\'s, the client kept', async t => {
+  t.test("postgres: a server that answers in another language: its errors are still the server's, the client kept", async t => {
     const { pool, count, removed, statuses } = await setUp(t, 'one by one')
     // pg's error carries the severity's word as the server wrote it (lc_messages): FEHLER in German.
     const german = {
@@ -336,22 +401,28 @@ if (DATABASES.includes('postgres')) {
         const client = await pool.connect()
         const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>
         return new Proxy(client, {
-          get: (target, key) => key === 'query'
-            ? async (...args: unknown[]) => await query(...args).catch((err: { severity?: string }) => {
-              if (err.severity === 'ERROR') err.severity = 'FEHLER'
-              throw err
-            })
-            : Reflect.get(target, key)
+          get: (target, key) =>
+            key === 'query'
+              ? async (...args: unknown[]) =>
+                await query(...args).catch((err: { severity?: string }) => {
+                  if (err.severity === 'ERROR') err.severity = 'FEHLER'
+                  throw err
+                })
+              : Reflect.get(target, key)
         })
       }
     } as unknown as NativePool
     const open = openOnPool(german)
     for (let i = 0; i < 3; i++) {
-      await t.rejects(open(async transaction => {
-        await caught(runner(transaction)(insert('same')))
-        await runner(transaction)(insert('same'))
-        await transaction.commit()
-      }), { code: '23505', severity: 'FEHLER' }, `attempt ${i + 1}: the unique violation`)
+      await t.rejects(
+        open(async transaction => {
+          await caught(runner(transaction)(insert('same')))
+          await runner(transaction)(insert('same'))
+          await transaction.commit()
+        }),
+        { code: '23505', severity: 'FEHLER' },
+        `attempt ${i + 1}: the unique violation`
+      )
     }
     t.equal(await count(), 0)
     t.equal(removed(), 0, 'no client destroyed for a constraint error')

@@ -63,35 +63,81 @@ for (const db of DATABASES) {
         note: 'a "quote", a \\ backslash,\na line, \ttab, ünïcödé, 😀',
         code: 'ab'
       },
-      { small: 0, big: -1, huge: '0', ratio: 0.1, exact: 1e300, flag: false, at: '1970-01-01T00:00:00.000Z', data: [], note: '', code: 'abcde' },
-      { small: null, big: null, huge: null, ratio: null, exact: null, flag: null, at: null, data: null, note: null, code: null }
+      {
+        small: 0,
+        big: -1,
+        huge: '0',
+        ratio: 0.1,
+        exact: 1e300,
+        flag: false,
+        at: '1970-01-01T00:00:00.000Z',
+        data: [],
+        note: '',
+        code: 'abcde'
+      },
+      {
+        small: null,
+        big: null,
+        huge: null,
+        ratio: null,
+        exact: null,
+        flag: null,
+        at: null,
+        data: null,
+        note: null,
+        code: null
+      }
     ]
     for (const reading of readings) {
       const res = await app.inject({ method: 'POST', url: '/reading', payload: { ...reading, meter: 1 } })
       t.equal(res.statusCode, 200, res.body)
     }
-    const flat = JSON.parse((await app.inject({ method: 'GET', url: '/reading?populate=false' })).body) as Array<Record<string, unknown>>
+    const flat = JSON.parse((await app.inject({ method: 'GET', url: '/reading?populate=false' })).body) as Array<
+      Record<string, unknown>
+    >
     const statements = await countStatements(t, orm)
     const before = statements()
-    const res = await app.inject({ method: 'GET', url: '/meter?populate=readings,readings.meter&readings.sort=id&readings.limit=10' })
+    const res = await app.inject({
+      method: 'GET',
+      url: '/meter?populate=readings,readings.meter&readings.sort=id&readings.limit=10'
+    })
     t.equal(res.statusCode, 200, res.body)
     if (db === 'postgres') t.equal(statements() - before, 1, 'one statement')
     const [meter] = res.json() as Array<{ id: number, name: string, readings: Array<Record<string, unknown>> }>
     t.equal(meter.readings.length, 3)
     meter.readings.forEach((nested, i) => {
       t.same(nested.meter, { id: 1, name: 'main' }, `reading ${i + 1}: its meter, populated below it`)
-      t.equal(JSON.stringify({ ...nested, meter: 1 }), JSON.stringify(flat[i]), `reading ${i + 1}: the same values, byte for byte, as read flat`)
+      t.equal(
+        JSON.stringify({ ...nested, meter: 1 }),
+        JSON.stringify(flat[i]),
+        `reading ${i + 1}: the same values, byte for byte, as read flat`
+      )
     })
 
     // Probes hold an array of timestamps (written through the ORM: the routes do not write arrays),
     // which JSON would write otherwise than the driver reads them: read level by level.
     const em = orm.em.fork()
-    for (const times of [['2024-02-29 23:59:59.123+00', '1970-01-01 00:00:00+00'], null]) em.create(Probe, { meter: 1, times })
+    for (const times of [['2024-02-29 23:59:59.123+00', '1970-01-01 00:00:00+00'], null]) {
+      em.create(Probe, { meter: 1, times })
+    }
     await em.flush()
-    const probes = JSON.parse((await app.inject({ method: 'GET', url: '/probe?populate=false' })).body) as Array<Record<string, unknown>>
-    const below = (await app.inject({ method: 'GET', url: '/meter?select=name&populate=probes,probes.meter&probes.select=times,meter' })).json()
-    t.same(below, [{ id: 1, name: 'main', probes: probes.map(probe => ({ ...probe, meter: { id: 1, name: 'main' } })) }], 'an array column, two levels down')
+    const probes = JSON.parse((await app.inject({ method: 'GET', url: '/probe?populate=false' })).body) as Array<
+      Record<string, unknown>
+    >
+    const below = (await app.inject({
+      method: 'GET',
+      url: '/meter?select=name&populate=probes,probes.meter&probes.select=times,meter'
+    })).json()
+    t.same(below, [{
+      id: 1,
+      name: 'main',
+      probes: probes.map(probe => ({ ...probe, meter: { id: 1, name: 'main' } }))
+    }], 'an array column, two levels down')
     const beside = (await app.inject({ method: 'GET', url: '/probe?populate=meter.probes&meter.select=name' })).json()
-    t.same(beside, probes.map(probe => ({ ...probe, meter: { id: 1, name: 'main', probes } })), 'an array column below a populated singular association')
+    t.same(
+      beside,
+      probes.map(probe => ({ ...probe, meter: { id: 1, name: 'main', probes } })),
+      'an array column below a populated singular association'
+    )
   })
 }

@@ -1,7 +1,14 @@
 // Type tests of the client (`fastify-blueprints/client`).
 import { describe, expect, test } from 'tstyche'
 import {
-  BlueprintsClient, connect, type BlueprintsResponse, type ChangeMessage, type CursorPage, type LiveMessage, type LiveResult, type Status
+  BlueprintsClient,
+  connect,
+  type BlueprintsResponse,
+  type ChangeMessage,
+  type CursorPage,
+  type LiveMessage,
+  type LiveResult,
+  type Status
 } from '../../src/client/index.ts'
 
 describe('client', () => {
@@ -29,9 +36,16 @@ describe('client', () => {
     expect(client.delete('/user/1', { populate: false })).type.not.toRaiseError()
   })
 
-  test('bound to the app\'s models, finds, findOnes and messages are typed', () => {
-    interface User { id: number, name: string }
-    interface Pet { id: number, name: string, owner: number | null }
+  test("bound to the app's models, finds, findOnes and messages are typed", () => {
+    interface User {
+      id: number
+      name: string
+    }
+    interface Pet {
+      id: number
+      name: string
+      owner: number | null
+    }
     const bound = connect<{ user: User, pet: Pet }>('ws://x')
     expect(bound.get('/user')).type.toBe<Promise<BlueprintsResponse<User[]>>>()
     expect(bound.get('/user?where={"name":"Ada"}&limit=2')).type.toBe<Promise<BlueprintsResponse<User[]>>>()
@@ -42,22 +56,34 @@ describe('client', () => {
       if (message.verb === 'updated') expect(message.data).type.toBe<Partial<Pet>>()
       if (message.verb === 'created') expect(message.data.owner).type.toBe<number | null>()
     })
-    bound.on('user', message => { if (message.verb === 'created') expect(message.data).type.toBe<User>() })
-    bound.on<{ typing: boolean }>('user', message => { expect(message.typing).type.toBe<boolean>() })
+    bound.on('user', message => {
+      if (message.verb === 'created') expect(message.data).type.toBe<User>()
+    })
+    bound.on<{ typing: boolean }>('user', message => {
+      expect(message.typing).type.toBe<boolean>()
+    })
     const prefixed = connect<{ user: User }, '/api'>('ws://x/api/socket')
     expect(prefixed.get('/api/user')).type.toBe<Promise<BlueprintsResponse<User[]>>>()
     expect(prefixed.get('/user')).type.toBe<Promise<BlueprintsResponse<unknown>>>()
   })
 
   test('notifications are change messages unless the app says otherwise', () => {
-    client.on('user', message => { expect(message).type.toBe<ChangeMessage>() })
-    client.on<{ verb: 'typing' }>('user', message => { expect(message.verb).type.toBe<'typing'>() })
+    client.on('user', message => {
+      expect(message).type.toBe<ChangeMessage>()
+    })
+    client.on<{ verb: 'typing' }>('user', message => {
+      expect(message.verb).type.toBe<'typing'>()
+    })
     expect(client.status).type.toBe<Status>()
     expect(client.onStatus(() => {})).type.toBe<() => void>()
   })
 
-  test('live results are typed by the find\'s model', () => {
-    interface Task { id: number, title: string, done: boolean }
+  test("live results are typed by the find's model", () => {
+    interface Task {
+      id: number
+      title: string
+      done: boolean
+    }
     const bound = connect<{ task: Task }, '/api'>('ws://x/api/socket')
     expect(bound.live('/api/task', { where: { done: false }, limit: 20 })).type.toBe<Promise<LiveResult<Task>>>()
     expect(client.live('/task')).type.toBe<Promise<LiveResult<Record<string, unknown>>>>()
@@ -71,8 +97,11 @@ describe('client', () => {
     })
   })
 
-  test('cursor pages are typed by the find\'s model', () => {
-    interface Task { id: number, title: string }
+  test("cursor pages are typed by the find's model", () => {
+    interface Task {
+      id: number
+      title: string
+    }
     const bound = connect<{ task: Task }, '/api'>('ws://x/api/socket')
     expect(bound.page('/api/task', { sort: 'title', limit: 20 })).type.toBe<Promise<CursorPage<Task>>>()
     expect(client.page('/task', { after: 'WzFd' })).type.toBe<Promise<CursorPage<Record<string, unknown>>>>()

@@ -5,8 +5,16 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
 import { describe, expect, test } from 'tstyche'
 import blueprints, {
-  type AttributeInfo, type AttributeType, type BlueprintModels, type ChangeMessage, type CollectionInfo, type Id, type ModelInfo, type Notification,
-  type SingularInfo, type Skipped
+  type AttributeInfo,
+  type AttributeType,
+  type BlueprintModels,
+  type ChangeMessage,
+  type CollectionInfo,
+  type Id,
+  type ModelInfo,
+  type Notification,
+  type SingularInfo,
+  type Skipped
 } from '../../src/index.ts'
 import type * as Api from '../../src/index.ts'
 
@@ -36,7 +44,9 @@ describe('app.blueprints.models', () => {
     const user = {} as ModelInfo
     expect(user.attributes).type.not.toHaveProperty('set')
     expect(user.collections).type.not.toHaveProperty('delete')
-    expect(() => { user.identity = 'x' }).type.toRaiseError()
+    expect(() => {
+      user.identity = 'x'
+    }).type.toRaiseError()
     expect(app.blueprints.models).type.not.toHaveProperty('public')
   })
 
@@ -83,7 +93,10 @@ describe('realtime.authorize', () => {
     const app = Fastify()
     expect(app.register(blueprints, {
       orm,
-      realtime: { authorize: (socket, { model, message }) => model !== 'invoice' || (socket.context as { admin: boolean }).admin || message === undefined }
+      realtime: {
+        authorize: (socket, { model, message }) =>
+          model !== 'invoice' || (socket.context as { admin: boolean }).admin || message === undefined
+      }
     })).type.not.toRaiseError()
   })
 })

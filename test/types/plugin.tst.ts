@@ -4,7 +4,12 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
 import { describe, expect, test } from 'tstyche'
 import blueprints, {
-  type BlueprintSocket, type BlueprintsOptions, type Change, type ChangeMessage, type Id, type RealtimeStats
+  type BlueprintSocket,
+  type BlueprintsOptions,
+  type Change,
+  type ChangeMessage,
+  type Id,
+  type RealtimeStats
 } from '../../src/index.ts'
 
 declare const orm: MikroORM
@@ -17,7 +22,9 @@ describe('options', () => {
       orm,
       prefix: '/api',
       limits: { maxLimit: 500, maxValues: 500 },
-      models: { User: { identity: 'person', actions: { destroy: false, find: { hooks: { onRequest: async () => {} } } } } },
+      models: {
+        User: { identity: 'person', actions: { destroy: false, find: { hooks: { onRequest: async () => {} } } } }
+      },
       realtime: { onlyAllowOrigins: ['https://app.example.com'], authorize: (_socket: BlueprintSocket) => true }
     })).type.not.toRaiseError()
     expect(app.register(blueprints, { orm, realtime: false })).type.not.toRaiseError()
@@ -43,7 +50,9 @@ describe('app.blueprints', () => {
     expect(app.blueprints.stats()).type.toBe<RealtimeStats>()
     expect(app.blueprints.publish('user', 1, { any: 'data' })).type.toBe<Promise<void>>()
     expect(app.blueprints.onChange(() => {})).type.toBe<() => void>()
-    expect(app.blueprints.subscribe).type.toBe<(socket: BlueprintSocket, identity: string, ids: readonly Id[]) => number>()
+    expect(app.blueprints.subscribe).type.toBe<
+      (socket: BlueprintSocket, identity: string, ids: readonly Id[]) => number
+    >()
   })
 
   test('change listeners get typed change sets', () => {

@@ -2,7 +2,13 @@
 // as the routes write them to JSON, and the model map a client is bound to.
 import { describe, expect, test } from 'tstyche'
 import { defineEntity, p, type Collection, type InferEntity, type PrimaryKeyProp, type Ref } from '@mikro-orm/core'
-import { connect, type BlueprintRecord, type BlueprintsResponse, type ModelsOf, type PlainRecord } from '../../src/client/index.ts'
+import {
+  connect,
+  type BlueprintRecord,
+  type BlueprintsResponse,
+  type ModelsOf,
+  type PlainRecord
+} from '../../src/client/index.ts'
 import { Pet, Tag, User, type IPet, type ITag, type IUser } from '../fixtures/entities.ts'
 import type { entities as basic, IAuthor } from '../../examples/basic/entities.ts'
 
@@ -52,8 +58,18 @@ describe('records from entity definitions', () => {
   })
 
   test('references, bigints and decorated-style entities with a declared primary key', () => {
-    interface Owner { [PrimaryKeyProp]?: 'code', code: string, since: Date, big: bigint }
-    interface Item { id: number, owner: Ref<Owner>, other: Owner | null, members: Collection<Owner> }
+    interface Owner {
+      [PrimaryKeyProp]?: 'code'
+      code: string
+      since: Date
+      big: bigint
+    }
+    interface Item {
+      id: number
+      owner: Ref<Owner>
+      other: Owner | null
+      members: Collection<Owner>
+    }
     expect<BlueprintRecord<Item>['owner']>().type.toBe<PlainRecord<Owner>>()
     expect<PlainRecord<Item>['owner']>().type.toBe<string>()
     expect<PlainRecord<Item>['other']>().type.toBe<string | null>()
@@ -68,7 +84,7 @@ describe('ModelsOf', () => {
     expect<M['pet']>().type.toBe<BlueprintRecord<IPet>>()
   })
 
-  test('the app\'s own list of entities', () => {
+  test("the app's own list of entities", () => {
     type M = ModelsOf<typeof basic>
     expect<keyof M>().type.toBe<'author' | 'book' | 'genre'>()
     expect<M['book']['author']>().type.toBe<PlainRecord<IAuthor>>()
@@ -86,7 +102,9 @@ describe('ModelsOf', () => {
     expect(client.get('/api/pet/3')).type.toBe<Promise<BlueprintsResponse<BlueprintRecord<IPet>>>>()
     expect(client.get('/api/pet?limit=2')).type.toBe<Promise<BlueprintsResponse<Array<BlueprintRecord<IPet>>>>>()
     expect(client.post('/api/pet', { name: 'Rex' })).type.toBe<Promise<BlueprintsResponse<BlueprintRecord<IPet>>>>()
-    expect(client.patch('/api/user/1', { name: 'Ada' })).type.toBe<Promise<BlueprintsResponse<BlueprintRecord<IUser>>>>()
+    expect(client.patch('/api/user/1', { name: 'Ada' })).type.toBe<
+      Promise<BlueprintsResponse<BlueprintRecord<IUser>>>
+    >()
     expect(client.put('/api/user/1/pets/3')).type.toBe<Promise<BlueprintsResponse<BlueprintRecord<IUser>>>>()
     expect(client.delete('/api/user/1/tags/vip')).type.toBe<Promise<BlueprintsResponse<BlueprintRecord<IUser>>>>()
     expect(client.post('/api/nothing')).type.toBe<Promise<BlueprintsResponse<unknown>>>()
@@ -95,9 +113,12 @@ describe('ModelsOf', () => {
 
   test('a where key, an event name misspelt: they do not compile', () => {
     const client = connect<ModelsOf<[typeof User, typeof Pet]>, '/api'>('ws://x/api/socket')
-    expect(client.get('/api/pet', { where: { species: 'dog', owner: { is: { name: 'Ada' } } } })).type.not.toRaiseError()
+    expect(client.get('/api/pet', { where: { species: 'dog', owner: { is: { name: 'Ada' } } } })).type.not
+      .toRaiseError()
     expect(client.get('/api/pet', { where: { speceis: 'dog' } })).type.toRaiseError("'speceis' does not exist")
-    expect(client.get('/api/pet', { where: { or: [{ name: 'Rex' }, { nmae: 'Ace' }] } })).type.toRaiseError("'nmae' does not exist")
+    expect(client.get('/api/pet', { where: { or: [{ name: 'Rex' }, { nmae: 'Ace' }] } })).type.toRaiseError(
+      "'nmae' does not exist"
+    )
     expect(client.get('/api/pet', { where: '{"speceis":"dog"}' })).type.not.toRaiseError()
     expect(client.live('/api/pet', { where: { speceis: 'dog' } })).type.toRaiseError("'speceis' does not exist")
     expect(client.page('/api/user', { where: { pets: { some: {} } }, limit: 20 })).type.not.toRaiseError()

@@ -17,7 +17,9 @@ import { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 
 /** A socket, as Node's `ServerResponse#assignSocket` marks it. */
-interface Assigned { _httpMessage?: unknown }
+interface Assigned {
+  _httpMessage?: unknown
+}
 
 /** The HTTP answer Node attached to `socket`, if it attached one. */
 export function answerOf (socket: Duplex): ServerResponse | undefined {

@@ -35,7 +35,9 @@ export function pipelineOf (client: PipelineClient): (() => void) | undefined {
   if (typeof mode !== 'boolean') return undefined
   if (mode) return () => {}
   client.pipeline = true
-  return () => { client.pipeline = mode }
+  return () => {
+    client.pipeline = mode
+  }
 }
 
 /**
@@ -44,7 +46,7 @@ export function pipelineOf (client: PipelineClient): (() => void) | undefined {
  * `undefined` where the client has no socket this module can reach.
  */
 export function corkOf (client: PipelineClient): (() => void) | undefined {
-  const stream = client.connection?.stream as { cork (): void, uncork (): void } | undefined
+  const stream = client.connection?.stream as { cork(): void, uncork(): void } | undefined
   if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return undefined
   let open = false
   const close = (): void => {

@@ -77,9 +77,9 @@ export type EnvelopeHandler = (envelope: Envelope) => void
 
 /** Where a broker reports trouble it recovers from (a lost connection, a malformed message). */
 export interface BrokerLog {
-  info (details: object, message: string): void
-  warn (details: object, message: string): void
-  error (details: object, message: string): void
+  info(details: object, message: string): void
+  warn(details: object, message: string): void
+  error(details: object, message: string): void
 }
 
 /**
@@ -102,7 +102,7 @@ export interface Broker {
    * Sends an envelope to every subscribed handler of every instance. Resolves once it is handed
    * over (not once it is delivered).
    */
-  publish (envelope: Envelope): Promise<void>
+  publish(envelope: Envelope): Promise<void>
   /**
    * Starts calling `handler` with every envelope published from now on. Resolves with the function
    * that stops it (and releases what the subscription holds, such as a connection): once the
@@ -110,5 +110,5 @@ export interface Broker {
    * loss, at once (the handler receives from the reconnection on). Rejects when the broker cannot
    * connect at all. `log` is the app's logger (the plugin passes `app.log`).
    */
-  subscribe (handler: EnvelopeHandler, log: BrokerLog): Promise<() => Promise<void>>
+  subscribe(handler: EnvelopeHandler, log: BrokerLog): Promise<() => Promise<void>>
 }

@@ -65,14 +65,14 @@ export class Reassembly {
     const [head, id, index, count] = [header[0], header[1], Number(header[2]), Number(header[3])]
     let partial = this.#partials.get(id)
     if (index >= count || (partial !== undefined && partial.count !== count)) {
-      report({ id }, 'fastify-blueprints: skipped a malformed chunk of the PostgreSQL broker\'s channel')
+      report({ id }, "fastify-blueprints: skipped a malformed chunk of the PostgreSQL broker's channel")
       return undefined
     }
     if (partial === undefined) {
       if (this.#partials.size >= MAX_PARTIALS) {
         const [oldest] = this.#partials.keys()
         this.#partials.delete(oldest)
-        report({ id: oldest }, 'fastify-blueprints: dropped an unfinished message of the PostgreSQL broker\'s channel')
+        report({ id: oldest }, "fastify-blueprints: dropped an unfinished message of the PostgreSQL broker's channel")
       }
       partial = { count, parts: [], received: 0 }
       this.#partials.set(id, partial)

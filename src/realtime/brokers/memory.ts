@@ -26,13 +26,19 @@ export class MemoryBroker implements Broker {
     // Delivered on the next turn of the event loop, like a message from another instance: the
     // write that published it answers first instead of waiting for its fan-out to every socket.
     // Turns run in order, so envelopes are delivered in publish order.
-    setImmediate(() => { for (const handler of this.#handlers) handler(envelope) })
+    setImmediate(() => {
+      for (const handler of this.#handlers) handler(envelope)
+    })
   }
 
   async subscribe (handler: EnvelopeHandler): Promise<() => Promise<void>> {
     // A handler added twice would be called once: wrap it so that each subscription counts.
-    const own: EnvelopeHandler = envelope => { handler(envelope) }
+    const own: EnvelopeHandler = envelope => {
+      handler(envelope)
+    }
     this.#handlers.add(own)
-    return async () => { this.#handlers.delete(own) }
+    return async () => {
+      this.#handlers.delete(own)
+    }
   }
 }

@@ -90,11 +90,17 @@ export class PostgresBroker implements Broker {
     const channel = options.channel ?? 'fastify_blueprints'
     // Checked rather than quoted only: a longer name would be cut by LISTEN but refused by pg_notify.
     if (!IDENTIFIER.test(channel)) {
-      throw new BP_ERR_INVALID_OPTION(`PostgresBroker channel ${JSON.stringify(channel)} must be letters, digits and _, not start with a digit, and be at ` +
-        `most 63 characters`)
+      throw new BP_ERR_INVALID_OPTION(
+        `PostgresBroker channel ${
+          JSON.stringify(channel)
+        } must be letters, digits and _, not start with a digit, and be at ` +
+          `most 63 characters`
+      )
     }
     const connection = options.connection
-    this.#config = typeof connection === 'string' ? { connectionString: connection, keepAlive: true } : { keepAlive: true, ...connection }
+    this.#config = typeof connection === 'string'
+      ? { connectionString: connection, keepAlive: true }
+      : { keepAlive: true, ...connection }
     this.#channel = channel
   }
 
@@ -103,7 +109,13 @@ export class PostgresBroker implements Broker {
     this.#pending++
     try {
       await new Promise<void>((resolve, reject) => {
-        this.#waiting.push({ chunks, settle: failure => { if (failure === undefined) resolve(); else reject(failure as Error) } })
+        this.#waiting.push({
+          chunks,
+          settle: failure => {
+            if (failure === undefined) resolve()
+            else reject(failure as Error)
+          }
+        })
         void this.#send()
       })
     } finally {
@@ -188,8 +200,12 @@ export class PostgresBroker implements Broker {
       if (message !== undefined) this.#listeners.deliver(message, 'PostgreSQL', this.#channel)
     })
     // pg emits `error` (which must have a listener) and then `end` when the connection breaks.
-    client.on('error', err => { this.#lost(client, err) })
-    client.on('end', () => { this.#lost(client, new Error('the connection ended')) })
+    client.on('error', err => {
+      this.#lost(client, err)
+    })
+    client.on('end', () => {
+      this.#lost(client, new Error('the connection ended'))
+    })
     try {
       await client.connect()
       await client.query(`LISTEN "${this.#channel}"`)
@@ -210,14 +226,20 @@ export class PostgresBroker implements Broker {
     void client.end()
     // Reported last: a logger may stop the subscriptions, which must find the retry to cancel.
     const retryIn = this.#retry()
-    this.#listeners.report('error', { err, retryIn }, 'fastify-blueprints: the PostgreSQL broker lost its connection; reconnecting')
+    this.#listeners.report(
+      'error',
+      { err, retryIn },
+      'fastify-blueprints: the PostgreSQL broker lost its connection; reconnecting'
+    )
   }
 
   /** Schedules the next attempt to reconnect; returns its delay. */
   #retry (): number {
     const delay = this.#delay
     this.#delay = Math.min(delay * 2, MAX_DELAY)
-    this.#timer = setTimeout(() => { void this.#reconnect() }, delay)
+    this.#timer = setTimeout(() => {
+      void this.#reconnect()
+    }, delay)
     return delay
   }
 
@@ -240,8 +262,12 @@ export class PostgresBroker implements Broker {
     this.#client = client
     this.#down = false
     this.#delay = FIRST_DELAY
-    this.#listeners.report('info', {}, 'fastify-blueprints: the PostgreSQL broker reconnected; notifications sent while it was away were lost, so sockets ' +
-      'read again')
+    this.#listeners.report(
+      'info',
+      {},
+      'fastify-blueprints: the PostgreSQL broker reconnected; notifications sent while it was away were lost, so sockets ' +
+        'read again'
+    )
     this.#listeners.missed()
   }
 

@@ -20,22 +20,22 @@ import { Listeners } from './text-channel.ts'
  */
 export interface RedisSubscriber {
   /** Resolves once Redis has acknowledged the subscription. */
-  subscribe (channel: string): Promise<unknown>
-  on (event: 'message', listener: (channel: string, message: string) => void): unknown
-  on (event: 'error', listener: (err: Error) => void): unknown
+  subscribe(channel: string): Promise<unknown>
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown
+  on(event: 'error', listener: (err: Error) => void): unknown
   /** Emitted when the connection is ready: at first, and again after each reconnection. */
-  on (event: 'ready', listener: () => void): unknown
+  on(event: 'ready', listener: () => void): unknown
   /** Closes the connection at once, without reconnecting. */
-  disconnect (): void
+  disconnect(): void
   /**
    * ioredis' connection state (`wait` for a lazy client, `connecting`, `ready` …). The broker waits
    * for `ready` before it subscribes, so that a client made with `enableOfflineQueue: false` works.
    */
   readonly status: string
   /** Connects a lazy client (`lazyConnect: true`); resolves once it is ready. */
-  connect (): Promise<unknown>
-  once (event: 'ready' | 'error', listener: (err?: Error) => void): unknown
-  off (event: 'ready' | 'error', listener: (err?: Error) => void): unknown
+  connect(): Promise<unknown>
+  once(event: 'ready' | 'error', listener: (err?: Error) => void): unknown
+  off(event: 'ready' | 'error', listener: (err?: Error) => void): unknown
 }
 
 /**
@@ -49,13 +49,13 @@ export interface RedisSubscriber {
  * ```
  */
 export interface RedisClient {
-  publish (channel: string, message: string): Promise<unknown>
+  publish(channel: string, message: string): Promise<unknown>
   /**
    * A new connection with the same settings (a subscribed connection cannot publish). The broker
    * asks for `{ autoResubscribe: false }`: it subscribes again itself after a reconnection (ioredis
    * would leave that command's failure unhandled, which ends the process).
    */
-  duplicate (override: { readonly autoResubscribe: false }): RedisSubscriber
+  duplicate(override: { readonly autoResubscribe: false }): RedisSubscriber
 }
 
 /**
@@ -126,10 +126,18 @@ export class RedisBroker implements Broker {
 
   async #open (): Promise<RedisSubscriber> {
     const connection = this.#client.duplicate({ autoResubscribe: false })
-    connection.on('message', (_channel, message) => { this.#listeners.deliver(message, 'Redis', this.#channel) })
+    connection.on('message', (_channel, message) => {
+      this.#listeners.deliver(message, 'Redis', this.#channel)
+    })
     // Without a listener, ioredis would print its connection errors to the console.
-    connection.on('error', err => { this.#listeners.report('error', { err }, 'fastify-blueprints: the Redis broker\'s subscriber connection failed; ' +
-      'ioredis reconnects') })
+    connection.on('error', err => {
+      this.#listeners.report(
+        'error',
+        { err },
+        "fastify-blueprints: the Redis broker's subscriber connection failed; " +
+          'ioredis reconnects'
+      )
+    })
     try {
       await ready(connection)
       await connection.subscribe(this.#channel)
@@ -144,11 +152,19 @@ export class RedisBroker implements Broker {
     // (the connection is lost again) is tried again at the next reconnection.
     connection.on('ready', () => {
       connection.subscribe(this.#channel).then(() => {
-        this.#listeners.report('info', {}, 'fastify-blueprints: the Redis broker\'s subscriber connection is back; notifications sent while it was away ' +
-          'were lost, so sockets read again')
+        this.#listeners.report(
+          'info',
+          {},
+          "fastify-blueprints: the Redis broker's subscriber connection is back; notifications sent while it was away " +
+            'were lost, so sockets read again'
+        )
         this.#listeners.missed()
       }, (err: unknown) => {
-        this.#listeners.report('warn', { err }, 'fastify-blueprints: the Redis broker could not subscribe again; it tries at the next reconnection')
+        this.#listeners.report(
+          'warn',
+          { err },
+          'fastify-blueprints: the Redis broker could not subscribe again; it tries at the next reconnection'
+        )
       })
     })
     return connection

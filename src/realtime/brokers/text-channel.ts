@@ -45,8 +45,12 @@ export class Listeners {
     try {
       envelope = parseEnvelope(message)
     } catch (err) {
-      this.report('warn', { err, channel, length: message.length }, `fastify-blueprints: skipped a message of the ${broker} broker's channel that is not ` +
-        `an envelope`)
+      this.report(
+        'warn',
+        { err, channel, length: message.length },
+        `fastify-blueprints: skipped a message of the ${broker} broker's channel that is not ` +
+          `an envelope`
+      )
       return
     }
     for (const { handler, log } of this.#all) {
@@ -102,5 +106,7 @@ export function parseEnvelope (message: string): Envelope {
   const value: unknown = JSON.parse(message)
   if (envelopes.Check(value)) return value as Envelope
   const [error] = envelopes.Errors(value)
-  throw new TypeError(`the message is not an envelope: ${error.instancePath === '' ? '' : `${error.instancePath} `}${error.message}`)
+  throw new TypeError(
+    `the message is not an envelope: ${error.instancePath === '' ? '' : `${error.instancePath} `}${error.message}`
+  )
 }

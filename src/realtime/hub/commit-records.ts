@@ -32,7 +32,6 @@ export interface CommitRecordsSetup {
   readonly log: FastifyBaseLogger
 }
 
-
 /**
  * What a write read and recorded for realtime in its transaction: the envelope (under a policy
  * with the records its changes name), and with a change log the position it was recorded at —
@@ -50,12 +49,23 @@ interface Recorded {
  */
 export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSubscriber<Recorded> {
   const log = hub.changeLog
-  const record = async (changes: readonly Change[], run: Executor, context: ChangeContext, recorded: number | undefined): Promise<Recorded> => {
+  const record = async (
+    changes: readonly Change[],
+    run: Executor,
+    context: ChangeContext,
+    recorded: number | undefined
+  ): Promise<Recorded> => {
     // A change set its write recorded itself was offered the log only when no records are read
     // (see inStatement below).
-    const envelope = envelopeOf(changes, context.origin, recorded === undefined && setup.policed() ? await namedRecords(setup, run, changes) : undefined)
+    const envelope = envelopeOf(
+      changes,
+      context.origin,
+      recorded === undefined && setup.policed() ? await namedRecords(setup, run, changes) : undefined
+    )
     if (log === undefined) return { envelope, position: undefined }
-    if (recorded !== undefined) return { envelope: { epoch: log.epoch, ...envelope }, position: Promise.resolve(recorded) }
+    if (recorded !== undefined) {
+      return { envelope: { epoch: log.epoch, ...envelope }, position: Promise.resolve(recorded) }
+    }
     // Last in the transaction (a position is held as briefly as it can be, see sql/log/change-log.ts),
     // and not waited for: COMMIT follows it at once. If it fails, the transaction is aborted and
     // COMMIT says so: the write fails, and nothing is published.
@@ -67,12 +77,16 @@ export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSu
     // Not awaited: a write answers once it is committed, whatever the broker's latency (or outage:
     // ioredis may hold a command for seconds).
     awaited: false,
-    get beforeCommit () { return log !== undefined || setup.policed() ? record : undefined },
+    get beforeCommit () {
+      return log !== undefined || setup.policed() ? record : undefined
+    },
     // The write's statement writes the change set it decides into the log itself (one statement
     // less), where the database can, and where no records travel with it (no policy).
     inStatement (context) {
       const sql = log?.inStatement
-      return sql === undefined || setup.policed() ? undefined : { log: sql, linkRow: link => (log as ChangeLog).linkRow(context.origin, link) }
+      return sql === undefined || setup.policed()
+        ? undefined
+        : { log: sql, linkRow: link => (log as ChangeLog).linkRow(context.origin, link) }
     },
     committed (changes, context, recorded) {
       void publish(recorded ?? { envelope: envelopeOf(changes, context.origin, undefined), position: undefined })
@@ -89,7 +103,11 @@ export function commitSubscriber (hub: Hub, setup: CommitRecordsSetup): CommitSu
 }
 
 /** The envelope of a change set (`records`: see {@link namedRecords}). */
-function envelopeOf (changes: readonly Change[], origin: string | undefined, records: NamedRecords | undefined): Envelope {
+function envelopeOf (
+  changes: readonly Change[],
+  origin: string | undefined,
+  records: NamedRecords | undefined
+): Envelope {
   const items: EnvelopeItem[] = changes.map((change, i) => {
     const named = records?.[i]
     return named === undefined ? changeItem(change) : { ...changeItem(change), records: named }
@@ -101,13 +119,22 @@ function envelopeOf (changes: readonly Change[], origin: string | undefined, rec
  * Reads, inside the write's transaction, the records that `updated` and `addedTo` messages name
  * (one statement per model), in the order of the changes.
  */
-async function namedRecords (setup: CommitRecordsSetup, run: Executor, changes: readonly Change[]): Promise<NamedRecords> {
+async function namedRecords (
+  setup: CommitRecordsSetup,
+  run: Executor,
+  changes: readonly Change[]
+): Promise<NamedRecords> {
   const { registry, loader } = setup
   const wanted = new Map<Model, Set<Id>>()
   const named = changes.map(({ model, message }) => {
     const owner = registry.model(model)
     if (message.verb === 'updated') return { model: owner, ids: [message.id] }
-    if (message.verb === 'addedTo') return { model: (owner.collections.get(message.attribute) as CollectionAssociation).target, ids: message.addedIds }
+    if (message.verb === 'addedTo') {
+      return {
+        model: (owner.collections.get(message.attribute) as CollectionAssociation).target,
+        ids: message.addedIds
+      }
+    }
     return undefined
   })
   for (const entry of named) {
@@ -122,15 +149,27 @@ async function namedRecords (setup: CommitRecordsSetup, run: Executor, changes: 
     found.set(model, new Map(records.map(record => [String(record[model.primaryKey.name]), record])))
   }
   // Every record named exists: the write has just updated or linked it.
-  return named.map(entry => entry === undefined
-    ? undefined
-    : entry.ids.map(id => (found.get(entry.model) as Map<string, JsonRecord>).get(String(id)) as JsonRecord))
+  return named.map(entry =>
+    entry === undefined
+      ? undefined
+      : entry.ids.map(id => (found.get(entry.model) as Map<string, JsonRecord>).get(String(id)) as JsonRecord)
+  )
 }
 
 /** The records of `model` with these keys, plain (no association populated), in no order. */
-export async function recordsByKey (loader: RecordLoader, run: Executor, model: Model, ids: readonly Id[]): Promise<JsonRecord[]> {
+export async function recordsByKey (
+  loader: RecordLoader,
+  run: Executor,
+  model: Model,
+  ids: readonly Id[]
+): Promise<JsonRecord[]> {
   return await loader.find(run, model, {
-    where: { kind: 'in', target: model.primaryKey, negate: false, values: ids.map(id => coerce(model.primaryKey.type, id)) },
+    where: {
+      kind: 'in',
+      target: model.primaryKey,
+      negate: false,
+      values: ids.map(id => coerce(model.primaryKey.type, id))
+    },
     limit: Infinity,
     skip: 0,
     sort: [],

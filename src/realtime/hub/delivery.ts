@@ -58,7 +58,6 @@ export type Notification = {
  */
 export type Authorize = (socket: BlueprintSocket, notification: Notification) => boolean
 
-
 /** What delivery needs of the hub. */
 export interface DeliveryOptions {
   readonly registry: ModelRegistry
@@ -86,7 +85,8 @@ export interface EnvelopePass {
 }
 
 /** The verb of a change item (`undefined` for data an app published). */
-export const verbOf = (item: EnvelopeItem): string | undefined => item.kind === 'change' ? (item.message as { verb: string }).verb : undefined
+export const verbOf = (item: EnvelopeItem): string | undefined =>
+  item.kind === 'change' ? (item.message as { verb: string }).verb : undefined
 
 /** Sends notifications to the sockets of one hub. */
 export class Delivery {
@@ -108,7 +108,13 @@ export class Delivery {
    * response). Subscriptions that end are pushed to `pass.after`: the caller ends them once the
    * whole envelope is delivered.
    */
-  notify (connection: Connection, origin: string | undefined, item: EnvelopeItem, frame: SharedFrames, pass: EnvelopePass): void {
+  notify (
+    connection: Connection,
+    origin: string | undefined,
+    item: EnvelopeItem,
+    frame: SharedFrames,
+    pass: EnvelopePass
+  ): void {
     if (!this.#allowed(connection, item)) return
     const verb = verbOf(item)
     const subscriptions = this.#options.subscriptions
@@ -116,7 +122,8 @@ export class Delivery {
       ? item.message
       : visibleMessage(item, {
         views: connection.views,
-        follows: (identity, id) => connection.holdings.records.get(identity)?.has(id) === true &&
+        follows: (identity, id) =>
+          connection.holdings.records.get(identity)?.has(id) === true &&
           pass.hidden?.has(hiddenKey(connection, identity, id)) !== true,
         registry: this.#options.registry,
         fold: this.#options.fold,
@@ -125,8 +132,10 @@ export class Delivery {
     if (message === undefined) {
       // A record the socket followed that its policy hides now: it follows it no more.
       if (verb === 'updated') {
-        (pass.hidden ??= new Set()).add(hiddenKey(connection, item.model, item.id))
-        pass.after.push(() => { subscriptions.unsubscribe(connection, item.model, item.id) })
+        ;(pass.hidden ??= new Set()).add(hiddenKey(connection, item.model, item.id))
+        pass.after.push(() => {
+          subscriptions.unsubscribe(connection, item.model, item.id)
+        })
       }
       return
     }
@@ -151,8 +160,11 @@ export class Delivery {
     try {
       answer = authorize(connection, this.#notification(item))
     } catch (err) {
-      this.#options.log.error({ err, socket: connection.id, model: item.model, id: item.id }, 'fastify-blueprints: authorize threw; the notification was ' +
-        'not sent')
+      this.#options.log.error(
+        { err, socket: connection.id, model: item.model, id: item.id },
+        'fastify-blueprints: authorize threw; the notification was ' +
+          'not sent'
+      )
       return false
     }
     if (answer === true) return true
@@ -160,8 +172,11 @@ export class Delivery {
       // An async function is refused at registration; a function that returns a promise is
       // told here, once: every notification it was asked about was dropped.
       this.#toldAsync = true
-      this.#options.log.error({ socket: connection.id, model: item.model }, 'fastify-blueprints: authorize returned a promise; it must answer true or ' +
-        'false at once, so notifications are not sent')
+      this.#options.log.error(
+        { socket: connection.id, model: item.model },
+        'fastify-blueprints: authorize returned a promise; it must answer true or ' +
+          'false at once, so notifications are not sent'
+      )
     }
     return false
   }
@@ -169,9 +184,17 @@ export class Delivery {
 
 /** What `authorize` is told of an envelope item (see {@link Notification}). */
 function notificationOf (item: EnvelopeItem): Notification {
-  return Object.freeze(item.kind === 'change'
-    ? { kind: 'change', model: item.model, id: item.id, verb: (item.message as ChangeMessage).verb, message: item.message as ChangeMessage }
-    : { kind: 'publish', model: item.model, id: item.id, verb: undefined, message: item.message })
+  return Object.freeze(
+    item.kind === 'change'
+      ? {
+        kind: 'change',
+        model: item.model,
+        id: item.id,
+        verb: (item.message as ChangeMessage).verb,
+        message: item.message as ChangeMessage
+      }
+      : { kind: 'publish', model: item.model, id: item.id, verb: undefined, message: item.message }
+  )
 }
 
 /** A record of `identity` hidden from one socket, as {@link EnvelopePass.hidden} keeps it. */

@@ -85,7 +85,10 @@ export interface HubOptions {
   /** The change log (`undefined` with `realtime.log: false`); see log/change-log.ts. */
   readonly changeLog: ChangeLog | undefined
   /** What followed queries need (see live/live-queries.ts). */
-  readonly live: Pick<LiveOptions, 'refresh' | 'current' | 'maxPerSocket' | 'maxQueries' | 'maxSocketRecords' | 'maxRecords' | 'grace'>
+  readonly live: Pick<
+    LiveOptions,
+    'refresh' | 'current' | 'maxPerSocket' | 'maxQueries' | 'maxSocketRecords' | 'maxRecords' | 'grace'
+  >
 }
 
 export class Hub {
@@ -124,7 +127,16 @@ export class Hub {
     const log = options.changeLog
     this.#follower = log === undefined
       ? undefined
-      : new LogFollower({ log, deliver: envelope => { this.#deliver(envelope) }, lost: () => { this.#readAgain() }, logger: options.log })
+      : new LogFollower({
+        log,
+        deliver: envelope => {
+          this.#deliver(envelope)
+        },
+        lost: () => {
+          this.#readAgain()
+        },
+        logger: options.log
+      })
     this.#missed = log === undefined ? undefined : new MissedChanges(this.#recent, log)
   }
 
@@ -158,7 +170,9 @@ export class Hub {
       await this.#follower.start()
       this.#recent.restart(this.#follower.applied)
     }
-    this.#stop = await this.#options.broker.subscribe(envelope => { this.receive(envelope) }, this.#options.log)
+    this.#stop = await this.#options.broker.subscribe(envelope => {
+      this.receive(envelope)
+    }, this.#options.log)
   }
 
   /** Stops receiving envelopes. */
@@ -183,8 +197,11 @@ export class Hub {
     }
     // In the log already: when the broker does not take it, every instance reads it from there.
     await this.#options.broker.publish(envelope).catch((err: unknown) => {
-      this.#options.log.debug({ err, position: envelope.position }, 'fastify-blueprints: the broker did not take a change set; instances read it ' +
-        'from the change log')
+      this.#options.log.debug(
+        { err, position: envelope.position },
+        'fastify-blueprints: the broker did not take a change set; instances read it ' +
+          'from the change log'
+      )
     })
   }
 
@@ -198,9 +215,13 @@ export class Hub {
     // Given up on (`signal`): forgotten, whether or not the broker ever brings it, or even takes it.
     const back = new Promise<void>((resolve, reject) => {
       this.#probes.set(probe, resolve)
-      signal.addEventListener('abort', () => { reject(signal.reason) }, { once: true })
+      signal.addEventListener('abort', () => {
+        reject(signal.reason)
+      }, { once: true })
     })
-    const published = this.#options.broker.publish({ items: [], probe }).then(async () => { await back })
+    const published = this.#options.broker.publish({ items: [], probe }).then(async () => {
+      await back
+    })
     published.catch(() => {})
     try {
       await Promise.race([published, back])
@@ -212,7 +233,10 @@ export class Hub {
   /** Publishes app data to the subscribers of one record, on every instance. */
   async publish (identity: string, id: Id, data: unknown, origin?: BlueprintSocket): Promise<void> {
     const model = this.model(identity)
-    const envelope: Envelope = { origin: origin?.id, items: [{ kind: 'publish', model: identity, id: keyOf(model, id), message: data }] }
+    const envelope: Envelope = {
+      origin: origin?.id,
+      items: [{ kind: 'publish', model: identity, id: keyOf(model, id), message: data }]
+    }
     const log = this.#options.changeLog
     if (log === undefined) {
       // App code is told at once when the broker does not take it (nothing is held for it).
@@ -245,7 +269,9 @@ export class Hub {
     this.counters.missed++
     // The followed queries may have missed a change too: they end (their clients read them again).
     this.live.forgetAll()
-    for (const connection of this.subscriptions.sockets()) connection.close(CLOSE.MISSED, 'notifications were missed; read again')
+    for (const connection of this.subscriptions.sockets()) {
+      connection.close(CLOSE.MISSED, 'notifications were missed; read again')
+    }
   }
 
   /**
@@ -265,10 +291,18 @@ export class Hub {
     const pass: EnvelopePass = { at: this.#at(envelope), after: [], hidden: undefined }
     for (const item of envelope.items) {
       const verb = verbOf(item)
-      const recipients = verb === 'created' ? this.subscriptions.watchers(item.model) : this.subscriptions.subscribers(item.model, item.id)
+      const recipients = verb === 'created'
+        ? this.subscriptions.watchers(item.model)
+        : this.subscriptions.subscribers(item.model, item.id)
       const frame: SharedFrames = {}
-      for (const connection of Array.from(recipients ?? [])) this.#delivery.notify(connection, envelope.origin, item, frame, pass)
-      if (verb === 'destroyed') pass.after.push(() => { this.subscriptions.drop(item.model, item.id) })
+      for (const connection of Array.from(recipients ?? [])) {
+        this.#delivery.notify(connection, envelope.origin, item, frame, pass)
+      }
+      if (verb === 'destroyed') {
+        pass.after.push(() => {
+          this.subscriptions.drop(item.model, item.id)
+        })
+      }
     }
     for (const end of pass.after) end()
     this.live.receive(envelope)
@@ -304,7 +338,11 @@ export class Hub {
    * once the read's answer is out (not when the socket was closed instead).
    */
   async subscribeRead (
-    connection: Connection, read: Read, result: unknown, since: number, reflected?: ReflectedChanges
+    connection: Connection,
+    read: Read,
+    result: unknown,
+    since: number,
+    reflected?: ReflectedChanges
   ): Promise<Subscribed & { readonly position: number | undefined, readonly held: boolean }> {
     const visible = reflected?.visible
     let missed: Missed | undefined
@@ -342,7 +380,9 @@ export class Hub {
     if (read.action === 'populate') {
       subscribe(identity, keyOf(read.model, read.parentId))
       const child = (read.association as Association).target
-      for (const record of (Array.isArray(result) ? result : [result]) as Array<Record<string, Id>>) subscribe(child.identity, record[child.primaryKey.name])
+      for (const record of (Array.isArray(result) ? result : [result]) as Array<Record<string, Id>>) {
+        subscribe(child.identity, record[child.primaryKey.name])
+      }
     } else {
       if (read.action === 'find') watched = identity
       const links = this.#links(read.model)
@@ -351,8 +391,9 @@ export class Hub {
         for (const { name, target, key } of links) {
           const value = record[name]
           if (value === null || typeof value !== 'object') continue
-          if (Array.isArray(value)) for (const child of value as Array<Record<string, Id>>) subscribe(target, child[key])
-          else subscribe(target, (value as Record<string, Id>)[key])
+          if (Array.isArray(value)) {
+            for (const child of value as Array<Record<string, Id>>) subscribe(target, child[key])
+          } else subscribe(target, (value as Record<string, Id>)[key])
         }
       }
     }
@@ -361,7 +402,9 @@ export class Hub {
       if (missed === undefined) this.#replay(connection, this.#recent.after(since), added, watchedAnew)
       else {
         const reflects = new Set(visible)
-        const unreflected = [...missed.envelopes, ...this.#recent.afterPosition(missed.upTo)].filter(envelope => !reflects.has(envelope.position as number))
+        const unreflected = [...missed.envelopes, ...this.#recent.afterPosition(missed.upTo)].filter(envelope =>
+          !reflects.has(envelope.position as number)
+        )
         // Envelopes without a position (an instance of another log, or none) have no place in the
         // snapshot: those that arrived since the read began are replayed, at least once.
         const unordered = [...this.#recent.after(since)].filter(envelope => envelope.position === undefined)
@@ -386,9 +429,13 @@ export class Hub {
     // earlier resumed read named it too) has had its missed notifications, once.
     const added = new Set<string>()
     for (const [identity, ids] of Object.entries(point.records)) {
-      for (const id of ids) if (this.subscriptions.subscribe(connection, identity, id) === 'added') added.add(recordKey(identity, id))
+      for (const id of ids) {
+        if (this.subscriptions.subscribe(connection, identity, id) === 'added') added.add(recordKey(identity, id))
+      }
     }
-    const watched = point.watched !== undefined && this.subscriptions.watch(connection, point.watched) ? point.watched : undefined
+    const watched = point.watched !== undefined && this.subscriptions.watch(connection, point.watched)
+      ? point.watched
+      : undefined
     this.#replay(connection, [...missed.envelopes, ...this.#recent.afterPosition(missed.upTo)], added, watched)
     return this.position
   }
@@ -408,7 +455,12 @@ export class Hub {
   }
 
   /** Replays to a socket `envelopes` about records (or a model) it just began to follow. */
-  #replay (connection: Connection, envelopes: Iterable<Envelope>, added: Set<string>, watched: string | undefined): void {
+  #replay (
+    connection: Connection,
+    envelopes: Iterable<Envelope>,
+    added: Set<string>,
+    watched: string | undefined
+  ): void {
     for (const envelope of envelopes) {
       const pass: EnvelopePass = { at: this.#at(envelope), after: [], hidden: undefined }
       for (const item of envelope.items) {
@@ -417,7 +469,11 @@ export class Hub {
         if (verb === 'created' ? item.model !== watched : !added.has(key)) continue
         this.#delivery.notify(connection, envelope.origin, item, {}, pass)
         if (verb === 'created') added.add(key)
-        if (verb === 'destroyed') pass.after.push(() => { this.subscriptions.unsubscribe(connection, item.model, item.id) })
+        if (verb === 'destroyed') {
+          pass.after.push(() => {
+            this.subscriptions.unsubscribe(connection, item.model, item.id)
+          })
+        }
       }
       for (const end of pass.after) end()
     }
@@ -442,8 +498,6 @@ export class Hub {
     }
     return links
   }
-
-
 
   /**
    * The model with this identity.

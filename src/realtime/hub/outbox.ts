@@ -48,7 +48,10 @@ export class Outbox {
     try {
       await this.#broker.publish(envelope)
     } catch (err) {
-      this.#log.warn({ err }, 'fastify-blueprints: the broker did not take a change set; it is held until the broker is back')
+      this.#log.warn(
+        { err },
+        'fastify-blueprints: the broker did not take a change set; it is held until the broker is back'
+      )
       await this.#hold(envelope)
     }
   }
@@ -57,17 +60,27 @@ export class Outbox {
   stop (): void {
     this.#stopped = true
     clearTimeout(this.#timer)
-    for (const { settle } of this.#held.splice(0)) settle(new Error('fastify-blueprints: the server closed before the broker took this envelope'))
+    for (const { settle } of this.#held.splice(0)) {
+      settle(new Error('fastify-blueprints: the server closed before the broker took this envelope'))
+    }
   }
 
   async #hold (envelope: Envelope): Promise<void> {
     if (this.#stopped) throw new Error('fastify-blueprints: the server closed before the broker took this envelope')
     const held = new Promise<void>((resolve, reject) => {
-      this.#held.push({ envelope, settle: err => { if (err === undefined) resolve(); else reject(err) } })
+      this.#held.push({
+        envelope,
+        settle: err => {
+          if (err === undefined) resolve()
+          else reject(err)
+        }
+      })
     })
     if (this.#held.length > OUTBOX_CAPACITY) {
       this.#dropped++
-      const dropped = new Error(`fastify-blueprints: more than ${OUTBOX_CAPACITY} envelopes waited for the broker; the oldest was dropped`)
+      const dropped = new Error(
+        `fastify-blueprints: more than ${OUTBOX_CAPACITY} envelopes waited for the broker; the oldest was dropped`
+      )
       ;(this.#held.shift() as Held).settle(dropped)
     }
     if (this.#timer === undefined) this.#schedule()
@@ -75,7 +88,9 @@ export class Outbox {
   }
 
   #schedule (): void {
-    this.#timer = setTimeout(() => { void this.#drain() }, this.#delay)
+    this.#timer = setTimeout(() => {
+      void this.#drain()
+    }, this.#delay)
     this.#delay = Math.min(this.#delay * 2, MAX_DELAY)
   }
 
@@ -84,8 +99,11 @@ export class Outbox {
     try {
       if (this.#dropped > 0) {
         await this.#broker.publish({ items: [], missed: true })
-        this.#log.error({ dropped: this.#dropped }, 'fastify-blueprints: envelopes were dropped while the broker was away; every instance was told to have ' +
-          'its sockets read again')
+        this.#log.error(
+          { dropped: this.#dropped },
+          'fastify-blueprints: envelopes were dropped while the broker was away; every instance was told to have ' +
+            'its sockets read again'
+        )
         this.#dropped = 0
       }
       while (this.#held.length > 0) {
@@ -98,7 +116,10 @@ export class Outbox {
       this.#delay = FIRST_DELAY
     } catch (err) {
       if (this.#stopped) return
-      this.#log.warn({ err, waiting: this.#held.length }, 'fastify-blueprints: the broker still does not take envelopes')
+      this.#log.warn(
+        { err, waiting: this.#held.length },
+        'fastify-blueprints: the broker still does not take envelopes'
+      )
       this.#schedule()
     }
   }

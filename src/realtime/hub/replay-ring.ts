@@ -43,7 +43,7 @@ export class RecentEnvelopes {
   }
 
   /** The envelopes received after number `since` that are still kept, oldest first. */
-  * after (since: number): Generator<Envelope> {
+  *after (since: number): Generator<Envelope> {
     for (let sequence = Math.max(since + 1, this.#sequence - RECENT + 1); sequence <= this.#sequence; sequence++) {
       yield this.#ring[sequence % RECENT] as Envelope
     }
@@ -54,7 +54,7 @@ export class RecentEnvelopes {
    * with a position arrive in position order (log-follower.ts): the walk starts from the newest and
    * goes back only as far as `position`, not over the whole ring.
    */
-  * afterPosition (position: number): Generator<Envelope> {
+  *afterPosition (position: number): Generator<Envelope> {
     let first = this.#sequence + 1
     for (const oldest = Math.max(1, this.#sequence - RECENT + 1); first > oldest; first--) {
       const before = (this.#ring[(first - 1) % RECENT] as Envelope).position

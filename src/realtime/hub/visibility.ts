@@ -80,7 +80,9 @@ export function visibleMessage (item: EnvelopeItem, viewer: Viewer): unknown {
       // an instance without one carries none, and then no added record is shown to a socket whose
       // view hides records of the child's model.
       const records = item.records
-      const addedIds = message.addedIds.filter((_id, i) => records === undefined ? showsAll(childView) : visible(viewer, childView, records[i]))
+      const addedIds = message.addedIds.filter((_id, i) =>
+        records === undefined ? showsAll(childView) : visible(viewer, childView, records[i])
+      )
       return addedIds.length === 0 ? undefined : { ...message, addedIds }
     }
     case 'removedFrom': {
@@ -101,7 +103,11 @@ function showsAll (view: ModelView | undefined): boolean {
   return view === undefined || view.where.kind === 'all'
 }
 
-function collectionOf (viewer: Viewer, model: Model, attribute: string): { association: CollectionAssociation, child: Model } {
+function collectionOf (
+  viewer: Viewer,
+  model: Model,
+  attribute: string
+): { association: CollectionAssociation, child: Model } {
   const association = model.collections.get(attribute) as CollectionAssociation
   return { association, child: association.target }
 }
@@ -115,11 +121,18 @@ function shown (viewer: Viewer, model: Model, record: JsonRecord): JsonRecord {
     const target = association.target
     const view = viewer.views.get(target.identity)
     if (!Array.isArray(value)) {
-      out[association.name] = visible(viewer, view, value as JsonRecord) ? pick(target, value as JsonRecord, view) : null
-    } else if (hidesLink(association as CollectionAssociation, view) || ((value as unknown[]).length >= viewer.cap && !showsAll(view))) {
+      out[association.name] = visible(viewer, view, value as JsonRecord)
+        ? pick(target, value as JsonRecord, view)
+        : null
+    } else if (
+      hidesLink(association as CollectionAssociation, view) ||
+      ((value as unknown[]).length >= viewer.cap && !showsAll(view))
+    ) {
       delete out[association.name]
     } else {
-      out[association.name] = (value as JsonRecord[]).filter(child => visible(viewer, view, child)).map(child => pick(target, child, view))
+      out[association.name] = (value as JsonRecord[]).filter(child => visible(viewer, view, child)).map(child =>
+        pick(target, child, view)
+      )
     }
   }
   return out

@@ -46,7 +46,12 @@ export function admits (spec: LiveSpec, record: ChangedRecord, fold: boolean): b
 }
 
 /** Whether an `updated` record, as the change left it or as it was before, can be in the result. */
-export function admitsMoved (spec: LiveSpec, record: ChangedRecord, previous: ChangedRecord | undefined, fold: boolean): boolean {
+export function admitsMoved (
+  spec: LiveSpec,
+  record: ChangedRecord,
+  previous: ChangedRecord | undefined,
+  fold: boolean
+): boolean {
   return admits(spec, record, fold) || (previous !== undefined && admits(spec, { ...record, ...previous }, fold))
 }
 

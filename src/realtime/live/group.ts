@@ -58,7 +58,10 @@ export class Group extends LiveSpec {
    * runs begun before it joined: a run begun before can be older than its answer, so it is told
    * nothing until a run begun after it ends, and then the difference from its own answer.
    */
-  readonly joining = new Map<Connection, { readonly records: ReadonlyArray<LiveRecord | HeldRecord>, readonly after: number }>()
+  readonly joining = new Map<
+    Connection,
+    { readonly records: ReadonlyArray<LiveRecord | HeldRecord>, readonly after: number }
+  >()
   dropped = false
   /** While it is kept without followers (see `LiveOptions.grace`): what ends it. */
   kept: NodeJS.Timeout | undefined

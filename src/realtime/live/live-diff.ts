@@ -47,7 +47,9 @@ export function heldRecords (text: string, max: number): HeldRecord[] | undefine
   for (const entry of value as unknown[]) {
     if (!Array.isArray(entry) || entry.length !== 2) return undefined
     const [id, digest] = entry as unknown[]
-    if ((typeof id !== 'string' && typeof id !== 'number') || typeof digest !== 'string' || keys.has(id)) return undefined
+    if ((typeof id !== 'string' && typeof id !== 'number') || typeof digest !== 'string' || keys.has(id)) {
+      return undefined
+    }
     keys.add(id)
     held.push({ id, digest })
   }
@@ -61,12 +63,19 @@ export function heldRecords (text: string, max: number): HeldRecord[] | undefine
 export function parsed (bodyJson: string): Array<Record<string, unknown>> | undefined {
   // A socket answer's body is always JSON text (see `socketAnswer`).
   const body: unknown = JSON.parse(bodyJson)
-  return Array.isArray(body) && body.every(record => typeof record === 'object' && record !== null && !Array.isArray(record)) ? body : undefined
+  return Array.isArray(body) &&
+      body.every(record => typeof record === 'object' && record !== null && !Array.isArray(record))
+    ? body
+    : undefined
 }
 
 /** The records of a find's answer (its JSON array), keyed by `primaryKey`. */
 export function liveRecords (body: readonly unknown[], primaryKey: string): LiveRecord[] {
-  return (body as Array<Record<string, unknown>>).map(data => ({ id: data[primaryKey] as Id, json: JSON.stringify(data), data }))
+  return (body as Array<Record<string, unknown>>).map(data => ({
+    id: data[primaryKey] as Id,
+    json: JSON.stringify(data),
+    data
+  }))
 }
 
 /**
@@ -76,7 +85,11 @@ export function liveRecords (body: readonly unknown[], primaryKey: string): Live
  * holds there is filled with an `entered` (a new record) or a `changed` (one it holds elsewhere, or
  * whose JSON changed). `before` may be what a client says it holds (see {@link HeldRecord}).
  */
-export function diff (query: string, before: ReadonlyArray<LiveRecord | HeldRecord>, after: readonly LiveRecord[]): LiveMessage[] {
+export function diff (
+  query: string,
+  before: ReadonlyArray<LiveRecord | HeldRecord>,
+  after: readonly LiveRecord[]
+): LiveMessage[] {
   const messages: LiveMessage[] = []
   const kept = new Set<Id>()
   for (const record of after) kept.add(record.id)
@@ -109,4 +122,3 @@ export function diff (query: string, before: ReadonlyArray<LiveRecord | HeldReco
   }
   return messages
 }
-

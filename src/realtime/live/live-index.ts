@@ -31,21 +31,29 @@ export interface Term {
 export function valueKey (target: Target, value: unknown): string | undefined {
   let v = value
   // A populated singular association is compared by its key.
-  if (target.key !== undefined && typeof v === 'object' && v !== null && !(v instanceof Date)) v = (v as Record<string, unknown>)[target.key]
+  if (target.key !== undefined && typeof v === 'object' && v !== null && !(v instanceof Date)) {
+    v = (v as Record<string, unknown>)[target.key]
+  }
   if (v === null || v === undefined) return undefined
   switch (target.type) {
     // A record's date is ISO text, a filter's a Date.
-    case 'date': return `d${timeOf(v)}.${microsOf(v)}`
-    case 'bigint': return `b${String(v)}`
-    case 'string': return `s${String(v)}`
-    default: return `n${Number(v)}`
+    case 'date':
+      return `d${timeOf(v)}.${microsOf(v)}`
+    case 'bigint':
+      return `b${String(v)}`
+    case 'string':
+      return `s${String(v)}`
+    default:
+      return `n${Number(v)}`
   }
 }
 
 /** The first equality that `where` requires of every record it matches, if any (through nested `and`s). */
 export function termOf (where: WhereNode): Term | undefined {
   // A filter's value is never null (`{ a: null }` is a null test).
-  if (where.kind === 'compare' && where.op === '=') return { target: where.target, key: valueKey(where.target, where.value) as string }
+  if (where.kind === 'compare' && where.op === '=') {
+    return { target: where.target, key: valueKey(where.target, where.value) as string }
+  }
   if (where.kind !== 'and') return undefined
   for (const item of where.items) {
     const term = termOf(item)
@@ -117,7 +125,7 @@ export class ModelQueries<Q extends Indexed> {
     for (const [name, { target, byKey }] of this.#filed) {
       const key = valueKey(target, record[name])
       const set = key === undefined ? undefined : byKey.get(key)
-      if (set !== undefined) for (const query of set) found.push(query)
+      if (set !== undefined) { for (const query of set) found.push(query) }
     }
     return found
   }

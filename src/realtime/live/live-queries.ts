@@ -122,11 +122,19 @@ export class LiveQueries {
       refresh: options.refresh,
       counters: options.counters,
       log: options.log,
-      file: (group: Group) => { this.#named.file(group, group.model, group.records) },
-      send: (group: Group, messages: readonly LiveMessage[], to: Iterable<Connection>) => { this.#send(group, messages, to) },
-      end: (group: Group) => { this.#end(group) }
+      file: (group: Group) => {
+        this.#named.file(group, group.model, group.records)
+      },
+      send: (group: Group, messages: readonly LiveMessage[], to: Iterable<Connection>) => {
+        this.#send(group, messages, to)
+      },
+      end: (group: Group) => {
+        this.#end(group)
+      }
     }
-    this.#scheduler = new RunScheduler(async group => { await runGroup(group, runs) })
+    this.#scheduler = new RunScheduler(async group => {
+      await runGroup(group, runs)
+    })
   }
 
   /** Distinct queries followed on this instance, and the follows (socket and query) in all. */
@@ -225,7 +233,9 @@ export class LiveQueries {
     const group = this.#byId.get(id)
     const { connection } = member
     const mine = this.#bySocket.get(connection)
-    if (group?.key !== key || !connection.open || group.members.has(connection) || !this.#fits(mine, group.cost)) return false
+    if (group?.key !== key || !connection.open || group.members.has(connection) || !this.#fits(mine, group.cost)) {
+      return false
+    }
     const previous = soleSocket(group.requester)
     if (previous !== undefined) this.#successors.set(connection, previous)
     this.#join(group, connection, held)
@@ -310,7 +320,9 @@ export class LiveQueries {
         continue
       }
       // Kept for a reconnect: it runs no more, and notes whether a change concerned it (`dirty`).
-      group.kept = setTimeout(() => { this.#drop(group) }, Math.min(this.#options.grace, MAX_GRACE))
+      group.kept = setTimeout(() => {
+        this.#drop(group)
+      }, Math.min(this.#options.grace, MAX_GRACE))
       group.kept.unref()
       this.#kept.add(group)
     }
@@ -328,7 +340,7 @@ export class LiveQueries {
     for (const item of envelope.items) {
       if (item.kind !== 'change') continue
       const holding = this.#named.naming(item.model, item.id)
-      if (holding !== undefined) for (const group of holding) this.#schedule(group)
+      if (holding !== undefined) { for (const group of holding) this.#schedule(group) }
       const message = item.message as ChangeMessage
       const watching = this.#byWatched.get(item.model)
       if (watching !== undefined) this.#tryWatching(watching, item.model, message)
@@ -342,7 +354,12 @@ export class LiveQueries {
         else {
           unread ??= new Map()
           let entries = unread.get(queries)
-          if (entries === undefined) unread.set(queries, entries = { model: (queries.queries.values().next().value as Group).model, changed: [] })
+          if (entries === undefined) {
+            unread.set(
+              queries,
+              entries = { model: (queries.queries.values().next().value as Group).model, changed: [] }
+            )
+          }
           entries.changed.push({ id: item.id, previous: message.previous })
         }
       }
@@ -358,7 +375,9 @@ export class LiveQueries {
   /** Schedules the groups that `record` (as the change left it, and as it was) can be in (see `admitsMoved`). */
   #tryMoved (queries: ModelQueries<Group>, record: ChangedRecord, previous: ChangedRecord | undefined): void {
     const candidates = new Set(queries.candidates(record))
-    if (previous !== undefined) for (const group of queries.candidates({ ...record, ...previous })) candidates.add(group)
+    if (previous !== undefined) {
+      for (const group of queries.candidates({ ...record, ...previous })) candidates.add(group)
+    }
     for (const group of candidates) if (admitsMoved(group, record, previous, this.#options.fold)) this.#schedule(group)
   }
 
@@ -384,11 +403,14 @@ export class LiveQueries {
             const record = byKey.get(String(id))
             if (record !== undefined) this.#tryMoved(queries, record, previous)
           }
-        /* c8 ignore start -- the database failing between a write and its delivery (tests cannot
+          /* c8 ignore start -- the database failing between a write and its delivery (tests cannot
            time it); what it does is what a record that matches does, for every group of the model */
         } catch (err) {
           // Not known: every group of the model runs again.
-          this.#options.log.warn({ err, model: model.identity }, 'fastify-blueprints: reading changed records for followed queries failed; they run again')
+          this.#options.log.warn(
+            { err, model: model.identity },
+            'fastify-blueprints: reading changed records for followed queries failed; they run again'
+          )
           for (const group of queries.queries) this.#schedule(group)
         }
         /* c8 ignore stop */

@@ -42,7 +42,7 @@ export class NamedRecords<Q> {
       }
       for (const { name, target } of of.collections.values()) {
         const value = record[name]
-        if (Array.isArray(value)) for (const child of value as Array<Record<string, unknown>>) walk(target, child)
+        if (Array.isArray(value)) { for (const child of value as Array<Record<string, unknown>>) walk(target, child) }
       }
     }
     for (const record of records) walk(model, record.data)

@@ -42,13 +42,13 @@ export async function runGroup (group: Group, runs: Runs): Promise<void> {
       group.dirty = false
       if (!await runOnce(group, runs)) break
     }
-  /* c8 ignore start -- nothing in a run throws (a run never rejects, its body is checked); should
+    /* c8 ignore start -- nothing in a run throws (a run never rejects, its body is checked); should
      something, the query ends rather than the process */
   } catch (err) {
     runs.log.error({ err, query: group.id }, 'fastify-blueprints: a followed query failed; it ended')
     runs.send(group, [{ verb: 'ended', query: group.id, statusCode: 500 }], group.members.keys())
     if (!group.dropped) runs.end(group)
-  /* c8 ignore stop */
+    /* c8 ignore stop */
   } finally {
     group.running = false
   }

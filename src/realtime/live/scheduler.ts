@@ -25,7 +25,9 @@ export class RunScheduler {
     group.scheduled = true
     this.begin()
     setImmediate(() => {
-      void this.#run(group).finally(() => { this.done() })
+      void this.#run(group).finally(() => {
+        this.done()
+      })
     })
   }
 
@@ -45,6 +47,8 @@ export class RunScheduler {
   /** Resolves once no run or read is under way (every change set received so far has been told). */
   async settled (): Promise<void> {
     if (this.#busy === 0) return
-    await new Promise<void>(resolve => { this.#idle.push(resolve) })
+    await new Promise<void>(resolve => {
+      this.#idle.push(resolve)
+    })
   }
 }

@@ -52,7 +52,9 @@ export class ReflectedChanges implements Snapshot {
 
   constructor (sql: ChangeLogSql, after: number) {
     this.after = after
-    this.beside = async run => { this.visible = await sql.positions(run, after) }
+    this.beside = async run => {
+      this.visible = await sql.positions(run, after)
+    }
   }
 }
 
@@ -71,7 +73,13 @@ export class ChangeLog {
   readonly #log: FastifyBaseLogger
   #pruning: Promise<void> | undefined
 
-  private constructor ({ epoch, secret }: LogIdentity, sql: ChangeLogSql, run: Executor, settings: LogSettings, log: FastifyBaseLogger) {
+  private constructor (
+    { epoch, secret }: LogIdentity,
+    sql: ChangeLogSql,
+    run: Executor,
+    settings: LogSettings,
+    log: FastifyBaseLogger
+  ) {
     this.epoch = epoch
     this.secret = secret
     this.#sql = sql
@@ -86,7 +94,12 @@ export class ChangeLog {
    *
    * @throws BP_ERR_INVALID_OPTION when the tables are missing and `create` is false.
    */
-  static async open (database: Database, dialect: Dialect, settings: LogSettings, log: FastifyBaseLogger): Promise<ChangeLog> {
+  static async open (
+    database: Database,
+    dialect: Dialect,
+    settings: LogSettings,
+    log: FastifyBaseLogger
+  ): Promise<ChangeLog> {
     const sql = dialect.changeLog(settings.table)
     let identity: LogIdentity
     try {
@@ -98,8 +111,10 @@ export class ChangeLog {
     } catch (err) {
       if (settings.create) throw err
       const { table } = settings
-      throw new BP_ERR_INVALID_OPTION(`the change log's tables (${table}, ${table}_epoch) are missing, and \`realtime.log.create\` is false: create ` +
-        `them (docs/reliability.md gives the statements), or let the plugin create them (${(err as Error).message})`)
+      throw new BP_ERR_INVALID_OPTION(
+        `the change log's tables (${table}, ${table}_epoch) are missing, and \`realtime.log.create\` is false: create ` +
+          `them (docs/reliability.md gives the statements), or let the plugin create them (${(err as Error).message})`
+      )
     }
     return new ChangeLog(identity, sql, database.background, settings, log)
   }
@@ -167,10 +182,14 @@ export class ChangeLog {
   async prune (): Promise<void> {
     this.#pruning ??= (async () => {
       const { maxEntries, maxAge } = this.settings
-      for (let batch = PRUNE_BATCH; batch === PRUNE_BATCH;) batch = await this.#sql.prune(this.#run, maxEntries, Date.now() - maxAge, PRUNE_BATCH)
+      for (let batch = PRUNE_BATCH; batch === PRUNE_BATCH;) {
+        batch = await this.#sql.prune(this.#run, maxEntries, Date.now() - maxAge, PRUNE_BATCH)
+      }
     })().catch((err: unknown) => {
       this.#log.warn({ err }, 'fastify-blueprints: pruning the change log failed; it is tried again later')
-    }).finally(() => { this.#pruning = undefined })
+    }).finally(() => {
+      this.#pruning = undefined
+    })
     await this.#pruning
   }
 }

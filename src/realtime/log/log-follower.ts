@@ -47,7 +47,13 @@ export class LogFollower {
   #again = false
   #pruned = 0
   /** Reads waiting for a position to be handed on (see {@link reach}), with it. */
-  #waiting: Array<{ readonly position: number, readonly reached: (reached: boolean) => void, readonly timers: readonly NodeJS.Timeout[] }> = []
+  #waiting: Array<
+    {
+      readonly position: number
+      readonly reached: (reached: boolean) => void
+      readonly timers: readonly NodeJS.Timeout[]
+    }
+  > = []
   #stopped = false
 
   constructor (options: FollowerOptions) {
@@ -70,7 +76,9 @@ export class LogFollower {
     this.#applied = newest
     const every = log.settings.poll
     if (every > 0) {
-      this.#poll = setInterval(() => { void this.catchUp() }, every)
+      this.#poll = setInterval(() => {
+        void this.catchUp()
+      }, every)
       this.#poll.unref()
     }
   }
@@ -90,7 +98,9 @@ export class LogFollower {
         timers: [
           // Not brought by the broker in the time a gap waits (its publisher died, or the broker is
           // slow): read from the log.
-          setTimeout(() => { void this.catchUp() }, GAP_WAIT),
+          setTimeout(() => {
+            void this.catchUp()
+          }, GAP_WAIT),
           setTimeout(() => {
             this.#waiting = this.#waiting.filter(other => other !== waiter)
             resolve(false)
@@ -154,8 +164,13 @@ export class LogFollower {
         await this.#options.log.prune()
       }
     })().catch((err: unknown) => {
-      this.#options.logger.warn({ err }, 'fastify-blueprints: reading the change log failed; it is read again at the next poll')
-    }).finally(() => { this.#reading = undefined })
+      this.#options.logger.warn(
+        { err },
+        'fastify-blueprints: reading the change log failed; it is read again at the next poll'
+      )
+    }).finally(() => {
+      this.#reading = undefined
+    })
     await this.#reading
   }
 
@@ -168,8 +183,11 @@ export class LogFollower {
       if (first > this.#applied + 1) {
         const { oldest } = await log.bounds()
         if (oldest > this.#applied + 1) {
-          this.#options.logger.error({ missedFrom: this.#applied + 1, oldest }, 'fastify-blueprints: change sets this instance missed were pruned from the ' +
-            'change log; its sockets read again')
+          this.#options.logger.error(
+            { missedFrom: this.#applied + 1, oldest },
+            'fastify-blueprints: change sets this instance missed were pruned from the ' +
+              'change log; its sockets read again'
+          )
           this.#applied = oldest - 1
           // What waited for its turn below what the log still holds will never have it.
           this.#ahead = new Map([...this.#ahead].filter(([position]) => position >= oldest))
@@ -219,7 +237,9 @@ export class LogFollower {
    * log meanwhile left the queue as they were: see {@link #apply}).
    */
   #drain (): void {
-    for (let next = this.#ahead.get(this.#applied + 1); next !== undefined; next = this.#ahead.get(this.#applied + 1)) this.#apply(this.#applied + 1, next)
+    for (let next = this.#ahead.get(this.#applied + 1); next !== undefined; next = this.#ahead.get(this.#applied + 1)) {
+      this.#apply(this.#applied + 1, next)
+    }
     if (this.#ahead.size === 0) {
       clearTimeout(this.#gap)
       this.#gap = undefined

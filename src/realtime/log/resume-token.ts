@@ -54,8 +54,14 @@ export function readToken (token: string, secret: string): ResumePoint | undefin
   const expected = Buffer.from(mac(payload, secret))
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined
   // Signed by the app: its shape is the one signToken wrote.
-  const [epoch, position, issued, url, records, watched] = JSON.parse(Buffer.from(payload, 'base64url').toString()) as
-    [string, number, number, string, ResumePoint['records'], string | null]
+  const [epoch, position, issued, url, records, watched] = JSON.parse(Buffer.from(payload, 'base64url').toString()) as [
+    string,
+    number,
+    number,
+    string,
+    ResumePoint['records'],
+    string | null
+  ]
   return { epoch, position, issued, url, records, watched: watched ?? undefined }
 }
 
@@ -65,7 +71,9 @@ export function readPosition (value: unknown): { epoch: string, position: number
   const colon = value.lastIndexOf(':')
   const digits = value.slice(colon + 1)
   const position = Number(digits)
-  return colon > 0 && /^\d+$/.test(digits) && Number.isSafeInteger(position) ? { epoch: value.slice(0, colon), position } : undefined
+  return colon > 0 && /^\d+$/.test(digits) && Number.isSafeInteger(position)
+    ? { epoch: value.slice(0, colon), position }
+    : undefined
 }
 
 function mac (payload: string, secret: string): string {

@@ -10,7 +10,7 @@ import type { FastifyBaseLogger } from 'fastify'
 
 /** What is read of MikroORM's configuration: its schema generator's `skipTables`. */
 export interface SchemaConfig {
-  get (key: 'schemaGenerator'): { readonly skipTables?: ReadonlyArray<string | RegExp> } | undefined
+  get(key: 'schemaGenerator'): { readonly skipTables?: ReadonlyArray<string | RegExp> } | undefined
 }
 
 /**
@@ -20,10 +20,13 @@ export interface SchemaConfig {
  */
 export function unskippedTables (config: SchemaConfig, table: string): string[] {
   const skip = config.get('schemaGenerator')?.skipTables ?? []
-  const skipped = (name: string): boolean => skip.some(pattern => typeof pattern === 'string'
-    ? pattern.toLocaleLowerCase() === name.toLocaleLowerCase()
-    // A copy: a global RegExp's own state is the app's.
-    : new RegExp(pattern).test(name))
+  const skipped = (name: string): boolean =>
+    skip.some(pattern =>
+      typeof pattern === 'string'
+        ? pattern.toLocaleLowerCase() === name.toLocaleLowerCase()
+        // A copy: a global RegExp's own state is the app's.
+        : new RegExp(pattern).test(name)
+    )
   return [table, `${table}_epoch`].filter(name => !skipped(name))
 }
 
@@ -31,6 +34,13 @@ export function unskippedTables (config: SchemaConfig, table: string): string[] 
 export function warnUnskipped (config: SchemaConfig, table: string, log: FastifyBaseLogger): void {
   const tables = unskippedTables(config, table)
   if (tables.length === 0) return
-  log.warn({ tables }, `fastify-blueprints: MikroORM's schema diff (schema.update(), migrations) would drop the change log's tables ${tables.join(', ')}: ` +
-    `add them to its \`schemaGenerator: { skipTables: [${tables.map(name => `'${name}'`).join(', ')}] }\` (docs/reliability.md#the-tables)`)
+  log.warn(
+    { tables },
+    `fastify-blueprints: MikroORM's schema diff (schema.update(), migrations) would drop the change log's tables ${
+      tables.join(', ')
+    }: ` +
+      `add them to its \`schemaGenerator: { skipTables: [${
+        tables.map(name => `'${name}'`).join(', ')
+      }] }\` (docs/reliability.md#the-tables)`
+  )
 }

@@ -37,7 +37,13 @@ class VirtualRequest extends Readable {
   readonly complete = true
   readonly #body: Buffer | undefined
 
-  constructor (method: string, url: string, headers: Record<string, string | string[] | undefined>, body: Buffer | undefined, socket: VirtualSocket) {
+  constructor (
+    method: string,
+    url: string,
+    headers: Record<string, string | string[] | undefined>,
+    body: Buffer | undefined,
+    socket: VirtualSocket
+  ) {
     super()
     this.method = method
     this.url = url
@@ -115,8 +121,13 @@ function later (args: unknown[]): void {
  * the request object (`request.raw` in the route) before the router does.
  */
 export function dispatch (
-  app: FastifyInstance, socket: VirtualSocket, method: string, url: string, headers: Record<string, string | string[] | undefined>,
-  body: Buffer | undefined, made?: (raw: object) => void
+  app: FastifyInstance,
+  socket: VirtualSocket,
+  method: string,
+  url: string,
+  headers: Record<string, string | string[] | undefined>,
+  body: Buffer | undefined,
+  made?: (raw: object) => void
 ): Promise<Answer> {
   return new Promise(resolve => {
     const request = new VirtualRequest(method, url, headers, body, socket)

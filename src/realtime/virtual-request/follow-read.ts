@@ -54,7 +54,13 @@ export interface FollowSetup {
  *
  * @throws BP_ERR_FOLLOW_LIMIT for a `limit` above `maxRecords`.
  */
-export function followRead (setup: FollowSetup, scope: SocketRequest, model: Model, models: Iterable<Model>, request: FastifyRequest): void {
+export function followRead (
+  setup: FollowSetup,
+  scope: SocketRequest,
+  model: Model,
+  models: Iterable<Model>,
+  request: FastifyRequest
+): void {
   // The find route told the socket request's carrier the query it ran.
   const query = carrierOf(request)?.ran as BlueprintQuery
   const criteria = validateFind(query, model, setup.bounds)
@@ -69,7 +75,12 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
   below(criteria.projection, related)
   // The populated models whose records the socket's views filter, with what those views read.
   const shown = new Map<string, Set<string>>()
-  for (const { association } of [...criteria.projection.singulars.filter(singular => singular.populate), ...criteria.projection.collections]) {
+  for (
+    const { association } of [
+      ...criteria.projection.singulars.filter(singular => singular.populate),
+      ...criteria.projection.collections
+    ]
+  ) {
     const filter = connection.views.get(association.target.identity)?.where
     if (filter === undefined || filter.kind === 'all') continue
     const read = new Set<string>()
@@ -86,7 +97,18 @@ export function followRead (setup: FollowSetup, scope: SocketRequest, model: Mod
   // its budget lets it read (`limits.maxRecords`), or nothing counted where the app turned that off.
   const records = query.limit === 0 ? 0 : query.limit * recordsPer(criteria.projection)
   const cost = records !== Infinity ? records : criteria.budget ?? 0
-  scope.follow = { model, key, requester, query: ran, where, fields: [...fields], shown, related, member: { connection, url: request.url, headers }, cost }
+  scope.follow = {
+    model,
+    key,
+    requester,
+    query: ran,
+    where,
+    fields: [...fields],
+    shown,
+    related,
+    member: { connection, url: request.url, headers },
+    cost
+  }
 }
 
 /** What a socket is told from now on waits for the answer of its request (see `Connection.hold`). */
@@ -109,7 +131,13 @@ export function unhold (scope: SocketRequest): void {
  * hooks could tell them apart (address and headers), so that no other socket ever shares it and a
  * resume is the same requester's.
  */
-export function requesterOf (audience: Audience, model: Model, connection: Connection, request: FastifyRequest, owner: string): unknown {
+export function requesterOf (
+  audience: Audience,
+  model: Model,
+  connection: Connection,
+  request: FastifyRequest,
+  owner: string
+): unknown {
   const declared = audience(connection, { model: model.identity, request })
   return declared === undefined ? ['socket', owner, request.ip, requestHeaders(request)] : ['audience', declared]
 }
@@ -130,7 +158,12 @@ function requestHeaders (request: FastifyRequest): Record<string, unknown> {
  * resume left out), which the group's runs are made with.
  */
 export function followKey (
-  model: Model, ran: unknown, models: Iterable<Model>, connection: Connection, request: FastifyRequest, requester: unknown
+  model: Model,
+  ran: unknown,
+  models: Iterable<Model>,
+  connection: Connection,
+  request: FastifyRequest,
+  requester: unknown
 ): { key: string, headers: Record<string, unknown> } {
   const views = [...models].map(each => {
     const view = connection.views.get(each.identity)
@@ -149,7 +182,9 @@ export function joinGroup<A extends Answered> (hub: Hub, scope: SocketRequest, a
   const pending = scope.follow as PendingFollow
   if (answer.statusCode !== 200) return answer
   const records = parsed(answer.bodyJson)
-  const id = records === undefined ? undefined : hub.live.follow({ ...pending, answer: records, stale: hub.sequence !== scope.since })
+  const id = records === undefined
+    ? undefined
+    : hub.live.follow({ ...pending, answer: records, stale: hub.sequence !== scope.since })
   const headers: Record<string, unknown> = { ...answer.headers }
   if (records === undefined) headers[FOLLOW_LIMIT.header] = NOT_A_LIST
   else if (id === undefined) headers[FOLLOW_LIMIT.header] = FOLLOW_LIMIT.value
@@ -170,7 +205,7 @@ export const NOT_A_LIST = 'not-a-list'
  * relation filters lead to, or whose many-to-many links they read (into `related`).
  */
 function collect (node: WhereNode, names: Set<string> | undefined, related: Set<string>): void {
-  if (node.kind === 'and' || node.kind === 'or') for (const item of node.items) collect(item, names, related)
+  if (node.kind === 'and' || node.kind === 'or') { for (const item of node.items) collect(item, names, related) }
   else if (node.kind === 'related') {
     const { association } = node
     // A singular association's filter reads its key; a many-to-many one the pivot's rows, which

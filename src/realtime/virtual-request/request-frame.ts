@@ -25,7 +25,11 @@ export const REQUEST_FRAME = Type.Object({
   // them, and a url that held them could split what a log or an inner request makes of it.
   url: Type.String({ pattern: '^/(?!/)[^\\x00-\\x1f\\x7f]*$' }),
   body: Type.Optional(Type.Unknown()),
-  headers: Type.Optional(Type.Record(Type.String({ pattern: TOKEN }), Type.String({ pattern: HEADER_VALUE }), { additionalProperties: false }))
+  headers: Type.Optional(
+    Type.Record(Type.String({ pattern: TOKEN }), Type.String({ pattern: HEADER_VALUE }), {
+      additionalProperties: false
+    })
+  )
 })
 
 const validator = Compile(REQUEST_FRAME)
@@ -42,7 +46,11 @@ const FIELDS: Record<string, string> = {
 export function frameProblem (frame: unknown): string | undefined {
   if (validator.Check(frame)) return undefined
   const [error] = validator.Errors(frame)
-  const { keyword, instancePath, params } = error as { keyword: string, instancePath: string, params: Record<string, unknown> }
+  const { keyword, instancePath, params } = error as {
+    keyword: string
+    instancePath: string
+    params: Record<string, unknown>
+  }
   if (instancePath === '') {
     if (keyword === 'required') return FIELDS[(params.requiredProperties as string[])[0]]
     return 'a frame must be a JSON object'

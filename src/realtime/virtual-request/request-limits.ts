@@ -28,7 +28,11 @@ interface ServerLimits {
  * and each header's name and value must add up to fewer than `maxHeaderSize`, and there may be no
  * more headers than `maxHeadersCount` (0: no limit).
  */
-export function headProblem (server: unknown, url: string, headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+export function headProblem (
+  server: unknown,
+  url: string,
+  headers: Readonly<Record<string, string | string[] | undefined>>
+): string | undefined {
   const limits = server as ServerLimits
   const maxBytes = limits.maxHeaderSize ?? NODE_MAX_HEADER_SIZE
   const maxCount = typeof limits.maxHeadersCount === 'number' ? limits.maxHeadersCount : NODE_MAX_HEADERS
@@ -42,7 +46,13 @@ export function headProblem (server: unknown, url: string, headers: Readonly<Rec
     count++
     bytes += name.length + String(value).length
   }
-  if (bytes >= maxBytes) return `its url and headers take ${bytes} bytes; this server's maxHeaderSize lets an HTTP request have at most ${maxBytes - 1}`
-  if (maxCount > 0 && count > maxCount) return `it has ${count} headers; this server's maxHeadersCount lets an HTTP request have at most ${maxCount}`
+  if (bytes >= maxBytes) {
+    return `its url and headers take ${bytes} bytes; this server's maxHeaderSize lets an HTTP request have at most ${
+      maxBytes - 1
+    }`
+  }
+  if (maxCount > 0 && count > maxCount) {
+    return `it has ${count} headers; this server's maxHeadersCount lets an HTTP request have at most ${maxCount}`
+  }
   return undefined
 }

@@ -19,14 +19,28 @@ import { carrierOf, carry, tellSerialized, type Carrier } from '../../routes/car
 import { socketRequests, type SocketRequest } from './socket-requests.ts'
 import type { FollowSetup } from './follow-read.ts'
 import { parseFollow, type QueryString } from '../../criteria/parse.ts'
-import { follow as followed, resume, subscribe, type Handler, type ReadPolicy, type ReadRoute, type SocketReads } from './socket-reads.ts'
+import {
+  follow as followed,
+  resume,
+  subscribe,
+  type Handler,
+  type ReadPolicy,
+  type ReadRoute,
+  type SocketReads
+} from './socket-reads.ts'
 
 export type { ReadPolicy, ReadRoute } from './socket-reads.ts'
 
 const READS: ReadonlySet<string> = new Set(['find', 'findOne', 'populate'])
 
 /** Taps every blueprint route registered in `routes` from now on (see the module's comment). */
-export function tapRoutes (routes: FastifyInstance, hub: Hub, registry: ModelRegistry, policyOf: ReadPolicy | undefined, follow: FollowSetup): void {
+export function tapRoutes (
+  routes: FastifyInstance,
+  hub: Hub,
+  registry: ModelRegistry,
+  policyOf: ReadPolicy | undefined,
+  follow: FollowSetup
+): void {
   const reads: SocketReads = { hub, policyOf, follow, reachable: new Map() }
   routes.addHook('onRoute', route => {
     // Only the plugin's routes are registered in this context, each with its `config.blueprint`.
@@ -53,13 +67,19 @@ function readRoute (registry: ModelRegistry, blueprint: BlueprintRouteConfig): R
 
 /** A socket's request of a blueprint route: the route's handler inside the steps of socket-reads.ts. */
 async function tapped (
-  reads: SocketReads, handler: Handler, scope: SocketRequest, read: ReadRoute | undefined, request: FastifyRequest, reply: FastifyReply
+  reads: SocketReads,
+  handler: Handler,
+  scope: SocketRequest,
+  read: ReadRoute | undefined,
+  request: FastifyRequest,
+  reply: FastifyReply
 ): Promise<unknown> {
   // What a read answers here is read as records (subscribe, below; a followed query's rows): a
   // request a route makes in turn in the socket's scope has a carrier too, of its own.
   const carrier = carrierOf(request) ?? newCarrier(request)
   // A followed query run again, or a socket's find that follows its query (docs/live.md).
-  const follows = scope.refresh === true || (read?.action === 'find' && scope.raw === request.raw && parseFollow(request.query as QueryString))
+  const follows = scope.refresh === true ||
+    (read?.action === 'find' && scope.raw === request.raw && parseFollow(request.query as QueryString))
   if (follows) return await followed(reads, { scope, read: read as ReadRoute, request, reply, carrier }, handler)
   if (read !== undefined && await resume(reads, { scope, read, request, reply, carrier })) return reply
   // With the change log, the read runs in one snapshot that tells which change sets it reflects.

@@ -35,8 +35,16 @@ export interface SocketAnswer {
  * in-flight.ts) once it runs, until the answer has been handed to the transport.
  */
 export async function answerSocketRequest (
-  app: FastifyInstance, hub: Hub, connection: Connection, id: string | number | null,
-  request: { readonly method: string, readonly url: string, readonly headers?: Readonly<Record<string, unknown>> | undefined, readonly body?: unknown },
+  app: FastifyInstance,
+  hub: Hub,
+  connection: Connection,
+  id: string | number | null,
+  request: {
+    readonly method: string
+    readonly url: string
+    readonly headers?: Readonly<Record<string, unknown>> | undefined
+    readonly body?: unknown
+  },
   ready?: Promise<boolean>
 ): Promise<void> {
   connection.pending++
@@ -45,7 +53,8 @@ export async function answerSocketRequest (
   try {
     if (ready !== undefined && !await ready) return
     counted = connection.beginRequest()
-    answer = connection.refusal ?? await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
+    answer = connection.refusal ??
+      await runSocketRequest(app, hub, connection, request.method, request.url, request.headers, request.body)
     connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
   } finally {
     for (let n = answer?.holds ?? 0; n > 0; n--) connection.letGo()
@@ -62,7 +71,13 @@ export async function answerSocketRequest (
  * server is answered 431 `BP_ERR_HEADERS_TOO_LARGE` without entering the router.
  */
 export async function runSocketRequest (
-  app: FastifyInstance, hub: Hub, connection: Connection, method: string, url: string, own: Readonly<Record<string, unknown>> | undefined, body: unknown,
+  app: FastifyInstance,
+  hub: Hub,
+  connection: Connection,
+  method: string,
+  url: string,
+  own: Readonly<Record<string, unknown>> | undefined,
+  body: unknown,
   refresh?: true
 ): Promise<SocketAnswer> {
   const headers: Record<string, string | string[] | undefined> = { ...connection.headers }
@@ -82,12 +97,21 @@ export async function runSocketRequest (
   if (tooLarge !== undefined) return errorAnswer(new BP_ERR_HEADERS_TOO_LARGE(tooLarge))
   const scope: SocketRequest = { connection, since: hub.sequence, at: hub.position, refresh }
   // Never rejects: the app's router answers every failure (a hold taken is let go with the answer).
-  const answer = await socketRequests.run(scope, () => dispatch(app, connection.peer, method, url, headers, bytes, raw => {
-    scope.raw = raw
-    // What the routes know of the request (routes/carrier.ts): the origin of the writes it makes
-    // (the socket is not told of them), and the text its answer is serialised to, for the frame.
-    carry(raw, { origin: connection.id, serialized: text => { scope.serialized = text } })
-  }))
+  const answer = await socketRequests.run(
+    scope,
+    () =>
+      dispatch(app, connection.peer, method, url, headers, bytes, raw => {
+        scope.raw = raw
+        // What the routes know of the request (routes/carrier.ts): the origin of the writes it makes
+        // (the socket is not told of them), and the text its answer is serialised to, for the frame.
+        carry(raw, {
+          origin: connection.id,
+          serialized: text => {
+            scope.serialized = text
+          }
+        })
+      })
+  )
   const answered = socketAnswer(answer, scope.serialized)
   // A find that follows its query joins its group with the answer as the socket is sent it.
   const socketAnswered = scope.follow === undefined ? answered : joinGroup(hub, scope, answered)
@@ -110,7 +134,11 @@ export function socketAnswer (answer: Answer, serialized?: string): SocketAnswer
   // stringify — unless an onSend hook changed it since (compressed it, wrapped it in an anti-XSSI
   // prefix), or it is a HEAD request's, which has none: then it is parsed, or sent as text.
   const json = text === serialized && answer.headers['content-encoding'] === undefined
-  return { statusCode: answer.statusCode, headers: forwarded, bodyJson: json ? text : bodyOf(text, answer.headers['content-type']) }
+  return {
+    statusCode: answer.statusCode,
+    headers: forwarded,
+    bodyJson: json ? text : bodyOf(text, answer.headers['content-type'])
+  }
 }
 
 /** The answer a socket gets for one of the plugin's own errors: the body HTTP errors have, no headers. */

@@ -17,7 +17,16 @@ import type { Policy } from '../../criteria/types.ts'
 import type { Association, Model } from '../../models/model.ts'
 import { parseId } from '../../models/identity.ts'
 import type { Hub, Read } from '../hub/hub.ts'
-import { FOLLOW_HANDLE, HELD_HEADER, KEY_HEADER, POSITION_HEADER, QUERY_HEADER, RESUME_HEADER, RESUMED_HEADER, SUBSCRIPTION_LIMIT } from '../../protocol.ts'
+import {
+  FOLLOW_HANDLE,
+  HELD_HEADER,
+  KEY_HEADER,
+  POSITION_HEADER,
+  QUERY_HEADER,
+  RESUME_HEADER,
+  RESUMED_HEADER,
+  SUBSCRIPTION_LIMIT
+} from '../../protocol.ts'
 import { readPosition, readToken, signToken } from '../log/resume-token.ts'
 import type { ReflectedChanges } from '../log/change-log.ts'
 import { tellSerialized, type Carrier } from '../../routes/carrier.ts'
@@ -113,7 +122,10 @@ export async function resumeFollow (reads: SocketReads, asked: ReadRequest): Pro
     unhold(scope)
     return false
   }
-  await reply.code(204).header(QUERY_HEADER, named.id).header(KEY_HEADER, read.model.primaryKey.name).header(RESUME_HEADER, handle).send()
+  await reply.code(204).header(QUERY_HEADER, named.id).header(KEY_HEADER, read.model.primaryKey.name).header(
+    RESUME_HEADER,
+    handle
+  ).send()
   return true
 }
 
@@ -129,21 +141,44 @@ export function modelsOf (reads: SocketReads, model: Model): ReadonlySet<Model> 
  * read's resume token. Under a policy, it first records on the socket the request's view of
  * each model whose records its notifications can carry (see {@link views}).
  */
-export async function subscribe (reads: SocketReads, asked: ReadRequest, result: unknown, reflected: ReflectedChanges | undefined): Promise<void> {
+export async function subscribe (
+  reads: SocketReads,
+  asked: ReadRequest,
+  result: unknown,
+  reflected: ReflectedChanges | undefined
+): Promise<void> {
   const { scope, read, request, reply } = asked
   const { hub } = reads
   await views(reads, asked)
-  const parentId = read.action === 'populate' ? parseId(read.model, (request.params as { id: string }).id, 'id') : undefined
+  const parentId = read.action === 'populate'
+    ? parseId(read.model, (request.params as { id: string }).id, 'id')
+    : undefined
   const subscribed: Read = { action: read.action, model: read.model, association: read.association, parentId }
-  const { complete, records, watched, position, held } = await hub.subscribeRead(scope.connection, subscribed, result, scope.since, reflected)
+  const { complete, records, watched, position, held } = await hub.subscribeRead(
+    scope.connection,
+    subscribed,
+    result,
+    scope.since,
+    reflected
+  )
   // What the socket is told from its subscription on waits for the answer (see `Connection.hold`).
   if (held) scope.holds = (scope.holds ?? 0) + 1
   if (!complete) reply.header(SUBSCRIPTION_LIMIT.header, SUBSCRIPTION_LIMIT.value)
   const log = hub.changeLog
   // A read that did not answer 200 has nothing to resume; one cut by the limit is read again, as
   // is one whose socket the hub closed (see `Hub.subscribeRead`).
-  if (log === undefined || !complete || reply.statusCode !== 200 || (reflected?.visible !== undefined && position === undefined)) return
-  const token = signToken({ epoch: log.epoch, position: position ?? scope.at, issued: Date.now(), url: request.url, records, watched }, log.secret)
+  if (
+    log === undefined || !complete || reply.statusCode !== 200 ||
+    (reflected?.visible !== undefined && position === undefined)
+  ) return
+  const token = signToken({
+    epoch: log.epoch,
+    position: position ?? scope.at,
+    issued: Date.now(),
+    url: request.url,
+    records,
+    watched
+  }, log.secret)
   if (token !== undefined) reply.header(RESUME_HEADER, token)
 }
 
@@ -172,9 +207,14 @@ export async function resume (reads: SocketReads, asked: ReadRequest): Promise<b
   const token = request.headers[RESUME_HEADER]
   if (log === undefined || typeof token !== 'string') return false
   const point = readToken(token, log.secret)
-  if (point === undefined || point.epoch !== log.epoch || point.url !== request.url || point.issued < Date.now() - log.settings.maxAge) return false
+  if (
+    point === undefined || point.epoch !== log.epoch || point.url !== request.url ||
+    point.issued < Date.now() - log.settings.maxAge
+  ) return false
   const client = readPosition(request.headers[POSITION_HEADER])
-  const from = client !== undefined && client.epoch === log.epoch ? Math.max(client.position, point.position) : point.position
+  const from = client !== undefined && client.epoch === log.epoch
+    ? Math.max(client.position, point.position)
+    : point.position
   await views(reads, asked)
   const upTo = await hub.resume(scope.connection, point, from)
   if (upTo === undefined) return false

@@ -27,12 +27,15 @@ const NULLS_LAST = sql` NULLS LAST`
 
 /** `ORDER BY`'s list for `sort`, reading columns of the table aliased `alias`. */
 export function orderBy (dialect: Dialect, alias: string, sort: Criteria['sort']): Sql {
-  return sql.join(sort.map(({ target, direction }) => {
-    const collate = target.type === 'string' ? dialect.byCodePoint : NOTHING
-    // Nulls sort as the smallest value on both databases (SQLite's rule; PostgreSQL's is the opposite).
-    const nulls = target.nullable ? (direction === 'ASC' ? NULLS_FIRST : NULLS_LAST) : NOTHING
-    return sql`${dialect.cache.column(alias, target)}${collate} ${direction === 'ASC' ? ASC : DESC}${nulls}`
-  }), COMMA)
+  return sql.join(
+    sort.map(({ target, direction }) => {
+      const collate = target.type === 'string' ? dialect.byCodePoint : NOTHING
+      // Nulls sort as the smallest value on both databases (SQLite's rule; PostgreSQL's is the opposite).
+      const nulls = target.nullable ? (direction === 'ASC' ? NULLS_FIRST : NULLS_LAST) : NOTHING
+      return sql`${dialect.cache.column(alias, target)}${collate} ${direction === 'ASC' ? ASC : DESC}${nulls}`
+    }),
+    COMMA
+  )
 }
 
 /** The index of `model`'s primary key among `fields` (always among them: see validate.ts). */
@@ -80,19 +83,33 @@ export class Projections {
    * Kept per projection and what is left out, so that what is derived from a projection (fields,
    * statements) is kept for the requests of every viewer alike.
    */
-  viewed (projection: Projection, view: ModelView | undefined, hidden?: (association: CollectionAssociation) => boolean): Projection {
+  viewed (
+    projection: Projection,
+    view: ModelView | undefined,
+    hidden?: (association: CollectionAssociation) => boolean
+  ): Projection {
     const fields = view?.fields
-    const dropped = hidden === undefined ? NO_COLLECTIONS : projection.collections.filter(({ association }) => hidden(association))
+    const dropped = hidden === undefined
+      ? NO_COLLECTIONS
+      : projection.collections.filter(({ association }) => hidden(association))
     if (fields === undefined && dropped.length === 0) return projection
     let byFields = this.#viewed.get(projection)
     if (byFields === undefined) this.#viewed.set(projection, byFields = new Map())
-    const key = `${fields === undefined ? '*' : [...fields].sort().join(',')}|${dropped.map(({ association }) => association.name).join(',')}`
+    const key = `${fields === undefined ? '*' : [...fields].sort().join(',')}|${
+      dropped.map(({ association }) => association.name).join(',')
+    }`
     let viewed = byFields.get(key)
     if (viewed === undefined) {
       viewed = {
-        attributes: fields === undefined ? projection.attributes : projection.attributes.filter(attribute => attribute.primary || fields.has(attribute.name)),
-        singulars: fields === undefined ? projection.singulars : projection.singulars.filter(({ association }) => fields.has(association.name)),
-        collections: dropped.length === 0 ? projection.collections : projection.collections.filter(entry => !dropped.includes(entry))
+        attributes: fields === undefined
+          ? projection.attributes
+          : projection.attributes.filter(attribute => attribute.primary || fields.has(attribute.name)),
+        singulars: fields === undefined
+          ? projection.singulars
+          : projection.singulars.filter(({ association }) => fields.has(association.name)),
+        collections: dropped.length === 0
+          ? projection.collections
+          : projection.collections.filter(entry => !dropped.includes(entry))
       }
       byFields.set(key, viewed)
     }
@@ -104,7 +121,11 @@ export class Projections {
    * collections whose links the views of their children hide.
    */
   underPolicy (model: Model, projection: Projection, policy: Policy): Projection {
-    return this.viewed(projection, policy.view(model), association => hidesLink(association, policy.view(association.target)))
+    return this.viewed(
+      projection,
+      policy.view(model),
+      association => hidesLink(association, policy.view(association.target))
+    )
   }
 
   /**
@@ -118,7 +139,9 @@ export class Projections {
       const [key] = projection.attributes
       let byColumns = this.#byColumns.get(key)
       if (byColumns === undefined) this.#byColumns.set(key, byColumns = new Map())
-      const columns = `${projection.attributes.map(a => a.column).join()}|${projection.singulars.map(({ association }) => association.column).join()}`
+      const columns = `${projection.attributes.map(a => a.column).join()}|${
+        projection.singulars.map(({ association }) => association.column).join()
+      }`
       fields = byColumns.get(columns)
       if (fields === undefined) {
         /* c8 ignore next -- reached after 1 000 distinct column lists of one model, more than the test models have */
@@ -134,11 +157,17 @@ export class Projections {
     const fields: Field[] = []
     for (const a of projection.attributes) fields.push(this.#field(a.name, a.column, a))
     // A singular association's key, typed as its target's primary key.
-    for (const { association } of projection.singulars) fields.push(this.#field(association.name, association.column, association.target.primaryKey))
+    for (const { association } of projection.singulars) {
+      fields.push(this.#field(association.name, association.column, association.target.primaryKey))
+    }
     return fields
   }
 
-  #field (name: string, column: string, { type, columnType, integer }: Pick<Attribute, 'type' | 'columnType' | 'integer'>): Field {
+  #field (
+    name: string,
+    column: string,
+    { type, columnType, integer }: Pick<Attribute, 'type' | 'columnType' | 'integer'>
+  ): Field {
     return { name, column, type, columnType, convert: this.#dialect.toJson(type, integer) }
   }
 }

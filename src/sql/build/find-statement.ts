@@ -102,7 +102,8 @@ export class FindStatements {
   joinedCollection ({ projection }: Criteria, { together, lockLinks }: ReadOptions): JoinedCollection | undefined {
     if (together === undefined || !this.#dialect.answerJoinsCollection) return undefined
     const entry = projection.collections.find(({ association, limit, criteria }) =>
-      limit === Infinity && criteria === undefined && lockLinks?.has(association.name) !== true)
+      limit === Infinity && criteria === undefined && lockLinks?.has(association.name) !== true
+    )
     if (entry === undefined) return undefined
     let joined = this.#joinedCollections.get(entry.association)
     if (joined === undefined) {
@@ -121,14 +122,27 @@ export class FindStatements {
   }
 
   /** The statement of a find by primary key (no policy applies), kept per projection. */
-  byKey (model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined): { statement: Statement, joins: Join[] } {
+  byKey (
+    model: Model,
+    fields: Field[],
+    criteria: Criteria,
+    joined: JoinedCollection | undefined
+  ): { statement: Statement, joins: Join[] } {
     const pk = model.primaryKey
     const head = this.#keptHead(model, fields, criteria, joined)
     if (head.byKey === undefined) {
       const key = this.#dialect.cache.column('t', pk)
-      head.byKey = new Template(this.#dialect.statement(sql`${head.sql} WHERE ${key} = ${this.#dialect.value(pk, KEY)}${joined?.order ?? NOTHING}`, true))
+      head.byKey = new Template(
+        this.#dialect.statement(
+          sql`${head.sql} WHERE ${key} = ${this.#dialect.value(pk, KEY)}${joined?.order ?? NOTHING}`,
+          true
+        )
+      )
     }
-    return { statement: head.byKey.fill([this.#dialect.bind(pk.type, (criteria.where as { value: unknown }).value)]), joins: head.joins }
+    return {
+      statement: head.byKey.fill([this.#dialect.bind(pk.type, (criteria.where as { value: unknown }).value)]),
+      joins: head.joins
+    }
   }
 
   /**
@@ -136,7 +150,13 @@ export class FindStatements {
    * Without a policy or tree, its text is compiled once per shape of `where`, sort and limit (see
    * where.ts), and a request fills in its values.
    */
-  find (model: Model, fields: Field[], criteria: Criteria, policy: Policy | undefined, tree?: Sql[]): { statement: Statement, joins: Join[] } {
+  find (
+    model: Model,
+    fields: Field[],
+    criteria: Criteria,
+    policy: Policy | undefined,
+    tree?: Sql[]
+  ): { statement: Statement, joins: Join[] } {
     const { where, limit, skip } = criteria
     // One primary key matches one record at most: no order and no page to ask for (which also
     // lets PostgreSQL keep one generic plan for the statement, as it does for a hand-written one).
@@ -144,14 +164,19 @@ export class FindStatements {
     // Under a policy, or with a populate tree (tree.ts, whose criteria are values too): built for the request.
     if (policy !== undefined || tree !== undefined) {
       const { sql: head, joins } = this.#head(model, fields, criteria, undefined, policy, tree)
-      return { statement: this.#dialect.statement(this.#query(head, criteria, paged, inText(limit), skip), true), joins }
+      return {
+        statement: this.#dialect.statement(this.#query(head, criteria, paged, inText(limit), skip), true),
+        joins
+      }
     }
     const head = this.#keptHead(model, fields, criteria, undefined)
     const page = paged ? `${limit === Infinity ? '' : `L${limit}`}${skip === 0 ? '' : 'S'}` : '-'
     const shape: Shape = { key: `${page}${criteria.caseInsensitive ? 'f' : ''}`, values: [] }
     shapeOf(where, this.#dialect, criteria.caseInsensitive, shape)
     if (paged) {
-      for (const { target, direction } of criteria.sort) shape.key += `,${direction}${target.type}${target.nullable ? '?' : ''}${JSON.stringify(target.column)}`
+      for (const { target, direction } of criteria.sort) {
+        shape.key += `,${direction}${target.type}${target.nullable ? '?' : ''}${JSON.stringify(target.column)}`
+      }
     }
     let template = head.finds.get(shape.key)
     if (template === undefined) {
@@ -171,10 +196,14 @@ export class FindStatements {
    * given unless they ask nothing (no limit, from the first), and the where's values in `slots`.
    */
   #query (head: Sql, criteria: Criteria, paged: boolean, limit: number, skip: number, slots?: { next: number }): Sql {
-    const filter = criteria.where.kind === 'all' ? NOTHING : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive, slots)}`
+    const filter = criteria.where.kind === 'all'
+      ? NOTHING
+      : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive, slots)}`
     if (!paged) return sql`${head}${filter}`
     const page = this.#dialect.page(criteria.limit === Infinity ? Infinity : limit, criteria.skip === 0 ? 0 : skip)
-    return criteria.sort.length > 0 ? sql`${head}${filter} ORDER BY ${orderBy(this.#dialect, 't', criteria.sort)}${page}` : sql`${head}${filter}${page}`
+    return criteria.sort.length > 0
+      ? sql`${head}${filter} ORDER BY ${orderBy(this.#dialect, 't', criteria.sort)}${page}`
+      : sql`${head}${filter}${page}`
   }
 
   /** The head of a find with no policy, kept per projection (and joined collection). */
@@ -184,7 +213,10 @@ export class FindStatements {
     if (kept === undefined) {
       const { sql: head, joins } = this.#head(model, fields, criteria, joined, undefined)
       // Compiled once: a request only appends to its text.
-      heads.set(criteria.projection, kept = { sql: sql.raw(this.#dialect.statement(head).sql), joins, finds: new Map() })
+      heads.set(
+        criteria.projection,
+        kept = { sql: sql.raw(this.#dialect.statement(head).sql), joins, finds: new Map() }
+      )
     }
     return kept
   }
@@ -194,7 +226,12 @@ export class FindStatements {
    * built for its criteria (a view's conditions are parameters of it).
    */
   #head (
-    model: Model, fields: Field[], criteria: Criteria, joined: JoinedCollection | undefined, policy: Policy | undefined, tree?: Sql[]
+    model: Model,
+    fields: Field[],
+    criteria: Criteria,
+    joined: JoinedCollection | undefined,
+    policy: Policy | undefined,
+    tree?: Sql[]
   ): { sql: Sql, joins: Join[] } {
     const joins = this.#joins(criteria.projection, policy, fields.length)
     const cache = this.#dialect.cache
@@ -208,9 +245,13 @@ export class FindStatements {
       const on = sql`${cache.column(join.alias, join.target.primaryKey)} = ${cache.column('t', join.association)}`
       const target = table(join.target)
       const alias = sql.id(join.alias)
-      from.push(join.where === undefined
-        ? sql` LEFT JOIN ${target} AS ${alias} ON ${on}`
-        : sql` LEFT JOIN ${target} AS ${alias} ON ${on} AND ${condition(join.where, join.alias, this.#dialect, criteria.caseInsensitive)}`)
+      from.push(
+        join.where === undefined
+          ? sql` LEFT JOIN ${target} AS ${alias} ON ${on}`
+          : sql` LEFT JOIN ${target} AS ${alias} ON ${on} AND ${
+            condition(join.where, join.alias, this.#dialect, criteria.caseInsensitive)
+          }`
+      )
     }
     if (joined !== undefined) {
       const { association, child } = joined
@@ -222,9 +263,16 @@ export class FindStatements {
         // table's index (it scanned the whole pivot table). A link without its child (none, with
         // foreign keys) would come as a row without a member, skipped like a record without any.
         const pivot = sql.id(association.pivotTable as string)
-        const [linkParent, linkChild] = [sql.id('j', association.parentColumn), sql.id('j', association.childColumn as string)]
+        const [linkParent, linkChild] = [
+          sql.id('j', association.parentColumn),
+          sql.id('j', association.childColumn as string)
+        ]
         const childKey = sql.id('c', child.primaryKey.column)
-        from.push(sql` LEFT JOIN ${pivot} AS j ON ${linkParent} = ${key} LEFT JOIN ${table(child)} AS c ON ${childKey} = ${linkChild}`)
+        from.push(
+          sql` LEFT JOIN ${pivot} AS j ON ${linkParent} = ${key} LEFT JOIN ${
+            table(child)
+          } AS c ON ${childKey} = ${linkChild}`
+        )
       }
     }
     return { sql: sql`SELECT ${sql.join(selected, COMMA)} FROM ${sql.join(from, NOTHING)}`, joins }

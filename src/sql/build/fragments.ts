@@ -22,18 +22,18 @@ export interface Typed {
  */
 export interface JsonTree {
   /** A JSON array of `items`. */
-  array (items: Sql[]): Sql
+  array(items: Sql[]): Sql
   /**
    * The aggregate of `element` over the rows of its FROM (a page, ordered), as a JSON array in
    * their order; NULL for no rows.
    */
-  aggregate (element: Sql): Sql
+  aggregate(element: Sql): Sql
   /**
    * A column of a field as an item of {@link array}, such that the JSON value is what the driver
    * gives for the column itself (where JSON writes it otherwise: its text); `undefined` for a
    * column whose driver value JSON cannot give (the read then goes level by level).
    */
-  value (column: Sql, field: Pick<Field, 'type' | 'columnType'>): Sql | undefined
+  value(column: Sql, field: Pick<Field, 'type' | 'columnType'>): Sql | undefined
 }
 
 /** How a field's non-null value `v` is written (see {@link JsonText}): JavaScript expressions of `v` and of `date`. */
@@ -57,7 +57,7 @@ export interface FieldText {
  */
 export interface JsonText {
   /** How `field`'s values are written; `undefined` for a field whose column type it does not know. */
-  field (field: Pick<Field, 'type' | 'columnType'>): FieldText | undefined
+  field(field: Pick<Field, 'type' | 'columnType'>): FieldText | undefined
   /** What the expressions call `date`: a timestamp's ISO text. */
   readonly date: (value: unknown) => string
 }
@@ -101,6 +101,10 @@ export function written (n: number): number {
 /** LIMIT/OFFSET where `unlimited` (SQLite: `-1`) or no LIMIT (PostgreSQL: `undefined`) stands for no limit. */
 export function page (limit: number, skip: number, unlimited: number | undefined): Sql {
   if (skip === 0) return limit === Infinity ? NOTHING : sql` LIMIT ${limit}`
-  if (limit === Infinity) return unlimited === undefined ? sql` OFFSET ${skip}` : sql` LIMIT ${unlimited} OFFSET ${skip}`
+  if (limit === Infinity) {
+    return unlimited === undefined
+      ? sql` OFFSET ${skip}`
+      : sql` LIMIT ${unlimited} OFFSET ${skip}`
+  }
   return sql` LIMIT ${limit} OFFSET ${skip}`
 }

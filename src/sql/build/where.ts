@@ -17,7 +17,14 @@ const TRUE = sql`1=1`
 const ALL: WhereNode = { kind: 'all' }
 const FALSE = sql`1=0`
 /** The comparison operators of the where tree (criteria/operators.ts), never a client's text. */
-const OPERATORS = { '=': sql.raw('='), '<>': sql.raw('<>'), '<': sql.raw('<'), '<=': sql.raw('<='), '>': sql.raw('>'), '>=': sql.raw('>=') }
+const OPERATORS = {
+  '=': sql.raw('='),
+  '<>': sql.raw('<>'),
+  '<': sql.raw('<'),
+  '<=': sql.raw('<='),
+  '>': sql.raw('>'),
+  '>=': sql.raw('>=')
+}
 
 /** A where's shape and values, as {@link shapeOf} collects them. */
 export interface Shape {
@@ -81,7 +88,16 @@ function relationKey ({ model, association }: RelatedNode): string {
     const link = association.kind === 'singular'
       ? [association.column]
       : [association.relation, association.parentColumn, association.pivotTable ?? '', association.childColumn ?? '']
-    RELATION_KEYS.set(association, key = JSON.stringify([model.primaryKey.column, target.schema ?? '', target.table, target.primaryKey.column, ...link]))
+    RELATION_KEYS.set(
+      association,
+      key = JSON.stringify([
+        model.primaryKey.column,
+        target.schema ?? '',
+        target.table,
+        target.primaryKey.column,
+        ...link
+      ])
+    )
   }
   return key
 }
@@ -108,7 +124,10 @@ export function where (node: WhereNode, alias: string, dialect: Dialect, fold: b
       return FALSE
     case 'and':
     case 'or':
-      return sql(separated(node.kind, node.items.length), ...node.items.map(item => where(item, alias, dialect, fold, slots)))
+      return sql(
+        separated(node.kind, node.items.length),
+        ...node.items.map(item => where(item, alias, dialect, fold, slots))
+      )
     case 'null': {
       const col = dialect.cache.column(alias, node.target)
       return node.negate ? sql`${col} IS NOT NULL` : sql`${col} IS NULL`
@@ -117,7 +136,11 @@ export function where (node: WhereNode, alias: string, dialect: Dialect, fold: b
       const col = dialect.cache.column(alias, node.target)
       const value = slots === undefined ? dialect.bind(node.target.type, node.value) : new Slot(slots.next++)
       const cast = dialect.cast(node.target)
-      if (node.op === '<>') return node.target.nullable ? sql`(${col} <> ${value}${cast} OR ${col} IS NULL)` : sql`${col} <> ${value}${cast}`
+      if (node.op === '<>') {
+        return node.target.nullable
+          ? sql`(${col} <> ${value}${cast} OR ${col} IS NULL)`
+          : sql`${col} <> ${value}${cast}`
+      }
       const collate = node.op !== '=' && node.target.type === 'string' ? dialect.byCodePoint : NOTHING
       return sql`${col}${collate} ${OPERATORS[node.op]} ${value}${cast}`
     }
@@ -134,7 +157,11 @@ export function where (node: WhereNode, alias: string, dialect: Dialect, fold: b
       return node.target.nullable ? sql`(NOT (${condition}) OR ${col} IS NULL)` : sql`NOT (${condition})`
     }
     case 'match':
-      return dialect.match(dialect.cache.column(alias, node.target), slots === undefined ? dialect.pattern(node.tokens, fold) : new Slot(slots.next++), fold)
+      return dialect.match(
+        dialect.cache.column(alias, node.target),
+        slots === undefined ? dialect.pattern(node.tokens, fold) : new Slot(slots.next++),
+        fold
+      )
     case 'related':
       return related(node, alias, dialect, fold, slots)
   }
@@ -147,7 +174,13 @@ export function where (node: WhereNode, alias: string, dialect: Dialect, fold: b
  * comparison with null, fails, as the matcher reads it). The related records are those the view
  * shows, if any (`RelatedNode.view`). Aliases grow with the depth (`t`, `tr`, `trr`, …).
  */
-function related (node: RelatedNode, alias: string, dialect: Dialect, fold: boolean, slots: { next: number } | undefined): Sql {
+function related (
+  node: RelatedNode,
+  alias: string,
+  dialect: Dialect,
+  fold: boolean,
+  slots: { next: number } | undefined
+): Sql {
   const { association, model } = node
   const target = association.target
   const inner = `${alias}r`
@@ -163,13 +196,16 @@ function related (node: RelatedNode, alias: string, dialect: Dialect, fold: bool
   } else {
     const pivot = `${inner}j`
     const linked = sql`${innerKey} = ${sql.id(pivot, association.childColumn as string)}`
-    from = sql`${sql.id(association.pivotTable as string)} AS ${sql.id(pivot)} JOIN ${table(target)} AS ${sql.id(inner)} ON ${linked}`
+    from = sql`${sql.id(association.pivotTable as string)} AS ${sql.id(pivot)} JOIN ${table(target)} AS ${
+      sql.id(inner)
+    } ON ${linked}`
     link = sql`${sql.id(pivot, association.parentColumn)} = ${dialect.cache.column(alias, model.primaryKey)}`
   }
   const conditions = [link]
   if (node.view !== undefined) conditions.push(where(node.view, inner, dialect, fold, slots))
-  if (node.quantifier === 'every') conditions.push(sql`NOT COALESCE(${where(node.where, inner, dialect, fold, slots)}, 1=0)`)
-  else if (node.where.kind !== 'all') conditions.push(where(node.where, inner, dialect, fold, slots))
+  if (node.quantifier === 'every') {
+    conditions.push(sql`NOT COALESCE(${where(node.where, inner, dialect, fold, slots)}, 1=0)`)
+  } else if (node.where.kind !== 'all') conditions.push(where(node.where, inner, dialect, fold, slots))
   const exists = sql`EXISTS (SELECT 1 FROM ${from} WHERE ${sql.join(conditions, sql` AND `)})`
   return node.quantifier === 'some' || node.quantifier === 'is' ? exists : sql`NOT ${exists}`
 }

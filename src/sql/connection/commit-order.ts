@@ -31,7 +31,10 @@ export class CommitOrder {
    * runs in the releasing write's context, which saves binding one (a `then` that reads none).
    */
   done (ticket: number, then?: () => void, inContext = true): void {
-    this.#ready.set(ticket, then === undefined ? NOTHING : ticket === this.#due || !inContext ? then : AsyncResource.bind(then))
+    this.#ready.set(
+      ticket,
+      then === undefined ? NOTHING : ticket === this.#due || !inContext ? then : AsyncResource.bind(then)
+    )
     for (let run = this.#ready.get(this.#due); run !== undefined; run = this.#ready.get(this.#due)) {
       this.#ready.delete(this.#due++)
       run()

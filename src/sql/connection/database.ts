@@ -16,7 +16,6 @@ import { StatementBatch, type Renumber, type Session, type ValuesTable } from '.
 import { CommitUnconfirmed, type Open } from './transactions.ts'
 import type { Statement } from '../build/statement.ts'
 
-
 /** How many times a transaction runs at most when deadlocks or serialisation failures end it. */
 export const ATTEMPTS = 5
 
@@ -89,9 +88,14 @@ export class Database {
    * outside any ({@link run}) in a read-only one of its own with its COMMIT sent along.
    */
   constructor (
-    kysely: QueryRunner, registry: ModelRegistry,
+    kysely: QueryRunner,
+    registry: ModelRegistry,
     connections: {
-      prepared: RunPrepared, open: Open, renumber: Renumber, valuesTable?: ((session: Session) => ValuesTable) | undefined, failures: FailureCodes
+      prepared: RunPrepared
+      open: Open
+      renumber: Renumber
+      valuesTable?: ((session: Session) => ValuesTable) | undefined
+      failures: FailureCodes
     },
     timeout?: Statement
   ) {
@@ -101,7 +105,9 @@ export class Database {
     this.#open = connections.open
     this.#timeout = timeout
     this.background = this.#executor(kysely, false)
-    this.run = timeout === undefined ? this.background : statement => this.#snapshot(NOTHING_BESIDE, run => run(statement), true)
+    this.run = timeout === undefined
+      ? this.background
+      : statement => this.#snapshot(NOTHING_BESIDE, run => run(statement), true)
     // Statements on one connection: a read-only transaction with nothing beside.
     const session: Session = work => this.#snapshot(NOTHING_BESIDE, work, false)
     this.together = new StatementBatch(this.run, connections.renumber, connections.valuesTable?.(session))
@@ -121,7 +127,10 @@ export class Database {
    * @param attempt - which attempt this is (1 for a caller).
    * @throws the coded error of a failed statement (see `failures.ts`), or what `work` threw.
    */
-  async transaction<T> (work: (run: Executor, context: () => unknown) => Promise<T>, attempt = 1): Promise<Committed<T>> {
+  async transaction<T> (
+    work: (run: Executor, context: () => unknown) => Promise<T>,
+    attempt = 1
+  ): Promise<Committed<T>> {
     try {
       return await this.#once(work)
     } catch (err) {
@@ -157,9 +166,10 @@ export class Database {
       this.#open(async transaction => {
         const inside = this.#executor(transaction.runner, true)
         let ended = false
-        const run: Executor = statement => ended
-          ? Promise.reject(new Error('fastify-blueprints: a statement was issued after its snapshot ended'))
-          : inside(statement)
+        const run: Executor = statement =>
+          ended
+            ? Promise.reject(new Error('fastify-blueprints: a statement was issued after its snapshot ended'))
+            : inside(statement)
         try {
           let committed: Promise<unknown> | undefined
           try {
@@ -232,11 +242,20 @@ export class Database {
   }
 
   #executor (runner: QueryRunner, held: boolean): Executor {
-    const fail = (err: unknown): never => { throw this.#failure(err) }
+    const fail = (err: unknown): never => {
+      throw this.#failure(err)
+    }
     // A promise chain rather than an async function: one promise less per statement.
     return statement => {
       try {
-        const rows = this.#prepared(runner, statement.sql, statement.params, held, statement.arrays ?? false, statement.once === true)
+        const rows = this.#prepared(
+          runner,
+          statement.sql,
+          statement.params,
+          held,
+          statement.arrays ?? false,
+          statement.once === true
+        )
         return (rows as Promise<Array<Record<string, unknown>>>).catch(fail)
       } catch (err) {
         // A driver that throws before it returns a promise (pg does for a query it cannot send).
@@ -286,7 +305,11 @@ function namingOf (registry: ModelRegistry): Naming {
  * the app on its pool, its role or its database) is already `ms` or less, which costs nothing more.
  * Asked once, at registration, through `run`; a session that cannot be asked is bounded.
  */
-export async function timeoutFor (timeout: StatementTimeout | undefined, ms: number, run: Executor): Promise<Statement | undefined> {
+export async function timeoutFor (
+  timeout: StatementTimeout | undefined,
+  ms: number,
+  run: Executor
+): Promise<Statement | undefined> {
   if (timeout === undefined || ms === Infinity) return undefined
   // (PostgreSQL's bound is at most 2^31 - 1 ms, 24.8 days.)
   const bound = Math.min(ms, MAX_TIMEOUT)

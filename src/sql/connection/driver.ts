@@ -8,17 +8,17 @@ import type { CompiledQuery } from 'kysely'
 
 /** The part of Kysely the plugin uses: the ORM's instance, or one bound to a connection. */
 export interface QueryRunner {
-  executeQuery (query: CompiledQuery): Promise<{ rows: unknown[] }>
+  executeQuery(query: CompiledQuery): Promise<{ rows: unknown[] }>
 }
 
 /** A Kysely instance that lends its connection (for SQLite: its one connection, under a mutex). */
 export interface ConnectionLender {
-  connection (): { execute<T> (work: (connection: QueryRunner) => Promise<T>): Promise<T> }
+  connection(): { execute<T>(work: (connection: QueryRunner) => Promise<T>): Promise<T> }
 }
 
 /** The part of a better-sqlite3 (or libSQL) database handle the plugin uses. */
 export interface NativeSqlite {
-  prepare (sql: string): NativeStatement
+  prepare(sql: string): NativeStatement
   /** A transaction is open on the handle (whoever opened it). */
   readonly inTransaction: boolean
 }
@@ -26,10 +26,10 @@ export interface NativeSqlite {
 /** A prepared better-sqlite3 statement. */
 export interface NativeStatement {
   readonly reader: boolean
-  all (params: readonly unknown[]): unknown[]
-  run (params: readonly unknown[]): unknown
+  all(params: readonly unknown[]): unknown[]
+  run(params: readonly unknown[]): unknown
   /** Rows as arrays (`true`) or objects, from now on. */
-  raw (toggle: boolean): NativeStatement
+  raw(toggle: boolean): NativeStatement
 }
 
 /** A query as `pg` takes it: named, it is parsed once per connection. */
@@ -39,15 +39,15 @@ export interface QueryConfig {
   values?: readonly unknown[]
   rowMode?: 'array' | undefined
   /** The statement's own type parsers (`pg`'s query config). */
-  types?: { getTypeParser (oid: number, format?: string): (text: string) => unknown } | undefined
+  types?: { getTypeParser(oid: number, format?: string): (text: string) => unknown } | undefined
 }
 
 /** The part of a `pg` client (or pool) the plugin uses. */
 export interface NativeClient {
-  query (config: QueryConfig | string): Promise<{ rows: unknown[] }>
+  query(config: QueryConfig | string): Promise<{ rows: unknown[] }>
 }
 
 /** The part of a `pg` pool the plugin uses. */
 export interface NativePool extends NativeClient {
-  connect (): Promise<NativeClient & { release (destroy?: Error): void }>
+  connect(): Promise<NativeClient & { release(destroy?: Error): void }>
 }

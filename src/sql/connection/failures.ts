@@ -6,16 +6,22 @@
  * @module
  */
 import {
-  BP_ERR_CONSTRAINT, BP_ERR_DATABASE, BP_ERR_DATABASE_BUSY, BP_ERR_DATABASE_TIMEOUT, BP_ERR_DATABASE_UNAVAILABLE, BP_ERR_SCHEMA_MISSING,
-  BP_ERR_UNIQUE, BP_ERR_VALUE_REJECTED
+  BP_ERR_CONSTRAINT,
+  BP_ERR_DATABASE,
+  BP_ERR_DATABASE_BUSY,
+  BP_ERR_DATABASE_TIMEOUT,
+  BP_ERR_DATABASE_UNAVAILABLE,
+  BP_ERR_SCHEMA_MISSING,
+  BP_ERR_UNIQUE,
+  BP_ERR_VALUE_REJECTED
 } from '../../errors.ts'
 
 /** Names of a table's model and columns' attributes, for messages (the registry knows them). */
 export interface Naming {
   /** The identity of the model stored in `table`, if any. */
-  model (table: string): string | undefined
+  model(table: string): string | undefined
   /** The attribute stored in `column` of `table`, if any. */
-  attribute (table: string, column: string): string | undefined
+  attribute(table: string, column: string): string | undefined
 }
 
 /**
@@ -31,11 +37,11 @@ export interface FailureCodes {
   /** The driver's message, without a code, for a statement it never sent (the connection was known broken). */
   readonly unsentMessage: RegExp | undefined
   /** A statement cancelled, or read past the driver's time limit: not run again. */
-  timeout (code: string, message: string): boolean
+  timeout(code: string, message: string): boolean
   /** Deadlock, serialisation failure, a lock taken without waiting that another transaction holds. */
   readonly retry: ReadonlySet<string>
   /** A value its column refuses. */
-  rejected (code: string): boolean
+  rejected(code: string): boolean
   readonly unique: ReadonlySet<string>
   readonly foreignKey: ReadonlySet<string>
   readonly notNull: ReadonlySet<string>
@@ -44,9 +50,12 @@ export interface FailureCodes {
    * The table a statement named that does not exist: its name, `null` where the error says a
    * table is missing without naming it, `undefined` where the error is another.
    */
-  missingTable (code: string, message: string): string | null | undefined
+  missingTable(code: string, message: string): string | null | undefined
   /** Likewise for a column (and its table, where the error names it). */
-  missingColumn (code: string, message: string): { readonly column: string, readonly table: string | undefined } | null | undefined
+  missingColumn(
+    code: string,
+    message: string
+  ): { readonly column: string, readonly table: string | undefined } | null | undefined
 }
 
 /**
@@ -109,7 +118,11 @@ export function classify (err: unknown, naming: Naming, codes: FailureCodes): Fa
   if (codes.foreignKey.has(code)) return fail(new BP_ERR_CONSTRAINT(foreignKey(e, naming)))
   if (codes.notNull.has(code)) return fail(new BP_ERR_CONSTRAINT(notNull(e, message, naming)))
   if (codes.check.has(code)) {
-    return fail(new BP_ERR_CONSTRAINT(typeof e.constraint === 'string' ? `the check \`${e.constraint}\` fails` : 'a check of the database fails'))
+    return fail(
+      new BP_ERR_CONSTRAINT(
+        typeof e.constraint === 'string' ? `the check \`${e.constraint}\` fails` : 'a check of the database fails'
+      )
+    )
   }
   const missing = missingOf(code, message, naming, codes)
   if (missing !== undefined) return fail(new BP_ERR_SCHEMA_MISSING(missing))
@@ -134,11 +147,13 @@ function missingOf (code: string, message: string, naming: Naming, codes: Failur
   const name = column.column.replace(/^.*\./, '')
   const model = naming.model(column.table)
   const attribute = naming.attribute(column.table, name)
-  return model === undefined || attribute === undefined ? UNNAMED_COLUMN : `column for the attribute \`${attribute}\` of the model \`${model}\``
+  return model === undefined || attribute === undefined
+    ? UNNAMED_COLUMN
+    : `column for the attribute \`${attribute}\` of the model \`${model}\``
 }
 
-const UNNAMED_TABLE = 'table the request needs (the server\'s log names it)'
-const UNNAMED_COLUMN = 'column the request needs (the server\'s log names it)'
+const UNNAMED_TABLE = "table the request needs (the server's log names it)"
+const UNNAMED_COLUMN = "column the request needs (the server's log names it)"
 
 function withCause<E extends Error> (error: E, cause: unknown): E {
   Object.defineProperty(error, 'cause', { value: cause, enumerable: false, writable: true, configurable: true })
@@ -157,7 +172,9 @@ function unique (e: DriverError, message: string, naming: Naming): string {
   const model = naming.model(table)
   if (model === undefined) return 'A record with the same unique value already exists'
   const names = pairs.map(pair => naming.attribute(table, pair[pair.length - 1]))
-  const which = names.every(name => name !== undefined) ? names.map(name => `\`${String(name)}\``).join(', ') : 'unique value'
+  const which = names.every(name => name !== undefined)
+    ? names.map(name => `\`${String(name)}\``).join(', ')
+    : 'unique value'
   return `A ${model} record with the same ${which} already exists`
 }
 
@@ -171,7 +188,9 @@ function foreignKey (e: DriverError, naming: Naming): string {
 
 function notNull (e: DriverError, message: string, naming: Naming): string {
   // PostgreSQL gives the table and the column; SQLite writes `… failed: table.column`.
-  const [table, column] = typeof e.column === 'string' ? [String(e.table), e.column] : message.slice(message.indexOf(': ') + 2).split('.')
+  const [table, column] = typeof e.column === 'string'
+    ? [String(e.table), e.column]
+    : message.slice(message.indexOf(': ') + 2).split('.')
   const attribute = naming.attribute(table, column)
   return attribute === undefined ? 'a value that cannot be null is missing' : `\`${attribute}\` cannot be null`
 }

@@ -17,7 +17,6 @@ import type { Connections, OrmConnection } from './runners.ts'
 import type { Renumber, Session, ValuesTable } from '../read/statement-batch.ts'
 import type { TransactionalKysely } from './transactions.ts'
 
-
 /**
  * How statements run, and transactions open, for a dialect, on the ORM's Kysely instance and
  * native client (the better-sqlite3 handle; the `pg` pool): the dialect chooses (see
@@ -25,10 +24,21 @@ import type { TransactionalKysely } from './transactions.ts'
  * statements of one text join into one (`Dialect.renumber`, `Dialect.valuesTable`).
  */
 export async function connectionsFor (
-  dialect: Dialect, kysely: TransactionalKysely, orm: OrmConnection
-): Promise<Connections & {
-  readonly renumber: Renumber, readonly valuesTable: ((session: Session) => ValuesTable) | undefined, readonly failures: FailureCodes
-}> {
+  dialect: Dialect,
+  kysely: TransactionalKysely,
+  orm: OrmConnection
+): Promise<
+  Connections & {
+    readonly renumber: Renumber
+    readonly valuesTable: ((session: Session) => ValuesTable) | undefined
+    readonly failures: FailureCodes
+  }
+> {
   const native = await orm.em.getConnection().getNativeClient().catch(() => undefined)
-  return { ...dialect.connections(kysely, native, orm), renumber: dialect.renumber, valuesTable: dialect.valuesTable, failures: dialect.failures }
+  return {
+    ...dialect.connections(kysely, native, orm),
+    renumber: dialect.renumber,
+    valuesTable: dialect.valuesTable,
+    failures: dialect.failures
+  }
 }

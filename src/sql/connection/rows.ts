@@ -47,8 +47,14 @@ export function inOrder<T extends readonly unknown[]> (work: { [K in keyof T]: P
     }
     if (count === 0) resolve(results as unknown as T)
     for (let i = 0; i < count; i++) {
-      work[i].then(value => { results[i] = value; settled() }, (err: unknown) => {
-        if (i < failedAt) { failedAt = i; failure = err }
+      work[i].then(value => {
+        results[i] = value
+        settled()
+      }, (err: unknown) => {
+        if (i < failedAt) {
+          failedAt = i
+          failure = err
+        }
         settled()
       })
     }

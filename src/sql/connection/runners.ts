@@ -20,7 +20,12 @@ export const MAX_PREPARED = 256
  * `Statement.arrays`. `once`: see `Statement.once`.
  */
 export type RunPrepared = (
-  runner: QueryRunner & Partial<ConnectionLender>, sql: string, params: readonly unknown[], held: boolean, arrays: boolean | 'texts', once: boolean
+  runner: QueryRunner & Partial<ConnectionLender>,
+  sql: string,
+  params: readonly unknown[],
+  held: boolean,
+  arrays: boolean | 'texts',
+  once: boolean
 ) => Promise<unknown[]>
 
 /** How statements run, and transactions open, on one ORM's connections (see `Database`). */
@@ -32,8 +37,8 @@ export interface Connections {
 /** What `connectionsFor` (prepared.ts) and the dialects read of the ORM. */
 export interface OrmConnection {
   /** MikroORM's configuration: every option as the app gave it or as it defaults. */
-  readonly config: { getAll (): object }
-  readonly em: { getConnection (): { getNativeClient (): Promise<unknown> } }
+  readonly config: { getAll(): object }
+  readonly em: { getConnection(): { getNativeClient(): Promise<unknown> } }
 }
 
 /** A driver's rows, as it returned them. */
@@ -50,5 +55,5 @@ export interface StatementTimeout {
   /** The statement that reads the session's own bound, in milliseconds (`ms`; 0: none). */
   readonly session: Statement
   /** The statement that bounds every later statement of its transaction to `ms` milliseconds. */
-  local (ms: number): Statement
+  local(ms: number): Statement
 }

@@ -25,13 +25,13 @@ export interface OpenTransaction {
   /** What its statements run on (see prepared.ts). */
   readonly runner: QueryRunner
   /** Rejects with {@link CommitUnconfirmed} where the outcome is not known. */
-  commit (): Promise<unknown>
-  rollback (): Promise<unknown>
+  commit(): Promise<unknown>
+  rollback(): Promise<unknown>
   /**
    * A Kysely instance on the transaction's connection, for an entity manager bound to it
    * (MikroORM's `setTransactionContext`): made on first use.
    */
-  context (): unknown
+  context(): unknown
 }
 
 /**
@@ -43,22 +43,22 @@ export type Open = <T>(body: (transaction: OpenTransaction) => Promise<T>, snaps
 
 /** A Kysely transaction, as far as this module uses it. */
 interface KyselyTransaction extends QueryRunner {
-  commit (): { execute (): Promise<unknown> }
-  rollback (): { execute (): Promise<unknown> }
+  commit(): { execute(): Promise<unknown> }
+  rollback(): { execute(): Promise<unknown> }
 }
 
 /** Kysely's instance, as far as this module uses it. */
 export interface TransactionalKysely extends QueryRunner, ConnectionLender {
-  connection (): {
-    execute<T> (work: (connection: QueryRunner & { startTransaction (): TransactionBuilder }) => Promise<T>): Promise<T>
+  connection(): {
+    execute<T>(work: (connection: QueryRunner & { startTransaction(): TransactionBuilder }) => Promise<T>): Promise<T>
   }
 }
 
 /** Kysely's builder of a transaction (its dialect turns the settings into its BEGIN, or ignores them). */
 interface TransactionBuilder {
-  setIsolationLevel (level: 'repeatable read'): TransactionBuilder
-  setAccessMode (mode: 'read only'): TransactionBuilder
-  execute (): Promise<KyselyTransaction>
+  setIsolationLevel(level: 'repeatable read'): TransactionBuilder
+  setAccessMode(mode: 'read only'): TransactionBuilder
+  execute(): Promise<KyselyTransaction>
 }
 
 /**
@@ -68,29 +68,33 @@ interface TransactionBuilder {
  * checks the connection and ends whatever transaction is still open on it.
  */
 export function openWithKysely (kysely: TransactionalKysely, codes: FailureCodes, settle?: () => void): Open {
-  return async (body, snapshot) => await kysely.connection().execute(async connection => {
-    const builder = connection.startTransaction()
-    const transaction = await (snapshot === true ? builder.setIsolationLevel('repeatable read').setAccessMode('read only') : builder).execute()
-    let ended = false
-    const end = async (how: KyselyTransaction['commit']): Promise<unknown> => {
-      const result = await how.call(transaction).execute()
-      ended = true
-      return result
-    }
-    try {
-      return await body({
-        runner: transaction,
-        commit: async () => await end(transaction.commit).catch((err: unknown) => {
-          // Kysely sends each statement once the one before has its answer: a COMMIT whose answer
-          // was lost on a connection that broke or timed out went out after every other.
-          throw unconfirmed(err, codes) ? new CommitUnconfirmed(err) : err
-        }),
-        rollback: async () => await end(transaction.rollback),
-        context: () => transaction
-      })
-    } finally {
-      if (!ended) await transaction.rollback().execute().catch(() => {})
-      settle?.()
-    }
-  })
+  return async (body, snapshot) =>
+    await kysely.connection().execute(async connection => {
+      const builder = connection.startTransaction()
+      const transaction =
+        await (snapshot === true ? builder.setIsolationLevel('repeatable read').setAccessMode('read only') : builder)
+          .execute()
+      let ended = false
+      const end = async (how: KyselyTransaction['commit']): Promise<unknown> => {
+        const result = await how.call(transaction).execute()
+        ended = true
+        return result
+      }
+      try {
+        return await body({
+          runner: transaction,
+          commit: async () =>
+            await end(transaction.commit).catch((err: unknown) => {
+              // Kysely sends each statement once the one before has its answer: a COMMIT whose answer
+              // was lost on a connection that broke or timed out went out after every other.
+              throw unconfirmed(err, codes) ? new CommitUnconfirmed(err) : err
+            }),
+          rollback: async () => await end(transaction.rollback),
+          context: () => transaction
+        })
+      } finally {
+        if (!ended) await transaction.rollback().execute().catch(() => {})
+        settle?.()
+      }
+    })
 }

@@ -45,7 +45,7 @@ export interface LogInStatement {
    * the log's shared lock taken after `source` was computed — so after the write's work — and name
    * its position `position` in the CTE `ll`.
    */
-  append (source: string, at: Sql): Sql
+  append(source: string, at: Sql): Sql
 }
 
 /** The change log's statements on one database, for one table name. */
@@ -58,30 +58,30 @@ export interface ChangeLogSql {
    * identity. Runs in the transaction of `run`: instances that start together create the tables
    * once. Rejects when a table is missing.
    */
-  open (run: Executor, made: LogIdentity, tables: boolean): Promise<LogIdentity>
+  open(run: Executor, made: LogIdentity, tables: boolean): Promise<LogIdentity>
   /**
    * Records a change set (JSON text) in the write's transaction (`run`), at `at` (milliseconds
    * since the epoch); resolves with its position. Positions grow with the commit order of writes
    * that touch a common row (they are taken after the write's work, while its locks are held).
    */
-  append (run: Executor, envelope: string, at: number): Promise<number>
+  append(run: Executor, envelope: string, at: number): Promise<number>
   /** Up to `limit` rows after `after`, in position order. */
-  read (run: Executor, after: number, limit: number): Promise<LogRow[]>
+  read(run: Executor, after: number, limit: number): Promise<LogRow[]>
   /** Every position after `after` that holds a row (a read's snapshot: what it reflects). */
-  positions (run: Executor, after: number): Promise<number[]>
+  positions(run: Executor, after: number): Promise<number[]>
   /**
    * Settles positions `from`…`to` (inclusive): each one that holds no committed change set is
    * filled with `NULL`, after waiting for a write still holding it to commit or roll back. Once it
    * resolves, every position of the range holds a row that will not change.
    */
-  settle (run: Executor, from: number, to: number, at: number): Promise<void>
+  settle(run: Executor, from: number, to: number, at: number): Promise<void>
   /** The oldest and newest positions held. */
-  bounds (run: Executor): Promise<LogBounds>
+  bounds(run: Executor): Promise<LogBounds>
   /**
    * Deletes at most `batch` of the oldest rows that are beyond the newest `maxEntries` or older
    * than `before` (milliseconds since the epoch); resolves with how many it deleted.
    */
-  prune (run: Executor, maxEntries: number, before: number, batch: number): Promise<number>
+  prune(run: Executor, maxEntries: number, before: number, batch: number): Promise<number>
 }
 
 /**
@@ -98,7 +98,9 @@ export interface LogStatements {
 }
 
 /** The operations of {@link ChangeLogSql} that run one of the dialect's {@link LogStatements} as they are. */
-export function logOperations (statements: LogStatements): Pick<ChangeLogSql, 'read' | 'positions' | 'settle' | 'bounds' | 'prune'> {
+export function logOperations (
+  statements: LogStatements
+): Pick<ChangeLogSql, 'read' | 'positions' | 'settle' | 'bounds' | 'prune'> {
   const bind = (statement: Statement, params: unknown[]): Statement => ({ sql: statement.sql, params })
   return {
     async read (run, after, limit) {

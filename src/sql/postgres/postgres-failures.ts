@@ -16,11 +16,28 @@ export const POSTGRES_FAILURES: FailureCodes = {
   // Classes 08, 53 and 57, and Node's socket errors: the server cannot be reached, is starting or
   // stopping, dropped the connection, or has no connection slot left.
   unavailable: new Set([
-    '08000', '08001', '08003', '08004', '08006', '08007', '53300', '57P01', '57P02', '57P03',
-    'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'
+    '08000',
+    '08001',
+    '08003',
+    '08004',
+    '08006',
+    '08007',
+    '53300',
+    '57P01',
+    '57P02',
+    '57P03',
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'EPIPE',
+    'ETIMEDOUT',
+    'EHOSTUNREACH',
+    'ENETUNREACH',
+    'ENOTFOUND',
+    'EAI_AGAIN'
   ]),
   // pg reports a broken or closing connection with messages only, no code.
-  unavailableMessage: /Connection terminated|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end/,
+  unavailableMessage:
+    /Connection terminated|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end/,
   // pg refuses to send a statement on a connection it already knew broken.
   unsentMessage: /not queryable/,
   // A statement cancelled (a statement_timeout, a cancel request) or read past pg's query_timeout.

@@ -36,12 +36,14 @@ export const POSTGRES = {
     return cast === undefined ? NOTHING : cast === 'int8' ? INT8 : FLOAT8
   },
   // (A date with microseconds as its text, which PostgreSQL reads whole: `pg` writes a `Date`'s milliseconds.)
-  bind: (type: AttributeType, value: unknown): unknown => type === 'bigint' ? String(value) : value instanceof PreciseDate ? preciseText(value) : value,
-  rowLock: (share: boolean, noWait: boolean, of?: string): Sql => sql.join([
-    share ? sql` FOR KEY SHARE` : sql` FOR UPDATE`,
-    of === undefined ? NOTHING : sql` OF ${sql.id(of)}`,
-    noWait ? sql` NOWAIT` : NOTHING
-  ], NOTHING),
+  bind: (type: AttributeType, value: unknown): unknown =>
+    type === 'bigint' ? String(value) : value instanceof PreciseDate ? preciseText(value) : value,
+  rowLock: (share: boolean, noWait: boolean, of?: string): Sql =>
+    sql.join([
+      share ? sql` FOR KEY SHARE` : sql` FOR UPDATE`,
+      of === undefined ? NOTHING : sql` OF ${sql.id(of)}`,
+      noWait ? sql` NOWAIT` : NOTHING
+    ], NOTHING),
   // The "C" collation orders by byte, which for UTF-8 is code-point order: the order SQLite's
   // default BINARY collation gives. The database's own locale would sort 'cody' before 'Scott'.
   byCodePoint: sql` COLLATE ${sql.id('C')}` as Sql,
@@ -95,7 +97,6 @@ export const POSTGRES = {
   } satisfies JsonTree
 }
 
-
 /**
  * A date with microseconds as PostgreSQL reads it: its ISO text, or for a year before 1 or past
  * 9999 (which ISO writes signed, with six digits) the year as PostgreSQL writes it (`0044 … BC`).
@@ -116,7 +117,8 @@ const DOUBLE_QUOTE = 34
 const isDigit = (code: number): boolean => code >= 48 && code <= 57
 
 /** Whether `code` can continue an unquoted identifier (where a `$` is part of the name). */
-const inName = (code: number): boolean => isDigit(code) || code === DOLLAR || code === 95 || ((code | 32) >= 97 && (code | 32) <= 122) || code > 127
+const inName = (code: number): boolean =>
+  isDigit(code) || code === DOLLAR || code === 95 || ((code | 32) >= 97 && (code | 32) <= 122) || code > 127
 
 /** `sql`'s placeholders (`$1`, `$2` …) numbered from `by + 1`. */
 function renumberPlaceholders (sql: string, by: number): string {

@@ -78,7 +78,11 @@ function keyJsonOf (key: Attribute): KeyJson | undefined {
     return { json: id => sql`${id}::text`, order: id => id, cast: sql`::int8` }
   }
   if (key.type === 'string' && !FIXED_LENGTH.test(key.columnType)) {
-    return { json: id => sql`to_json(${id}::text)::text`, order: id => sql`${id}::text${POSTGRES.byCodePoint}`, cast: sql`::text` }
+    return {
+      json: id => sql`to_json(${id}::text)::text`,
+      order: id => sql`${id}::text${POSTGRES.byCodePoint}`,
+      cast: sql`::text`
+    }
   }
   return undefined
 }
@@ -99,11 +103,24 @@ export class PostgresLinks {
    * refuses the write, and its transaction rolls back.
    */
   change (
-    run: Executor, association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, change: LinkChange, locks: LinkLocks,
+    run: Executor,
+    association: CollectionAssociation,
+    parent: Model,
+    child: Model,
+    parentId: unknown,
+    change: LinkChange,
+    locks: LinkLocks,
     log?: LinkLog
   ): Promise<LinkOutcome> {
     const logging = log !== undefined && keyJson(child.primaryKey) !== undefined ? log : undefined
-    const { first: firstTemplate, second: secondTemplate } = this.#templatesOf(association, parent, child, change, locks, logging?.log)
+    const { first: firstTemplate, second: secondTemplate } = this.#templatesOf(
+      association,
+      parent,
+      child,
+      change,
+      locks,
+      logging?.log
+    )
     const key = child.primaryKey.type
     const ids = change.ids
     const values = [
@@ -117,7 +134,12 @@ export class PostgresLinks {
     const first = run(firstTemplate.fill(values))
     const second = secondTemplate === undefined ? undefined : run(secondTemplate.fill(values))
     return inOrder<[Row[], Row[]]>([first, second ?? Promise.resolve([])]).then(([firstRows, secondRows]) => {
-      const outcome: { -readonly [K in keyof LinkOutcome]: LinkOutcome[K] } = { parentFound: false, found: new Map(), linked: [], unlinked: [] }
+      const outcome: { -readonly [K in keyof LinkOutcome]: LinkOutcome[K] } = {
+        parentFound: false,
+        found: new Map(),
+        linked: [],
+        unlinked: []
+      }
       let position: number | undefined
       const linked = new Set<string>()
       for (const row of firstRows) {
@@ -145,7 +167,12 @@ export class PostgresLinks {
    * one, several), what it links and unlinks, and how it locks.
    */
   #templatesOf (
-    association: CollectionAssociation, parent: Model, child: Model, change: LinkChange, locks: LinkLocks, log: LogInStatement | undefined
+    association: CollectionAssociation,
+    parent: Model,
+    child: Model,
+    change: LinkChange,
+    locks: LinkLocks,
+    log: LogInStatement | undefined
   ): Templates {
     let byShape = this.#templates.get(association)
     if (byShape === undefined) this.#templates.set(association, byShape = new Map())
@@ -153,7 +180,8 @@ export class PostgresLinks {
     // The shape as a number (no text to build per request): count in bits 0–1, the rest one bit each.
     const unlink = change.unlink === undefined ? 0 : change.unlink === 'ids' ? 1 : 2
     const shape = count | (Number(change.link) << 2) | (unlink << 3) |
-      (Number(locks.childFirst) << 5) | (Number(locks.share) << 6) | (Number(locks.members) << 7) | (Number(log !== undefined) << 8)
+      (Number(locks.childFirst) << 5) | (Number(locks.share) << 6) | (Number(locks.members) << 7) |
+      (Number(log !== undefined) << 8)
     let templates = byShape.get(shape)
     // A registration has one log: built again only for another (a log of another registration).
     if (templates === undefined || templates.log !== log) {
@@ -183,7 +211,13 @@ class Statements {
 
   readonly #log: LogInStatement | undefined
 
-  constructor (association: CollectionAssociation, parent: Model, child: Model, count: number, log: LogInStatement | undefined) {
+  constructor (
+    association: CollectionAssociation,
+    parent: Model,
+    child: Model,
+    count: number,
+    log: LogInStatement | undefined
+  ) {
     this.#parent = parent
     this.#child = child
     this.#count = count
@@ -197,10 +231,16 @@ class Statements {
   locks (change: LinkChange, locks: LinkLocks, logs: boolean): Sql {
     const parentPk = sql.id(this.#parent.primaryKey.column)
     const childPk = sql.id(this.#child.primaryKey.column)
-    const children = locks.members ? sql`(${this.#oneOf(childPk)} OR ${childPk} IN ${this.#members()})` : this.#oneOf(childPk)
+    const children = locks.members
+      ? sql`(${this.#oneOf(childPk)} OR ${childPk} IN ${this.#members()})`
+      : this.#oneOf(childPk)
     const childLock = locks.share ? POSTGRES.rowLock(true, false) : NOTHING
-    const p = sql`p AS (SELECT ${parentPk} AS id FROM ${table(this.#parent)} WHERE ${parentPk} = ${this.#parentKey()}${POSTGRES.rowLock(false, false)})`
-    const c = sql`c AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE ${children} ORDER BY ${childPk}${childLock})`
+    const p = sql`p AS (SELECT ${parentPk} AS id FROM ${table(this.#parent)} WHERE ${parentPk} = ${this.#parentKey()}${
+      POSTGRES.rowLock(false, false)
+    })`
+    const c = sql`c AS (SELECT ${childPk} AS id FROM ${
+      table(this.#child)
+    } WHERE ${children} ORDER BY ${childPk}${childLock})`
     // The branches of a UNION ALL run in order: the locks are taken in the order written.
     const position = logs ? this.#position() : NOTHING
     const parentRow = sql`SELECT 'p' AS k, id AS parent, NULL AS child${position} FROM p`
@@ -227,15 +267,26 @@ class Statements {
     const key = keyJson(this.#child.primaryKey) as KeyJson
     const id = sql.id('id')
     // The keys of one CTE as JSON, joined by commas, in the change set's order; '' when it has none.
-    const keys = (source: string, order: Sql): Sql => sql`coalesce((SELECT string_agg(${key.json(id)}, ','${order}) FROM ${sql.id(source)}), '')`
+    const keys = (source: string, order: Sql): Sql =>
+      sql`coalesce((SELECT string_agg(${key.json(id)}, ','${order}) FROM ${sql.id(source)}), '')`
     const added = inserted
-      ? keys('i', this.#count > 1 ? sql` ORDER BY array_position(${CHILD_KEYS.list}${key.cast}[], ${id}${key.cast})` : NOTHING)
+      ? keys(
+        'i',
+        this.#count > 1 ? sql` ORDER BY array_position(${CHILD_KEYS.list}${key.cast}[], ${id}${key.cast})` : NOTHING
+      )
       : sql`''`
-    const removed = deleted !== 'none' ? keys('d', deleted === 'several' ? sql` ORDER BY ${key.order(id)}` : NOTHING) : sql`''`
-    const changed = [inserted ? sql`EXISTS (SELECT FROM i)` : undefined, deleted !== 'none' ? sql`EXISTS (SELECT FROM d)` : undefined]
+    const removed = deleted !== 'none'
+      ? keys('d', deleted === 'several' ? sql` ORDER BY ${key.order(id)}` : NOTHING)
+      : sql`''`
+    const changed = [
+      inserted ? sql`EXISTS (SELECT FROM i)` : undefined,
+      deleted !== 'none' ? sql`EXISTS (SELECT FROM d)` : undefined
+    ]
       .filter(test => test !== undefined)
-    tables.push(sql`le AS (SELECT ${BEFORE}::text || ${added} || ${BETWEEN}::text || ${removed} || ${AFTER}::text AS envelope
-      WHERE ${sql.join(changed, sql` OR `)})`)
+    tables.push(
+      sql`le AS (SELECT ${BEFORE}::text || ${added} || ${BETWEEN}::text || ${removed} || ${AFTER}::text AS envelope
+      WHERE ${sql.join(changed, sql` OR `)})`
+    )
     tables.push(log.append('le', sql`${AT}::int8`))
     branches.push(sql`SELECT 'l', ${blank}, position FROM ll`)
   }
@@ -254,13 +305,21 @@ class Statements {
     if (members) {
       const members = this.#members()
       const lock = POSTGRES.rowLock(true, true)
-      tables.push(sql`m AS (SELECT ${childPk} AS id FROM ${table(this.#child)} WHERE ${childPk} IN ${members} ORDER BY ${childPk}${lock})`)
+      tables.push(
+        sql`m AS (SELECT ${childPk} AS id FROM ${
+          table(this.#child)
+        } WHERE ${childPk} IN ${members} ORDER BY ${childPk}${lock})`
+      )
       branches.push(sql`SELECT 'm' AS k, id${position} FROM m`)
     }
     const which = change.unlink === 'ids'
       ? sql` AND ${this.#oneOf(this.#childColumn)}`
-      : this.#count > 0 ? sql` AND NOT (${this.#oneOf(this.#childColumn)})` : NOTHING
-    tables.push(sql`d AS (DELETE FROM ${this.#pivot} WHERE ${this.#parentColumn} = ${this.#parentKey()}${which} RETURNING ${this.#childColumn} AS id)`)
+      : this.#count > 0
+      ? sql` AND NOT (${this.#oneOf(this.#childColumn)})`
+      : NOTHING
+    tables.push(
+      sql`d AS (DELETE FROM ${this.#pivot} WHERE ${this.#parentColumn} = ${this.#parentKey()}${which} RETURNING ${this.#childColumn} AS id)`
+    )
     branches.push(sql`SELECT 'd' AS k, id${position} FROM d`)
     const inserts = change.link && this.#count > 0
     if (inserts) {
@@ -269,7 +328,8 @@ class Statements {
       const childKey = sql.id('c', this.#child.primaryKey.column)
       const [parentTable, childTable] = [table(this.#parent), table(this.#child)]
       const [theParent, theChildren] = [this.#parentKey(), this.#oneOf(childKey)]
-      const select = sql`SELECT ${parentKey}, ${childKey} FROM ${parentTable} AS p, ${childTable} AS c WHERE ${parentKey} = ${theParent} AND ${theChildren}`
+      const select =
+        sql`SELECT ${parentKey}, ${childKey} FROM ${parentTable} AS p, ${childTable} AS c WHERE ${parentKey} = ${theParent} AND ${theChildren}`
       tables.push(this.#inserted(select))
       branches.push(sql`SELECT 'i' AS k, id${position} FROM i`)
     }

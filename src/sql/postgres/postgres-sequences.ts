@@ -20,5 +20,9 @@ export async function moveSequence (run: Executor, model: Model): Promise<void> 
   const name = POSTGRES.statement(table(model)).sql
   const largest = sql`GREATEST((SELECT max(${pk}) FROM ${table(model)}), COALESCE(pg_sequence_last_value(s), 0))`
   const sequence = sql`(SELECT pg_get_serial_sequence(${name}, ${model.primaryKey.column})::regclass AS s)`
-  await run(POSTGRES.statement(sql`SELECT setval(s, GREATEST(m, 1), m >= 1) FROM (SELECT s, ${largest} AS m FROM ${sequence} AS q) AS x`))
+  await run(
+    POSTGRES.statement(
+      sql`SELECT setval(s, GREATEST(m, 1), m >= 1) FROM (SELECT s, ${largest} AS m FROM ${sequence} AS q) AS x`
+    )
+  )
 }

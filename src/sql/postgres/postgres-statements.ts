@@ -8,7 +8,15 @@
  * @module
  */
 import type { NativeClient, NativePool } from '../connection/driver.ts'
-import { MAX_PREPARED, plain, rowsOf, type Connections, type OrmConnection, type RunPrepared, type StatementTimeout } from '../connection/runners.ts'
+import {
+  MAX_PREPARED,
+  plain,
+  rowsOf,
+  type Connections,
+  type OrmConnection,
+  type RunPrepared,
+  type StatementTimeout
+} from '../connection/runners.ts'
 import { openWithKysely, type TransactionalKysely } from '../connection/transactions.ts'
 import { POSTGRES_FAILURES } from './postgres-failures.ts'
 import { openOnPool } from './postgres-transactions.ts'
@@ -42,7 +50,8 @@ function namedStatements (pool: NativePool): RunPrepared {
     // unnamed statement. Returned, not awaited: the caller's await is the only one.
     const native = held ? runner as unknown as NativeClient : pool
     const rowMode = arrays !== false ? 'array' : undefined
-    return native.query({ name, text: sql, values: params, rowMode, types: arrays === 'texts' ? TEXTS : undefined }).then(rowsOf)
+    return native.query({ name, text: sql, values: params, rowMode, types: arrays === 'texts' ? TEXTS : undefined })
+      .then(rowsOf)
   }
 }
 
@@ -81,6 +90,10 @@ export function postgresConnections (kysely: TransactionalKysely, native: unknow
  * that the connection goes back to the pool with the app's own setting.
  */
 export const POSTGRES_TIMEOUT: StatementTimeout = {
-  session: { sql: 'SELECT setting::bigint AS ms FROM pg_settings WHERE name = \'statement_timeout\'', params: [], once: true },
-  local: ms => ({ sql: 'SELECT set_config(\'statement_timeout\', $1, true)', params: [String(ms)] })
+  session: {
+    sql: "SELECT setting::bigint AS ms FROM pg_settings WHERE name = 'statement_timeout'",
+    params: [],
+    once: true
+  },
+  local: ms => ({ sql: "SELECT set_config('statement_timeout', $1, true)", params: [String(ms)] })
 }

@@ -27,8 +27,8 @@ import { CommitUnconfirmed, type Open, type OpenTransaction } from '../connectio
 
 /** A client of the pool, as this module uses it (`getTransactionStatus`: `pg` 8.21 and later). */
 interface PooledClient extends NativeClient {
-  query (config: QueryConfig | string, values?: readonly unknown[]): Promise<{ rows: unknown[], command?: string }>
-  release (destroy?: Error): void
+  query(config: QueryConfig | string, values?: readonly unknown[]): Promise<{ rows: unknown[], command?: string }>
+  release(destroy?: Error): void
   getTransactionStatus?: () => string | null
   /** The app made the pool's clients with `pipeline: true`. */
   readonly pipeline?: boolean
@@ -71,7 +71,6 @@ function answered (err: unknown): boolean {
 
 const ignore = (): void => {}
 
-
 /** One transaction on one client. */
 class PoolTransaction implements OpenTransaction {
   readonly runner: QueryRunner
@@ -102,7 +101,9 @@ class PoolTransaction implements OpenTransaction {
     this.#mode = pipelineOf(client)
     this.#pipelined = client.pipeline === true
     this.#turn = this.#pipelined ? corkOf(client) : undefined
-    this.runner = { query: (config: QueryConfig | string, values?: readonly unknown[]) => this.#statement(config, values) } as unknown as QueryRunner
+    this.runner = {
+      query: (config: QueryConfig | string, values?: readonly unknown[]) => this.#statement(config, values)
+    } as unknown as QueryRunner
     // Its failure (a broken connection) fails the statements behind it as well.
     this.#send(snapshot ? 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' : 'BEGIN').catch(ignore)
   }
@@ -163,12 +164,16 @@ class PoolTransaction implements OpenTransaction {
       return err as Error
     }
     const after = this.#status()
-    return after === 'I' || after === undefined ? undefined : new Error(`fastify-blueprints: the connection is still in a transaction (${after})`)
+    return after === 'I' || after === undefined
+      ? undefined
+      : new Error(`fastify-blueprints: the connection is still in a transaction (${after})`)
   }
 
   /** What the driver says of the connection: `undefined` where it cannot (`pg` before 8.21). */
   #status (): string | undefined {
-    return typeof this.#client.getTransactionStatus === 'function' ? this.#client.getTransactionStatus() ?? undefined : undefined
+    return typeof this.#client.getTransactionStatus === 'function'
+      ? this.#client.getTransactionStatus() ?? undefined
+      : undefined
   }
 
   async #end (command: 'COMMIT' | 'ROLLBACK'): Promise<{ command?: string }> {
@@ -181,13 +186,16 @@ class PoolTransaction implements OpenTransaction {
   }
 
   #statement (config: QueryConfig | string, values?: readonly unknown[]): Promise<{ rows: unknown[] }> {
-    if (this.#ended) return Promise.reject(new Error('fastify-blueprints: a statement was issued after its transaction ended'))
+    if (this.#ended) {
+      return Promise.reject(new Error('fastify-blueprints: a statement was issued after its transaction ended'))
+    }
     return this.#send(config, values)
   }
 
   /** Sends a statement: at once in pipeline mode, otherwise once the one before has its answer. */
   #send (config: QueryConfig | string, values?: readonly unknown[]): Promise<{ rows: unknown[], command?: string }> {
-    const run = (): Promise<{ rows: unknown[], command?: string }> => values === undefined ? this.#client.query(config) : this.#client.query(config, values)
+    const run = (): Promise<{ rows: unknown[], command?: string }> =>
+      values === undefined ? this.#client.query(config) : this.#client.query(config, values)
     this.#turn?.()
     // One by one, nothing more goes out once the connection is known broken: the driver's state is
     // not known (`pg` before 8.22 answers no statement sent after values it could not bind).
@@ -214,6 +222,9 @@ class PoolTransaction implements OpenTransaction {
  * (the transaction does), and is never destroyed (it owns nothing).
  */
 function onClient (client: { query: (...args: never[]) => Promise<unknown> }): Kysely<never> {
-  const lent = { query: async (...args: unknown[]) => await (client.query as (...a: unknown[]) => Promise<unknown>)(...args), release () {} }
+  const lent = {
+    query: async (...args: unknown[]) => await (client.query as (...a: unknown[]) => Promise<unknown>)(...args),
+    release () {}
+  }
   return new Kysely<never>({ dialect: new PostgresDialect({ pool: { connect: async () => lent } as never }) })
 }

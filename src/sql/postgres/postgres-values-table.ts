@@ -57,7 +57,12 @@ export function valuesTable (session: Session): ValuesTable {
     }
     const joined = await sql
     if (joined === undefined) return undefined
-    return chunk => ({ sql: joined, params: [JSON.stringify(chunk.map(statement => texts.get(statement)))], arrays: statements[0].arrays, once: true })
+    return chunk => ({
+      sql: joined,
+      params: [JSON.stringify(chunk.map(statement => texts.get(statement)))],
+      arrays: statements[0].arrays,
+      once: true
+    })
   }
 }
 
@@ -74,7 +79,7 @@ async function parameterTypes (session: Session, sql: string): Promise<readonly 
     await run({ sql: `PREPARE "${PROBE}" AS ${sql}`, params: [], once: true })
     try {
       const [row] = await run({
-        sql: 'SELECT coalesce(array_agg(format(\'%I.%I\', n.nspname, t.typname) ORDER BY p.o), \'{}\') AS types ' +
+        sql: "SELECT coalesce(array_agg(format('%I.%I', n.nspname, t.typname) ORDER BY p.o), '{}') AS types " +
           'FROM pg_prepared_statements AS s CROSS JOIN unnest(s.parameter_types) WITH ORDINALITY AS p(ty, o) ' +
           'JOIN pg_type AS t ON t.oid = p.ty::oid JOIN pg_namespace AS n ON n.oid = t.typnamespace WHERE s.name = $1',
         params: [PROBE],

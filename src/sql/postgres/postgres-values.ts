@@ -39,7 +39,8 @@ const COLON = 58
  * A PostgreSQL timestamp's text with an offset (any session `TimeZone`: before 1900 an offset may
  * have seconds, `+05:53:28`), or a year before Christ (` BC`).
  */
-const TIMESTAMP = /^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(?:([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?)?( BC)?$/
+const TIMESTAMP =
+  /^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(?:([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?)?( BC)?$/
 
 /**
  * A PostgreSQL timestamp as ISO 8601 in UTC at the column's precision: with milliseconds, as
@@ -56,7 +57,10 @@ const TIMESTAMP = /^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(
 export function postgresDate (value: unknown): string {
   const text = value as string
   const n = text.length
-  if (n < 22 || n > 29 || n === 23 || text.charCodeAt(4) !== DASH || text.charCodeAt(10) !== SPACE || text.charCodeAt(13) !== COLON || !text.endsWith('+00')) {
+  if (
+    n < 22 || n > 29 || n === 23 || text.charCodeAt(4) !== DASH || text.charCodeAt(10) !== SPACE ||
+    text.charCodeAt(13) !== COLON || !text.endsWith('+00')
+  ) {
     return otherDate(text)
   }
   // The fraction, if any, is `.` and 1 to 6 digits before `+00` (PostgreSQL drops trailing zeros):
@@ -69,18 +73,26 @@ export function postgresDate (value: unknown): string {
 function otherDate (text: string): string {
   if (text === 'infinity' || text === '-infinity') return text
   const parts = TIMESTAMP.exec(text)
-  if (parts === null || (parts[8] === undefined && parts[12] === undefined)) return withMicros(new Date(text).toISOString(), parts?.[7])
-  const [, year, month, day, hours, minutes, seconds, fraction, sign, offsetHours, offsetMinutes, offsetSeconds, bc] = parts
+  if (parts === null || (parts[8] === undefined && parts[12] === undefined)) {
+    return withMicros(new Date(text).toISOString(), parts?.[7])
+  }
+  const [, year, month, day, hours, minutes, seconds, fraction, sign, offsetHours, offsetMinutes, offsetSeconds, bc] =
+    parts
   const date = new Date(0)
   // (Date.UTC would read the years 0 to 99 as 1900 to 1999; 1 BC is the year 0.)
   date.setUTCFullYear(bc === undefined ? Number(year) : 1 - Number(year), Number(month) - 1, Number(day))
   date.setUTCHours(Number(hours), Number(minutes), Number(seconds), Number(`${fraction ?? ''}000`.slice(0, 3)))
-  const offset = sign === undefined ? 0 : (sign === '-' ? -1 : 1) * ((Number(offsetHours) * 60 + Number(offsetMinutes ?? 0)) * 60 + Number(offsetSeconds ?? 0))
+  const offset = sign === undefined
+    ? 0
+    : (sign === '-' ? -1 : 1) *
+      ((Number(offsetHours) * 60 + Number(offsetMinutes ?? 0)) * 60 + Number(offsetSeconds ?? 0))
   // (An offset is whole seconds: what follows the millisecond is the fraction's own.)
   return withMicros(new Date(date.getTime() - offset * 1000).toISOString(), fraction)
 }
 
 /** `iso` (with milliseconds) with the microseconds of `fraction` (a timestamp's digits after the point), where it has some. */
 function withMicros (iso: string, fraction: string | undefined): string {
-  return fraction === undefined || fraction.length <= 3 ? iso : `${iso.slice(0, -1)}${fraction.slice(3).padEnd(3, '0')}Z`
+  return fraction === undefined || fraction.length <= 3
+    ? iso
+    : `${iso.slice(0, -1)}${fraction.slice(3).padEnd(3, '0')}Z`
 }

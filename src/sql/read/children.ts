@@ -14,15 +14,26 @@ import type { Dialect } from '../dialect.ts'
 import { MAX_SHAPES } from '../build/find-statement.ts'
 import { NOTHING } from '../build/fragments.ts'
 import { orderBy, type Projections } from '../build/fields.ts'
-import { group, inOrder, PARENT, table, type ArrayRow, type Executor, type Field, type JsonRecord } from '../connection/rows.ts'
+import {
+  group,
+  inOrder,
+  PARENT,
+  table,
+  type ArrayRow,
+  type Executor,
+  type Field,
+  type JsonRecord
+} from '../connection/rows.ts'
 import { Slot, Template, type Sql } from '../build/statement.ts'
 import { where as condition } from '../build/where.ts'
 
 /** The criteria that choose the children of a collection. */
-export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive' | 'budget'> & {
-  /** Lock the pivot rows read (a many-to-many collection of one parent; see `ReadOptions.lockLinks`). */
-  readonly lockPivotRows?: boolean
-}
+export type ChildCriteria =
+  & Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' | 'projection' | 'caseInsensitive' | 'budget'>
+  & {
+    /** Lock the pivot rows read (a many-to-many collection of one parent; see `ReadOptions.lockLinks`). */
+    readonly lockPivotRows?: boolean
+  }
 
 /**
  * The criteria that choose the children of a populated collection (a projection's entry): by
@@ -32,7 +43,10 @@ export type ChildCriteria = Pick<Criteria, 'where' | 'sort' | 'limit' | 'skip' |
  * (tree.ts) read the same children.
  */
 export function childCriteria (
-  projections: Projections, { association, limit, criteria }: Projection['collections'][number], policy: Policy | undefined, caseInsensitive: boolean
+  projections: Projections,
+  { association, limit, criteria }: Projection['collections'][number],
+  policy: Policy | undefined,
+  caseInsensitive: boolean
 ): ChildCriteria {
   const child = association.target
   const view = policy?.view(child)
@@ -47,11 +61,15 @@ export function childCriteria (
     }
   }
   return {
-    where: policy === undefined ? criteria.where : combine('and', [(view as ModelView).where, viewedWhere(criteria.where, policy)]),
+    where: policy === undefined
+      ? criteria.where
+      : combine('and', [(view as ModelView).where, viewedWhere(criteria.where, policy)]),
     sort: criteria.sort,
     limit,
     skip: criteria.skip,
-    projection: policy === undefined ? criteria.projection : projections.underPolicy(child, criteria.projection, policy),
+    projection: policy === undefined
+      ? criteria.projection
+      : projections.underPolicy(child, criteria.projection, policy),
     caseInsensitive
   }
 }
@@ -103,7 +121,14 @@ export class ChildLoader {
       // None asked for, or the policy hides them all: not there.
       if (chosen.limit === 0 || chosen.where.kind === 'none') return Promise.resolve(new Map<unknown, JsonRecord[]>())
       if (entry.criteria !== undefined) return this.children(run, entry.association, ids, chosen, false, budget)
-      return this.children(run, entry.association, ids, { ...chosen, lockPivotRows: lockLinks?.has(entry.association.name) === true }, true, budget)
+      return this.children(
+        run,
+        entry.association,
+        ids,
+        { ...chosen, lockPivotRows: lockLinks?.has(entry.association.name) === true },
+        true,
+        budget
+      )
     }))
   }
 
@@ -121,7 +146,12 @@ export class ChildLoader {
    * sent are counted against it.
    */
   async children (
-    run: Executor, association: CollectionAssociation, parentIds: unknown[], criteria: ChildCriteria, byKey = false, budget?: RecordBudget
+    run: Executor,
+    association: CollectionAssociation,
+    parentIds: unknown[],
+    criteria: ChildCriteria,
+    byKey = false,
+    budget?: RecordBudget
   ): Promise<Map<unknown, JsonRecord[]>> {
     const fields = this.#projections.fields(criteria.projection)
     const read = this.#dialect.cache.reader(fields, 0)
@@ -130,7 +160,8 @@ export class ChildLoader {
     const parents = single ? parentIds[0] : this.#dialect.list(parentIds)
     // Every child in key order, of a projection kept per model (default population, a write's
     // answer): the same statements every time, built once.
-    const keep = byKey && criteria.where.kind === 'all' && criteria.projection === this.#projections.kept(association.target.identity)
+    const keep = byKey && criteria.where.kind === 'all' &&
+      criteria.projection === this.#projections.kept(association.target.identity)
     // Several parents, each from a child past the first (a populate path's `skip`): ranked.
     const skipped = !single && criteria.skip > 0
     const room = budget === undefined ? Infinity : budget.room
@@ -139,13 +170,20 @@ export class ChildLoader {
       // Every child of several parents, within a budget: its room at most, ranks not needed.
       const statement = !single && cap !== criteria.limit
         ? this.#statement(association, criteria, keep, PROBE).fill([parents, cap])
-        : this.#statement(association, criteria, keep, (single ? ONE : 0) | (cap === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0))
+        : this.#statement(
+          association,
+          criteria,
+          keep,
+          (single ? ONE : 0) | (cap === Infinity ? ALL : 0) | (criteria.lockPivotRows === true ? LOCK : 0)
+        )
           .fill([parents, cap, single ? criteria.skip : 0])
       return this.#grouped(await run(statement) as unknown as ArrayRow[], read, parentAt, Infinity, budget)
     }
     const probe = Math.min(parentIds.length * criteria.limit + 1, room)
     if (!skipped) {
-      const rows = await run(this.#statement(association, criteria, keep, PROBE).fill([parents, probe])) as unknown as ArrayRow[]
+      const rows = await run(
+        this.#statement(association, criteria, keep, PROBE).fill([parents, probe])
+      ) as unknown as ArrayRow[]
       if (rows.length < probe) return this.#grouped(rows, read, parentAt, criteria.limit, budget)
     }
     // The ranks past `skip`, up to `skip + limit` (no limit: ranks are 64-bit on both databases);
@@ -158,7 +196,11 @@ export class ChildLoader {
 
   /** `rows` by parent (see `group`), counted against the find's `budget`. */
   #grouped (
-    rows: ArrayRow[], read: (row: ArrayRow) => JsonRecord, parentAt: number, cap: number, budget: RecordBudget | undefined
+    rows: ArrayRow[],
+    read: (row: ArrayRow) => JsonRecord,
+    parentAt: number,
+    cap: number,
+    budget: RecordBudget | undefined
   ): Map<unknown, JsonRecord[]> {
     budget?.take(rows.length, false)
     return group(rows, read, parentAt, cap)
@@ -171,7 +213,14 @@ export class ChildLoader {
    */
   #statement (association: CollectionAssociation, criteria: ChildCriteria, keep: boolean, variant: number): Template {
     // A populate path's children (not kept per association): kept by their shape where they can be.
-    if (!keep) return this.#shaped(association, criteria, String(variant), () => this.#query(association, criteria, false, variant))
+    if (!keep) {
+      return this.#shaped(
+        association,
+        criteria,
+        String(variant),
+        () => this.#query(association, criteria, false, variant)
+      )
+    }
     let kept = this.#templates.get(association)
     const found = kept?.[variant]
     if (found !== undefined) return found
@@ -186,18 +235,27 @@ export class ChildLoader {
     let query: Sql
     if (variant === PROBE) {
       const select = this.#select(association, criteria, false, false)
-      query = sql`${select} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${this.#dialect.page(LIMIT as unknown as number, 0)}`
+      query = sql`${select} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${
+        this.#dialect.page(LIMIT as unknown as number, 0)
+      }`
     } else if ((variant & WINDOW) !== 0) {
       const page = (variant & CAPPED) !== 0 ? this.#dialect.page(ROOM as unknown as number, 0) : NOTHING
-      query = sql`${this.#select(association, criteria, false, true)}) AS x WHERE ${ROW} > ${SKIP} AND ${ROW} <= ${LIMIT} ORDER BY ${ROW}${page}`
+      query = sql`${
+        this.#select(association, criteria, false, true)
+      }) AS x WHERE ${ROW} > ${SKIP} AND ${ROW} <= ${LIMIT} ORDER BY ${ROW}${page}`
     } else {
       const single = (variant & ONE) !== 0
       // Kept statements serve the collections of a find, always from their first child.
-      const page = this.#dialect.page(single && (variant & ALL) === 0 ? LIMIT as unknown as number : Infinity, keep ? 0 : SKIP as unknown as number)
+      const page = this.#dialect.page(
+        single && (variant & ALL) === 0 ? LIMIT as unknown as number : Infinity,
+        keep ? 0 : SKIP as unknown as number
+      )
       // The links of a write's answer (one parent): shared locks on the pivot rows, taken as they
       // are read, so that a link another write is removing is waited for (see actions/locks.ts).
       const lock = (variant & LOCK) !== 0 ? this.#dialect.rowLock(true, false, 'j') : NOTHING
-      query = sql`${this.#select(association, criteria, single, false)} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}${page}${lock}`
+      query = sql`${this.#select(association, criteria, single, false)} ORDER BY ${
+        orderBy(this.#dialect, 'c', criteria.sort)
+      }${page}${lock}`
     }
     return query
   }
@@ -230,17 +288,25 @@ export class ChildLoader {
    */
   #select (association: CollectionAssociation, criteria: ChildCriteria, single: boolean, windowed: boolean): Sql {
     const child = association.target
-    const parent = association.relation === '1:m' ? sql.id('c', association.parentColumn) : sql.id('j', association.parentColumn)
+    const parent = association.relation === '1:m'
+      ? sql.id('c', association.parentColumn)
+      : sql.id('j', association.parentColumn)
     const from = association.relation === '1:m' ? sql`${table(child)} AS c` : throughPivot(association)
     const fields = this.#projections.fields(criteria.projection)
     // One-to-many: the parent's key is the child's foreign key, read already when it is a field.
     const columns = this.#dialect.cache.columns('c', fields)
-    const selected = parentIndex(association, fields) === fields.length ? sql`${columns}, ${parent} AS ${sql.id(PARENT)}` : columns
+    const selected = parentIndex(association, fields) === fields.length
+      ? sql`${columns}, ${parent} AS ${sql.id(PARENT)}`
+      : columns
     const head = windowed
-      ? sql`SELECT * FROM (SELECT ${selected}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${orderBy(this.#dialect, 'c', criteria.sort)}) AS ${ROW}`
+      ? sql`SELECT * FROM (SELECT ${selected}, ROW_NUMBER() OVER (PARTITION BY ${parent} ORDER BY ${
+        orderBy(this.#dialect, 'c', criteria.sort)
+      }) AS ${ROW}`
       : sql`SELECT ${selected}`
     const parents = this.#dialect.oneOf(parent, single ? [PARENTS] : PARENTS.list as unknown[])
-    const filter = criteria.where.kind === 'all' ? NOTHING : sql` AND ${condition(criteria.where, 'c', this.#dialect, criteria.caseInsensitive)}`
+    const filter = criteria.where.kind === 'all'
+      ? NOTHING
+      : sql` AND ${condition(criteria.where, 'c', this.#dialect, criteria.caseInsensitive)}`
     return sql`${head} FROM ${from} WHERE ${parents}${filter}`
   }
 }
@@ -258,5 +324,7 @@ function parentIndex (association: CollectionAssociation, fields: Field[]): numb
 function throughPivot (association: CollectionAssociation): Sql {
   const child = association.target
   const childKey = sql.id('c', child.primaryKey.column)
-  return sql`${sql.id(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON ${childKey} = ${sql.id('j', association.childColumn as string)}`
+  return sql`${sql.id(association.pivotTable as string)} AS j JOIN ${table(child)} AS c ON ${childKey} = ${
+    sql.id('j', association.childColumn as string)
+  }`
 }

@@ -82,15 +82,26 @@ export class RowTexts {
       const { name } = entry.field
       // A null as the schema has it: null where it allows null, else what the serializer writes.
       const attribute = model.attributes.get(name)
-      const nullable = attribute === undefined ? (model.singulars.get(name) as SingularAssociation).nullable : attribute.nullable
+      const nullable = attribute === undefined
+        ? (model.singulars.get(name) as SingularAssociation).nullable
+        : attribute.nullable
       const none = nullable ? 'null' : (texts.get(entry.field) as FieldText).none
-      body += ` + ${JSON.stringify(`${body === '' ? '' : ','}${JSON.stringify(name)}:`)} + ${read(entry, 'json', JSON.stringify(none))}`
+      body += ` + ${JSON.stringify(`${body === '' ? '' : ','}${JSON.stringify(name)}:`)} + ${
+        read(entry, 'json', JSON.stringify(none))
+      }`
     }
     // eslint-disable-next-line no-new-func -- generated from metadata, not from input
-    const write = new Function('date', `return row => { let v; return '{'${body} + '}' }`)(this.#text.date) as RowText['write']
+    const write = new Function('date', `return row => { let v; return '{'${body} + '}' }`)(
+      this.#text.date
+    ) as RowText['write']
     if (paging === undefined) return { write, keys: undefined }
     const values = keys.map(key => `${JSON.stringify(key.name)}: ${read(key, 'value', 'null')}`)
     // eslint-disable-next-line no-new-func -- generated from metadata, not from input
-    return { write, keys: new Function('date', `return row => { let v; return { ${values.join(', ')} } }`)(this.#text.date) as RowText['keys'] }
+    return {
+      write,
+      keys: new Function('date', `return row => { let v; return { ${values.join(', ')} } }`)(
+        this.#text.date
+      ) as RowText['keys']
+    }
   }
 }

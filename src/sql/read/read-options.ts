@@ -68,8 +68,11 @@ export class RecordBudget {
   take (rows: number, own: boolean): void {
     this.#left -= rows
     if (this.#left >= 0) return
-    throw new BP_ERR_LIMIT_EXCEEDED(own ? 'limit' : this.#children, `the find reads more than ${this.#max} records (limits.maxRecords): ` +
-      'lower `limit`, or give the populated collections a `limit`')
+    throw new BP_ERR_LIMIT_EXCEEDED(
+      own ? 'limit' : this.#children,
+      `the find reads more than ${this.#max} records (limits.maxRecords): ` +
+        'lower `limit`, or give the populated collections a `limit`'
+    )
   }
 }
 

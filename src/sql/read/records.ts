@@ -41,7 +41,9 @@ export class RecordLoader {
     this.#projections = new Projections(dialect)
     this.#children = new ChildLoader(dialect, this.#projections)
     this.#statements = new FindStatements(dialect, this.#projections)
-    this.#tree = dialect.jsonTree === undefined ? undefined : new TreeColumns(dialect, dialect.jsonTree, this.#projections)
+    this.#tree = dialect.jsonTree === undefined
+      ? undefined
+      : new TreeColumns(dialect, dialect.jsonTree, this.#projections)
     this.#texts = dialect.jsonText === undefined ? undefined : new RowTexts(dialect.jsonText)
   }
 
@@ -55,7 +57,11 @@ export class RecordLoader {
    * a policy, only the children it lets the requester see, with the fields it lets appear.
    */
   async children (
-    run: Executor, association: CollectionAssociation, parentId: unknown, criteria: ChildCriteria, policy: Policy | undefined
+    run: Executor,
+    association: CollectionAssociation,
+    parentId: unknown,
+    criteria: ChildCriteria,
+    policy: Policy | undefined
   ): Promise<JsonRecord[]> {
     const viewed = policy === undefined ? criteria : this.#viewed(association.target, criteria, policy)
     if (viewed.where.kind === 'none') return []
@@ -73,7 +79,12 @@ export class RecordLoader {
    * A find whose worst case has no bound (`criteria.budget`) is read level by level, each
    * statement asking for no more rows than the budget has room for (see `RecordBudget`).
    */
-  async find (run: Executor, model: Model, criteria: Criteria, options: ReadOptions = PLAIN_READ): Promise<JsonRecord[]> {
+  async find (
+    run: Executor,
+    model: Model,
+    criteria: Criteria,
+    options: ReadOptions = PLAIN_READ
+  ): Promise<JsonRecord[]> {
     // A find within a find (populating deeper) counts against the outer find's budget.
     const own = options.budget === undefined
     if (own && criteria.budget !== undefined) {
@@ -101,7 +112,12 @@ export class RecordLoader {
 
   /** A find whose whole tree of populated records the database builds in the find's statement. */
   async #findTree (
-    run: Executor, model: Model, fields: Field[], criteria: Criteria, policy: Policy | undefined, tree: readonly TreeColumn[]
+    run: Executor,
+    model: Model,
+    fields: Field[],
+    criteria: Criteria,
+    policy: Policy | undefined,
+    tree: readonly TreeColumn[]
   ): Promise<JsonRecord[]> {
     const { statement, joins } = this.#statements.find(model, fields, criteria, policy, tree.map(column => column.sql))
     const rows = await run(statement) as unknown as ArrayRow[]
@@ -109,7 +125,9 @@ export class RecordLoader {
     const offset = joins.reduce((end, join) => end + join.fields.length, fields.length)
     rows.forEach((row, i) => {
       const record = records[i]
-      tree.forEach((column, k) => { record[column.name] = column.read(row[offset + k]) })
+      tree.forEach((column, k) => {
+        record[column.name] = column.read(row[offset + k])
+      })
     })
     return records
   }
@@ -120,14 +138,23 @@ export class RecordLoader {
    * statement for all of them, then deeper.
    */
   async #findLevels (
-    run: Executor, model: Model, fields: Field[], criteria: Criteria, options: ReadOptions, together: ReadOptions['together'], own: boolean
+    run: Executor,
+    model: Model,
+    fields: Field[],
+    criteria: Criteria,
+    options: ReadOptions,
+    together: ReadOptions['together'],
+    own: boolean
   ): Promise<JsonRecord[]> {
     const { policy, budget } = options
     // By primary key (find-one, a write's answer): one statement per projection, built once.
-    const byKey = policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' && isKey(model, criteria.where)
+    const byKey = policy === undefined && criteria.skip === 0 && criteria.where.kind === 'compare' &&
+      isKey(model, criteria.where)
     // (Not within a budget, whose find reads its record first.)
     const joined = byKey && together !== undefined ? this.#statements.joinedCollection(criteria, options) : undefined
-    const { statement, joins } = byKey ? this.#statements.byKey(model, fields, criteria, joined) : this.#statements.find(model, fields, criteria, policy)
+    const { statement, joins } = byKey
+      ? this.#statements.byKey(model, fields, criteria, joined)
+      : this.#statements.find(model, fields, criteria, policy)
     const collections = joined === undefined
       ? criteria.projection.collections
       : criteria.projection.collections.filter(({ association }) => association !== joined.association)
@@ -161,10 +188,14 @@ export class RecordLoader {
     const records = this.#read(rows, fields, joins)
     if (rows.length > 0) {
       collections.forEach(({ association }, c) => {
-        rows.forEach((row, i) => { records[i][association.name] = children[c].get(row[key]) ?? [] })
+        rows.forEach((row, i) => {
+          records[i][association.name] = children[c].get(row[key]) ?? []
+        })
       })
       if (joined !== undefined) records[0][joined.association.name] = members
-      if (deep(criteria.projection)) await this.#deeper(run, model, records, criteria.projection, options, criteria.caseInsensitive, true)
+      if (deep(criteria.projection)) {
+        await this.#deeper(run, model, records, criteria.projection, options, criteria.caseInsensitive, true)
+      }
     }
     return records
   }
@@ -187,7 +218,8 @@ export class RecordLoader {
    */
   textOf (model: Model, criteria: Criteria): RowText | undefined {
     const { projection } = criteria
-    const flat = projection.collections.length === 0 && projection.singulars.every(({ populate, nested }) => !populate && nested === undefined)
+    const flat = projection.collections.length === 0 &&
+      projection.singulars.every(({ populate, nested }) => !populate && nested === undefined)
     if (this.#texts === undefined || !flat) return undefined
     return this.#texts.of(model, this.#projections.fields(projection), criteria)
   }
@@ -212,7 +244,9 @@ export class RecordLoader {
     const records = rows.map(this.#dialect.cache.reader(fields, 0))
     for (const join of joins) {
       const read = this.#dialect.cache.reader(join.fields, join.offset)
-      rows.forEach((row, i) => { records[i][join.association.name] = row[join.key] === null ? null : read(row) })
+      rows.forEach((row, i) => {
+        records[i][join.association.name] = row[join.key] === null ? null : read(row)
+      })
     }
     return records
   }
@@ -229,7 +263,13 @@ export class RecordLoader {
    * populated, and be taken for a dangling one).
    */
   async #deeper (
-    run: Executor, model: Model, listed: JsonRecord[], projection: Projection, options: ReadOptions, fold: boolean, loaded: boolean
+    run: Executor,
+    model: Model,
+    listed: JsonRecord[],
+    projection: Projection,
+    options: ReadOptions,
+    fold: boolean,
+    loaded: boolean
   ): Promise<void> {
     const records = [...new Set(listed)]
     const { policy, budget } = options
@@ -293,9 +333,13 @@ export class RecordLoader {
    * the request (it runs only when a request asks for it).
    */
   async count (run: Executor, model: Model, criteria: Criteria, policy: Policy | undefined): Promise<number> {
-    if (policy !== undefined) criteria = { ...criteria, where: within(viewedWhere(criteria.where, policy), policy.view(model).where) }
+    if (policy !== undefined) {
+      criteria = { ...criteria, where: within(viewedWhere(criteria.where, policy), policy.view(model).where) }
+    }
     if (criteria.where.kind === 'none') return 0
-    const filter = criteria.where.kind === 'all' ? NOTHING : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive)}`
+    const filter = criteria.where.kind === 'all'
+      ? NOTHING
+      : sql` WHERE ${condition(criteria.where, 't', this.#dialect, criteria.caseInsensitive)}`
     const [row] = await run(this.#dialect.statement(sql`SELECT count(*) AS n FROM ${table(model)} AS t${filter}`))
     return Number((row as { n: unknown }).n)
   }
@@ -304,10 +348,21 @@ export class RecordLoader {
    * The raw value of one column of the record with this primary key; `undefined` if no record
    * (or, under `policy`, none the requester may see).
    */
-  async column (run: Executor, model: Model, id: unknown, name: string, policy: Policy | undefined, fold: boolean): Promise<{ value: unknown } | undefined> {
-    const where = policy === undefined ? byPrimaryKey(model, id) : within(byPrimaryKey(model, id), policy.view(model).where)
+  async column (
+    run: Executor,
+    model: Model,
+    id: unknown,
+    name: string,
+    policy: Policy | undefined,
+    fold: boolean
+  ): Promise<{ value: unknown } | undefined> {
+    const where = policy === undefined
+      ? byPrimaryKey(model, id)
+      : within(byPrimaryKey(model, id), policy.view(model).where)
     if (where.kind === 'none') return undefined
-    const query = sql`SELECT ${sql.id('t', name)} FROM ${table(model)} AS t WHERE ${condition(where, 't', this.#dialect, fold)}`
+    const query = sql`SELECT ${sql.id('t', name)} FROM ${table(model)} AS t WHERE ${
+      condition(where, 't', this.#dialect, fold)
+    }`
     const [row] = await run(this.#dialect.statement(query))
     return row === undefined ? undefined : { value: row[name] }
   }
@@ -316,7 +371,13 @@ export class RecordLoader {
    * The keys among `ids` (raw) of the records of `model` that `where` matches, as `String(key)`:
    * a write's check that the records it targets are ones the requester may see.
    */
-  async matching (run: Executor, model: Model, ids: readonly unknown[], where: WhereNode, fold: boolean): Promise<Set<string>> {
+  async matching (
+    run: Executor,
+    model: Model,
+    ids: readonly unknown[],
+    where: WhereNode,
+    fold: boolean
+  ): Promise<Set<string>> {
     const keys = { kind: 'in', target: model.primaryKey, negate: false, values: ids } as const
     const filter = condition(within(keys, where), 't', this.#dialect, fold)
     const query = sql`SELECT ${sql.id('t', model.primaryKey.column)} AS id FROM ${table(model)} AS t WHERE ${filter}`
@@ -335,7 +396,8 @@ export class RecordLoader {
 
 /** Whether a projection populates anything below its records' own associations (see `RecordLoader.#deeper`). */
 function deep (projection: Projection): boolean {
-  return projection.singulars.some(({ nested }) => nested !== undefined) || projection.collections.some(({ criteria }) => criteria !== undefined)
+  return projection.singulars.some(({ nested }) => nested !== undefined) ||
+    projection.collections.some(({ criteria }) => criteria !== undefined)
 }
 
 /** A where node that matches one primary key. */

@@ -42,7 +42,9 @@ export type Session = <T>(work: (run: Executor) => Promise<T>) => Promise<T>
  * of one text, the writer of such a statement for any of them (its first column {@link BRANCH},
  * the statement's place), or `undefined` where the text or the values do not allow it.
  */
-export type ValuesTable = (statements: readonly Statement[]) => Promise<((statements: readonly Statement[]) => Statement) | undefined>
+export type ValuesTable = (
+  statements: readonly Statement[]
+) => Promise<((statements: readonly Statement[]) => Statement) | undefined>
 
 /** A statement waiting for its batch, and whoever awaits its rows. */
 interface Waiting {
@@ -72,13 +74,18 @@ export class StatementBatch {
     this.#alone = alone
     this.#renumber = renumber
     this.#table = table
-    this.run = statement => new Promise((resolve, reject) => {
-      const key = `${String(statement.arrays)}:${statement.sql}`
-      if (this.#waiting.size === 0) setImmediate(() => { this.#flush() })
-      let list = this.#waiting.get(key)
-      if (list === undefined) this.#waiting.set(key, list = [])
-      list.push({ statement, resolve, reject })
-    })
+    this.run = statement =>
+      new Promise((resolve, reject) => {
+        const key = `${String(statement.arrays)}:${statement.sql}`
+        if (this.#waiting.size === 0) {
+          setImmediate(() => {
+            this.#flush()
+          })
+        }
+        let list = this.#waiting.get(key)
+        if (list === undefined) this.#waiting.set(key, list = [])
+        list.push({ statement, resolve, reject })
+      })
   }
 
   #flush (): void {
@@ -108,7 +115,9 @@ export class StatementBatch {
     let params = 0
     for (const same of sets) {
       const count = same[0].statement.params.length
-      const full = table !== undefined ? chunk.length === MAX_ROWS : chunk.length === MAX_BRANCHES || params + count > MAX_PARAMS
+      const full = table !== undefined
+        ? chunk.length === MAX_ROWS
+        : chunk.length === MAX_BRANCHES || params + count > MAX_PARAMS
       if (chunk.length > 0 && full) {
         this.#runChunk(chunk, table)
         chunk = []
@@ -121,7 +130,10 @@ export class StatementBatch {
   }
 
   /** Runs the statements of one chunk (each a list of waiting reads with the same values) as one. */
-  #runChunk (chunk: ReadonlyArray<readonly Waiting[]>, table: ((statements: readonly Statement[]) => Statement) | undefined): void {
+  #runChunk (
+    chunk: ReadonlyArray<readonly Waiting[]>,
+    table: ((statements: readonly Statement[]) => Statement) | undefined
+  ): void {
     this.statements++
     if (chunk.length === 1) {
       this.#settle(chunk[0], this.#alone(chunk[0][0].statement))
@@ -141,7 +153,9 @@ export class StatementBatch {
           split[Number(branch)].push(rest)
         }
       }
-      chunk.forEach((same, i) => { for (const waiting of same) waiting.resolve(split[i]) })
+      chunk.forEach((same, i) => {
+        for (const waiting of same) waiting.resolve(split[i])
+      })
     }, () => {
       // Each alone: a failure is its own statement's only.
       for (const same of chunk) {
@@ -152,7 +166,11 @@ export class StatementBatch {
   }
 
   #settle (same: readonly Waiting[], rows: Promise<Row[]>): void {
-    rows.then(found => { for (const waiting of same) waiting.resolve(found) }, (err: unknown) => { for (const waiting of same) waiting.reject(err) })
+    rows.then(found => {
+      for (const waiting of same) waiting.resolve(found)
+    }, (err: unknown) => {
+      for (const waiting of same) waiting.reject(err)
+    })
   }
 
   /** One statement of `statements` (of one text): `UNION ALL` of each, its rows marked with its place. */
@@ -191,10 +209,14 @@ function valuesKey (params: readonly unknown[]): string | undefined {
 export function plainText (value: unknown): string | null | undefined {
   if (value === null || value === undefined) return null
   switch (typeof value) {
-    case 'string': return value
-    case 'number': return Number.isFinite(value) ? String(value) : undefined
+    case 'string':
+      return value
+    case 'number':
+      return Number.isFinite(value) ? String(value) : undefined
     case 'boolean':
-    case 'bigint': return String(value)
-    default: return undefined
+    case 'bigint':
+      return String(value)
+    default:
+      return undefined
   }
 }

@@ -48,11 +48,24 @@ export class TreeColumns {
    * statement are not), in the order the records take them; under `policy`, each level as it lets
    * the requester see it. `undefined` when a level has more values than a JSON array is built of.
    */
-  columns (model: Model, projection: Projection, alias: string, fold: boolean, policy: Policy | undefined): TreeColumn[] | undefined {
+  columns (
+    model: Model,
+    projection: Projection,
+    alias: string,
+    fold: boolean,
+    policy: Policy | undefined
+  ): TreeColumn[] | undefined {
     return this.#below(model, projection, alias, 1, fold, policy)
   }
 
-  #below (model: Model, projection: Projection, alias: string, depth: number, fold: boolean, policy: Policy | undefined): TreeColumn[] | undefined {
+  #below (
+    model: Model,
+    projection: Projection,
+    alias: string,
+    depth: number,
+    fold: boolean,
+    policy: Policy | undefined
+  ): TreeColumn[] | undefined {
     const columns: TreeColumn[] = []
     for (const { association, nested } of projection.singulars) {
       if (nested === undefined) continue
@@ -62,8 +75,12 @@ export class TreeColumns {
       const shown = policy === undefined ? nested : this.#projections.underPolicy(target, nested, policy)
       const element = this.#element(target, shown, inner, depth, fold, policy)
       if (element === undefined) return undefined
-      const key = sql`${this.#dialect.cache.column(inner, target.primaryKey)} = ${this.#dialect.cache.column(alias, association)}`
-      const filter = view === undefined || view.where.kind === 'all' ? NOTHING : sql` AND ${condition(view.where, inner, this.#dialect, fold)}`
+      const key = sql`${this.#dialect.cache.column(inner, target.primaryKey)} = ${
+        this.#dialect.cache.column(alias, association)
+      }`
+      const filter = view === undefined || view.where.kind === 'all'
+        ? NOTHING
+        : sql` AND ${condition(view.where, inner, this.#dialect, fold)}`
       // A record the policy hides, like a dangling or null key: null.
       const query = view?.where.kind === 'none'
         ? sql`NULL`
@@ -91,16 +108,28 @@ export class TreeColumns {
       } else {
         // Through the pivot table: its link to the child, then to the parent.
         const pivot = `j${depth}`
-        const link = sql`${this.#dialect.cache.column(inner, child.primaryKey)} = ${sql.id(pivot, association.childColumn as string)}`
+        const link = sql`${this.#dialect.cache.column(inner, child.primaryKey)} = ${
+          sql.id(pivot, association.childColumn as string)
+        }`
         const links = sql`${sql.id(association.pivotTable as string)} AS ${sql.id(pivot)}`
-        from = sql`${links} JOIN ${table(child)} AS ${me} ON ${link} WHERE ${sql.id(pivot, association.parentColumn)} = ${parentKey}`
+        from = sql`${links} JOIN ${table(child)} AS ${me} ON ${link} WHERE ${
+          sql.id(pivot, association.parentColumn)
+        } = ${parentKey}`
       }
-      const filter = level.where.kind === 'all' ? NOTHING : sql` AND ${condition(level.where, inner, this.#dialect, fold)}`
+      const filter = level.where.kind === 'all'
+        ? NOTHING
+        : sql` AND ${condition(level.where, inner, this.#dialect, fold)}`
       // The page's size in the text, so that PostgreSQL keeps one plan (see `written`); its skip
       // bound, as a find's is (every skip a statement of its own would not be).
       const size = this.#dialect.page(level.limit === Infinity ? Infinity : written(level.limit), level.skip)
-      const page = sql`SELECT ${me}.* FROM ${from}${filter} ORDER BY ${orderBy(this.#dialect, inner, level.sort)}${size}`
-      columns.push({ sql: sql`(SELECT ${this.#json.aggregate(element.sql)} FROM (${page}) AS ${me})`, name: association.name, read })
+      const page = sql`SELECT ${me}.* FROM ${from}${filter} ORDER BY ${
+        orderBy(this.#dialect, inner, level.sort)
+      }${size}`
+      columns.push({
+        sql: sql`(SELECT ${this.#json.aggregate(element.sql)} FROM (${page}) AS ${me})`,
+        name: association.name,
+        read
+      })
     }
     return columns
   }
@@ -110,7 +139,12 @@ export class TreeColumns {
    * below it) and the reader of that array.
    */
   #element (
-    model: Model, projection: Projection, alias: string, depth: number, fold: boolean, policy: Policy | undefined
+    model: Model,
+    projection: Projection,
+    alias: string,
+    depth: number,
+    fold: boolean,
+    policy: Policy | undefined
   ): { sql: Sql, read: (value: unknown) => JsonRecord } | undefined {
     const fields = this.#projections.fields(projection)
     const below = this.#below(model, projection, alias, depth + 1, fold, policy)
@@ -129,11 +163,13 @@ export class TreeColumns {
     const read = below.length === 0
       ? reader as (value: unknown) => JsonRecord
       : (value: unknown): JsonRecord => {
-          const values = value as ArrayRow
-          const record = reader(values)
-          below.forEach((column, k) => { record[column.name] = column.read(values[width + k]) })
-          return record
-        }
+        const values = value as ArrayRow
+        const record = reader(values)
+        below.forEach((column, k) => {
+          record[column.name] = column.read(values[width + k])
+        })
+        return record
+      }
     return { sql: this.#json.array(items), read }
   }
 }

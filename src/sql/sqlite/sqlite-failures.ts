@@ -16,8 +16,16 @@ export const SQLITE_FAILURES: FailureCodes = {
   // Another process holds the write lock longer than the busy timeout; and Node's socket errors,
   // where libSQL reaches a server of its own over the network.
   unavailable: new Set([
-    'SQLITE_BUSY', 'SQLITE_LOCKED',
-    'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'
+    'SQLITE_BUSY',
+    'SQLITE_LOCKED',
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'EPIPE',
+    'ETIMEDOUT',
+    'EHOSTUNREACH',
+    'ENETUNREACH',
+    'ENOTFOUND',
+    'EAI_AGAIN'
   ]),
   unavailableMessage: undefined,
   unsentMessage: undefined,

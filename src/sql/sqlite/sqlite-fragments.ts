@@ -42,13 +42,16 @@ export const SQLITE = {
   },
   // SQLite's LIKE ignores ASCII case and cannot be made case-sensitive per query; GLOB is
   // case-sensitive, so it carries the case-sensitive rule and LIKE the folded one.
-  match: (expr: Sql, pattern: unknown, fold: boolean): Sql => fold ? sql`${expr} LIKE ${pattern} ESCAPE '\\'` : sql`${expr} GLOB ${pattern}`,
+  match: (expr: Sql, pattern: unknown, fold: boolean): Sql =>
+    fold ? sql`${expr} LIKE ${pattern} ESCAPE '\\'` : sql`${expr} GLOB ${pattern}`,
   // One value: a plain `=` (no JSON to write and to parse). json_each reads integers beyond 2^53
   // exactly, so bigints are written as their digits.
-  oneOf: (expr: Sql, values: readonly unknown[]): Sql => values.length === 1
-    ? sql`${expr} = ${values[0]}`
-    : sql`${expr} IN (SELECT value FROM json_each(${values[0] instanceof Slot ? values : SQLITE.list(values)}))`,
-  list: (values: readonly unknown[]): unknown => `[${values.map(v => typeof v === 'bigint' ? String(v) : JSON.stringify(v)).join(',')}]`,
+  oneOf: (expr: Sql, values: readonly unknown[]): Sql =>
+    values.length === 1
+      ? sql`${expr} = ${values[0]}`
+      : sql`${expr} IN (SELECT value FROM json_each(${values[0] instanceof Slot ? values : SQLITE.list(values)}))`,
+  list: (values: readonly unknown[]): unknown =>
+    `[${values.map(v => typeof v === 'bigint' ? String(v) : JSON.stringify(v)).join(',')}]`,
   page: (limit: number, skip: number): Sql => page(limit, skip, -1),
   // `?` placeholders take the parameters in order: joined statements need nothing.
   renumber: (sql: string): string => sql

@@ -32,13 +32,14 @@ function cachedStatements (database: NativeSqlite): RunPrepared {
     statement.run(params)
     return []
   }
-  return async (runner, sql, params, held, arrays, once) => held || !database.inTransaction
-    // A statement runs to its end synchronously: when no transaction is open on the handle, none
-    // can be in its middle, and the statement runs at once.
-    ? execute(sql, params, arrays, once)
-    // Otherwise the connection is lent first, so that the statement never runs in the middle of
-    // another write's transaction on the same (single) SQLite connection.
-    : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params, arrays, once))
+  return async (runner, sql, params, held, arrays, once) =>
+    held || !database.inTransaction
+      // A statement runs to its end synchronously: when no transaction is open on the handle, none
+      // can be in its middle, and the statement runs at once.
+      ? execute(sql, params, arrays, once)
+      // Otherwise the connection is lent first, so that the statement never runs in the middle of
+      // another write's transaction on the same (single) SQLite connection.
+      : await (runner as ConnectionLender).connection().execute(async () => execute(sql, params, arrays, once))
 }
 
 /**
@@ -52,6 +53,8 @@ export function sqliteConnections (kysely: TransactionalKysely, native: unknown)
   const database = handle as NativeSqlite
   // The one connection goes back idle: a transaction still open on it once the plugin's ended is
   // rolled back (what better-sqlite3 says of its handle, `inTransaction`, decides).
-  const settle = (): void => { if (database.inTransaction) database.prepare('ROLLBACK').run([]) }
+  const settle = (): void => {
+    if (database.inTransaction) database.prepare('ROLLBACK').run([])
+  }
   return { prepared: cachedStatements(database), open: openWithKysely(kysely, SQLITE_FAILURES, settle) }
 }

@@ -70,7 +70,9 @@ export class LinkWriter {
       }
     }
     const pointingAt = rows.pointingAt
-    if (pointingAt !== undefined) conditions.push(sql`${sql.id(pointingAt.column)} = ${this.#key(pointingAt.parent, pointingAt.id)}`)
+    if (pointingAt !== undefined) {
+      conditions.push(sql`${sql.id(pointingAt.column)} = ${this.#key(pointingAt.parent, pointingAt.id)}`)
+    }
     const membersOf = rows.membersOf
     if (membersOf !== undefined) {
       const { association } = membersOf
@@ -88,17 +90,27 @@ export class LinkWriter {
     const order = single ? NOTHING : sql` ORDER BY ${pk}`
     const lock = this.#dialect.rowLock(rows.share === true, rows.noWait === true)
     const query = sql`SELECT ${pk} AS id${value} FROM ${table(model)} WHERE ${sql.join(conditions, OR)}${order}${lock}`
-    for (const row of await this.#run(this.#dialect.statement(query))) found.set(String(row.id), { id: row.id, value: row.value })
+    for (const row of await this.#run(this.#dialect.statement(query))) {
+      found.set(String(row.id), { id: row.id, value: row.value })
+    }
     return found
   }
 
   /** The records among `ids` that exist (keyed by `String(id)`), with the raw value of `column`; nothing is locked. */
-  async read (model: Model, ids: readonly unknown[], column: string): Promise<Map<string, { id: unknown, value: unknown }>> {
+  async read (
+    model: Model,
+    ids: readonly unknown[],
+    column: string
+  ): Promise<Map<string, { id: unknown, value: unknown }>> {
     const found = new Map<string, { id: unknown, value: unknown }>()
     if (ids.length === 0) return found
     const pk = sql.id(model.primaryKey.column)
-    const query = sql`SELECT ${pk} AS id, ${sql.id(column)} AS value FROM ${table(model)} WHERE ${this.#oneOf(pk, model, ids)}`
-    for (const row of await this.#run(this.#dialect.statement(query))) found.set(String(row.id), { id: row.id, value: row.value })
+    const query = sql`SELECT ${pk} AS id, ${sql.id(column)} AS value FROM ${table(model)} WHERE ${
+      this.#oneOf(pk, model, ids)
+    }`
+    for (const row of await this.#run(this.#dialect.statement(query))) {
+      found.set(String(row.id), { id: row.id, value: row.value })
+    }
     return found
   }
 
@@ -116,7 +128,13 @@ export class LinkWriter {
    * `childIds`. The keys are read from the parent and child tables, so every bound value is typed
    * by a column, and the SQL text is the same whatever the number of ids.
    */
-  async link (association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, childIds: readonly unknown[]): Promise<unknown[]> {
+  async link (
+    association: CollectionAssociation,
+    parent: Model,
+    child: Model,
+    parentId: unknown,
+    childIds: readonly unknown[]
+  ): Promise<unknown[]> {
     if (childIds.length === 0) return []
     const childColumn = sql.id(association.childColumn as string)
     const parentKey = sql.id('p', parent.primaryKey.column)
@@ -124,17 +142,31 @@ export class LinkWriter {
     // A link made meanwhile by the other side of the association is not an error, and not ours.
     const theParent = this.#key(parent, parentId)
     const theChildren = this.#oneOf(childKey, child, childIds)
-    const select = sql`SELECT ${parentKey}, ${childKey} FROM ${table(parent)} AS p, ${table(child)} AS c WHERE ${parentKey} = ${theParent} AND ${theChildren}`
+    const select = sql`SELECT ${parentKey}, ${childKey} FROM ${table(parent)} AS p, ${
+      table(child)
+    } AS c WHERE ${parentKey} = ${theParent} AND ${theChildren}`
     const pivot = sql.id(association.pivotTable as string)
     const parentColumn = sql.id(association.parentColumn)
-    const query = sql`INSERT INTO ${pivot} (${parentColumn}, ${childColumn}) ${select} ON CONFLICT DO NOTHING RETURNING ${childColumn} AS id`
+    const query =
+      sql`INSERT INTO ${pivot} (${parentColumn}, ${childColumn}) ${select} ON CONFLICT DO NOTHING RETURNING ${childColumn} AS id`
     const linked = new Set((await this.#run(this.#dialect.statement(query))).map(row => String(row.id)))
     return childIds.filter(id => linked.has(String(id)))
   }
 
   /** Deletes the pivot rows of `childIds` (at least one); returns the child keys (raw) that were linked, ascending. */
-  async unlink (association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, childIds: readonly unknown[]): Promise<unknown[]> {
-    return await this.#unlinked(association, parent, parentId, sql` AND ${this.#oneOf(sql.id(association.childColumn as string), child, childIds)}`)
+  async unlink (
+    association: CollectionAssociation,
+    parent: Model,
+    child: Model,
+    parentId: unknown,
+    childIds: readonly unknown[]
+  ): Promise<unknown[]> {
+    return await this.#unlinked(
+      association,
+      parent,
+      parentId,
+      sql` AND ${this.#oneOf(sql.id(association.childColumn as string), child, childIds)}`
+    )
   }
 
   /**
@@ -143,14 +175,20 @@ export class LinkWriter {
    * policy hides stay); returns the child keys (raw) that were linked, ascending.
    */
   async unlinkOthers (
-    association: CollectionAssociation, parent: Model, child: Model, parentId: unknown, keep: readonly unknown[],
+    association: CollectionAssociation,
+    parent: Model,
+    child: Model,
+    parentId: unknown,
+    keep: readonly unknown[],
     within?: { readonly where: WhereNode, readonly fold: boolean }
   ): Promise<unknown[]> {
     const childColumn = sql.id(association.childColumn as string)
     const others = keep.length === 0 ? NOTHING : sql` AND NOT (${this.#oneOf(childColumn, child, keep)})`
     const seen = within === undefined
       ? NOTHING
-      : sql` AND ${childColumn} IN (SELECT ${sql.id('c', child.primaryKey.column)} FROM ${table(child)} AS c WHERE ${visible(within, this.#dialect)})`
+      : sql` AND ${childColumn} IN (SELECT ${sql.id('c', child.primaryKey.column)} FROM ${table(child)} AS c WHERE ${
+        visible(within, this.#dialect)
+      })`
     return await this.#unlinked(association, parent, parentId, sql`${others}${seen}`)
   }
 
@@ -159,7 +197,9 @@ export class LinkWriter {
     const childColumn = sql.id(association.childColumn as string)
     const pivot = sql.id(association.pivotTable as string)
     const parentKey = this.#key(parent, parentId)
-    const query = sql`DELETE FROM ${pivot} WHERE ${sql.id(association.parentColumn)} = ${parentKey}${and} RETURNING ${childColumn} AS id`
+    const query = sql`DELETE FROM ${pivot} WHERE ${
+      sql.id(association.parentColumn)
+    } = ${parentKey}${and} RETURNING ${childColumn} AS id`
     const ids = (await this.#run(this.#dialect.statement(query))).map(row => row.id)
     return ids.sort(ascending)
   }

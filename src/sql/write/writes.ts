@@ -32,16 +32,24 @@ export class RecordWriter {
     const pk = sql.id(key.column)
     const values = assignments.length === 0
       ? sql`DEFAULT VALUES`
-      : sql`(${sql.join(assignments.map(a => sql.id(a.field.column)))}) VALUES (${sql.join(assignments.map(a => this.#value(a)))})`
-    const [row] = await this.#run(this.#dialect.statement(sql`INSERT INTO ${table(model)} ${values} RETURNING ${pk} AS id`))
+      : sql`(${sql.join(assignments.map(a => sql.id(a.field.column)))}) VALUES (${
+        sql.join(assignments.map(a => this.#value(a)))
+      })`
+    const [row] = await this.#run(
+      this.#dialect.statement(sql`INSERT INTO ${table(model)} ${values} RETURNING ${pk} AS id`)
+    )
     // A generated key the client gave: the database's sequence may need to follow (see
     // `Dialect.moveSequence`; none where the database does it itself).
     const moveSequence = this.#dialect.moveSequence
-    if (moveSequence !== undefined && !key.required && assignments.some(a => a.field === key)) await moveSequence(this.#run, model)
+    if (moveSequence !== undefined && !key.required && assignments.some(a => a.field === key)) {
+      await moveSequence(this.#run, model)
+    }
     // A key the database generated beyond what its column declares (SQLite's 64-bit rowid for an
     // `integer` key past 2^31 − 1): refused, as PostgreSQL's sequence of such a column refuses it.
     const id = row.id
-    if (key.range !== undefined && typeof id === 'number' && (id > key.range.max || id < key.range.min)) throw new BP_ERR_VALUE_REJECTED()
+    if (key.range !== undefined && typeof id === 'number' && (id > key.range.max || id < key.range.min)) {
+      throw new BP_ERR_VALUE_REJECTED()
+    }
     return id
   }
 

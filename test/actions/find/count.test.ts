@@ -27,11 +27,23 @@ for (const db of DATABASES) {
     t.equal(without.headers['x-total-count'], undefined)
     t.equal((await app.inject(`/user?${adults}&count=false`)).headers['x-total-count'], undefined, 'count=false: none')
 
-    t.equal((await app.inject('/user?count=true&limit=0')).headers['x-total-count'], '10', 'no where: every record, even for an empty page')
+    t.equal(
+      (await app.inject('/user?count=true&limit=0')).headers['x-total-count'],
+      '10',
+      'no where: every record, even for an empty page'
+    )
     t.equal((await app.inject(`/user?where=${q({ name: 'nobody' })}&count=true`)).headers['x-total-count'], '0')
-    t.equal((await app.inject(`/user?name=${encodeURIComponent('Bob')}&count=true`)).headers['x-total-count'], '1', 'attribute filters count too')
+    t.equal(
+      (await app.inject(`/user?name=${encodeURIComponent('Bob')}&count=true`)).headers['x-total-count'],
+      '1',
+      'attribute filters count too'
+    )
     const tags = `/tag?where=${q({ slug: { contains: 'A' } })}`
-    t.equal((await app.inject(`${tags}&count=true`)).headers['x-total-count'], String((await get(app, tags)).body.length), 'the same case rule as the find')
+    t.equal(
+      (await app.inject(`${tags}&count=true`)).headers['x-total-count'],
+      String((await get(app, tags)).body.length),
+      'the same case rule as the find'
+    )
 
     const bad = await app.inject('/user?count=yes')
     t.same([bad.statusCode, bad.json().code], [400, 'BP_ERR_INVALID_COUNT'])
@@ -43,14 +55,22 @@ for (const db of DATABASES) {
 
   t.test(`${db}: count=true under parseBlueprintOptions, and over a socket`, async t => {
     const app = await listening(t, db, {
-      plugin: { parseBlueprintOptions: (_request, query, { model }) => model.identity === 'user' ? { ...query, where: { and: [query.where, { active: true }] } } : query }
+      plugin: {
+        parseBlueprintOptions: (_request, query, { model }) =>
+          model.identity === 'user' ? { ...query, where: { and: [query.where, { active: true }] } } : query
+      }
     })
     const http = await app.inject('/user?count=true&limit=1&populate=false')
-    const active = (await app.inject(`/user?where=${q({ active: true })}&limit=Infinity&populate=false`)).json() as unknown[]
-    t.equal(http.headers['x-total-count'], String(active.length), 'the policy\'s where is counted')
+    const active = (await app.inject(`/user?where=${q({ active: true })}&limit=Infinity&populate=false`))
+      .json() as unknown[]
+    t.equal(http.headers['x-total-count'], String(active.length), "the policy's where is counted")
     t.equal(http.json().length, 1)
     const socket = await open(t, app)
     const answer = await socket.request('GET', '/user?count=true&limit=1&populate=false')
-    t.same([answer.statusCode, answer.headers['x-total-count'], answer.body], [200, String(active.length), http.json()], 'the header reaches a socket')
+    t.same(
+      [answer.statusCode, answer.headers['x-total-count'], answer.body],
+      [200, String(active.length), http.json()],
+      'the header reaches a socket'
+    )
   })
 }

@@ -23,7 +23,12 @@ import { MODELS, text, validWhere, type ModelName } from '../../helpers/fuzz-arb
 import { before, listening, open, sentinel } from '../../helpers/realtime.ts'
 
 /** An app's `preSerialization` hook that leaves the payload as it is. */
-function keep (_request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void {
+function keep (
+  _request: FastifyRequest,
+  _reply: FastifyReply,
+  payload: unknown,
+  done: (err: Error | null, payload: unknown) => void
+): void {
   done(null, payload)
 }
 
@@ -42,16 +47,37 @@ async function both (t: Test, db: Database): Promise<{ app: FastifyInstance, orm
 }
 
 /** What a find answers: what the law compares (the links without the registration's prefix). */
-async function answer (app: FastifyInstance, url: string): Promise<{ status: number, type: unknown, link: unknown, body: string }> {
+async function answer (
+  app: FastifyInstance,
+  url: string
+): Promise<{ status: number, type: unknown, link: unknown, body: string }> {
   const res = await app.inject(url)
   const link = res.headers.link
-  return { status: res.statusCode, type: res.headers['content-type'], link: typeof link === 'string' ? link.replaceAll(/<\/[ar]\//g, '</') : link, body: res.body }
+  return {
+    status: res.statusCode,
+    type: res.headers['content-type'],
+    link: typeof link === 'string' ? link.replaceAll(/<\/[ar]\//g, '</') : link,
+    body: res.body
+  }
 }
 
 /** Values at the edges of each column type, for the generated records. */
-const INT4 = fc.oneof(fc.integer({ min: -2147483648, max: 2147483647 }), fc.constantFrom(-2147483648, 2147483647, 0, -1))
-const DATE = fc.date({ min: new Date('0001-01-01T00:00:00.000Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }).map(d => d.toISOString())
-const ODD_TEXT = fc.oneof(text, fc.string({ unit: fc.constantFrom('"', '\\', '\u0001', '\u001f', '\n', '\t', '\u007f', '\u2028', '😀', 'é', 'a', '/'), maxLength: 60 }))
+const INT4 = fc.oneof(
+  fc.integer({ min: -2147483648, max: 2147483647 }),
+  fc.constantFrom(-2147483648, 2147483647, 0, -1)
+)
+const DATE = fc.date({
+  min: new Date('0001-01-01T00:00:00.000Z'),
+  max: new Date('9999-12-31T23:59:59.999Z'),
+  noInvalidDate: true
+}).map(d => d.toISOString())
+const ODD_TEXT = fc.oneof(
+  text,
+  fc.string({
+    unit: fc.constantFrom('"', '\\', '\u0001', '\u001f', '\n', '\t', '\u007f', '\u2028', '😀', 'é', 'a', '/'),
+    maxLength: 60
+  })
+)
 
 const record: Record<ModelName, fc.Arbitrary<Record<string, unknown>>> = {
   user: fc.record({
@@ -61,7 +87,11 @@ const record: Record<ModelName, fc.Arbitrary<Record<string, unknown>>> = {
     born: fc.option(DATE, { nil: null }),
     meta: fc.option(fc.jsonValue({ maxDepth: 1 }), { nil: null })
   }),
-  pet: fc.record({ name: ODD_TEXT, species: fc.constantFrom('cat', 'dog', '"', ''), owner: fc.option(fc.integer({ min: 1, max: 6 }), { nil: null }) }),
+  pet: fc.record({
+    name: ODD_TEXT,
+    species: fc.constantFrom('cat', 'dog', '"', ''),
+    owner: fc.option(fc.integer({ min: 1, max: 6 }), { nil: null })
+  }),
   tag: fc.record({ slug: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 5 }), label: ODD_TEXT, weight: INT4 })
 }
 
@@ -71,8 +101,17 @@ function findOf (model: ModelName): fc.Arbitrary<{ params: string, cursor: 'afte
   const sortable = MODELS[model].fields.filter(field => field.kind !== 'json').map(field => field.name)
   return fc.record({
     where: fc.option(validWhere(model, 1, false, 0), { nil: undefined }),
-    fields: fc.option(fc.tuple(fc.constantFrom('select', 'omit'), fc.uniqueArray(fc.constantFrom(...names.filter(name => name !== MODELS[model].pk)), { minLength: 1 })), { nil: undefined }),
-    sort: fc.uniqueArray(fc.tuple(fc.constantFrom(...sortable), fc.constantFrom('ASC', 'DESC')), { maxLength: 2, selector: ([name]) => name }),
+    fields: fc.option(
+      fc.tuple(
+        fc.constantFrom('select', 'omit'),
+        fc.uniqueArray(fc.constantFrom(...names.filter(name => name !== MODELS[model].pk)), { minLength: 1 })
+      ),
+      { nil: undefined }
+    ),
+    sort: fc.uniqueArray(fc.tuple(fc.constantFrom(...sortable), fc.constantFrom('ASC', 'DESC')), {
+      maxLength: 2,
+      selector: ([name]) => name
+    }),
     limit: fc.nat(8),
     skip: fc.option(fc.nat(3), { nil: undefined }),
     cursor: fc.constantFrom(undefined, 'after', 'before')
@@ -99,50 +138,74 @@ for (const db of DATABASES) {
     let compared = 0
     let pages = 0
     let ones = 0
-    await fc.assert(fc.asyncProperty(
-      fc.constantFrom<ModelName>('user', 'pet', 'tag').chain(model => fc.record({
-        model: fc.constant(model),
-        created: fc.array(record[model], { maxLength: 4 }),
-        finds: fc.array(findOf(model), { minLength: 1, maxLength: 4 })
-      })),
-      async ({ model, created, finds }) => {
-        for (const body of created) await app.inject({ method: 'POST', url: `/r/${model}`, payload: body as never })
-        for (const { params } of finds) {
-          // The first page, then the pages its links name (two at most on each side).
-          const queue = [`/${model}?${params}`]
-          for (let n = 0; n < queue.length && n < 5; n++) {
-            const [text, records] = await Promise.all([answer(app, `/a${queue[n]}`), answer(app, `/r${queue[n]}`)])
-            t.same(text, records, `${queue[n]}: the same answer`)
-            if (text.body !== records.body || text.link !== records.link) return false
-            if (text.status === 200) compared++
-            for (const url of linked(text.link)) if (!queue.includes(url)) queue.push(url)
-            if (n > 0) pages++
-            // Each record of the page by its key (find-one), with the page's select or omit; and one missing.
-            if (text.status !== 200) continue
-            const fields = /&(?:select|omit)=[^&]*/.exec(queue[n])?.[0] ?? ''
-            const keys = (JSON.parse(text.body) as Array<Record<string, unknown>>).map(found => found[MODELS[model].pk])
-            for (const key of [...keys, model === 'tag' ? 'no such tag' : 999999]) {
-              const url = `/${model}/${encodeURIComponent(String(key))}?populate=false${fields}`
-              const [one, record] = await Promise.all([answer(app, `/a${url}`), answer(app, `/r${url}`)])
-              t.same(one, record, `${url}: the same answer`)
-              if (one.body !== record.body) return false
-              if (one.status === 200) ones++
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom<ModelName>('user', 'pet', 'tag').chain(model =>
+          fc.record({
+            model: fc.constant(model),
+            created: fc.array(record[model], { maxLength: 4 }),
+            finds: fc.array(findOf(model), { minLength: 1, maxLength: 4 })
+          })
+        ),
+        async ({ model, created, finds }) => {
+          for (const body of created) await app.inject({ method: 'POST', url: `/r/${model}`, payload: body as never })
+          for (const { params } of finds) {
+            // The first page, then the pages its links name (two at most on each side).
+            const queue = [`/${model}?${params}`]
+            for (let n = 0; n < queue.length && n < 5; n++) {
+              const [text, records] = await Promise.all([answer(app, `/a${queue[n]}`), answer(app, `/r${queue[n]}`)])
+              t.same(text, records, `${queue[n]}: the same answer`)
+              if (text.body !== records.body || text.link !== records.link) return false
+              if (text.status === 200) compared++
+              for (const url of linked(text.link)) if (!queue.includes(url)) queue.push(url)
+              if (n > 0) pages++
+              // Each record of the page by its key (find-one), with the page's select or omit; and one missing.
+              if (text.status !== 200) continue
+              const fields = /&(?:select|omit)=[^&]*/.exec(queue[n])?.[0] ?? ''
+              const keys = (JSON.parse(text.body) as Array<Record<string, unknown>>).map(found =>
+                found[MODELS[model].pk]
+              )
+              for (const key of [...keys, model === 'tag' ? 'no such tag' : 999999]) {
+                const url = `/${model}/${encodeURIComponent(String(key))}?populate=false${fields}`
+                const [one, record] = await Promise.all([answer(app, `/a${url}`), answer(app, `/r${url}`)])
+                t.same(one, record, `${url}: the same answer`)
+                if (one.body !== record.body) return false
+                if (one.status === 200) ones++
+              }
             }
           }
+          return true
         }
-        return true
-      }
-    ), { numRuns: 30 })
-    t.ok(compared > 60 && pages > 10 && ones > 60, `answers compared (${compared}), pages followed by their links (${pages}), records by key (${ones})`)
+      ),
+      { numRuns: 30 }
+    )
+    t.ok(
+      compared > 60 && pages > 10 && ones > 60,
+      `answers compared (${compared}), pages followed by their links (${pages}), records by key (${ones})`
+    )
   })
 
   t.test(`${db}: text at the edges: no record, limit 0, every value type`, async t => {
     const { app, orm } = await both(t, db)
     // A user with a value of each type at its widest (the records of the seed have the others).
-    const made = await app.inject({ method: 'POST', url: '/r/user', payload: { name: 'a "b" \\ c\u0001\n😀', age: -2147483648, active: false, born: '0001-01-01T00:00:00.000Z', meta: null } })
+    const made = await app.inject({
+      method: 'POST',
+      url: '/r/user',
+      payload: {
+        name: 'a "b" \\ c\u0001\n😀',
+        age: -2147483648,
+        active: false,
+        born: '0001-01-01T00:00:00.000Z',
+        meta: null
+      }
+    })
     t.equal(made.statusCode, 200)
     // PostgreSQL keeps microseconds, which the answer cuts to milliseconds (a value no request writes).
-    if (db === 'postgres') await orm.em.getConnection().execute(`UPDATE "user" SET born = born + interval '123456 microseconds' WHERE id % 2 = 0`)
+    if (db === 'postgres') {
+      await orm.em.getConnection().execute(
+        `UPDATE "user" SET born = born + interval '123456 microseconds' WHERE id % 2 = 0`
+      )
+    }
     const urls = [
       `/user?populate=false&where=${q({ id: { in: [] } })}`,
       '/user?populate=false&limit=0',
@@ -163,16 +226,26 @@ for (const db of DATABASES) {
       t.same(text, records, url)
       statuses.push(text.status)
     }
-    t.same(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 404, 400], 'found, then a missing record, then a key that is not one')
+    t.same(
+      statuses,
+      [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 404, 400],
+      'found, then a missing record, then a key that is not one'
+    )
     t.equal((await answer(app, `/a${urls[0]}`)).body, '[]', 'no record: an empty array')
   })
 
   t.test(`${db}: the app's preSerialization hooks see records wherever they are; with textFinds, those of the plugin's options`, async t => {
     const places: Array<[string, (app: FastifyInstance, hook: typeof keep) => Record<string, unknown>]> = [
-      ['in an enclosing context', (app, hook) => { app.addHook('preSerialization', hook); return {} }],
+      ['in an enclosing context', (app, hook) => {
+        app.addHook('preSerialization', hook)
+        return {}
+      }],
       ['in the plugin options', (_app, hook) => ({ hooks: { preSerialization: hook } })],
-      ['in a model\'s options', (_app, hook) => ({ models: { Pet: { hooks: { preSerialization: hook } } } })],
-      ['in an action\'s options', (_app, hook) => ({ models: { Pet: { actions: { find: { hooks: { preSerialization: hook } } } } } })]
+      ["in a model's options", (_app, hook) => ({ models: { Pet: { hooks: { preSerialization: hook } } } })],
+      [
+        "in an action's options",
+        (_app, hook) => ({ models: { Pet: { actions: { find: { hooks: { preSerialization: hook } } } } } })
+      ]
     ]
     for (const textFinds of [false, true]) {
       for (const [where, place] of places) {
@@ -192,11 +265,21 @@ for (const db of DATABASES) {
         // route writes text, and such a hook is not run (SQLite always answers records).
         if (textFinds && where === 'in an enclosing context' && db === 'postgres') {
           t.same(seen, [], `${label}: the text path is on, the hook not run`)
-          t.ok(res.json().every((pet: { name: string }) => !pet.name.startsWith('~')), `${label}: the answer is the rows'`)
+          t.ok(
+            res.json().every((pet: { name: string }) => !pet.name.startsWith('~')),
+            `${label}: the answer is the rows'`
+          )
           continue
         }
-        t.ok(seen.length === 1 && Array.isArray(seen[0]) && seen[0].every(pet => typeof pet === 'object' && typeof pet.id === 'number'), `${label}: the hook saw the records`)
-        t.ok(res.json().every((pet: { name: string }) => pet.name.startsWith('~')), `${label}: its change is the answer`)
+        t.ok(
+          seen.length === 1 && Array.isArray(seen[0]) &&
+            seen[0].every(pet => typeof pet === 'object' && typeof pet.id === 'number'),
+          `${label}: the hook saw the records`
+        )
+        t.ok(
+          res.json().every((pet: { name: string }) => pet.name.startsWith('~')),
+          `${label}: its change is the answer`
+        )
       }
     }
   })
@@ -209,7 +292,12 @@ for (const db of DATABASES) {
       // each HEAD route from a copy of its GET route's options, so the two share one handler).
       app.addHook('onRoute', route => {
         if (route.method !== 'GET') return
-        const hook = (_request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void => {
+        const hook = (
+          _request: FastifyRequest,
+          _reply: FastifyReply,
+          payload: unknown,
+          done: (err: Error | null, payload: unknown) => void
+        ): void => {
           calls++
           done(null, Array.isArray(payload) ? payload.map(pet => ({ ...pet, name: `~${String(pet.name)}` })) : payload)
         }
@@ -219,9 +307,14 @@ for (const db of DATABASES) {
       await app.register(blueprints, { orm, realtime: false })
       await app.ready()
       const answers: Record<string, string> = {}
-      for (const method of order) answers[method] = (await app.inject({ method, url: '/pet?populate=false&sort=id&limit=2' })).body
+      for (const method of order) {
+        answers[method] = (await app.inject({ method, url: '/pet?populate=false&sort=id&limit=2' })).body
+      }
       t.equal(calls, 1, `${order.join(' then ')}: the hook ran for the GET`)
-      t.ok((JSON.parse(answers.GET) as Array<{ name: string }>).every(pet => pet.name.startsWith('~')), `${order.join(' then ')}: its change is the GET's answer`)
+      t.ok(
+        (JSON.parse(answers.GET) as Array<{ name: string }>).every(pet => pet.name.startsWith('~')),
+        `${order.join(' then ')}: its change is the GET's answer`
+      )
       t.equal(answers.HEAD, '', `${order.join(' then ')}: HEAD has no body`)
     }
   })
@@ -233,8 +326,16 @@ for (const db of DATABASES) {
     const [pet] = frame.body as Array<{ id: number, name: string }>
     t.equal(frame.statusCode, 200)
     t.same(frame.body, (await app.inject('/pet?populate=false&sort=id&limit=1')).json(), 'the records HTTP answers')
-    const heard = await before(socket, sentinel(app, 'pet', pet.id), async () => await app.inject({ method: 'PATCH', url: `/pet/${pet.id}`, payload: { name: 'renamed' } }))
-    t.same(heard.map(notice => [notice.event, (notice.data as { verb: string }).verb]), [['pet', 'updated']], 'subscribed to what it read')
+    const heard = await before(
+      socket,
+      sentinel(app, 'pet', pet.id),
+      async () => await app.inject({ method: 'PATCH', url: `/pet/${pet.id}`, payload: { name: 'renamed' } })
+    )
+    t.same(
+      heard.map(notice => [notice.event, (notice.data as { verb: string }).verb]),
+      [['pet', 'updated']],
+      'subscribed to what it read'
+    )
   })
 }
 
@@ -250,7 +351,11 @@ t.test('postgres: a null in a column the model declares NOT NULL is written as t
     UPDATE pet SET species = NULL WHERE id % 2 = 1;
     UPDATE tag SET weight = NULL;
     UPDATE "user" SET name = NULL, active = NULL WHERE id % 2 = 0`)
-  const urls = ['/pet?populate=false&sort=id', '/tag?populate=false&limit=1&after=', '/user?populate=false&omit=meta&sort=id&limit=3&after=']
+  const urls = [
+    '/pet?populate=false&sort=id',
+    '/tag?populate=false&limit=1&after=',
+    '/user?populate=false&omit=meta&sort=id&limit=3&after='
+  ]
   for (const url of urls) {
     const [text, records] = await Promise.all([answer(app, `/a${url}`), answer(app, `/r${url}`)])
     t.same(text, records, url)
@@ -269,7 +374,13 @@ t.test('postgres: an ORM whose statements go through Kysely (rows parsed by the 
     await destroyOrm('postgres', orm)
   })
   await twice(app, orm)
-  for (const url of ['/user?populate=false&omit=meta&sort=born DESC&limit=5&after=', '/pet?populate=false&sort=name DESC', '/tag?populate=false']) {
+  for (
+    const url of [
+      '/user?populate=false&omit=meta&sort=born DESC&limit=5&after=',
+      '/pet?populate=false&sort=name DESC',
+      '/tag?populate=false'
+    ]
+  ) {
     const [text, records] = await Promise.all([answer(app, `/a${url}`), answer(app, `/r${url}`)])
     t.same(text, records, url)
     t.equal(text.status, 200, url)

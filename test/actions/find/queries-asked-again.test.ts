@@ -16,10 +16,15 @@ for (const db of DATABASES) {
     const { app } = await build(t, db)
     const url = `/user?where=${q({ age: { '>': 30 } })}&populate=false&sort=id`
     const before = (await get(app, url)).body as Array<{ id: number, age: number }>
-    const younger = (await get(app, `/user?where=${q({ age: { '<=': 30 } })}&populate=false&sort=id&limit=1`)).body[0] as { id: number }
+    const younger = (await get(app, `/user?where=${q({ age: { '<=': 30 } })}&populate=false&sort=id&limit=1`))
+      .body[0] as { id: number }
     t.equal((await app.inject({ method: 'PATCH', url: `/user/${younger.id}`, payload: { age: 99 } })).statusCode, 200)
     const after = (await get(app, url)).body as Array<{ id: number }>
-    t.same(ids(after), ids([...before, younger].sort((a, b) => a.id - b.id)), 'the record that now matches is in the answer')
+    t.same(
+      ids(after),
+      ids([...before, younger].sort((a, b) => a.id - b.id)),
+      'the record that now matches is in the answer'
+    )
     // The same criteria written another way (another key): the same answer.
     t.same(after, (await get(app, `/user?sort=id&populate=false&where=${q({ age: { '>=': 31 } })}`)).body)
   })
@@ -30,16 +35,22 @@ for (const db of DATABASES) {
     // another query for each value.
     app.addHook('preHandler', async request => {
       const age = request.headers['x-min-age']
-      if (typeof age === 'string') (request.query as Record<string, string>).where = JSON.stringify({ age: { '>=': Number(age) } })
+      if (typeof age === 'string') {
+        ;(request.query as Record<string, string>).where = JSON.stringify({ age: { '>=': Number(age) } })
+      }
     })
     await app.register(blueprints, { orm })
     await app.ready()
     const url = '/user?populate=false&sort=id'
-    const ask = async (age?: string): Promise<unknown[]> => (await app.inject({ url, headers: age === undefined ? {} : { 'x-min-age': age } })).json()
+    const ask = async (age?: string): Promise<unknown[]> =>
+      (await app.inject({ url, headers: age === undefined ? {} : { 'x-min-age': age } })).json()
     const everyone = await ask()
     const over30 = await ask('30')
     const over40 = await ask('40')
-    t.ok(everyone.length > over30.length && over30.length > over40.length && over40.length > 0, 'three different answers')
+    t.ok(
+      everyone.length > over30.length && over30.length > over40.length && over40.length > 0,
+      'three different answers'
+    )
     t.same(over30, (await get(app, `${url}&where=${q({ age: { '>=': 30 } })}`)).body)
     t.same(over40, (await get(app, `${url}&where=${q({ age: { '>=': 40 } })}`)).body)
     // Asked again, in another order: each request's own parameters decide.
@@ -85,11 +96,17 @@ for (const db of DATABASES) {
       const records: unknown[][] = []
       let url: string | undefined = `${base}&${side}=`
       while (url !== undefined) {
-        const res: { statusCode: number, headers: Record<string, unknown>, json: () => Array<Record<string, unknown>> } = await app.inject({ method: 'GET', url })
+        const res: {
+          statusCode: number
+          headers: Record<string, unknown>
+          json: () => Array<Record<string, unknown>>
+        } = await app.inject({ method: 'GET', url })
         t.equal(res.statusCode, 200, url)
         records.push(ids(res.json()))
         const rel = side === 'after' ? 'next' : 'prev'
-        url = /<([^>]*)>; rel="(\w+)"/g.exec(String(res.headers.link ?? '').split(', ').find(link => link.endsWith(`rel="${rel}"`)) ?? '')?.[1]
+        url = /<([^>]*)>; rel="(\w+)"/g.exec(
+          String(res.headers.link ?? '').split(', ').find(link => link.endsWith(`rel="${rel}"`)) ?? ''
+        )?.[1]
       }
       return (side === 'after' ? records : records.reverse()).flat()
     }
@@ -101,10 +118,11 @@ for (const db of DATABASES) {
     // The same parameters without a cursor are another query: a plain find.
     t.same(ids((await get(app, base)).body), whole.slice(0, 3), 'no cursor: the first records')
     // A cursor of another query, under this query's kept key: still refused.
-    const other = (await app.inject({ method: 'GET', url: '/user?populate=false&sort=name&limit=3&after=' })).headers.link as string
+    const other = (await app.inject({ method: 'GET', url: '/user?populate=false&sort=name&limit=3&after=' })).headers
+      .link as string
     const foreign = new URL(/<([^>]*)>/.exec(other)?.[1] as string, 'http://x').searchParams.get('after') as string
     const refused = await get(app, `${base}&after=${foreign}`)
-    t.same([refused.status, refused.body.code], [400, 'BP_ERR_INVALID_CURSOR'], 'another query\'s cursor')
+    t.same([refused.status, refused.body.code], [400, 'BP_ERR_INVALID_CURSOR'], "another query's cursor")
     t.same(ids((await get(app, `${base}&after=`)).body), whole.slice(0, 3), 'the kept query answers on')
   })
 }

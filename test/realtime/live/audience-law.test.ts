@@ -26,13 +26,28 @@ type Write =
   | { readonly kind: 'destroy', readonly pick: number }
 
 /** A write and the instance it goes through. */
-const write: fc.Arbitrary<[Write, 0 | 1]> = fc.tuple(fc.oneof(
-  fc.record({ kind: fc.constant('age' as const), pick: fc.nat(), age: fc.option(fc.integer({ min: 18, max: 70 }), { nil: null }) }),
-  fc.record({ kind: fc.constant('active' as const), pick: fc.nat(), active: fc.boolean() }),
-  fc.record({ kind: fc.constant('user' as const), name: fc.constantFrom('Ada', 'bo', 'Cy'), age: fc.option(fc.integer({ min: 18, max: 70 }), { nil: null }) }),
-  fc.record({ kind: fc.constant('species' as const), pick: fc.nat(), species: fc.constantFrom('cat', 'dog', 'fish') }),
-  fc.record({ kind: fc.constant('destroy' as const), pick: fc.nat() })
-), fc.constantFrom(0 as const, 1 as const))
+const write: fc.Arbitrary<[Write, 0 | 1]> = fc.tuple(
+  fc.oneof(
+    fc.record({
+      kind: fc.constant('age' as const),
+      pick: fc.nat(),
+      age: fc.option(fc.integer({ min: 18, max: 70 }), { nil: null })
+    }),
+    fc.record({ kind: fc.constant('active' as const), pick: fc.nat(), active: fc.boolean() }),
+    fc.record({
+      kind: fc.constant('user' as const),
+      name: fc.constantFrom('Ada', 'bo', 'Cy'),
+      age: fc.option(fc.integer({ min: 18, max: 70 }), { nil: null })
+    }),
+    fc.record({
+      kind: fc.constant('species' as const),
+      pick: fc.nat(),
+      species: fc.constantFrom('cat', 'dog', 'fish')
+    }),
+    fc.record({ kind: fc.constant('destroy' as const), pick: fc.nat() })
+  ),
+  fc.constantFrom(0 as const, 1 as const)
+)
 
 const q = (value: unknown): string => encodeURIComponent(JSON.stringify(value))
 /** The followed finds: users by age (what guests may not see of them is their age), active users, cats. */
@@ -73,41 +88,70 @@ for (const db of DATABASES) {
     const apps: readonly FastifyInstance[] = [a.app, b.app]
     const sockets: TestSocket[] = []
     // The four roles on each instance.
-    for (const app of apps) for (const role of ROLES) sockets.push(await open(t, app, role === undefined ? {} : { 'x-role': role }))
-    await fc.assert(fc.asyncProperty(fc.array(write, { minLength: 1, maxLength: 12 }), async writes => {
-      const answers: Array<{ socket: TestSocket, url: string, body: Held, query: unknown, before: number }> = []
-      for (const socket of sockets) {
-        for (const url of QUERIES) {
-          const answer = await socket.request('GET', `${url}&follow=true`)
-          answers.push({ socket, url, body: answer.body as Held, query: answer.headers['x-blueprints-query'], before: answer.noticesBefore as number })
+    for (const app of apps) {
+      for (const role of ROLES) sockets.push(await open(t, app, role === undefined ? {} : { 'x-role': role }))
+    }
+    await fc.assert(
+      fc.asyncProperty(fc.array(write, { minLength: 1, maxLength: 12 }), async writes => {
+        const answers: Array<{ socket: TestSocket, url: string, body: Held, query: unknown, before: number }> = []
+        for (const socket of sockets) {
+          for (const url of QUERIES) {
+            const answer = await socket.request('GET', `${url}&follow=true`)
+            answers.push({
+              socket,
+              url,
+              body: answer.body as Held,
+              query: answer.headers['x-blueprints-query'],
+              before: answer.noticesBefore as number
+            })
+          }
         }
-      }
-      const groups = sockets.map((_, i) => answers.slice(i * QUERIES.length, (i + 1) * QUERIES.length).map(answer => answer.query))
-      for (let on = 0; on < apps.length; on++) {
-        const [admin, guest, guest2, nobody] = groups.slice(on * ROLES.length, (on + 1) * ROLES.length)
-        t.same(guest, guest2, 'one identity: the same groups')
-        t.not(admin[0], guest[0], 'admin and guest: not one group')
-        t.not(nobody[0], guest[0], 'no identity: a group of its own')
-        t.equal(new Set([admin[2], guest[2], nobody[2]]).size, 1, 'the public audience of pets: one group')
-      }
-      const ids = async (model: string): Promise<number[]> => (await a.app.inject(`/${model}?select=id&populate=false&limit=1000`)).json().map((r: { id: number }) => r.id)
-      for (const [w, on] of writes) {
-        const app = apps[on]
-        const users = await ids('user')
-        const pets = await ids('pet')
-        const pick = (list: number[], n: number): number => list[n % list.length]
-        if (w.kind === 'user') await app.inject({ method: 'POST', url: '/user', payload: { name: w.name, age: w.age } })
-        else if (w.kind === 'species') await app.inject({ method: 'PATCH', url: `/pet/${pick(pets, w.pick)}`, payload: { species: w.species } })
-        else if (w.kind === 'destroy') await app.inject({ method: 'DELETE', url: `/pet/${pick(pets, w.pick)}` })
-        else await app.inject({ method: 'PATCH', url: `/user/${pick(users, w.pick)}`, payload: w.kind === 'age' ? { age: w.age } : { active: w.active } })
-      }
-      for (const app of apps) await app.blueprints.settled()
-      for (const answer of answers) {
-        // Answers and notifications share one stream: what was sent before the read again is in.
-        const again = await answer.socket.request('GET', answer.url)
-        const messages = answer.socket.notices.slice(answer.before, again.noticesBefore).filter(n => n.data?.query === answer.query).map(n => n.data as LiveMessage<Held[number]>)
-        t.same(applyMessages(structuredClone(answer.body), messages, 'id'), again.body, `${answer.url}: its answer with its ${messages.length} messages is its find again`)
-      }
-    }), { numRuns: Number(process.env.BLUEPRINTS_LIVE_RUNS ?? 8) })
+        const groups = sockets.map((_, i) =>
+          answers.slice(i * QUERIES.length, (i + 1) * QUERIES.length).map(answer => answer.query)
+        )
+        for (let on = 0; on < apps.length; on++) {
+          const [admin, guest, guest2, nobody] = groups.slice(on * ROLES.length, (on + 1) * ROLES.length)
+          t.same(guest, guest2, 'one identity: the same groups')
+          t.not(admin[0], guest[0], 'admin and guest: not one group')
+          t.not(nobody[0], guest[0], 'no identity: a group of its own')
+          t.equal(new Set([admin[2], guest[2], nobody[2]]).size, 1, 'the public audience of pets: one group')
+        }
+        const ids = async (model: string): Promise<number[]> =>
+          (await a.app.inject(`/${model}?select=id&populate=false&limit=1000`)).json().map((r: { id: number }) => r.id)
+        for (const [w, on] of writes) {
+          const app = apps[on]
+          const users = await ids('user')
+          const pets = await ids('pet')
+          const pick = (list: number[], n: number): number => list[n % list.length]
+          if (w.kind === 'user') {
+            await app.inject({ method: 'POST', url: '/user', payload: { name: w.name, age: w.age } })
+          } else if (w.kind === 'species') {
+            await app.inject({ method: 'PATCH', url: `/pet/${pick(pets, w.pick)}`, payload: { species: w.species } })
+          } else if (w.kind === 'destroy') {
+            await app.inject({ method: 'DELETE', url: `/pet/${pick(pets, w.pick)}` })
+          } else {await app.inject({
+              method: 'PATCH',
+              url: `/user/${pick(users, w.pick)}`,
+              payload: w.kind === 'age' ? { age: w.age } : { active: w.active }
+            })}
+        }
+        for (const app of apps) {
+          await app.blueprints.settled()
+        }
+        for (const answer of answers) {
+          // Answers and notifications share one stream: what was sent before the read again is in.
+          const again = await answer.socket.request('GET', answer.url)
+          const messages = answer.socket.notices.slice(answer.before, again.noticesBefore).filter(n =>
+            n.data?.query === answer.query
+          ).map(n => n.data as LiveMessage<Held[number]>)
+          t.same(
+            applyMessages(structuredClone(answer.body), messages, 'id'),
+            again.body,
+            `${answer.url}: its answer with its ${messages.length} messages is its find again`
+          )
+        }
+      }),
+      { numRuns: Number(process.env.BLUEPRINTS_LIVE_RUNS ?? 8) }
+    )
   })
 }

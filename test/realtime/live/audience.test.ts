@@ -29,26 +29,46 @@ function roleOf (from: From, request: FastifyRequest): string {
  * An app whose hook removes `age` from users for every requester but an admin socket (no policy):
  * what a guest's own find answers never holds an age.
  */
-async function app (t: Test, db: Database, hook: Hook, from: From, realtime: RealtimeOptions = {}): Promise<FastifyInstance> {
+async function app (
+  t: Test,
+  db: Database,
+  hook: Hook,
+  from: From,
+  realtime: RealtimeOptions = {}
+): Promise<FastifyInstance> {
   const { app, orm } = await bareApp(t, db)
-  const admin = (request: FastifyRequest): boolean => (app.blueprints.socketOf(request)?.context as { role?: string } | undefined)?.role === 'admin'
-  const strip = (body: unknown): unknown => Array.isArray(body) ? body.map(strip) : typeof body === 'object' && body !== null ? { ...body, age: undefined } : body
+  const admin = (request: FastifyRequest): boolean =>
+    (app.blueprints.socketOf(request)?.context as { role?: string } | undefined)?.role === 'admin'
+  const strip = (body: unknown): unknown =>
+    Array.isArray(body)
+      ? body.map(strip)
+      : typeof body === 'object' && body !== null
+      ? { ...body, age: undefined }
+      : body
   if (hook === 'preSerialization') {
     app.addHook('preSerialization', async (request, _reply, payload) => admin(request) ? payload : strip(payload))
   } else {
     app.addHook('onSend', async (request, reply, payload) => {
-      if (admin(request) || typeof payload !== 'string' || !String(reply.getHeader('content-type')).startsWith('application/json')) return payload
+      if (
+        admin(request) || typeof payload !== 'string' ||
+        !String(reply.getHeader('content-type')).startsWith('application/json')
+      ) return payload
       return JSON.stringify(strip(JSON.parse(payload)))
     })
   }
-  await app.register(blueprints, { orm, realtime: { context: request => ({ role: roleOf(from, request) }), ...realtime } })
+  await app.register(blueprints, {
+    orm,
+    realtime: { context: request => ({ role: roleOf(from, request) }), ...realtime }
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   return app
 }
 
 /** Opens a socket as `role`, the way `from` names it. */
 async function as (t: Test, server: FastifyInstance, from: From, role: string): Promise<TestSocket> {
-  const socket = from === 'subprotocol' ? await connect(socketUrl(server), {}, [role]) : await connect(socketUrl(server, `/socket?token=${role}`))
+  const socket = from === 'subprotocol'
+    ? await connect(socketUrl(server), {}, [role])
+    : await connect(socketUrl(server, `/socket?token=${role}`))
   t.teardown(() => socket.close())
   return socket
 }
@@ -66,32 +86,50 @@ for (const db of DATABASES) {
         t.ok(ages(adminAnswer.body), 'the admin sees ages')
         const guestAnswer = await guest.request('GET', `${USERS}&follow=true`)
         t.notOk(ages(guestAnswer.body), 'the guest does not')
-        t.not(guestAnswer.headers['x-blueprints-query'], adminAnswer.headers['x-blueprints-query'], 'another identity: another group')
+        t.not(
+          guestAnswer.headers['x-blueprints-query'],
+          adminAnswer.headers['x-blueprints-query'],
+          'another identity: another group'
+        )
         const second = await as(t, server, from, 'admin')
-        t.equal((await second.request('GET', `${USERS}&follow=true`)).headers['x-blueprints-query'], adminAnswer.headers['x-blueprints-query'],
-          'two sockets the app identifies alike share a group')
+        t.equal(
+          (await second.request('GET', `${USERS}&follow=true`)).headers['x-blueprints-query'],
+          adminAnswer.headers['x-blueprints-query'],
+          'two sockets the app identifies alike share a group'
+        )
         // A change of every followed record, and one that enters the page.
         await server.inject({ method: 'PATCH', url: '/user/1', payload: { age: 77 } })
         await server.inject({ method: 'DELETE', url: '/user/5' })
         await server.blueprints.settled()
         const barrier = await guest.request('GET', '/user/1?populate=false')
-        const heard = guest.notices.slice(0, barrier.noticesBefore).filter(n => n.data.query === guestAnswer.headers['x-blueprints-query'])
+        const heard = guest.notices.slice(0, barrier.noticesBefore).filter(n =>
+          n.data.query === guestAnswer.headers['x-blueprints-query']
+        )
         t.ok(heard.length >= 2, `the guest heard its query change (${heard.length} messages)`)
         t.notOk(ages(heard), 'and no age in any of its messages')
         const adminHeard = admin.notices.filter(n => n.data.query === adminAnswer.headers['x-blueprints-query'])
-        t.ok(ages(adminHeard), 'the admin\'s messages carry ages')
+        t.ok(ages(adminHeard), "the admin's messages carry ages")
 
         // Everyone goes; a socket of another identity presents the admin's handle.
         const handle = adminAnswer.headers['x-blueprints-resume'] as string
         for (const socket of [admin, guest, second]) await socket.close()
         await settled(server, 0)
         const nobody = await as(t, server, from, 'nobody')
-        const resumed = await nobody.request('GET', `${USERS}&follow=true`, undefined, { 'x-blueprints-resume': handle, 'x-blueprints-held': '[]' })
-        t.equal(resumed.statusCode, 200, 'another audience\'s handle is a plain read')
+        const resumed = await nobody.request('GET', `${USERS}&follow=true`, undefined, {
+          'x-blueprints-resume': handle,
+          'x-blueprints-held': '[]'
+        })
+        t.equal(resumed.statusCode, 200, "another audience's handle is a plain read")
         t.notOk(ages(resumed.body), 'answered as its own requester')
         // The admin's own identity resumes (the handle was earned by it).
         const back = await as(t, server, from, 'admin')
-        t.equal((await back.request('GET', `${USERS}&follow=true`, undefined, { 'x-blueprints-resume': handle, 'x-blueprints-held': '[]' })).statusCode, 204)
+        t.equal(
+          (await back.request('GET', `${USERS}&follow=true`, undefined, {
+            'x-blueprints-resume': handle,
+            'x-blueprints-held': '[]'
+          })).statusCode,
+          204
+        )
       })
     }
   }
@@ -103,31 +141,56 @@ for (const db of DATABASES) {
     await plain.app.listen({ port: 0, host: '127.0.0.1' })
     const a = await connect(socketUrl(plain.app), { headers })
     const b = await connect(socketUrl(plain.app), { headers })
-    t.teardown(async () => { await a.close(); await b.close() })
+    t.teardown(async () => {
+      await a.close()
+      await b.close()
+    })
     const first = await a.request('GET', `${USERS}&follow=true`)
     const other = await b.request('GET', `${USERS}&follow=true`)
-    t.not(other.headers['x-blueprints-query'], first.headers['x-blueprints-query'], 'the same headers and address: still two groups')
+    t.not(
+      other.headers['x-blueprints-query'],
+      first.headers['x-blueprints-query'],
+      'the same headers and address: still two groups'
+    )
     const handle = first.headers['x-blueprints-resume'] as string
     t.match(handle, /^follow:[\w-]+:q\d+:[\w-]{22,}$/, 'the handle holds a secret')
     const guessed = handle.replace(/:[\w-]+$/, ':' + 'A'.repeat(22))
-    t.equal((await b.request('GET', `${USERS}&follow=true`, undefined, { 'x-blueprints-resume': guessed, 'x-blueprints-held': '[]' })).statusCode, 200,
-      'the right query with a guessed secret is a plain read')
+    t.equal(
+      (await b.request('GET', `${USERS}&follow=true`, undefined, {
+        'x-blueprints-resume': guessed,
+        'x-blueprints-held': '[]'
+      })).statusCode,
+      200,
+      'the right query with a guessed secret is a plain read'
+    )
 
     const open = await bareApp(t, db)
     await open.app.register(blueprints, {
       orm: open.orm,
-      realtime: { context: request => request.headers['x-user'], audience: (_socket, { model }) => model === 'user' ? 'everyone' : undefined }
+      realtime: {
+        context: request => request.headers['x-user'],
+        audience: (_socket, { model }) => model === 'user' ? 'everyone' : undefined
+      }
     })
     await open.app.listen({ port: 0, host: '127.0.0.1' })
     const ann = await connect(socketUrl(open.app), { headers: { 'x-user': 'ann' } })
     const bob = await connect(socketUrl(open.app), { headers: { 'x-user': 'bob' } })
-    t.teardown(async () => { await ann.close(); await bob.close() })
+    t.teardown(async () => {
+      await ann.close()
+      await bob.close()
+    })
     const annUsers = await ann.request('GET', `${USERS}&follow=true`)
-    t.equal((await bob.request('GET', `${USERS}&follow=true`)).headers['x-blueprints-query'], annUsers.headers['x-blueprints-query'], 'a declared audience: one group')
+    t.equal(
+      (await bob.request('GET', `${USERS}&follow=true`)).headers['x-blueprints-query'],
+      annUsers.headers['x-blueprints-query'],
+      'a declared audience: one group'
+    )
     const annPets = await ann.request('GET', '/pet?populate=false&follow=true')
-    t.not((await bob.request('GET', '/pet?populate=false&follow=true')).headers['x-blueprints-query'], annPets.headers['x-blueprints-query'],
-      'no audience for pets: each identity its own')
+    t.not(
+      (await bob.request('GET', '/pet?populate=false&follow=true')).headers['x-blueprints-query'],
+      annPets.headers['x-blueprints-query'],
+      'no audience for pets: each identity its own'
+    )
     t.same(open.app.blueprints.followed(), { queries: 3, follows: 4 })
   })
 }
-

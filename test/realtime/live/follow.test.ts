@@ -9,7 +9,9 @@ for (const db of DATABASES) {
   t.test(`${db}: a followed where-only find`, async t => {
     const app = await listening(t, db)
     const socket = await open(t, app)
-    const url = `/user?where=${encodeURIComponent(JSON.stringify({ age: { '>': 30 } }))}&populate=false&follow=true&sort=age`
+    const url = `/user?where=${
+      encodeURIComponent(JSON.stringify({ age: { '>': 30 } }))
+    }&populate=false&follow=true&sort=age`
     const answer = await socket.request('GET', url)
     t.equal(answer.statusCode, 200)
     const query = answer.headers['x-blueprints-query'] as string

@@ -29,7 +29,10 @@ async function redisClient (t: Test): Promise<Redis> {
 const BROKERS: Record<'redis' | 'postgres', (t: Test) => Promise<[Broker, Broker]>> = {
   async redis (t) {
     const channel = `${RUN}_${++serial}`
-    return [new RedisBroker({ client: await redisClient(t), channel }), new RedisBroker({ client: await redisClient(t), channel })]
+    return [
+      new RedisBroker({ client: await redisClient(t), channel }),
+      new RedisBroker({ client: await redisClient(t), channel })
+    ]
   },
   async postgres () {
     const channel = `${RUN}_${++serial}`
@@ -45,7 +48,11 @@ for (const db of DATABASES) {
       const { a, b } = await pair(t, db, [{ realtime: { broker: brokers[0] } }, { realtime: { broker: brokers[1] } }])
       const base = `http://127.0.0.1:${(a.app.server.address() as { port: number }).port}`
       const write = async (method: string, url: string, body: unknown): Promise<any> => {
-        const res = await fetch(base + url, { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+        const res = await fetch(base + url, {
+          method,
+          body: JSON.stringify(body),
+          headers: { 'content-type': 'application/json' }
+        })
         t.equal(res.status, 200, `${method} ${url} on A`)
         return await res.json()
       }
@@ -61,13 +68,21 @@ for (const db of DATABASES) {
       }
       let from = socket.notices.length
       const cat = await write('POST', '/pet', { name: 'Mog', species: 'cat', owner: null })
-      t.same(await heard(from), [{ verb: 'entered', query, id: cat.id, index: 2, data: cat }], 'a created cat enters, last by id')
+      t.same(
+        await heard(from),
+        [{ verb: 'entered', query, id: cat.id, index: 2, data: cat }],
+        'a created cat enters, last by id'
+      )
       from = socket.notices.length
       await write('PATCH', '/pet/2', { species: 'dog' })
       t.same(await heard(from), [{ verb: 'left', query, id: 2 }], 'a cat that becomes a dog leaves')
       from = socket.notices.length
       const fido = await write('PATCH', '/pet/4', { species: 'cat' })
-      t.same(await heard(from), [{ verb: 'entered', query, id: 4, index: 0, data: fido }], 'a dog that becomes a cat enters, first by id')
+      t.same(
+        await heard(from),
+        [{ verb: 'entered', query, id: 4, index: 0, data: fido }],
+        'a dog that becomes a cat enters, first by id'
+      )
       const again = await socket.request('GET', url)
       t.same(again.body.map((pet: { id: number }) => pet.id), [4, 5, cat.id])
     })

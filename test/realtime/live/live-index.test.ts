@@ -16,16 +16,31 @@ import { ModelQueries, termOf } from '../../../src/realtime/live/live-index.ts'
 import { build, DATABASES } from '../../helpers/app.ts'
 import { entities } from '../../fixtures/entities.ts'
 
-const Counter = defineEntity({ name: 'Counter', properties: { id: p.integer().primary(), hits: p.bigint().nullable() } })
+const Counter = defineEntity({
+  name: 'Counter',
+  properties: { id: p.integer().primary(), hits: p.bigint().nullable() }
+})
 
 const WHERES: Record<string, ReadonlyArray<Record<string, unknown>>> = {
   user: [
-    {}, { name: 'alice' }, { name: 'Bob', age: 25 }, { age: 30 }, { age: 30.5 }, { active: true }, { active: false, age: { '>': 20 } },
-    { born: '1990-01-01T00:00:00.000Z' }, { born: '1985-06-15T12:00:00.250Z', name: { '!=': 'x' } }, { bestPet: 2 },
+    {},
+    { name: 'alice' },
+    { name: 'Bob', age: 25 },
+    { age: 30 },
+    { age: 30.5 },
+    { active: true },
+    { active: false, age: { '>': 20 } },
+    { born: '1990-01-01T00:00:00.000Z' },
+    { born: '1985-06-15T12:00:00.250Z', name: { '!=': 'x' } },
+    { bestPet: 2 },
     { and: [{ or: [{ age: 25 }, { age: 30 }] }, { and: [{ active: true }, { name: { startsWith: 'a' } }] }] },
-    { or: [{ name: 'alice' }, { name: 'bob' }] }, { age: null }, { age: { in: [25, 30] } }
+    { or: [{ name: 'alice' }, { name: 'bob' }] },
+    { age: null },
+    { age: { in: [25, 30] } }
   ],
-  pet: [{ owner: 1 }, { owner: 3, species: 'cat' }, { species: 'dog' }, { owner: null }, { and: [{ species: 'cat' }, { owner: { '!=': null } }] }],
+  pet: [{ owner: 1 }, { owner: 3, species: 'cat' }, { species: 'dog' }, { owner: null }, {
+    and: [{ species: 'cat' }, { owner: { '!=': null } }]
+  }],
   counter: [{ hits: '12' }, { hits: '9007199254740993' }, { hits: { '>': '5' } }, { hits: 12 }]
 }
 
@@ -41,23 +56,41 @@ for (const db of DATABASES) {
     for (const [identity, wheres] of Object.entries(WHERES)) {
       const model = registry.model(identity)
       const queries = new ModelQueries<{ where: WhereNode, text: string }>()
-      const all = wheres.map(where => ({ where: buildWhere(model, where, LIMIT_DEFAULTS), text: JSON.stringify(where) }))
+      const all = wheres.map(where => ({
+        where: buildWhere(model, where, LIMIT_DEFAULTS),
+        text: JSON.stringify(where)
+      }))
       for (const query of all) {
         queries.add(query, [])
         if (termOf(query.where) !== undefined) filed++
       }
-      const records = [...(await app.inject(`/${identity}?limit=1000&populate=false`)).json(), ...(await app.inject(`/${identity}?limit=1000`)).json()]
+      const records = [
+        ...(await app.inject(`/${identity}?limit=1000&populate=false`)).json(),
+        ...(await app.inject(`/${identity}?limit=1000`)).json()
+      ]
       for (const record of records) {
         const candidates = new Set(queries.candidates(record))
         for (const query of all) {
           const term = termOf(query.where)
           if (matches(query.where, record, false)) {
             checked++
-            if (!candidates.has(query)) t.fail(`${identity} ${JSON.stringify(record)} matches ${query.text} but is not its candidate`)
+            if (!candidates.has(query)) {
+              t.fail(`${identity} ${JSON.stringify(record)} matches ${query.text} but is not its candidate`)
+            }
           } else if (term !== undefined && candidates.has(query) && record[term.target.name] !== undefined) {
             // Filed under an equality: a candidate only when the record's value is the filed one.
-            const again = matches({ kind: 'compare', target: term.target, op: '=', value: termValue(query.where) }, record, false)
-            if (!again) t.fail(`${identity} ${JSON.stringify(record)} is a candidate of ${query.text} though its ${term.target.name} differs`)
+            const again = matches(
+              { kind: 'compare', target: term.target, op: '=', value: termValue(query.where) },
+              record,
+              false
+            )
+            if (!again) {
+              t.fail(
+                `${identity} ${
+                  JSON.stringify(record)
+                } is a candidate of ${query.text} though its ${term.target.name} differs`
+              )
+            }
           }
         }
       }

@@ -48,7 +48,12 @@ const user = fc.constantFrom(...USERS)
 const on = fc.constantFrom(0 as const, 1 as const)
 const write: fc.Arbitrary<Write> = fc.oneof(
   fc.record({ kind: fc.constant('move' as const), pick: fc.nat(), owner: fc.option(user, { nil: null }), on }),
-  fc.record({ kind: fc.constant('age' as const), user, age: fc.option(fc.integer({ min: 18, max: 70 }), { nil: null }), on }),
+  fc.record({
+    kind: fc.constant('age' as const),
+    user,
+    age: fc.option(fc.integer({ min: 18, max: 70 }), { nil: null }),
+    on
+  }),
   fc.record({ kind: fc.constant('create' as const), name: fc.constantFrom('Ada', 'bo', 'Cy', 'Rex'), owner: user, on }),
   fc.record({ kind: fc.constant('destroy' as const), pick: fc.nat(), on })
 )
@@ -74,7 +79,14 @@ for (const db of DATABASES) {
     }
     await follow(1)
     const one = await change(31)
-    const queries = new Set([await follow(2), await follow(3), await follow(4), await follow(5), await follow(6), await follow(7)])
+    const queries = new Set([
+      await follow(2),
+      await follow(3),
+      await follow(4),
+      await follow(5),
+      await follow(6),
+      await follow(7)
+    ])
     t.equal(queries.size, 6, 'a group per user')
     // On PostgreSQL the first change that runs a text's groups together asks the types of its
     // parameters once (sql/postgres/postgres-values-table.ts).
@@ -83,37 +95,64 @@ for (const db of DATABASES) {
   })
 
   t.test(`${db}: followers of one shape with their own values each hold what their own find answers, on two instances`, async t => {
-    const brokers = ['a', 'b'].map(() => new PostgresBroker({ connection: { ...PG, database: 'postgres' }, channel: `bp_shapes_${process.pid}_${db}` }))
-    const { a, b } = await pair(t, db, [plugin({ realtime: { broker: brokers[0] } }), plugin({ realtime: { broker: brokers[1] } })])
+    const brokers = ['a', 'b'].map(() =>
+      new PostgresBroker({ connection: { ...PG, database: 'postgres' }, channel: `bp_shapes_${process.pid}_${db}` })
+    )
+    const { a, b } = await pair(t, db, [
+      plugin({ realtime: { broker: brokers[0] } }),
+      plugin({ realtime: { broker: brokers[1] } })
+    ])
     const apps: readonly FastifyInstance[] = [a.app, b.app]
     const followers: Array<{ socket: TestSocket, url: string }> = []
     for (const id of USERS) {
       const socket = await open(t, apps[id % 2], { 'x-user': String(id) })
       for (const url of QUERIES) followers.push({ socket, url })
     }
-    await fc.assert(fc.asyncProperty(fc.array(write, { minLength: 1, maxLength: 10 }), async writes => {
-      const answers = []
-      for (const { socket, url } of followers) {
-        const answer = await socket.request('GET', `${url}&follow=true`)
-        answers.push({ socket, url, body: answer.body as Held, query: answer.headers['x-blueprints-query'], before: answer.noticesBefore as number })
-      }
-      for (const w of writes) {
-        const app = apps[w.on]
-        const pets: number[] = (await app.inject('/pet?select=id&populate=false&limit=1000')).json().map((r: { id: number }) => r.id)
-        const pet = pets[('pick' in w ? w.pick : 0) % pets.length]
-        if (w.kind === 'create') await app.inject({ method: 'POST', url: '/pet', payload: { name: w.name, species: 'cat', owner: w.owner } })
-        else if (w.kind === 'age') await app.inject({ method: 'PATCH', url: `/user/${w.user}`, payload: { age: w.age } })
-        else if (w.kind === 'move') await app.inject({ method: 'PATCH', url: `/pet/${pet}`, payload: { owner: w.owner } })
-        else await app.inject({ method: 'DELETE', url: `/pet/${pet}` })
-      }
-      // Each instance has heard every write once a find through it reflects the last one.
-      for (const app of apps) await app.blueprints.settled()
-      for (const answer of answers) {
-        // Answers and notifications share one stream: what was sent before the read again is in.
-        const again = await answer.socket.request('GET', answer.url)
-        const messages = answer.socket.notices.slice(answer.before, again.noticesBefore).filter(n => n.data?.query === answer.query).map(n => n.data as LiveMessage<Held[number]>)
-        t.same(applyMessages(structuredClone(answer.body), messages, 'id'), again.body, 'the answer with its messages is the find again')
-      }
-    }), { numRuns: Number(process.env.BLUEPRINTS_LIVE_RUNS ?? 8) })
+    await fc.assert(
+      fc.asyncProperty(fc.array(write, { minLength: 1, maxLength: 10 }), async writes => {
+        const answers = []
+        for (const { socket, url } of followers) {
+          const answer = await socket.request('GET', `${url}&follow=true`)
+          answers.push({
+            socket,
+            url,
+            body: answer.body as Held,
+            query: answer.headers['x-blueprints-query'],
+            before: answer.noticesBefore as number
+          })
+        }
+        for (const w of writes) {
+          const app = apps[w.on]
+          const pets: number[] = (await app.inject('/pet?select=id&populate=false&limit=1000')).json().map((
+            r: { id: number }
+          ) => r.id)
+          const pet = pets[('pick' in w ? w.pick : 0) % pets.length]
+          if (w.kind === 'create') {
+            await app.inject({ method: 'POST', url: '/pet', payload: { name: w.name, species: 'cat', owner: w.owner } })
+          } else if (w.kind === 'age') {
+            await app.inject({ method: 'PATCH', url: `/user/${w.user}`, payload: { age: w.age } })
+          } else if (w.kind === 'move') {
+            await app.inject({ method: 'PATCH', url: `/pet/${pet}`, payload: { owner: w.owner } })
+          } else await app.inject({ method: 'DELETE', url: `/pet/${pet}` })
+        }
+        // Each instance has heard every write once a find through it reflects the last one.
+        for (const app of apps) {
+          await app.blueprints.settled()
+        }
+        for (const answer of answers) {
+          // Answers and notifications share one stream: what was sent before the read again is in.
+          const again = await answer.socket.request('GET', answer.url)
+          const messages = answer.socket.notices.slice(answer.before, again.noticesBefore).filter(n =>
+            n.data?.query === answer.query
+          ).map(n => n.data as LiveMessage<Held[number]>)
+          t.same(
+            applyMessages(structuredClone(answer.body), messages, 'id'),
+            again.body,
+            'the answer with its messages is the find again'
+          )
+        }
+      }),
+      { numRuns: Number(process.env.BLUEPRINTS_LIVE_RUNS ?? 8) }
+    )
   })
 }

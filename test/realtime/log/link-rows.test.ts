@@ -30,34 +30,68 @@ const TAGS = ['admin', 'beta', 'vip', ...MORE_TAGS, 'nope']
 const USERS = [1, 2, 3, 4, 99]
 const RUNS = Number(process.env.BLUEPRINTS_LINK_ROWS_RUNS ?? 25)
 
-interface Write { readonly method: 'PUT' | 'DELETE', readonly url: string, readonly body?: { fks: unknown[] } }
+interface Write {
+  readonly method: 'PUT' | 'DELETE'
+  readonly url: string
+  readonly body?: { fks: unknown[] }
+}
 
 const user = fc.constantFrom(...USERS)
 const tag = fc.constantFrom(...TAGS)
 const slug = (s: string): string => encodeURIComponent(s)
 const write: fc.Arbitrary<Write> = fc.oneof(
-  fc.record({ method: fc.constantFrom('PUT' as const, 'DELETE' as const), u: user, s: tag }).map(({ method, u, s }) => ({ method, url: `/user/${u}/tags/${slug(s)}` })),
-  fc.record({ method: fc.constantFrom('PUT' as const, 'DELETE' as const), u: user, s: tag }).map(({ method, u, s }) => ({ method, url: `/tag/${slug(s)}/users/${u}` })),
-  fc.record({ method: fc.constantFrom('PUT' as const, 'DELETE' as const), u: user, v: user }).map(({ method, u, v }) => ({ method, url: `/user/${u}/friends/${v}` })),
-  fc.record({ u: user, fks: fc.shuffledSubarray(TAGS) }).map(({ u, fks }) => ({ method: 'PUT' as const, url: `/user/${u}/tags`, body: { fks } })),
-  fc.record({ s: tag, fks: fc.shuffledSubarray(USERS) }).map(({ s, fks }) => ({ method: 'PUT' as const, url: `/tag/${slug(s)}/users`, body: { fks } })),
-  fc.record({ u: user, fks: fc.shuffledSubarray(USERS) }).map(({ u, fks }) => ({ method: 'PUT' as const, url: `/user/${u}/friends`, body: { fks } }))
+  fc.record({ method: fc.constantFrom('PUT' as const, 'DELETE' as const), u: user, s: tag }).map((
+    { method, u, s }
+  ) => ({ method, url: `/user/${u}/tags/${slug(s)}` })),
+  fc.record({ method: fc.constantFrom('PUT' as const, 'DELETE' as const), u: user, s: tag }).map((
+    { method, u, s }
+  ) => ({ method, url: `/tag/${slug(s)}/users/${u}` })),
+  fc.record({ method: fc.constantFrom('PUT' as const, 'DELETE' as const), u: user, v: user }).map((
+    { method, u, v }
+  ) => ({ method, url: `/user/${u}/friends/${v}` })),
+  fc.record({ u: user, fks: fc.shuffledSubarray(TAGS) }).map(({ u, fks }) => ({
+    method: 'PUT' as const,
+    url: `/user/${u}/tags`,
+    body: { fks }
+  })),
+  fc.record({ s: tag, fks: fc.shuffledSubarray(USERS) }).map(({ s, fks }) => ({
+    method: 'PUT' as const,
+    url: `/tag/${slug(s)}/users`,
+    body: { fks }
+  })),
+  fc.record({ u: user, fks: fc.shuffledSubarray(USERS) }).map(({ u, fks }) => ({
+    method: 'PUT' as const,
+    url: `/user/${u}/friends`,
+    body: { fks }
+  }))
 )
 
 /** The change log of the app's database, read as an instance reads it. */
 async function logOf (orm: MikroORM): Promise<ChangeLog> {
   const dialect = dialectFor(orm.em.getPlatform())
-  const kysely = (orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
-  const database = new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }),
-    await connectionsFor(dialect, kysely, orm as unknown as OrmConnection))
+  const kysely = (orm.em as unknown as { getKysely(): TransactionalKysely }).getKysely()
+  const database = new Database(
+    kysely,
+    buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }),
+    await connectionsFor(dialect, kysely, orm as unknown as OrmConnection)
+  )
   const { enabled: _on, ...settings } = DEFAULTS.realtime.log
   return await ChangeLog.open(database, dialect, { ...settings, poll: 0 }, Fastify().log)
 }
 
 /** The change sets the log holds after `after`, as it gives them back, and their rows' text. */
-async function readAfter (orm: MikroORM, log: ChangeLog, after: number): Promise<Array<{ position: number, envelope: unknown, text: string }>> {
-  const texts = new Map((await orm.em.getConnection().execute('SELECT position, envelope FROM blueprints_log WHERE position > ?', [after]) as
-    Array<{ position: number | string, envelope: string | null }>).map(row => [Number(row.position), row.envelope]))
+async function readAfter (
+  orm: MikroORM,
+  log: ChangeLog,
+  after: number
+): Promise<Array<{ position: number, envelope: unknown, text: string }>> {
+  const texts = new Map(
+    (await orm.em.getConnection().execute('SELECT position, envelope FROM blueprints_log WHERE position > ?', [
+      after
+    ]) as Array<{ position: number | string, envelope: string | null }>).map(
+      row => [Number(row.position), row.envelope]
+    )
+  )
   return (await log.read(after, 1000)).filter(row => row.envelope !== undefined)
     .map(row => ({ position: row.position, envelope: row.envelope, text: texts.get(row.position) as string }))
 }
@@ -68,12 +102,31 @@ function expected (log: ChangeLog, position: number, origin: string | undefined,
   return origin === undefined ? { position, epoch: log.epoch, items } : { position, epoch: log.epoch, origin, items }
 }
 
-async function appWithTags (t: Test, db: (typeof DATABASES)[number]): Promise<{ app: FastifyInstance, orm: MikroORM, told: () => readonly Change[] }> {
+async function appWithTags (
+  t: Test,
+  db: (typeof DATABASES)[number]
+): Promise<{ app: FastifyInstance, orm: MikroORM, told: () => readonly Change[] }> {
   const { app, orm } = await build(t, db)
-  for (const s of MORE_TAGS) t.equal((await app.inject({ method: 'POST', url: '/tag', payload: { slug: s, label: s } })).statusCode, 200, `tag ${s}`)
+  for (const s of MORE_TAGS) {
+    t.equal(
+      (await app.inject({ method: 'POST', url: '/tag', payload: { slug: s, label: s } })).statusCode,
+      200,
+      `tag ${s}`
+    )
+  }
   let told: readonly Change[] = []
-  app.blueprints.onChange(changes => { told = changes })
-  return { app, orm, told: () => { const changes = told; told = []; return changes } }
+  app.blueprints.onChange(changes => {
+    told = changes
+  })
+  return {
+    app,
+    orm,
+    told: () => {
+      const changes = told
+      told = []
+      return changes
+    }
+  }
 }
 
 for (const db of DATABASES) {
@@ -84,25 +137,32 @@ for (const db of DATABASES) {
     let changed = 0
     let unchanged = 0
     let records = 0
-    await fc.assert(fc.asyncProperty(fc.array(write, { minLength: 1, maxLength: 8 }), async writes => {
-      for (const { method, url, body } of writes) {
-        const res = await app.inject({ method, url, payload: body })
-        const changes = told()
-        const rows = await readAfter(orm, log, last)
-        const label = `${method} ${url} ${JSON.stringify(body) ?? ''} → ${res.statusCode}`
-        if (res.statusCode === 200 && changes.length > 0) {
-          changed++
-          if (rows.length !== 1) throw new Error(`${label}: ${rows.length} log rows`)
-          deepStrictEqual(rows[0].envelope, expected(log, rows[0].position, undefined, changes), label)
-          if ('links' in JSON.parse(rows[0].text)) records++
-          last = rows[0].position
-        } else {
-          unchanged++
-          if (rows.length !== 0 || changes.length !== 0) throw new Error(`${label}: no change expected, got rows ${JSON.stringify(rows)} and changes ${JSON.stringify(changes)}`)
-          if (![200, 404].includes(res.statusCode)) throw new Error(`${label}: ${res.body}`)
+    await fc.assert(
+      fc.asyncProperty(fc.array(write, { minLength: 1, maxLength: 8 }), async writes => {
+        for (const { method, url, body } of writes) {
+          const res = await app.inject({ method, url, payload: body })
+          const changes = told()
+          const rows = await readAfter(orm, log, last)
+          const label = `${method} ${url} ${JSON.stringify(body) ?? ''} → ${res.statusCode}`
+          if (res.statusCode === 200 && changes.length > 0) {
+            changed++
+            if (rows.length !== 1) throw new Error(`${label}: ${rows.length} log rows`)
+            deepStrictEqual(rows[0].envelope, expected(log, rows[0].position, undefined, changes), label)
+            if ('links' in JSON.parse(rows[0].text)) records++
+            last = rows[0].position
+          } else {
+            unchanged++
+            if (rows.length !== 0 || changes.length !== 0) {
+              throw new Error(
+                `${label}: no change expected, got rows ${JSON.stringify(rows)} and changes ${JSON.stringify(changes)}`
+              )
+            }
+            if (![200, 404].includes(res.statusCode)) throw new Error(`${label}: ${res.body}`)
+          }
         }
-      }
-    }), { numRuns: RUNS })
+      }),
+      { numRuns: RUNS }
+    )
     // On PostgreSQL every one of these writes recorded its change in its own statement.
     t.equal(records, db === 'postgres' ? changed : 0, `${records} rows written by the link statements`)
     // Both kinds of outcome were generated (a law checked on one of them only would say little).
@@ -126,18 +186,39 @@ for (const db of DATABASES) {
     t.equal(rows.length, 1, 'one row')
     const origin = (rows[0].envelope as { origin?: unknown }).origin
     t.type(origin, 'string', 'the row names an origin')
-    t.same(rows[0].envelope, expected(log, rows[0].position, origin as string, changes), 'the change set, from the socket')
+    t.same(
+      rows[0].envelope,
+      expected(log, rows[0].position, origin as string, changes),
+      'the change set, from the socket'
+    )
   })
 }
 
 for (const db of DATABASES) {
   t.test(`${db}: a child key whose JSON the statement does not write (char(n)): the row is appended on its own, the same change set`, async t => {
-    const Badge = defineEntity({ name: 'Badge', properties: { code: p.string().columnType('char(4)').primary(), crews: () => p.manyToMany(Crew).mappedBy('badges') } })
-    const Crew = defineEntity({ name: 'Crew', properties: { id: p.integer().primary(), badges: () => p.manyToMany(Badge).owner().inversedBy('crews') } })
+    const Badge = defineEntity({
+      name: 'Badge',
+      properties: {
+        code: p.string().columnType('char(4)').primary(),
+        crews: () => p.manyToMany(Crew).mappedBy('badges')
+      }
+    })
+    const Crew = defineEntity({
+      name: 'Crew',
+      properties: { id: p.integer().primary(), badges: () => p.manyToMany(Badge).owner().inversedBy('crews') }
+    })
     const { app, orm } = await build(t, db, { entities: [Crew, Badge], seed: false })
     let told: readonly Change[] = []
-    app.blueprints.onChange(changes => { told = changes })
-    for (const url of ['/crew', '/badge']) t.equal((await app.inject({ method: 'POST', url, payload: url === '/crew' ? { id: 1 } : { code: 'abcd' } })).statusCode, 200, url)
+    app.blueprints.onChange(changes => {
+      told = changes
+    })
+    for (const url of ['/crew', '/badge']) {
+      t.equal(
+        (await app.inject({ method: 'POST', url, payload: url === '/crew' ? { id: 1 } : { code: 'abcd' } })).statusCode,
+        200,
+        url
+      )
+    }
     const log = await logOf(orm)
     const last = (await readAfter(orm, log, 0)).at(-1)?.position ?? 0
     told = []

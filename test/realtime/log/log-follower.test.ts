@@ -7,7 +7,13 @@
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { MikroORM } from '@mikro-orm/core'
-import blueprints, { MemoryBroker, type Broker, type BlueprintsOptions, type Envelope, type EnvelopeHandler } from '../../../src/index.ts'
+import blueprints, {
+  MemoryBroker,
+  type Broker,
+  type BlueprintsOptions,
+  type Envelope,
+  type EnvelopeHandler
+} from '../../../src/index.ts'
 import { buildRegistry } from '../../../src/models/registry.ts'
 import { dialectFor } from '../../../src/sql/dialect.ts'
 import { Database } from '../../../src/sql/connection/database.ts'
@@ -47,14 +53,26 @@ class UnreliableBroker implements Broker {
   }
 }
 
-interface Setup { app: FastifyInstance, orm: MikroORM, broker: UnreliableBroker, logged: Array<{ level: number, msg: string }> }
+interface Setup {
+  app: FastifyInstance
+  orm: MikroORM
+  broker: UnreliableBroker
+  logged: Array<{ level: number, msg: string }>
+}
 
 async function setup (t: Test, db: Db, log: Record<string, unknown> = {}): Promise<Setup> {
   const broker = new UnreliableBroker()
   const logged: Array<{ level: number, msg: string }> = []
   const { app, orm } = await build(t, db, {
     plugin: { realtime: { broker, log: { poll: 0, ...log } } },
-    logger: { level: 'warn', stream: { write: (line: string) => { logged.push(JSON.parse(line)) } } }
+    logger: {
+      level: 'warn',
+      stream: {
+        write: (line: string) => {
+          logged.push(JSON.parse(line))
+        }
+      }
+    }
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   return { app, orm, broker, logged }
@@ -72,13 +90,17 @@ const patch = async (app: FastifyInstance, id: number, age: number): Promise<voi
 }
 
 /** The ages a socket was told of, in order (`updated` of users). */
-const ages = (socket: TestSocket, from = 0): unknown[] => socket.notices.slice(from).filter(n => n.data?.verb === 'updated').map(n => [n.data.id, n.data.data.age])
+const ages = (socket: TestSocket, from = 0): unknown[] =>
+  socket.notices.slice(from).filter(n => n.data?.verb === 'updated').map(n => [n.data.id, n.data.data.age])
 
 /** Positions of the frames, and whether they grow one by one (each change set once, in order). */
 function inOrder (t: Test, socket: TestSocket): void {
   const positions = socket.frames.map(frame => frame.position)
   t.ok(positions.every(p => typeof p === 'number'), 'every frame has a position')
-  t.ok(positions.every((p, i) => i === 0 || (p as number) > (positions[i - 1] as number)), `positions grow: ${positions.join(' ')}`)
+  t.ok(
+    positions.every((p, i) => i === 0 || (p as number) > (positions[i - 1] as number)),
+    `positions grow: ${positions.join(' ')}`
+  )
   t.equal(new Set(socket.frames.map(frame => frame.epoch)).size, 1, 'one epoch')
 }
 
@@ -126,7 +148,9 @@ for (const db of DATABASES) {
     const { app, broker } = await setup(t, db)
     const socket = await reading(t, app, '/user/1', '/user/2')
     let closed: number | undefined
-    socket.ws.once('close', code => { closed = code })
+    socket.ws.once('close', code => {
+      closed = code
+    })
     broker.lose = 2
     await patch(app, 1, 71)
     await patch(app, 2, 72)
@@ -173,17 +197,30 @@ for (const db of DATABASES) {
   t.test(`${db}: a hole the log no longer covers closes the sockets (4010); a failed reading is logged`, async t => {
     const { app, orm, broker, logged } = await setup(t, db, { maxEntries: 1 })
     const socket = await reading(t, app, '/user/1')
-    const closed = new Promise<number>(resolve => { socket.ws.once('close', code => { resolve(code) }) })
+    const closed = new Promise<number>(resolve => {
+      socket.ws.once('close', code => {
+        resolve(code)
+      })
+    })
     // A socket that follows a query: its query ends too, and is not kept for a resume (it may be stale).
     const follower = await open(t, app)
     t.equal((await follower.request('GET', '/user?populate=false&follow=true')).statusCode, 200)
     broker.lose = 3
     for (const age of [81, 82, 83]) await patch(app, 1, age)
     const dialect = dialectFor(orm.em.getPlatform())
-    const kysely = (orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
-    const database = new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }),
-      await connectionsFor(dialect, kysely, orm as unknown as OrmConnection))
-    const log = await ChangeLog.open(database, dialect, { table: 'blueprints_log', create: false, maxEntries: 1, maxAge: 86_400_000, poll: 0 }, app.log)
+    const kysely = (orm.em as unknown as { getKysely(): TransactionalKysely }).getKysely()
+    const database = new Database(
+      kysely,
+      buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }),
+      await connectionsFor(dialect, kysely, orm as unknown as OrmConnection)
+    )
+    const log = await ChangeLog.open(database, dialect, {
+      table: 'blueprints_log',
+      create: false,
+      maxEntries: 1,
+      maxAge: 86_400_000,
+      poll: 0
+    }, app.log)
     await log.prune()
     t.same((await log.read(0, 10)).length, 1, 'only the newest is kept')
     // The next envelope shows the hole, which the log no longer covers.
@@ -217,17 +254,28 @@ for (const db of DATABASES) {
   t.test(`${db}: a read whose answer reflects a change set its instance cannot deliver (held by the broker, the log unreadable) closes its socket (4010)`, async t => {
     const broker = new UnreliableBroker()
     const steps = new ReadSteps()
-    const { app, orm } = await build(t, db, { plugin: { realtime: { broker, log: { poll: 0 } }, parseBlueprintOptions: steps.hook }, logger: { level: 'error' } })
+    const { app, orm } = await build(t, db, {
+      plugin: { realtime: { broker, log: { poll: 0 } }, parseBlueprintOptions: steps.hook },
+      logger: { level: 'error' }
+    })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const connection = orm.em.getConnection()
     const socket = await open(t, app)
-    const closed = new Promise<number>(resolve => { socket.ws.once('close', code => { resolve(code) }) })
+    const closed = new Promise<number>(resolve => {
+      socket.ws.once('close', code => {
+        resolve(code)
+      })
+    })
     broker.holding = true
     await patch(app, 1, 87)
     // After the read's statements, before its subscription.
     steps.late = async () => await connection.execute('ALTER TABLE blueprints_log RENAME TO blueprints_log_away')
     void socket.request('GET', '/user/1?populate=false', undefined, undefined, 30_000).catch(() => {})
-    t.equal(await deadline(closed, 30_000, 'the socket to be closed'), 4010, 'closed after READ_WAIT: its client reads again')
+    t.equal(
+      await deadline(closed, 30_000, 'the socket to be closed'),
+      4010,
+      'closed after READ_WAIT: its client reads again'
+    )
     await connection.execute('ALTER TABLE blueprints_log_away RENAME TO blueprints_log')
   })
 
@@ -240,7 +288,11 @@ for (const db of DATABASES) {
     await later.listen({ port: 0, host: '127.0.0.1' })
     const socket = await reading(t, later, '/user/1')
     await patch(app, 1, 93)
-    t.same(await before(socket, sentinel(app, 'user', 1)).then(() => ages(socket)), [[1, 93]], 'only what came after it started')
+    t.same(
+      await before(socket, sentinel(app, 'user', 1)).then(() => ages(socket)),
+      [[1, 93]],
+      'only what came after it started'
+    )
     inOrder(t, socket)
   })
 }
@@ -248,27 +300,50 @@ for (const db of DATABASES) {
 t.test('a follower that stops lets go of the reads waiting for a position, and of any that asks after', async t => {
   const { app, orm } = await build(t, DATABASES[0], { plugin: { realtime: { log: { poll: 0 } } } })
   const dialect = dialectFor(orm.em.getPlatform())
-  const kysely = (orm.em as unknown as { getKysely (): TransactionalKysely }).getKysely()
-  const database = new Database(kysely, buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }),
-    await connectionsFor(dialect, kysely, orm as unknown as OrmConnection))
-  const log = await ChangeLog.open(database, dialect, { table: 'blueprints_log', create: false, maxEntries: 10, maxAge: 86_400_000, poll: 0 }, app.log)
+  const kysely = (orm.em as unknown as { getKysely(): TransactionalKysely }).getKysely()
+  const database = new Database(
+    kysely,
+    buildRegistry(orm, { identities: {}, exclude: [], mentioned: [] }),
+    await connectionsFor(dialect, kysely, orm as unknown as OrmConnection)
+  )
+  const log = await ChangeLog.open(database, dialect, {
+    table: 'blueprints_log',
+    create: false,
+    maxEntries: 10,
+    maxAge: 86_400_000,
+    poll: 0
+  }, app.log)
   const follower = new LogFollower({ log, deliver: () => {}, lost: () => {}, logger: app.log })
   await follower.start()
-  t.equal(await follower.reach(follower.applied + 1_000, 30), false, 'a position no write took: not reached within the time given')
+  t.equal(
+    await follower.reach(follower.applied + 1_000, 30),
+    false,
+    'a position no write took: not reached within the time given'
+  )
   let waited: boolean | undefined
-  const waiting = follower.reach(follower.applied + 1_000, 60_000).then(reached => { waited = reached })
+  const waiting = follower.reach(follower.applied + 1_000, 60_000).then(reached => {
+    waited = reached
+  })
   t.equal(waited, undefined, 'the read waits')
   await follower.stop()
   await waiting
   t.equal(waited, true, 'stopping lets it go')
-  t.equal(await follower.reach(follower.applied + 1_000, 60_000), true, 'and a read that asks after the stop is not held')
+  t.equal(
+    await follower.reach(follower.applied + 1_000, 60_000),
+    true,
+    'and a read that asks after the stop is not held'
+  )
 })
 
 t.test('a broker that takes nothing: the poll still brings every change set, and publish() resolves (it is in the log)', async t => {
   const inner = new MemoryBroker()
   const broker: Broker = {
-    async publish () { throw new Error('broker down') },
-    async subscribe (handler) { return await inner.subscribe(handler) }
+    async publish () {
+      throw new Error('broker down')
+    },
+    async subscribe (handler) {
+      return await inner.subscribe(handler)
+    }
   }
   const { app } = await build(t, DATABASES[0], { plugin: { realtime: { broker, log: { poll: 20 } } } })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -281,11 +356,16 @@ t.test('a broker that takes nothing: the poll still brings every change set, and
 })
 
 t.test('without a change log, under a policy, a write reads the records its changes name and notifies', async t => {
-  const { app } = await build(t, DATABASES[0], { plugin: { parseBlueprintOptions: (_request, query) => query, realtime: { log: false } } })
+  const { app } = await build(t, DATABASES[0], {
+    plugin: { parseBlueprintOptions: (_request, query) => query, realtime: { log: false } }
+  })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const socket = await reading(t, app, '/user/1')
   await patch(app, 1, 96)
-  t.same(await before(socket, sentinel(app, 'user', 1)), [{ event: 'user', data: { verb: 'updated', id: 1, data: { age: 96 }, previous: { age: 30 } } }])
+  t.same(await before(socket, sentinel(app, 'user', 1)), [{
+    event: 'user',
+    data: { verb: 'updated', id: 1, data: { age: 96 }, previous: { age: 30 } }
+  }])
   t.same(socket.frames.map(frame => frame.position), [undefined, undefined], 'no positions without a log')
 })
 
@@ -298,8 +378,13 @@ t.test('an envelope of another log (an instance on another database) is delivere
   // Each database's log starts at 1: without its epoch, the other's position would pass for one's own.
   await patch(other.app, 1, 97)
   await patch(one.app, 1, 98)
-  t.same(await before(socket, sentinel(one.app, 'user', 1)).then(() => ages(socket)), [[1, 97], [1, 98]], 'both, each once')
-  t.same(socket.frames.filter(frame => frame.data.verb === 'updated').map(frame => frame.position === undefined), [true, false],
-    'the other log\'s without a position; this log\'s with its own')
+  t.same(
+    await before(socket, sentinel(one.app, 'user', 1)).then(() => ages(socket)),
+    [[1, 97], [1, 98]],
+    'both, each once'
+  )
+  t.same(socket.frames.filter(frame => frame.data.verb === 'updated').map(frame => frame.position === undefined), [
+    true,
+    false
+  ], "the other log's without a position; this log's with its own")
 })
-

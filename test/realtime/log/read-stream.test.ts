@@ -21,86 +21,139 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.nat({ max: 9 }).map(target => ({ kind: 'destroy' as const, target })), weight: 1 }
 )
 
-interface Row { id: number, name: string, age: number }
+interface Row {
+  id: number
+  name: string
+  age: number
+}
 
 for (const db of DATABASES) {
   t.test(`${db}: a socket's find answer with what it then hears applied equals the find run again, nothing twice, nothing missing`, async t => {
     const app = await listening(t, db)
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
     const http = async (method: string, url: string, body?: unknown): Promise<any> => {
-      const res = await fetch(base + url, body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+      const res = await fetch(
+        base + url,
+        body === undefined
+          ? { method }
+          : { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }
+      )
       if (res.status !== 200) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`)
       return await res.json()
     }
     let run = 0
-    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.array(op, { minLength: 1, maxLength: 24 }), fc.nat({ max: 24 }), async (initial, ops, readAfter) => {
-      const prefix = `run${++run}-`
-      const find = `/user?where=${encodeURIComponent(JSON.stringify({ name: { startsWith: prefix } }))}&populate=false&limit=1000`
-      // The anchor is never written: the sentinel goes to it.
-      const anchor = await http('POST', '/user', { name: `${prefix}anchor`, age: 0 })
-      const records: Array<Promise<number>> = []
-      for (let n = 0; n < initial; n++) records.push(Promise.resolve((await http('POST', '/user', { name: `${prefix}${n}`, age: 0 })).id as number))
-      const socket = await open(t, app)
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3 }),
+        fc.array(op, { minLength: 1, maxLength: 24 }),
+        fc.nat({ max: 24 }),
+        async (initial, ops, readAfter) => {
+          const prefix = `run${++run}-`
+          const find = `/user?where=${
+            encodeURIComponent(JSON.stringify({ name: { startsWith: prefix } }))
+          }&populate=false&limit=1000`
+          // The anchor is never written: the sentinel goes to it.
+          const anchor = await http('POST', '/user', { name: `${prefix}anchor`, age: 0 })
+          const records: Array<Promise<number>> = []
+          for (let n = 0; n < initial; n++) {
+            records.push(Promise.resolve((await http('POST', '/user', { name: `${prefix}${n}`, age: 0 })).id as number))
+          }
+          const socket = await open(t, app)
 
-      // Per record, its writes one after the other (each update sets the next version); the
-      // records' writes run concurrently. The read is issued once `readAfter` writes are done.
-      const versions: number[] = records.map(() => 0)
-      const gone = new Set<number>()
-      let done = 0
-      let startRead: () => void = () => {}
-      const readable = new Promise<void>(resolve => { startRead = resolve })
-      const finished = (): void => { if (++done === Math.min(readAfter, ops.length)) startRead() }
-      if (readAfter === 0) startRead()
-      const chains: Array<Promise<unknown>> = records.map(record => record)
-      for (const [index, { kind, ...rest }] of ops.entries()) {
-        if (kind === 'create') {
-          const id = http('POST', '/user', { name: `${prefix}new${index}`, age: 0 }).then(created => created.id as number)
-          records.push(id)
-          versions.push(0)
-          chains.push(id.finally(finished))
-          continue
-        }
-        const target = (rest as { target: number }).target % records.length
-        if (gone.has(target)) {
-          finished()
-          continue
-        }
-        const version = ++versions[target]
-        if (kind === 'destroy') gone.add(target)
-        chains[target] = Promise.all([records[target], chains[target]]).then(async ([id]) => {
-          await (kind === 'update' ? http('PATCH', `/user/${id}`, { age: version }) : http('DELETE', `/user/${id}`))
-        }).finally(finished)
-      }
-      await readable
-      const from = socket.notices.length
-      const read = socket.request('GET', find)
-      await Promise.all(chains)
-      const answer = await read
-      if (answer.statusCode !== 200) throw new Error(`the read answered ${answer.statusCode}`)
-      const heard = (await before(socket, sentinel(app, 'user', anchor.id), undefined, answer.noticesBefore)).filter(notice => notice.event === 'user')
-      // What the answer does not show comes after it, as a client applies it: the socket followed
-      // nothing before this read.
-      if (answer.noticesBefore !== from) throw new Error(`notified before the answer: ${JSON.stringify(socket.notices.slice(from, answer.noticesBefore))}`)
+          // Per record, its writes one after the other (each update sets the next version); the
+          // records' writes run concurrently. The read is issued once `readAfter` writes are done.
+          const versions: number[] = records.map(() => 0)
+          const gone = new Set<number>()
+          let done = 0
+          let startRead: () => void = () => {}
+          const readable = new Promise<void>(resolve => {
+            startRead = resolve
+          })
+          const finished = (): void => {
+            if (++done === Math.min(readAfter, ops.length)) startRead()
+          }
+          if (readAfter === 0) {
+            startRead()
+          }
+          const chains: Array<Promise<unknown>> = records.map(record => record)
+          for (const [index, { kind, ...rest }] of ops.entries()) {
+            if (kind === 'create') {
+              const id = http('POST', '/user', { name: `${prefix}new${index}`, age: 0 }).then(created =>
+                created.id as number
+              )
+              records.push(id)
+              versions.push(0)
+              chains.push(id.finally(finished))
+              continue
+            }
+            const target = (rest as { target: number }).target % records.length
+            if (gone.has(target)) {
+              finished()
+              continue
+            }
+            const version = ++versions[target]
+            if (kind === 'destroy') gone.add(target)
+            chains[target] = Promise.all([records[target], chains[target]]).then(async ([id]) => {
+              await (kind === 'update' ? http('PATCH', `/user/${id}`, { age: version }) : http('DELETE', `/user/${id}`))
+            }).finally(finished)
+          }
+          await readable
+          const from = socket.notices.length
+          const read = socket.request('GET', find)
+          await Promise.all(chains)
+          const answer = await read
+          if (answer.statusCode !== 200) throw new Error(`the read answered ${answer.statusCode}`)
+          const heard = (await before(socket, sentinel(app, 'user', anchor.id), undefined, answer.noticesBefore))
+            .filter(notice => notice.event === 'user')
+          // What the answer does not show comes after it, as a client applies it: the socket followed
+          // nothing before this read.
+          if (answer.noticesBefore !== from) {
+            throw new Error(
+              `notified before the answer: ${JSON.stringify(socket.notices.slice(from, answer.noticesBefore))}`
+            )
+          }
 
-      const state = new Map<number, Row>((answer.body as Row[]).map(row => [row.id, { id: row.id, name: row.name, age: row.age }]))
-      for (const { data: message } of heard) {
-        if (message.verb === 'created') {
-          if (!(message.data.name as string).startsWith(prefix)) continue
-          if (state.has(message.id)) throw new Error(`user ${String(message.id)} created twice (${JSON.stringify(heard)})`)
-          state.set(message.id, { id: message.id, name: message.data.name, age: message.data.age })
-        } else {
-          const row = state.get(message.id)
-          if (row === undefined) throw new Error(`${String(message.verb)} of user ${String(message.id)}, which the socket does not hold (${JSON.stringify(heard)})`)
-          if (message.verb === 'destroyed') state.delete(message.id)
-          else if (message.data.age !== row.age + 1) throw new Error(`user ${row.id} went from version ${row.age} to ${String(message.data.age)} (${JSON.stringify(heard)})`)
-          else row.age = message.data.age
+          const state = new Map<number, Row>(
+            (answer.body as Row[]).map(row => [row.id, { id: row.id, name: row.name, age: row.age }])
+          )
+          for (const { data: message } of heard) {
+            if (message.verb === 'created') {
+              if (!(message.data.name as string).startsWith(prefix)) continue
+              if (state.has(message.id)) {
+                throw new Error(`user ${String(message.id)} created twice (${JSON.stringify(heard)})`)
+              }
+              state.set(message.id, { id: message.id, name: message.data.name, age: message.data.age })
+            } else {
+              const row = state.get(message.id)
+              if (row === undefined) {
+                throw new Error(
+                  `${String(message.verb)} of user ${String(message.id)}, which the socket does not hold (${
+                    JSON.stringify(heard)
+                  })`
+                )
+              }
+              if (message.verb === 'destroyed') state.delete(message.id)
+              else if (message.data.age !== row.age + 1) {
+                throw new Error(
+                  `user ${row.id} went from version ${row.age} to ${String(message.data.age)} (${
+                    JSON.stringify(heard)
+                  })`
+                )
+              } else row.age = message.data.age
+            }
+          }
+          const again = ((await http('GET', find)) as Row[]).map(row => ({ id: row.id, name: row.name, age: row.age }))
+          const applied = [...state.values()].sort((a, b) => a.id - b.id)
+          if (JSON.stringify(applied) !== JSON.stringify(again)) {
+            throw new Error(
+              `the answer with what was heard: ${JSON.stringify(applied)}; the find again: ${JSON.stringify(again)}`
+            )
+          }
+          socket.close()
         }
-      }
-      const again = ((await http('GET', find)) as Row[]).map(row => ({ id: row.id, name: row.name, age: row.age }))
-      const applied = [...state.values()].sort((a, b) => a.id - b.id)
-      if (JSON.stringify(applied) !== JSON.stringify(again)) throw new Error(`the answer with what was heard: ${JSON.stringify(applied)}; the find again: ${JSON.stringify(again)}`)
-      socket.close()
-    }), { numRuns: 12 })
+      ),
+      { numRuns: 12 }
+    )
     t.pass('the law held for every generated run')
   })
 }
@@ -111,15 +164,23 @@ for (const db of DATABASES) {
     // statements and before the socket is subscribed: app data published there is more than the
     // instance keeps, and pruned from the log (maxEntries 1) before the subscription.
     const steps = new ReadSteps()
-    const { app, orm } = await build(t, db, { plugin: { realtime: { log: { maxEntries: 1, poll: 0 } }, parseBlueprintOptions: steps.hook } })
+    const { app, orm } = await build(t, db, {
+      plugin: { realtime: { log: { maxEntries: 1, poll: 0 } }, parseBlueprintOptions: steps.hook }
+    })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const socket = await open(t, app)
-    const closed = new Promise<number>(resolve => { socket.ws.once('close', code => { resolve(code) }) })
+    const closed = new Promise<number>(resolve => {
+      socket.ws.once('close', code => {
+        resolve(code)
+      })
+    })
     steps.late = async () => {
       for (let n = 0; n <= RECENT; n++) await app.blueprints.publish('user', 2, { n })
       // The in-process broker delivers on the next turn of the event loop: let it.
       await new Promise(resolve => setImmediate(resolve))
-      await orm.em.getConnection().execute('DELETE FROM blueprints_log WHERE position < (SELECT max(position) FROM blueprints_log)')
+      await orm.em.getConnection().execute(
+        'DELETE FROM blueprints_log WHERE position < (SELECT max(position) FROM blueprints_log)'
+      )
     }
     void socket.request('GET', '/user/2?populate=false').catch(() => {})
     t.equal(await deadline(closed, 30_000, 'the socket to be closed'), 4010, 'closed: its client reads again')

@@ -2,14 +2,30 @@
 // token another key signed or that was changed does not, an oversized one is not handed out, and
 // a client's position is read strictly.
 import t from 'tap'
-import { MAX_TOKEN, readPosition, readToken, signToken, type ResumePoint } from '../../../src/realtime/log/resume-token.ts'
+import {
+  MAX_TOKEN,
+  readPosition,
+  readToken,
+  signToken,
+  type ResumePoint
+} from '../../../src/realtime/log/resume-token.ts'
 
-const POINT: ResumePoint = { epoch: 'e1', position: 42, issued: 1_700_000_000_000, url: '/user?where={"a":1}', records: { user: [1, 'x'], pet: [] }, watched: 'user' }
+const POINT: ResumePoint = {
+  epoch: 'e1',
+  position: 42,
+  issued: 1_700_000_000_000,
+  url: '/user?where={"a":1}',
+  records: { user: [1, 'x'], pet: [] },
+  watched: 'user'
+}
 
 t.test('a token gives back what was signed, with the key that signed it only', async t => {
   const token = signToken(POINT, 'key') as string
   t.same(readToken(token, 'key'), POINT)
-  t.same(readToken(signToken({ ...POINT, watched: undefined }, 'key') as string, 'key'), { ...POINT, watched: undefined }, 'no watched model')
+  t.same(readToken(signToken({ ...POINT, watched: undefined }, 'key') as string, 'key'), {
+    ...POINT,
+    watched: undefined
+  }, 'no watched model')
   t.equal(readToken(token, 'another key'), undefined, 'another key')
   const [payload, signature] = token.split('.')
   t.equal(readToken(`${payload}A.${signature}`, 'key'), undefined, 'a changed payload')
@@ -23,7 +39,9 @@ t.test('a token gives back what was signed, with the key that signed it only', a
 t.test('a client position is <epoch>:<digits>', async t => {
   t.same(readPosition('e1:42'), { epoch: 'e1', position: 42 })
   t.same(readPosition('a:b:7'), { epoch: 'a:b', position: 7 }, 'the last colon separates')
-  for (const bad of [undefined, 42, '', '42', ':42', 'e1:', 'e1:-1', 'e1:1.5', 'e1:1e3', 'e1: 4', `e1:${'9'.repeat(20)}`]) {
+  for (
+    const bad of [undefined, 42, '', '42', ':42', 'e1:', 'e1:-1', 'e1:1.5', 'e1:1e3', 'e1: 4', `e1:${'9'.repeat(20)}`]
+  ) {
     t.equal(readPosition(bad), undefined, JSON.stringify(bad))
   }
 })

@@ -13,9 +13,9 @@ import { EventEmitter } from 'node:events'
 
 /** What the endpoint uses of a socket.io-parser `Decoder` (socket.io calls the same). */
 export interface PacketDecoder {
-  add (chunk: unknown): void
-  destroy (): void
-  on (event: 'decoded', listener: (packet: Packet) => void): unknown
+  add(chunk: unknown): void
+  destroy(): void
+  on(event: 'decoded', listener: (packet: Packet) => void): unknown
 }
 
 /** A decoded socket.io packet. */
@@ -38,7 +38,7 @@ const BINARY_HEADER = /^([56])(\d{1,6})-/
  * A decoder class for socket.io's `parser` option, built on socket.io-parser's `Decoder`
  * (`Inner`): text packets decoded by it, binary attachments never buffered.
  */
-export function withoutAttachments (Inner: new () => PacketDecoder): new () => PacketDecoder {
+export function withoutAttachments (Inner: new() => PacketDecoder): new() => PacketDecoder {
   return class AttachmentFreeDecoder extends EventEmitter implements PacketDecoder {
     readonly #inner = new Inner()
     /** Attachments still to come for the last binary packet, which are dropped. */
@@ -72,7 +72,9 @@ export function withoutAttachments (Inner: new () => PacketDecoder): new () => P
       // Decoded as the plain event (or ack) it announces, at once.
       this.#binary = true
       try {
-        this.#inner.add(`${Number((header as RegExpExecArray)[1]) - 3}${chunk.slice((header as RegExpExecArray)[0].length)}`)
+        this.#inner.add(
+          `${Number((header as RegExpExecArray)[1]) - 3}${chunk.slice((header as RegExpExecArray)[0].length)}`
+        )
       } finally {
         this.#binary = false
       }

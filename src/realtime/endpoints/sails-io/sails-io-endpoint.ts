@@ -17,7 +17,12 @@ import { createRequire } from 'node:module'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { BP_ERR_INVALID_FRAME, BP_ERR_MISSING_PACKAGE, BP_ERR_TOO_MANY_REQUESTS, BP_ERR_WEBSOCKET_ONLY } from '../../../errors.ts'
+import {
+  BP_ERR_INVALID_FRAME,
+  BP_ERR_MISSING_PACKAGE,
+  BP_ERR_TOO_MANY_REQUESTS,
+  BP_ERR_WEBSOCKET_ONLY
+} from '../../../errors.ts'
 import { Connection } from '../../socket.ts'
 import { dispatch } from '../../virtual-request/dispatch.ts'
 import { VirtualSocket } from '../../virtual-socket.ts'
@@ -26,7 +31,15 @@ import { closeAfterRequests } from '../../in-flight.ts'
 import { originAllowed, originHook, type OriginPolicy } from '../../origins.ts'
 import { UPGRADE_ONLY } from '../../../protocol.ts'
 import { answerSocketRequest, errorAnswer, socketAnswer, type SocketAnswer } from '../../virtual-request/run-request.ts'
-import { SAILS_REQUEST_EVENTS, parseError, payloadProblem, requestProblem, sdkProblem, virtualRequest, type VirtualRequestPayload } from './sails-requests.ts'
+import {
+  SAILS_REQUEST_EVENTS,
+  parseError,
+  payloadProblem,
+  requestProblem,
+  sdkProblem,
+  virtualRequest,
+  type VirtualRequestPayload
+} from './sails-requests.ts'
 import type { EndpointOptions } from '../../options.ts'
 import { withoutAttachments, type PacketDecoder } from './sails-io-decoder.ts'
 import { SocketIoTransport, type Ack, type IoSocket } from './sails-io-transport.ts'
@@ -36,26 +49,30 @@ const HEAD_SET_HERE = new Set(['connection', 'content-length', 'transfer-encodin
 
 /** The parts of socket.io and Engine.IO the endpoint uses. */
 interface IoServer {
-  bind (engine: unknown): unknown
-  on (event: 'connection', listener: (socket: IoServerSocket) => void): unknown
-  close (): unknown
+  bind(engine: unknown): unknown
+  on(event: 'connection', listener: (socket: IoServerSocket) => void): unknown
+  close(): unknown
 }
 interface IoServerSocket extends IoSocket {
   readonly request: IncomingMessage
-  readonly handshake: { readonly query: Readonly<Record<string, unknown>>, readonly headers: Readonly<Record<string, unknown>>, readonly address: string }
-  on (event: string, listener: (...args: any[]) => void): unknown
-  emit (event: string, ...args: unknown[]): unknown
+  readonly handshake: {
+    readonly query: Readonly<Record<string, unknown>>
+    readonly headers: Readonly<Record<string, unknown>>
+    readonly address: string
+  }
+  on(event: string, listener: (...args: any[]) => void): unknown
+  emit(event: string, ...args: unknown[]): unknown
 }
 interface EngineServer {
-  handleUpgrade (request: IncomingMessage, socket: Duplex, head: Buffer): void
-  close (): unknown
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void
+  close(): unknown
 }
 /** The modules of socket.io the endpoint runs on, as {@link loadSocketIo} finds them. */
 export interface IoModules {
-  readonly Server: new (options: Record<string, unknown>) => IoServer
-  readonly Engine: new (options: Record<string, unknown>) => EngineServer
+  readonly Server: new(options: Record<string, unknown>) => IoServer
+  readonly Engine: new(options: Record<string, unknown>) => EngineServer
   /** socket.io-parser's, for the `parser` option: its encoder, and a decoder that drops attachments. */
-  readonly parser: { readonly Encoder: unknown, readonly Decoder: new () => PacketDecoder }
+  readonly parser: { readonly Encoder: unknown, readonly Decoder: new() => PacketDecoder }
 }
 
 /**
@@ -74,8 +91,12 @@ export async function loadSocketIo (from: string = import.meta.url): Promise<IoM
   }
   const fromSocketIo = createRequire(entry)
   const engine = fromSocketIo('engine.io') as { Server: IoModules['Engine'] }
-  const parser = fromSocketIo('socket.io-parser') as { Encoder: unknown, Decoder: new () => PacketDecoder }
-  return { Server: io.Server, Engine: engine.Server, parser: { Encoder: parser.Encoder, Decoder: withoutAttachments(parser.Decoder) } }
+  const parser = fromSocketIo('socket.io-parser') as { Encoder: unknown, Decoder: new() => PacketDecoder }
+  return {
+    Server: io.Server,
+    Engine: engine.Server,
+    parser: { Encoder: parser.Encoder, Decoder: withoutAttachments(parser.Decoder) }
+  }
 }
 
 /** What a socket is admitted with: its `context`, and the answer its requests get if the app refused them. */
@@ -105,10 +126,14 @@ const kHandshake = Symbol('fastify-blueprints.handshake')
 const kAdmission = Symbol('fastify-blueprints.admission')
 
 /** The virtual handshake request, as its hooks and handler see it (`request.raw`). */
-interface HandshakeRequest { [kHandshake]?: Handshake }
+interface HandshakeRequest {
+  [kHandshake]?: Handshake
+}
 
 /** An upgrade request, with the admission {@link admit} gave it before Engine.IO took it. */
-interface AdmittedUpgrade extends IncomingMessage { [kAdmission]?: Admission }
+interface AdmittedUpgrade extends IncomingMessage {
+  [kAdmission]?: Admission
+}
 
 /**
  * Serves sails.io.js clients at `options.path` on `app`'s server, and `GET /__getcookie`. Call it
@@ -125,14 +150,27 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: Endpoi
     cookie: false,
     maxHttpBufferSize: options.maxPayload
   })
-  const io = new modules.Server({ path, serveClient: false, transports: ['websocket'], allowEIO3: true, cookie: false, parser: modules.parser })
+  const io = new modules.Server({
+    path,
+    serveClient: false,
+    transports: ['websocket'],
+    allowEIO3: true,
+    cookie: false,
+    parser: modules.parser
+  })
   io.bind(engine)
-  io.on('connection', socket => { connect(app, hub, options, socket) })
+  io.on('connection', socket => {
+    connect(app, hub, options, socket)
+  })
 
   // The handshake as the app sees it: the app's own hooks, then the origin check and the
   // `realtime.hooks`, then `context`. A real HTTP request here is Engine.IO long-polling, which is
   // not served. What each step's answer means is for admit() to tell (see docs/sails-io.md).
-  const onRequest = [markReached, ...(options.origins === undefined ? [] : [originHook(options.origins)]), ...[options.hooks.onRequest ?? []].flat()]
+  const onRequest = [
+    markReached,
+    ...(options.origins === undefined ? [] : [originHook(options.origins)]),
+    ...[options.hooks.onRequest ?? []].flat()
+  ]
   const onSend = [markAnswered, ...[options.hooks.onSend ?? []].flat()]
   app.get(`${path}/`, { ...options.hooks, onRequest, onSend }, async (request: FastifyRequest) => {
     const handshake = (request.raw as HandshakeRequest)[kHandshake]
@@ -140,14 +178,19 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: Endpoi
     handshake.admitted = { context: options.context === undefined ? undefined : await options.context(request) }
     return ''
   })
-  app.get('/__getcookie', async (_request, reply) => await reply.type('application/javascript').send('_sailsIoJSConnect();'))
+  app.get(
+    '/__getcookie',
+    async (_request, reply) => await reply.type('application/javascript').send('_sailsIoJSConnect();')
+  )
 
   const server = app.server as HttpServer
   // With hooks or `context` to pass, a socket whose handshake the app's own hooks answered first
   // cannot be let run requests: they could not run.
   const checked = options.context !== undefined || Object.values(options.hooks).flat().some(hook => hook !== undefined)
   app.addHook('onReady', async () => {
-    routeUpgrades(server, path, (request, socket, head) => { void admit(app, engine, options.origins, checked, request, socket, head) })
+    routeUpgrades(server, path, (request, socket, head) => {
+      void admit(app, engine, options.origins, checked, request, socket, head)
+    })
   })
   // Requests in flight are answered first (see closeAfterRequests in realtime/in-flight.ts).
   app.addHook('preClose', async () => {
@@ -161,7 +204,11 @@ export function registerSailsIo (app: FastifyInstance, hub: Hub, options: Endpoi
  * Makes one listener of `server`'s upgrades: those of `path` go to `ours`, the others to the
  * listeners registered until now.
  */
-function routeUpgrades (server: HttpServer, path: string, ours: (request: IncomingMessage, socket: Duplex, head: Buffer) => void): void {
+function routeUpgrades (
+  server: HttpServer,
+  path: string,
+  ours: (request: IncomingMessage, socket: Duplex, head: Buffer) => void
+): void {
   const others = server.listeners('upgrade') as Array<(request: IncomingMessage, socket: Duplex, head: Buffer) => void>
   server.removeAllListeners('upgrade')
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -186,7 +233,12 @@ function markReached (request: FastifyRequest, _reply: FastifyReply, done: HookH
 }
 
 /** Marks a handshake that the app answered through Fastify's reply. */
-function markAnswered (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
+function markAnswered (
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  payload: unknown,
+  done: (err: null, payload: unknown) => void
+): void {
   const handshake = (request.raw as HandshakeRequest)[kHandshake]
   if (handshake !== undefined) handshake.answered = true
   done(null, payload)
@@ -202,23 +254,43 @@ function markAnswered (request: FastifyRequest, _reply: FastifyReply, payload: u
  * of `context`, Fastify's 503 while closing) refuses the socket over HTTP.
  */
 async function admit (
-  app: FastifyInstance, engine: EngineServer, origins: OriginPolicy | undefined, checked: boolean, request: IncomingMessage, socket: Duplex, head: Buffer
+  app: FastifyInstance,
+  engine: EngineServer,
+  origins: OriginPolicy | undefined,
+  checked: boolean,
+  request: IncomingMessage,
+  socket: Duplex,
+  head: Buffer
 ): Promise<void> {
-  const peer = new VirtualSocket(request.socket, () => { socket.destroy() })
+  const peer = new VirtualSocket(request.socket, () => {
+    socket.destroy()
+  })
   const handshake: Handshake = { answered: false, reached: false, admitted: undefined }
   const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => {
-    (raw as HandshakeRequest)[kHandshake] = handshake
+    ;(raw as HandshakeRequest)[kHandshake] = handshake
   })
   let admission = answer.statusCode === 200 ? handshake.admitted : undefined
-  if (admission === undefined && handshake.answered && !handshake.reached && (origins === undefined || originAllowed(origins, request.headers.origin))) {
+  if (
+    admission === undefined && handshake.answered && !handshake.reached &&
+    (origins === undefined || originAllowed(origins, request.headers.origin))
+  ) {
     admission = { context: undefined, refusal: checked ? socketAnswer(answer) : undefined }
   }
   if (admission === undefined) {
     // The answer (a hook's 401, the origin check's 403, an error of `context`), over HTTP.
     const body = Buffer.concat(answer.chunks.map(chunk => Buffer.from(chunk)))
-    const head = Object.entries(answer.headers).filter(([name]) => !HEAD_SET_HERE.has(name)).map(([name, value]) => `${name}: ${String(value)}\r\n`).join('')
-    socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${answer.statusCode} ${STATUS_CODES[answer.statusCode] as string}\r\n${head}connection: ` +
-      `close\r\ncontent-length: ${body.length}\r\n\r\n`), body]))
+    const head = Object.entries(answer.headers).filter(([name]) => !HEAD_SET_HERE.has(name)).map(([name, value]) =>
+      `${name}: ${String(value)}\r\n`
+    ).join('')
+    socket.end(
+      Buffer.concat([
+        Buffer.from(
+          `HTTP/1.1 ${answer.statusCode} ${STATUS_CODES[answer.statusCode] as string}\r\n${head}connection: ` +
+            `close\r\ncontent-length: ${body.length}\r\n\r\n`
+        ),
+        body
+      ])
+    )
     return
   }
   ;(request as AdmittedUpgrade)[kAdmission] = admission
@@ -232,14 +304,20 @@ function connect (app: FastifyInstance, hub: Hub, options: EndpointOptions, sock
     if (!UPGRADE_ONLY.has(name)) headers[name] = value
   }
   const transport = new SocketIoTransport(socket)
-  const peer = new VirtualSocket(socket.request.socket, () => { socket.disconnect(true) })
+  const peer = new VirtualSocket(socket.request.socket, () => {
+    socket.disconnect(true)
+  })
   const connection = new Connection(hub, transport, headers, peer, { maxBufferedBytes: options.maxBufferedBytes })
   // (Engine.IO takes only the upgrades admit() handed it.)
   const admission = (socket.request as AdmittedUpgrade)[kAdmission] as Admission
   connection.context = admission.context
   connection.refusal = admission.refusal
-  socket.on('disconnect', () => { connection.release() })
-  const sdk = sdkProblem(socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version)
+  socket.on('disconnect', () => {
+    connection.release()
+  })
+  const sdk = sdkProblem(
+    socket.handshake.query.__sails_io_sdk_version ?? socket.handshake.headers.__sails_io_sdk_version
+  )
   for (const method of SAILS_REQUEST_EVENTS) {
     socket.on(method, (...args: unknown[]) => {
       // The acknowledgement is the last argument, when the client asked for one.
@@ -251,29 +329,44 @@ function connect (app: FastifyInstance, hub: Hub, options: EndpointOptions, sock
         else reply(error)
         return
       }
-      request(app, hub, options, connection, transport, method.toUpperCase(), args[0] as VirtualRequestPayload, reply).catch(
-        /* c8 ignore next 2 -- nothing in request() rejects: the router answers every request
+      request(app, hub, options, connection, transport, method.toUpperCase(), args[0] as VirtualRequestPayload, reply)
+        .catch(
+          /* c8 ignore start -- nothing in request() rejects: the router answers every request
            itself, errors included; this keeps an unforeseen failure from crashing the process. */
-        (err: unknown) => { app.log.error({ err, socket: connection.id }, 'fastify-blueprints: a socket.io request failed') }
-      )
+          (err: unknown) => {
+            app.log.error({ err, socket: connection.id }, 'fastify-blueprints: a socket.io request failed')
+          }
+          /* c8 ignore stop */
+        )
     })
   }
 }
 
 /** One request, read as Sails reads it, run through the router, answered through the ack. */
 async function request (
-  app: FastifyInstance, hub: Hub, options: EndpointOptions, connection: Connection, transport: SocketIoTransport, method: string,
-  payload: VirtualRequestPayload, reply: Ack | undefined
+  app: FastifyInstance,
+  hub: Hub,
+  options: EndpointOptions,
+  connection: Connection,
+  transport: SocketIoTransport,
+  method: string,
+  payload: VirtualRequestPayload,
+  reply: Ack | undefined
 ): Promise<void> {
   const id = reply === undefined ? null : transport.expect(reply)
   const problem = requestProblem(payload, method, options.maxJsonDepth + 1)
   const refusal = problem !== undefined
     ? new BP_ERR_INVALID_FRAME(problem)
-    : connection.pending >= options.maxPending ? new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending)) : undefined
+    : connection.pending >= options.maxPending
+    ? new BP_ERR_TOO_MANY_REQUESTS(String(options.maxPending))
+    : undefined
   if (refusal !== undefined) {
     const answer = errorAnswer(refusal)
     connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
     return
   }
-  await answerSocketRequest(app, hub, connection, id, { method, ...virtualRequest(method, payload, connection.headers) })
+  await answerSocketRequest(app, hub, connection, id, {
+    method,
+    ...virtualRequest(method, payload, connection.headers)
+  })
 }

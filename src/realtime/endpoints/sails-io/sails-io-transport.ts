@@ -15,20 +15,20 @@ export interface IoSocket {
   readonly connected: boolean
   /** The Engine.IO connection under it (`socket.conn`). */
   readonly conn: EngineSocket
-  disconnect (close: boolean): unknown
+  disconnect(close: boolean): unknown
 }
 
 /** The part of an Engine.IO socket the transport uses: its documented API. */
 export interface EngineSocket {
   /** The request that opened the connection; its socket is the connection's TCP socket. */
-  readonly request: { readonly socket: { destroy (): void } }
+  readonly request: { readonly socket: { destroy(): void } }
   /**
    * Sends an Engine.IO message (here, an encoded socket.io packet); `sent` is called once the
    * transport has written it.
    */
-  write (data: string, options: undefined, sent: () => void): unknown
+  write(data: string, options: undefined, sent: () => void): unknown
   /** 'drain': Engine.IO handed what it held to the transport. */
-  on (event: 'drain', listener: () => void): unknown
+  on(event: 'drain', listener: () => void): unknown
 }
 
 /** A notification's socket.io packet, made once for every socket that gets it, and its size. */
@@ -61,7 +61,9 @@ export class SocketIoTransport implements Transport {
 
   constructor (socket: IoSocket) {
     this.#socket = socket
-    socket.conn.on('drain', () => { this.#answers = 0 })
+    socket.conn.on('drain', () => {
+      this.#answers = 0
+    })
   }
 
   get open (): boolean {
@@ -90,10 +92,17 @@ export class SocketIoTransport implements Transport {
     // connection as a message: in order with the socket's other packets.
     const { packet, bytes } = (shared.socketIo ??= encode(model, data)) as Encoded
     this.#queued += bytes
-    this.#socket.conn.write(packet, undefined, () => { this.#queued -= bytes })
+    this.#socket.conn.write(packet, undefined, () => {
+      this.#queued -= bytes
+    })
   }
 
-  reply (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): void {
+  reply (
+    id: string | number | null,
+    statusCode: number,
+    headers: Readonly<Record<string, unknown>>,
+    bodyJson: string
+  ): void {
     const ack = this.#acks.get(id as number)
     if (ack === undefined) return
     this.#acks.delete(id as number)

@@ -25,7 +25,12 @@ export interface ParseError {
 
 /** The parse error with these details. */
 export function parseError (details: string): ParseError {
-  return { code: 'SAILS:HOOK:SOCKETS:PARSE_VIRTUAL_REQ', status: 400, message: 'Failed to parse incoming socket.io request.', details }
+  return {
+    code: 'SAILS:HOOK:SOCKETS:PARSE_VIRTUAL_REQ',
+    status: 400,
+    message: 'Failed to parse incoming socket.io request.',
+    details
+  }
 }
 
 /** Oldest sails.io.js SDK Sails serves; a handshake that names none counts as 0.9.0. */
@@ -60,7 +65,9 @@ function compare (a: readonly number[], b: readonly number[]): number {
  * request is one payload object with a string `url` (the acknowledgement, if any, taken off).
  */
 export function payloadProblem (args: readonly unknown[]): string | undefined {
-  if (args.length !== 1) return `A request is one object ({ url, data, headers }) and a callback; got ${args.length} arguments besides the callback.`
+  if (args.length !== 1) {
+    return `A request is one object ({ url, data, headers }) and a callback; got ${args.length} arguments besides the callback.`
+  }
   const [payload] = args
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
     return `The request must be an object with a \`url\`; got ${describePayload(payload)}.`
@@ -79,9 +86,17 @@ export function payloadProblem (args: readonly unknown[]): string | undefined {
  */
 export function requestProblem (payload: VirtualRequestPayload, method: string, maxDepth: number): string | undefined {
   const { url, headers, data, params } = payload
-  const frame = frameProblem({ id: 0, method: 'GET', url, ...(headers === undefined || headers === null ? {} : { headers }) })
+  const frame = frameProblem({
+    id: 0,
+    method: 'GET',
+    url,
+    ...(headers === undefined || headers === null ? {} : { headers })
+  })
   if (frame !== undefined) return frame
-  if (DATA_IN_QUERY.has(method) && ![data, params].every(value => value === undefined || value === null || isObject(value))) {
+  if (
+    DATA_IN_QUERY.has(method) &&
+    ![data, params].every(value => value === undefined || value === null || isObject(value))
+  ) {
     return `the \`data\` of a ${method.toLowerCase()} are its query parameters: an object`
   }
   return shapeProblem(payload, maxDepth)
@@ -93,11 +108,15 @@ export function requestProblem (payload: VirtualRequestPayload, method: string, 
  */
 function shapeProblem (payload: VirtualRequestPayload, maxDepth: number): string | undefined {
   // The other fields are not limited in depth: they are read no further (but for attachments).
-  const stack: Array<[unknown, number]> = Object.entries(payload).map(([key, value]) => [value, key === 'data' || key === 'params' ? 0 : -Infinity])
+  const stack: Array<[unknown, number]> = Object.entries(payload).map((
+    [key, value]
+  ) => [value, key === 'data' || key === 'params' ? 0 : -Infinity])
   while (stack.length > 0) {
     const [item, depth] = stack.pop() as [unknown, number]
     if (typeof item !== 'object' || item === null) continue
-    if (!Array.isArray(item) && Object.getPrototypeOf(item) !== Object.prototype) return 'binary attachments are not accepted; send JSON'
+    if (!Array.isArray(item) && Object.getPrototypeOf(item) !== Object.prototype) {
+      return 'binary attachments are not accepted; send JSON'
+    }
     if (depth >= maxDepth) return `the data nest deeper than ${maxDepth} levels (\`limits.maxJsonDepth\`)`
     for (const value of Object.values(item)) stack.push([value, depth + 1])
   }
@@ -113,7 +132,9 @@ function describePayload (value: unknown): string {
  * headers are `connection`.
  */
 export function virtualRequest (
-  method: string, payload: VirtualRequestPayload, connection: Readonly<Record<string, unknown>>
+  method: string,
+  payload: VirtualRequestPayload,
+  connection: Readonly<Record<string, unknown>>
 ): { url: string, headers: Record<string, unknown> | undefined, body: unknown } {
   const data = mergedData(payload)
   const inQuery = DATA_IN_QUERY.has(method)
@@ -143,7 +164,10 @@ function isObject (value: unknown): value is Record<string, unknown> {
  * `cookie` comes from the connection when the handshake had one, as in Sails (and, as on the
  * websocket endpoint, `origin`, `host` and a proxy's headers always do: see virtual-request/run-request.ts).
  */
-function ownHeaders (given: unknown, connection: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
+function ownHeaders (
+  given: unknown,
+  connection: Readonly<Record<string, unknown>>
+): Record<string, unknown> | undefined {
   if (!isObject(given)) return undefined
   // (Every value is a string: requestProblem refused anything else.)
   const own: Record<string, unknown> = {}

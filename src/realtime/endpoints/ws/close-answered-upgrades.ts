@@ -17,7 +17,9 @@ import { answerOf, recordsAnswers } from '../../../internals/node/upgrade-answer
 const kWatched = Symbol('fastify-blueprints.answered-upgrades-closed')
 
 /** A server, with the mark of {@link closeAnsweredUpgrades}. */
-interface Watched { [kWatched]?: true }
+interface Watched {
+  [kWatched]?: true
+}
 
 /**
  * Closes every upgrade connection of `server` that was answered over HTTP, once the answer is
@@ -37,10 +39,12 @@ export function closeAnsweredUpgrades (server: Server): boolean {
     // this one: look once every listener has run.
     queueMicrotask(() => {
       const response = answerOf(socket)
-      /* c8 ignore next 2 -- @fastify/websocket answers every upgrade it routes; this guards a server
+      /* c8 ignore next -- @fastify/websocket answers every upgrade it routes; this guards a server
          where some other listener takes an upgrade over without an HTTP answer. */
       if (response === undefined) return
-      const close = (): void => { socket.end(() => socket.destroy()) }
+      const close = (): void => {
+        socket.end(() => socket.destroy())
+      }
       // A synchronous answer (the router's 404) has finished already; a hook's may come later.
       if (response.writableFinished) close()
       else response.once('finish', close)

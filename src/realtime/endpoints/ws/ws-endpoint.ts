@@ -36,33 +36,69 @@ export function registerWsEndpoint (app: FastifyInstance, hub: Hub, options: End
   // probe (PROBE_PARAMETER), which goes on as the upgrade would and is answered 204; whatever
   // answers a probe, the answer says it is the endpoint's (PROBE_HEADER). Then the origin is
   // checked, before the app's own hooks: a refused page learns nothing more.
-  const onRequest = [notAnUpgrade, ...(origins === undefined ? [] : [originHook(origins)]), ...[options.hooks.onRequest ?? []].flat()]
+  const onRequest = [
+    notAnUpgrade,
+    ...(origins === undefined ? [] : [originHook(origins)]),
+    ...[options.hooks.onRequest ?? []].flat()
+  ]
   const onSend = [markProbe, ...[options.hooks.onSend ?? []].flat()]
-  const probed = (request: FastifyRequest, reply: FastifyReply): void => { reply.code(204).send() }
-  const route = { method: 'GET', url: options.path, schema: { hide: true }, ...options.hooks, onRequest, onSend, handler: probed } as const
-  app.route({ ...route, wsHandler: (ws: WebSocket, request: FastifyRequest) => {
-    const headers: Record<string, string | string[] | undefined> = {}
-    for (const [name, value] of Object.entries(request.headers)) {
-      if (!UPGRADE_ONLY.has(name)) headers[name] = value
-    }
-    const connection = new Connection(hub, new WsTransport(ws), headers, new VirtualSocket(request.socket, () => { ws.terminate() }), limits)
-    // Handlers are attached before anything is awaited, so that no early frame is lost.
-    ws.on('message', (data, isBinary) => {
-      connection.alive = true
-      receive(app, hub, options, connection, data, isBinary).catch(
-        /* c8 ignore next 2 -- nothing in receive() rejects: the router answers every request
-           itself, errors included; this keeps an unforeseen failure from crashing the process. */
-        (err: unknown) => { app.log.error({ err, socket: connection.id }, 'fastify-blueprints: a socket request failed') }
+  const probed = (request: FastifyRequest, reply: FastifyReply): void => {
+    reply.code(204).send()
+  }
+  const route = {
+    method: 'GET',
+    url: options.path,
+    schema: { hide: true },
+    ...options.hooks,
+    onRequest,
+    onSend,
+    handler: probed
+  } as const
+  app.route({
+    ...route,
+    wsHandler: (ws: WebSocket, request: FastifyRequest) => {
+      const headers: Record<string, string | string[] | undefined> = {}
+      for (const [name, value] of Object.entries(request.headers)) {
+        if (!UPGRADE_ONLY.has(name)) headers[name] = value
+      }
+      const connection = new Connection(
+        hub,
+        new WsTransport(ws),
+        headers,
+        new VirtualSocket(request.socket, () => {
+          ws.terminate()
+        }),
+        limits
       )
-    })
-    ws.on('pong', () => { connection.alive = true })
-    ws.on('close', () => { connection.release() })
-    if (options.context !== undefined) connection.ready = open(options.context, request, connection)
-  } })
+      // Handlers are attached before anything is awaited, so that no early frame is lost.
+      ws.on('message', (data, isBinary) => {
+        connection.alive = true
+        receive(app, hub, options, connection, data, isBinary).catch(
+          /* c8 ignore start -- nothing in receive() rejects: the router answers every request
+           itself, errors included; this keeps an unforeseen failure from crashing the process. */
+          (err: unknown) => {
+            app.log.error({ err, socket: connection.id }, 'fastify-blueprints: a socket request failed')
+          }
+          /* c8 ignore stop */
+        )
+      })
+      ws.on('pong', () => {
+        connection.alive = true
+      })
+      ws.on('close', () => {
+        connection.release()
+      })
+      if (options.context !== undefined) connection.ready = open(options.context, request, connection)
+    }
+  })
   if (options.pingInterval > 0) {
-    const timer = setInterval(() => { for (const connection of hub.subscriptions.sockets()) connection.ping() }, options.pingInterval)
+    const timer = setInterval(() => {
+      for (const connection of hub.subscriptions.sockets()) connection.ping()
+    }, options.pingInterval)
     timer.unref()
-    app.addHook('onClose', async () => { clearInterval(timer) })
+    app.addHook('onClose', async () => {
+      clearInterval(timer)
+    })
   }
 }
 
@@ -80,18 +116,28 @@ function notAnUpgrade (request: FastifyRequest, reply: FastifyReply, done: HookH
  */
 function isProbe (request: FastifyRequest): boolean {
   const mode = request.headers['sec-fetch-mode']
-  return request.method === 'GET' && (request.query as Record<string, unknown>)[PROBE_PARAMETER] !== undefined && originOf(request) === undefined &&
+  return request.method === 'GET' && (request.query as Record<string, unknown>)[PROBE_PARAMETER] !== undefined &&
+    originOf(request) === undefined &&
     (mode === undefined || mode === 'cors')
 }
 
 /** Marks the answer of a probe as the endpoint's (a hook's refusal included). */
-function markProbe (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
+function markProbe (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (err: null, payload: unknown) => void
+): void {
   if (isProbe(request)) void reply.header(PROBE_HEADER, '1')
   done(null, payload)
 }
 
 /** Runs the `context` option for a new socket; a refusal closes it. Resolves whether it was accepted. */
-async function open (context: (request: FastifyRequest) => unknown, request: FastifyRequest, connection: Connection): Promise<boolean> {
+async function open (
+  context: (request: FastifyRequest) => unknown,
+  request: FastifyRequest,
+  connection: Connection
+): Promise<boolean> {
   try {
     connection.context = await context(request)
     return true
@@ -103,7 +149,14 @@ async function open (context: (request: FastifyRequest) => unknown, request: Fas
 }
 
 /** One incoming frame: checked, replayed through the routes, answered with the same id. */
-async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions, connection: Connection, data: RawData, isBinary: boolean): Promise<void> {
+async function receive (
+  app: FastifyInstance,
+  hub: Hub,
+  options: EndpointOptions,
+  connection: Connection,
+  data: RawData,
+  isBinary: boolean
+): Promise<void> {
   // ws refuses larger frames itself when the plugin registered @fastify/websocket; an app that
   // registered it with a larger limit still gets this one.
   if ((data as Buffer).byteLength > options.maxPayload) {
@@ -121,7 +174,9 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
       // attribute may nest `maxJsonDepth` levels in a frame as over HTTP.
       problem = walkJson(frame, options.maxJsonDepth + 2, ACCEPT_TEXT) === undefined
         ? frameProblem(frame)
-        : `the body nests deeper than ${options.maxJsonDepth + 1} levels (its values may nest \`limits.maxJsonDepth\` levels)`
+        : `the body nests deeper than ${
+          options.maxJsonDepth + 1
+        } levels (its values may nest \`limits.maxJsonDepth\` levels)`
     } catch (err) {
       problem = `not valid JSON (${(err as Error).message})`
     }
@@ -140,7 +195,11 @@ async function receive (app: FastifyInstance, hub: Hub, options: EndpointOptions
 }
 
 /** Answers with the body HTTP errors have. */
-function replyError (connection: Connection, id: string | number | null, err: Error & { statusCode: number, code: string }): void {
+function replyError (
+  connection: Connection,
+  id: string | number | null,
+  err: Error & { statusCode: number, code: string }
+): void {
   const answer = errorAnswer(err)
   connection.reply(id, answer.statusCode, answer.headers, answer.bodyJson)
 }

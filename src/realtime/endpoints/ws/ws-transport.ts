@@ -14,10 +14,10 @@ export interface ServerSocket {
   readonly readyState: number
   readonly OPEN: number
   readonly bufferedAmount: number
-  send (data: string | Uint8Array, options: { binary: boolean }): void
-  close (code: number, reason: string): void
-  terminate (): void
-  ping (): void
+  send(data: string | Uint8Array, options: { binary: boolean }): void
+  close(code: number, reason: string): void
+  terminate(): void
+  ping(): void
 }
 
 // Bytes sent as a text frame (the default for bytes would be binary).
@@ -45,7 +45,12 @@ export class WsTransport implements Transport {
     this.#ws.send(bytes, TEXT)
   }
 
-  reply (id: string | number | null, statusCode: number, headers: Readonly<Record<string, unknown>>, bodyJson: string): void {
+  reply (
+    id: string | number | null,
+    statusCode: number,
+    headers: Readonly<Record<string, unknown>>,
+    bodyJson: string
+  ): void {
     this.#ws.send(responseFrame(id, statusCode, headers, bodyJson), TEXT)
   }
 
