@@ -262,9 +262,7 @@ async function admit (
   socket: Duplex,
   head: Buffer
 ): Promise<void> {
-  const peer = new VirtualSocket(request.socket, () => {
-    socket.destroy()
-  })
+  const peer = new VirtualSocket(request.socket, () => socket.destroy())
   const handshake: Handshake = { answered: false, reached: false, admitted: undefined }
   const answer = await dispatch(app, peer, 'GET', request.url as string, { ...request.headers }, undefined, raw => {
     ;(raw as HandshakeRequest)[kHandshake] = handshake

@@ -39,9 +39,10 @@ export function closeAnsweredUpgrades (server: Server): boolean {
     // this one: look once every listener has run.
     queueMicrotask(() => {
       const response = answerOf(socket)
-      /* c8 ignore next -- @fastify/websocket answers every upgrade it routes; this guards a server
+      /* c8 ignore start -- @fastify/websocket answers every upgrade it routes; this guards a server
          where some other listener takes an upgrade over without an HTTP answer. */
       if (response === undefined) return
+      /* c8 ignore stop */
       const close = (): void => {
         socket.end(() => socket.destroy())
       }
