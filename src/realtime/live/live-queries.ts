@@ -29,7 +29,7 @@ import type { Connection } from '../socket.ts'
 import type { SharedFrames } from '../transport.ts'
 import { FOLLOW_HANDLE } from '../../protocol.ts'
 import type { RealtimeCounters } from '../counters.ts'
-import { admitsMoved, admits, watchedChange, type ChangedRecord } from './concerned.ts'
+import { admits, watchedChange, type ChangedRecord } from './concerned.ts'
 import { Group, type FollowRequest, type Member } from './group.ts'
 import { diff, liveRecords, type HeldRecord, type LiveRecord } from './live-diff.ts'
 import { ModelQueries } from './live-index.ts'
@@ -372,13 +372,14 @@ export class LiveQueries {
     for (const group of watching) if (watchedChange(group, identity, message)) this.#schedule(group)
   }
 
-  /** Schedules the groups that `record` (as the change left it, and as it was) can be in (see `admitsMoved`). */
+  /**
+   * Schedules the groups that `record` (as the change left it, and as it was) can be in: the rule
+   * of `admitsMoved` (concerned.ts), applied to the candidates of each of the two (the record as it was is made
+   * once, not once per query).
+   */
   #tryMoved (queries: ModelQueries<Group>, record: ChangedRecord, previous: ChangedRecord | undefined): void {
-    const candidates = new Set(queries.candidates(record))
-    if (previous !== undefined) {
-      for (const group of queries.candidates({ ...record, ...previous })) candidates.add(group)
-    }
-    for (const group of candidates) if (admitsMoved(group, record, previous, this.#options.fold)) this.#schedule(group)
+    this.#tryOn(queries, record)
+    if (previous !== undefined) this.#tryOn(queries, { ...record, ...previous })
   }
 
   /** Schedules the groups whose `where` a record matches (see `admits`). */
