@@ -110,8 +110,8 @@ const REALTIME = Type.Union([
       value => isFunction(value) && Object.prototype.toString.call(value) !== '[object AsyncFunction]',
       value =>
         isFunction(value)
-          ? 'must be synchronous: it runs for every recipient of every notification, and a promise would never be a yes (decide from socket.context, computed ' +
-            'once by the `realtime.context` option)'
+          ? 'must be synchronous: it runs for every recipient of every notification, and a promise would ' +
+            'never be a yes (decide from socket.context, computed once by the `realtime.context` option)'
           : 'must be a function'
     )),
     hooks: Type.Optional(HOOKS),

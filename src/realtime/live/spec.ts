@@ -49,11 +49,6 @@ export class LiveSpec {
 /** What a spec is made of: all but what it derives. */
 export type SpecRequest = Pick<LiveSpec, 'model' | 'where' | 'fields' | 'shown' | 'related'>
 
-/** The spec of a query (see {@link LiveSpec}). */
-export function specOf (request: SpecRequest): LiveSpec {
-  return new LiveSpec(request)
-}
-
 /** The models a query watches besides its records (see `shown`, `silent` and `related`). */
 export function watchedBy (spec: LiveSpec): Set<string> {
   return new Set([...spec.shown.keys(), ...spec.silent, ...spec.related])

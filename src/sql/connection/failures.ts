@@ -25,6 +25,21 @@ export interface Naming {
 }
 
 /**
+ * Node's socket errors: a driver that reaches its database over the network (pg; libSQL to a
+ * server of its own) cannot reach it, or lost it. Every dialect counts them as unavailable.
+ */
+export const SOCKET_ERRORS: readonly string[] = [
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN'
+]
+
+/**
  * What a database's failures are, as its driver reports them (a code, or only a message): each
  * dialect's own table (`DialectDriver.failures`: sql/postgres/postgres-failures.ts,
  * sql/sqlite/sqlite-failures.ts), which {@link classify} and {@link unconfirmed} read.

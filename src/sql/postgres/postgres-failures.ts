@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { FailureCodes } from '../connection/failures.ts'
+import { SOCKET_ERRORS, type FailureCodes } from '../connection/failures.ts'
 
 // Undefined table, undefined column: the SQLSTATE says it in any language; the message names the
 // table or column in English only.
@@ -26,14 +26,7 @@ export const POSTGRES_FAILURES: FailureCodes = {
     '57P01',
     '57P02',
     '57P03',
-    'ECONNREFUSED',
-    'ECONNRESET',
-    'EPIPE',
-    'ETIMEDOUT',
-    'EHOSTUNREACH',
-    'ENETUNREACH',
-    'ENOTFOUND',
-    'EAI_AGAIN'
+    ...SOCKET_ERRORS
   ]),
   // pg reports a broken or closing connection with messages only, no code.
   unavailableMessage:

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { FailureCodes } from '../connection/failures.ts'
+import { SOCKET_ERRORS, type FailureCodes } from '../connection/failures.ts'
 
 // `no such table: main.user`; `no such column: t.x`, `table user has no column named x`.
 const MISSING_TABLE = /^no such table: (?:\w+\.)?(\S+)/
@@ -18,14 +18,7 @@ export const SQLITE_FAILURES: FailureCodes = {
   unavailable: new Set([
     'SQLITE_BUSY',
     'SQLITE_LOCKED',
-    'ECONNREFUSED',
-    'ECONNRESET',
-    'EPIPE',
-    'ETIMEDOUT',
-    'EHOSTUNREACH',
-    'ENETUNREACH',
-    'ENOTFOUND',
-    'EAI_AGAIN'
+    ...SOCKET_ERRORS
   ]),
   unavailableMessage: undefined,
   unsentMessage: undefined,

@@ -10,7 +10,7 @@ import { LIMIT_DEFAULTS } from '../../../src/limits.ts'
 import type { ChangeMessage } from '../../../src/messages.ts'
 import { buildRegistry } from '../../../src/models/registry.ts'
 import { concerned, type Change } from '../../../src/realtime/live/concerned.ts'
-import { specOf, type LiveSpec } from '../../../src/realtime/live/spec.ts'
+import { LiveSpec } from '../../../src/realtime/live/spec.ts'
 import { bareApp, DATABASES } from '../../helpers/app.ts'
 
 t.test('the changes that concern a followed query', async t => {
@@ -22,7 +22,7 @@ t.test('the changes that concern a followed query', async t => {
     fields: string[],
     watches: Partial<Pick<LiveSpec, 'shown' | 'related'>> = {}
   ): LiveSpec =>
-    specOf({
+    new LiveSpec({
       model: user,
       where: buildWhere(user, where, LIMIT_DEFAULTS),
       fields,
