@@ -25,6 +25,16 @@
 // ones, by id for removed ones), then one per tag. A write that changes no link appends nothing,
 // like the plugin. `createChangeLog(pool)` creates the table and its sequence when missing.
 //
+// Its held variant (`{ changeLog: true, held: true }`, BENCH_BASELINE=held) gives the writes the
+// plugin's other guarantees too, as a careful engineer would write them on `pg`'s public API (its
+// pool made with `pipeline: true`, `pg` 8.23): each write is one transaction (BEGIN … COMMIT) that
+// locks what the plugin locks (the pet exclusively, the tags it links shared: `FOR KEY SHARE`) and
+// reads its answer before COMMIT, so that the answer is the state at its commit. An add is BEGIN,
+// the logged CTE with the locks in it, then the answer's two reads with COMMIT; a remove and a
+// replace lock in a first statement and write (with the log's row) in a second, which sees the
+// links another write made while this one waited for the pet (a statement sees what committed
+// before it started). Statements that do not wait for an answer go out together: two round trips.
+//
 // SQLite (`better-sqlite3` on an in-memory database of its own): every statement is prepared once
 // at startup and returns raw rows. Lists of ids are one JSON parameter (`json_each`). The calls
 // are synchronous, so nothing interleaves with a request's statements; replace's two writes run
@@ -288,21 +298,78 @@ const PG = {
     e AS (SELECT '{"items":[' || string_agg(item, ',' ORDER BY g, n) || ']}' AS envelope FROM c HAVING count(*) > 0),
     ${LOG_APPEND}
     SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM ok)`,
+  // The held variant's writes (see the header): the add with its locks; the locks of a remove and
+  // of a replace, each then followed by removeHeld or by replaceLogged.
+  addHeld:
+    `WITH p AS (SELECT id FROM pet WHERE id = $1 FOR UPDATE), t AS (SELECT id FROM tag WHERE id = $2 FOR KEY SHARE),
+    w AS (INSERT INTO pet_tags (pet_id, tag_id) SELECT p.id, t.id FROM p, t ON CONFLICT DO NOTHING RETURNING pet_id, tag_id),
+    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'addedTo', 'tag_id')} || ',' || ${
+      logItem('tag', 'tag_id', 'addedTo', 'pet_id')
+    } || ']}' AS envelope FROM w),
+    ${LOG_APPEND}
+    SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`,
+  lockForRemove: `WITH p AS (SELECT id FROM pet WHERE id = $1 FOR UPDATE), t AS (SELECT id FROM tag WHERE id = $2)
+    SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`,
+  removeHeld: `WITH w AS (DELETE FROM pet_tags WHERE pet_id = $1 AND tag_id = $2 RETURNING pet_id, tag_id),
+    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'removedFrom', 'tag_id')} || ',' || ${
+    logItem('tag', 'tag_id', 'removedFrom', 'pet_id')
+  } || ']}' AS envelope FROM w),
+    ${LOG_APPEND}
+    SELECT`,
+  lockForReplace: `WITH p AS (SELECT id FROM pet WHERE id = $1 FOR UPDATE),
+    t AS (SELECT id FROM tag WHERE id = ANY($2::int[]) ORDER BY id FOR KEY SHARE)
+    SELECT EXISTS (SELECT FROM p), (SELECT count(*) FROM t) = cardinality($2::int[])`,
   petWithOwner:
     `SELECT ${PET_COLUMNS}, ${USER_COLUMNS} FROM pet p LEFT JOIN "user" u ON u.id = p.owner_id WHERE p.id = $1`,
   tagsOfPet:
     'SELECT t.id, t.label FROM pet_tags pt JOIN tag t ON t.id = pt.tag_id WHERE pt.pet_id = $1 ORDER BY pt.tag_id'
 } as const
 
-/** `changeLog`: the writes append to the change log (see the header). */
-function postgresStore (pool: pg.Pool, changeLog: boolean): Store {
+/** `changeLog`: the writes append to the change log; `held`: in the plugin's transactions (see the header). */
+function postgresStore (pool: pg.Pool, changeLog: boolean, held: boolean): Store {
   const { pet, user, populated, group, answer } = shapes(value => value, value => value)
-  const run = async (name: keyof typeof PG, values: unknown[], limit?: number): Promise<RawRow[]> =>
-    (await pool.query<RawRow>(
+  const run = async (name: keyof typeof PG, values: unknown[], limit?: number, on: pg.Pool | pg.PoolClient = pool) =>
+    (await on.query<RawRow>(
       limit === undefined
         ? { name, text: PG[name], values, rowMode: 'array' }
         : { name: `${name}:${limit}`, text: PG[name].replace('{limit}', String(limit)), values, rowMode: 'array' }
     )).rows
+
+  /**
+   * The held variant's write of pet `id`: BEGIN and `writes` sent together, `check` of their rows
+   * (it throws to refuse the write), then the answer's two reads and COMMIT sent together. On any
+   * failure, ROLLBACK; a client whose ROLLBACK failed is released as broken (the pool drops it).
+   */
+  async function inTransaction (
+    id: number,
+    writes: Array<[keyof typeof PG, unknown[]]>,
+    check: (rows: RawRow[][]) => void
+  ): Promise<PetAnswer> {
+    const client = await pool.connect()
+    let broken: Error | undefined
+    try {
+      // Its failure fails the statements after it, which report it.
+      client.query('BEGIN').catch(() => {})
+      check(await Promise.all(writes.map(async ([name, values]) => await run(name, values, undefined, client))))
+      const [[row], tags] = await Promise.all([
+        run('petWithOwner', [id], undefined, client),
+        run('tagsOfPet', [id], undefined, client),
+        client.query('COMMIT')
+      ])
+      return answer(row, tags)
+    } catch (err) {
+      await client.query('ROLLBACK').catch((failed: Error) => {
+        broken = failed
+      })
+      throw err
+    } finally {
+      client.release(broken)
+    }
+  }
+  const found = (pet: number, what: string) => ([[[petFound, ok]]]: RawRow[][]): void => {
+    if (petFound === false) throw notFound(`pet ${pet}`)
+    if (ok === false) throw notFound(what)
+  }
 
   async function petAnswer (id: number): Promise<PetAnswer> {
     const [[row], tags] = await Promise.all([run('petWithOwner', [id]), run('tagsOfPet', [id])])
@@ -355,9 +422,26 @@ function postgresStore (pool: pg.Pool, changeLog: boolean): Store {
     async pets (species, prefix, limit) {
       return (await run('petsByPrefix', [species, prefix.replace(/[\\%_]/g, '\\$&') + '%', limit])).map(pet)
     },
-    add: async (id, tag) => link('add', id, tag),
-    remove: async (id, tag) => link('remove', id, tag),
+    add: async (id, tag) =>
+      held
+        ? await inTransaction(id, [['addHeld', [id, tag, Date.now()]]], found(id, `tag ${tag}`))
+        : await link('add', id, tag),
+    remove: async (id, tag) =>
+      held
+        ? await inTransaction(
+          id,
+          [['lockForRemove', [id, tag]], ['removeHeld', [id, tag, Date.now()]]],
+          found(id, `tag ${tag}`)
+        )
+        : await link('remove', id, tag),
     async replace (id, tags) {
+      if (held) {
+        return await inTransaction(
+          id,
+          [['lockForReplace', [id, tags]], ['replaceLogged', [id, tags, Date.now()]]],
+          found(id, 'some tags')
+        )
+      }
       const [[pet, ok]] = changeLog
         ? await run('replaceLogged', [id, tags, Date.now()])
         : await run('replace', [id, tags])
@@ -717,10 +801,14 @@ function routes (store: Store): FastifyInstance {
 
 /**
  * The baseline on PostgreSQL, on `pool` (see {@link baselinePoolConfig}). `changeLog`: its writes
- * append to the change log too (its table made by {@link createChangeLog}).
+ * append to the change log too (its table made by {@link createChangeLog}); `held`: and run in the
+ * plugin's transactions, on a pool made with `pipeline: true` (see the header).
  */
-export function baselinePostgres (pool: pg.Pool, { changeLog = false }: { changeLog?: boolean } = {}): FastifyInstance {
-  return routes(postgresStore(pool, changeLog))
+export function baselinePostgres (
+  pool: pg.Pool,
+  { changeLog = false, held = false }: { changeLog?: boolean, held?: boolean } = {}
+): FastifyInstance {
+  return routes(postgresStore(pool, changeLog || held, held))
 }
 
 /** The baseline on a seeded SQLite database. */

@@ -55,7 +55,10 @@
 // server processes, written when they exit), BENCH_PIN=0 (no CPU pinning), BENCH_PG_DB (bp_bench), BENCH_AB=<checkout>
 // (that checkout's plugin replaces the hand-written server: two plugin versions side by side),
 // BENCH_BASELINE=log (on PostgreSQL, the hand-written server's writes also append a change-log row,
-// as the plugin's do: see bench/baseline.ts).
+// as the plugin's do: see bench/baseline.ts), BENCH_BASELINE=held (and each write is a transaction
+// that locks what the plugin locks and reads its answer before COMMIT, as the plugin's does),
+// BENCH_PLUGIN=held (the held variant runs in the plugin's place: with BENCH_BASELINE=log, what
+// the plugin's guarantees cost hand-written code).
 // PostgreSQL at PGHOST, PGPORT, PGUSER, PGPASSWORD (127.0.0.1:5432, postgres).
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
 import { deepStrictEqual, notDeepStrictEqual } from 'node:assert/strict'
@@ -93,7 +96,13 @@ const DATABASES: Db[] = process.env.BENCH_DB === 'postgres' || process.env.BENCH
 const ONLY = process.env.BENCH_ONLY?.split(',').map(s => s.trim())
 const PG_DB = process.env.BENCH_PG_DB ?? 'bp_bench'
 const BASELINE = process.env.BENCH_BASELINE ?? ''
-if (BASELINE !== '' && BASELINE !== 'log') throw new Error(`BENCH_BASELINE must be unset or log, not ${BASELINE}`)
+if (BASELINE !== '' && BASELINE !== 'log' && BASELINE !== 'held') {
+  throw new Error(`BENCH_BASELINE must be unset, log or held, not ${BASELINE}`)
+}
+const HELD_AS_PLUGIN = process.env.BENCH_PLUGIN === 'held'
+if (process.env.BENCH_PLUGIN !== undefined && !HELD_AS_PLUGIN) {
+  throw new Error(`BENCH_PLUGIN must be unset or held, not ${process.env.BENCH_PLUGIN}`)
+}
 const PIN = process.env.BENCH_PIN !== '0' && cpus().length >= 2 &&
   spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0
 const DB_LABEL: Record<Db, string> = { postgres: 'PostgreSQL', sqlite: 'SQLite (in memory)' }
@@ -301,10 +310,12 @@ function write ({ key, name, pool, start, steps, missing, requests, held }: Writ
     async check (servers) {
       // A pet with an owner and tags, so that the answer has every part.
       const where = encodeURIComponent(JSON.stringify({ id: { in: pool } }))
-      const candidates = (await send(`${servers.plugin.app}/pet?where=${where}&limit=${pool.length}`)).body as Array<
-        { id: number, owner: unknown, tags: unknown[] }
-      >
-      const pet = candidates.find(p => p.owner !== null && p.tags.length > 0)?.id ?? pool[0]
+      // (In the held variant's place, whose routes find no pets, a pet with tags; the owner shows in the answers.)
+      const pet = HELD_AS_PLUGIN
+        ? (await links(servers.plugin, pool)).rows[0]?.[0] ?? pool[0]
+        : ((await send(`${servers.plugin.app}/pet?where=${where}&limit=${pool.length}`)).body as Array<
+          { id: number, owner: unknown, tags: unknown[] }
+        >).find(p => p.owner !== null && p.tags.length > 0)?.id ?? pool[0]
       const runs: Record<Contender, { answers: Array<{ text: string, body: unknown }>, states: Links[] }> = {
         plugin: { answers: [], states: [] },
         baseline: { answers: [], states: [] }
@@ -555,17 +566,23 @@ async function startServer (who: Contender, db: Db, database?: string): Promise<
     ? []
     : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, `--cpu-prof-name=${who}-${db}.cpuprofile`]
   const ab = process.env.BENCH_AB !== undefined && who === 'baseline'
+  // BENCH_PLUGIN=held: the hand-written held variant in the plugin's place.
+  const held = HELD_AS_PLUGIN && who === 'plugin'
   const args = [
     ...profile,
     ab ? `${process.env.BENCH_AB}/bench/server.ts` : fileURLToPath(new URL('./server.ts', import.meta.url)),
-    ab ? 'plugin' : who,
+    ab ? 'plugin' : held ? 'baseline' : who,
     db,
     ...(database === undefined ? [] : [database])
   ]
+  const options = {
+    stdio: ['ignore', 'pipe', 'inherit'] as ['ignore', 'pipe', 'inherit'],
+    env: held ? { ...process.env, BENCH_BASELINE: 'held' } : process.env
+  }
   // taskset execs node, so the child's pid is the server's.
   const child = PIN
-    ? spawn('taskset', ['-c', '1', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
-    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+    ? spawn('taskset', ['-c', '1', process.execPath, ...args], options)
+    : spawn(process.execPath, args, options)
   running.add(child)
   child.once('exit', () => running.delete(child))
   const exited = new Promise<never>((_resolve, reject) =>
@@ -771,6 +788,18 @@ console.log(`load average at start: ${load()}`)
 if (BASELINE === 'log' && process.env.BENCH_AB === undefined) {
   console.log(
     'baseline: the change-log variant (BENCH_BASELINE=log): on PostgreSQL each hand-written write also appends a change-log row'
+  )
+}
+if (HELD_AS_PLUGIN) {
+  console.log(
+    "plugin: the hand-written held variant in the plugin's place (BENCH_PLUGIN=held): what the plugin's guarantees cost " +
+      'hand-written code'
+  )
+}
+if (BASELINE === 'held' && process.env.BENCH_AB === undefined) {
+  console.log(
+    'baseline: the held variant (BENCH_BASELINE=held): on PostgreSQL each hand-written write also appends a change-log row, ' +
+      "in a transaction with the plugin's locks and its answer read before COMMIT"
   )
 }
 if (loadavg()[0] > 0.5) console.log('warning: the machine is not idle; other work skews the figures')

@@ -8,7 +8,8 @@
 // - baseline: the hand-written app of bench/baseline.ts, on its own `pg.Pool` or better-sqlite3
 //   database. With BENCH_BASELINE=log, on PostgreSQL, its change-log variant: every write also
 //   appends a row to a change log of the plugin's layout (the table and sequence created here
-//   when missing).
+//   when missing); with BENCH_BASELINE=held, its held variant (the change log, and each write in
+//   a transaction with the plugin's locks and its answer read before COMMIT, on a pipelined pool).
 //
 // PostgreSQL: `database` is the contender's own copy of the seeded database (bench/run.ts makes
 // it). SQLite: the process seeds an in-memory database from the same deterministic data
@@ -122,10 +123,11 @@ if (who === 'plugin') {
     await orm.close(true)
   })
 } else if (db === 'postgres') {
-  const pool = new pg.Pool(baselinePoolConfig(connection))
-  const changeLog = process.env.BENCH_BASELINE === 'log'
+  const held = process.env.BENCH_BASELINE === 'held'
+  const pool = new pg.Pool({ ...baselinePoolConfig(connection), pipeline: held })
+  const changeLog = held || process.env.BENCH_BASELINE === 'log'
   if (changeLog) await createChangeLog(pool)
-  app = baselinePostgres(pool, { changeLog })
+  app = baselinePostgres(pool, { changeLog, held })
   runSql = await pgRunner()
   closers.push(async () => {
     await pool.end()
