@@ -91,9 +91,8 @@ export class CommitFeed {
     if (changes.length === 0 || !this.#subscribers.some(subscriber => subscriber.beforeCommit !== undefined)) {
       return undefined
     }
-    return Promise.all(
-      this.#subscribers.map(async subscriber => await subscriber.beforeCommit?.(changes, run, context, recorded))
-    )
+    // A step that throws fails the write as one that rejects does: it runs inside its transaction.
+    return Promise.all(this.#subscribers.map(subscriber => subscriber.beforeCommit?.(changes, run, context, recorded)))
   }
 
   /** Where a write may record its change set in its own statement (see {@link CommitSubscriber.inStatement}). */

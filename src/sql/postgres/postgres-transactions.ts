@@ -80,8 +80,12 @@ class PoolTransaction implements OpenTransaction {
   readonly #mode: (() => void) | undefined
   /** Called before each statement: one write to the socket per turn (see internals/pg/pipeline.ts). */
   readonly #turn: (() => void) | undefined
-  /** Settles once every statement sent so far has its answer (or failed). */
-  #settled: Promise<unknown> = Promise.resolve()
+  /** Statements sent whose answer (or failure) has not come yet. */
+  #pending = 0
+  /** Called once {@link #pending} is back to 0 (see {@link #allAnswered}). */
+  #drained: Array<() => void> = []
+  /** One by one (outside pipeline mode): settles once the last statement sent has its answer. */
+  #previous: Promise<unknown> | undefined
   /** COMMIT or ROLLBACK was sent: a statement sent later is refused. */
   #ended = false
   /** COMMIT or ROLLBACK ended the transaction, as its answer says. */
@@ -110,13 +114,12 @@ class PoolTransaction implements OpenTransaction {
 
   async commit (): Promise<unknown> {
     if (this.#ended) throw new Error('fastify-blueprints: the transaction has ended')
-    // Every statement before COMMIT, as it was sent.
-    const before = this.#settled
     let committed: { command?: string }
     try {
       committed = await this.#end('COMMIT')
     } catch (err) {
-      await before
+      // Every statement before COMMIT has its answer (pg may fail COMMIT at once, before them).
+      await this.#allAnswered()
       // COMMIT's answer is missing (the connection broke or timed out, or the session ended with
       // it): the server may have committed. It did not if it answered an error to a statement
       // before (it runs them in order), or if COMMIT was never sent (a connection this transaction
@@ -151,7 +154,7 @@ class PoolTransaction implements OpenTransaction {
    */
   async end (): Promise<Error | undefined> {
     this.#ended = true
-    await this.#settled
+    await this.#allAnswered()
     this.#mode?.()
     if (this.#broken !== undefined) return this.#broken
     const status = this.#status()
@@ -200,20 +203,37 @@ class PoolTransaction implements OpenTransaction {
     // One by one, nothing more goes out once the connection is known broken: the driver's state is
     // not known (`pg` before 8.22 answers no statement sent after values it could not bind).
     // Such a statement fails with the break's own error (what the client is told is the break).
-    const sent = this.#pipelined ? run() : this.#settled.then(async () => {
+    const sent = this.#pipelined ? run() : (this.#previous ?? Promise.resolve()).then(async () => {
       if (this.#broken === undefined) return await run()
       if (config === 'COMMIT') this.#commitUnsent = true
       throw this.#broken
     })
-    // Settled once this statement and every one before it are: in pipeline mode `pg` may fail a
-    // statement at once (values it cannot bind) while earlier ones still wait for their answers.
-    const before = this.#settled
-    this.#settled = sent.then(ignore, (err: unknown) => {
+    // Counted until it has its answer: in pipeline mode `pg` may fail a statement at once (values
+    // it cannot bind) while earlier ones still wait for theirs. One reaction per statement (this
+    // runs for every statement of every write); registered first, so that the failure is recorded
+    // before anything else learns of it.
+    this.#pending++
+    sent.then(this.#settle, (err: unknown) => {
       if (answered(err) && config !== 'COMMIT') this.#answered = true
       if (fromServer(err)) this.#failure ??= err as Error
       else this.#broken ??= err as Error
-    }).then(async () => await before)
+      this.#settle()
+    })
+    if (!this.#pipelined) this.#previous = sent.then(ignore, ignore)
     return sent
+  }
+
+  /** A statement has its answer (or failed). */
+  readonly #settle = (): void => {
+    if (--this.#pending > 0 || this.#drained.length === 0) return
+    const drained = this.#drained
+    this.#drained = []
+    for (const resolve of drained) resolve()
+  }
+
+  /** Settles once every statement sent so far has its answer (or failed). */
+  #allAnswered (): Promise<void> {
+    return this.#pending === 0 ? Promise.resolve() : new Promise(resolve => this.#drained.push(resolve))
   }
 }
 
