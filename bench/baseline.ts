@@ -227,6 +227,26 @@ export async function createChangeLog (pool: pg.Pool): Promise<void> {
   await pool.query(`CREATE SEQUENCE IF NOT EXISTS ${LOG_TABLE}_position`)
 }
 
+/**
+ * The CTEs that append the change set of one link added or removed (`w`: the insert's or the
+ * delete's RETURNING; no row, nothing appended).
+ */
+function linkLogged (verb: 'addedTo' | 'removedFrom'): string {
+  return `e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', verb, 'tag_id')} || ',' || ${
+    logItem('tag', 'tag_id', verb, 'pet_id')
+  } || ']}' AS envelope FROM w),
+    ${LOG_APPEND}`
+}
+
+/** An add with its change set appended; `locks`: with the plugin's locks (the held variant). */
+function addLogged (locks: boolean): string {
+  return `WITH p AS (SELECT id FROM pet WHERE id = $1${locks ? ' FOR UPDATE' : ''}),
+    t AS (SELECT id FROM tag WHERE id = $2${locks ? ' FOR KEY SHARE' : ''}),
+    w AS (INSERT INTO pet_tags (pet_id, tag_id) SELECT p.id, t.id FROM p, t ON CONFLICT DO NOTHING RETURNING pet_id, tag_id),
+    ${linkLogged('addedTo')}
+    SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`
+}
+
 // `{limit}`: the page's size written in the text, one named statement per size asked for. With the
 // size a parameter, PostgreSQL's generic plan (which guesses it) costs more than a custom one, and
 // the statement is planned again at every execution (measured: 62 against 43 µs of database CPU
@@ -266,19 +286,10 @@ const PG = {
     SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM ok)`,
   // The change-log variant of the three writes: the same statements, whose RETURNING makes the
   // change set (`e`, no row when no link changed), appended by LOG_APPEND; $3 is the time in ms.
-  addLogged: `WITH p AS (SELECT id FROM pet WHERE id = $1), t AS (SELECT id FROM tag WHERE id = $2),
-    w AS (INSERT INTO pet_tags (pet_id, tag_id) SELECT p.id, t.id FROM p, t ON CONFLICT DO NOTHING RETURNING pet_id, tag_id),
-    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'addedTo', 'tag_id')} || ',' || ${
-    logItem('tag', 'tag_id', 'addedTo', 'pet_id')
-  } || ']}' AS envelope FROM w),
-    ${LOG_APPEND}
-    SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`,
+  addLogged: addLogged(false),
   removeLogged: `WITH p AS (SELECT id FROM pet WHERE id = $1), t AS (SELECT id FROM tag WHERE id = $2),
     w AS (DELETE FROM pet_tags WHERE pet_id = $1 AND tag_id = $2 RETURNING pet_id, tag_id),
-    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'removedFrom', 'tag_id')} || ',' || ${
-    logItem('tag', 'tag_id', 'removedFrom', 'pet_id')
-  } || ']}' AS envelope FROM w),
-    ${LOG_APPEND}
+    ${linkLogged('removedFrom')}
     SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`,
   // Items in the plugin's order: the pet's added tags (in the order of $2), its removed tags (by
   // id), then each added tag, then each removed tag.
@@ -300,21 +311,11 @@ const PG = {
     SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM ok)`,
   // The held variant's writes (see the header): the add with its locks; the locks of a remove and
   // of a replace, each then followed by removeHeld or by replaceLogged.
-  addHeld:
-    `WITH p AS (SELECT id FROM pet WHERE id = $1 FOR UPDATE), t AS (SELECT id FROM tag WHERE id = $2 FOR KEY SHARE),
-    w AS (INSERT INTO pet_tags (pet_id, tag_id) SELECT p.id, t.id FROM p, t ON CONFLICT DO NOTHING RETURNING pet_id, tag_id),
-    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'addedTo', 'tag_id')} || ',' || ${
-      logItem('tag', 'tag_id', 'addedTo', 'pet_id')
-    } || ']}' AS envelope FROM w),
-    ${LOG_APPEND}
-    SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`,
+  addHeld: addLogged(true),
   lockForRemove: `WITH p AS (SELECT id FROM pet WHERE id = $1 FOR UPDATE), t AS (SELECT id FROM tag WHERE id = $2)
     SELECT EXISTS (SELECT FROM p), EXISTS (SELECT FROM t)`,
   removeHeld: `WITH w AS (DELETE FROM pet_tags WHERE pet_id = $1 AND tag_id = $2 RETURNING pet_id, tag_id),
-    e AS (SELECT '{"items":[' || ${logItem('pet', 'pet_id', 'removedFrom', 'tag_id')} || ',' || ${
-    logItem('tag', 'tag_id', 'removedFrom', 'pet_id')
-  } || ']}' AS envelope FROM w),
-    ${LOG_APPEND}
+    ${linkLogged('removedFrom')}
     SELECT`,
   lockForReplace: `WITH p AS (SELECT id FROM pet WHERE id = $1 FOR UPDATE),
     t AS (SELECT id FROM tag WHERE id = ANY($2::int[]) ORDER BY id FOR KEY SHARE)
