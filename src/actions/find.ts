@@ -17,7 +17,7 @@ import type { ActionContext } from './context.ts'
  * records. Under a `policy`, only what it lets the requester see (see `ReadOptions.policy`). With a
  * `snapshot`, its statements see one snapshot (see `Database.read`).
  */
-export function findBy (
+function findBy (
   ctx: ActionContext,
   model: Model,
   criteria: Criteria,
@@ -67,7 +67,7 @@ export interface FoundPage extends Page<JsonRecord> {
  * and the cursors of the pages beside it; with `counted`, the number of records the query's
  * `where` matches, whatever the cursor (as {@link findAndCount}).
  */
-export function findPage (
+function findPage (
   ctx: ActionContext,
   model: Model,
   criteria: Criteria,
@@ -95,7 +95,7 @@ export interface FoundText {
  * reader): the text the route's serializer would write for its records; for a cursor page
  * (`criteria.paging`), with the cursors of the pages beside it.
  */
-export function findText (ctx: ActionContext, model: Model, criteria: Criteria, text: RowText): Promise<FoundText> {
+function findText (ctx: ActionContext, model: Model, criteria: Criteria, text: RowText): Promise<FoundText> {
   return ctx.database.read(undefined, run => ctx.loader.findText(run, model, criteria), true).then(rows => {
     if (criteria.paging === undefined) return { json: arrayOf(rows, text.write) }
     const page = pageAround(criteria.paging, rows, text.keys as NonNullable<RowText['keys']>)
