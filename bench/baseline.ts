@@ -329,12 +329,14 @@ const PG = {
 /** `changeLog`: the writes append to the change log; `held`: in the plugin's transactions (see the header). */
 function postgresStore (pool: pg.Pool, changeLog: boolean, held: boolean): Store {
   const { pet, user, populated, group, answer } = shapes(value => value, value => value)
-  const run = async (name: keyof typeof PG, values: unknown[], limit?: number, on: pg.Pool | pg.PoolClient = pool) =>
+  /** Runs a named statement on `on` (the pool, or a held variant's transaction's client). */
+  const runOn = (on: pg.Pool | pg.PoolClient) => async (name: keyof typeof PG, values: unknown[], limit?: number) =>
     (await on.query<RawRow>(
       limit === undefined
         ? { name, text: PG[name], values, rowMode: 'array' }
         : { name: `${name}:${limit}`, text: PG[name].replace('{limit}', String(limit)), values, rowMode: 'array' }
     )).rows
+  const run = runOn(pool)
 
   /**
    * The held variant's write of pet `id`: BEGIN and `writes` sent together, `check` of their rows
@@ -351,10 +353,11 @@ function postgresStore (pool: pg.Pool, changeLog: boolean, held: boolean): Store
     try {
       // Its failure fails the statements after it, which report it.
       client.query('BEGIN').catch(() => {})
-      check(await Promise.all(writes.map(async ([name, values]) => await run(name, values, undefined, client))))
+      const inside = runOn(client)
+      check(await Promise.all(writes.map(async ([name, values]) => await inside(name, values))))
       const [[row], tags] = await Promise.all([
-        run('petWithOwner', [id], undefined, client),
-        run('tagsOfPet', [id], undefined, client),
+        inside('petWithOwner', [id]),
+        inside('tagsOfPet', [id]),
         client.query('COMMIT')
       ])
       return answer(row, tags)
